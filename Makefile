@@ -1,0 +1,100 @@
+# Makefile - builds liblogcounter (static and shared), the logcounter CLI,
+# logcounter.pc, and runs the demo (make run) and the suite (make test).
+# The version comes from include/logcounter.h; nothing is duplicated here.
+
+VERSION_MAJOR := $(shell sed -n 's/^\#define LC_VERSION_MAJOR \([0-9]*\).*/\1/p' include/logcounter.h)
+VERSION_MINOR := $(shell sed -n 's/^\#define LC_VERSION_MINOR \([0-9]*\).*/\1/p' include/logcounter.h)
+VERSION_PATCH := $(shell sed -n 's/^\#define LC_VERSION_PATCH \([0-9]*\).*/\1/p' include/logcounter.h)
+SOVERSION     := $(shell sed -n 's/^\#define LC_SOVERSION \([0-9]*\).*/\1/p' include/logcounter.h)
+VERSION       := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+DESTDIR ?=
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+# SANITIZE=address,undefined or SANITIZE=thread builds everything with it.
+ifneq ($(SANITIZE),)
+CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=$(SANITIZE)
+BUILD   ?= build-$(subst $(comma),-,$(SANITIZE))
+endif
+comma   := ,
+BUILD   ?= build
+
+LC_CFLAGS = -std=c11 -Wall -Wextra -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
+            -Iinclude -Isrc -pthread
+LIBS      = -lmemcachedutil -lmemcached -lleveldb -pthread
+
+LIB_SRC   = $(wildcard src/*.c)
+LIB_OBJ   = $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB_A     = $(BUILD)/liblogcounter.a
+LIB_SO    = $(BUILD)/liblogcounter.so
+CLI       = $(BUILD)/logcounter
+PC        = $(BUILD)/logcounter.pc
+
+TEST_SRC  = $(wildcard tests/test_*.c)
+TEST_BIN  = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_LIB  = $(filter-out tests/test_%.c,$(wildcard tests/*.c))
+
+.PHONY: all deps run test unit-test cli-test install uninstall clean
+all: $(LIB_A) $(LIB_SO) $(CLI) $(PC)
+
+$(BUILD)/obj/%.o: src/%.c include/logcounter.h $(wildcard src/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
+
+$(LIB_A): $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,liblogcounter.so.$(SOVERSION) $(LDFLAGS) -o $@.$(VERSION) $^ $(LIBS)
+	ln -sf liblogcounter.so.$(VERSION) $@.$(SOVERSION)
+	ln -sf liblogcounter.so.$(VERSION) $@
+
+$(CLI): tools/logcounter.c $(LIB_A)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
+$(PC): logcounter.pc.in include/logcounter.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
+
+# Installs missing Debian packages (as root) or names them.
+deps:
+	@tests/deps.sh
+
+# Builds, starts a private memcached unless LOGCOUNTER_MEMCACHED is set, and
+# shows the main job.
+run: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tools/demo.sh
+
+# The whole suite: each test program starts and stops its own memcached.
+test: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR)
+	install -m 644 include/logcounter.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO).$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf liblogcounter.so.$(VERSION) $(DESTDIR)$(LIBDIR)/liblogcounter.so.$(SOVERSION)
+	ln -sf liblogcounter.so.$(VERSION) $(DESTDIR)$(LIBDIR)/liblogcounter.so
+	install -m 644 $(PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(INCDIR)/logcounter.h $(DESTDIR)$(LIBDIR)/liblogcounter.* \
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/logcounter.pc $(DESTDIR)$(BINDIR)/logcounter
+
+clean:
+	rm -rf build build-*

@@ -1,0 +1,221 @@
+/*
+ * logcounter.h - the one public header of liblogcounter.
+ *
+ * liblogcounter hands out unique serial numbers.  Each allocation bumps a
+ * counter kept in memcached and appends a record for the value to a LevelDB
+ * log before the value is returned.  When memcached loses the counter, the
+ * next allocation restores it from the log.
+ *
+ * Values are in 1 .. 2^63-1 (they fit a signed 64-bit column).  A fresh
+ * counter starts at 1.  Reaching 2^63-1 is an error (LC_EOVERFLOW), never a
+ * wrap.
+ *
+ * Conventions:
+ *  - Calls that can fail return int: 0 on success, a negative LC_E* code on
+ *    failure.  Results come back through pointers, which are written only on
+ *    success.
+ *  - One handle (lc_t) is thread-safe: any number of threads may call any
+ *    function on it at once, except lc_close, which must be the last call.
+ *  - Functions that free something accept NULL.
+ *  - The text of the last failure in the calling thread (memcached's or
+ *    LevelDB's own words) is lc_last_detail(); it is thread-local.
+ */
+#ifndef LOGCOUNTER_H
+#define LOGCOUNTER_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LC_VERSION_MAJOR 0
+#define LC_VERSION_MINOR 1
+#define LC_VERSION_PATCH 0
+#define LC_VERSION_STRING "0.1.0"
+/* Bumped on incompatible ABI changes; it is the shared library's soname. */
+#define LC_SOVERSION 0
+
+#define LC_VALUE_MAX INT64_MAX      /* the largest value ever handed out */
+#define LC_NAME_MAX 200             /* longest counter name, in bytes */
+#define LC_BLOCK_MAX 1000000000ULL  /* largest n for lc_next_n */
+
+/*
+ * The error table: one line per code.  X(name, number, message).
+ * It generates the LC_E* constants, lc_strerror() and lc_err_name().
+ */
+#define LC_ERRNO_MAP(X)                                                      \
+  X(EINVAL,     -1, "invalid argument")                                      \
+  X(ENAME,      -2, "invalid counter name (1-200 bytes of printable ASCII, " \
+                    "no space)")                                             \
+  X(ECOUNT,     -3, "invalid count (must be 1 .. 1000000000)")               \
+  X(EOVERFLOW,  -4, "counter exhausted: the next value would exceed "        \
+                    "2^63-1")                                                \
+  X(ENOMEM,     -5, "out of memory")                                         \
+  X(ETIMEDOUT,  -6, "memcached did not answer within the timeout")           \
+  X(EMEMCACHED, -7, "memcached error")                                       \
+  X(EBADVALUE,  -8, "memcached holds a non-numeric value under the "         \
+                    "counter's key")                                         \
+  X(ELOG,       -9, "log (LevelDB) error")                                   \
+  X(ELOCKED,   -10, "log directory is in use by another process")            \
+  X(ECORRUPT,  -11, "corrupt log record")                                    \
+  X(EFORMAT,   -12, "log directory was written by an unknown format "        \
+                    "version")                                               \
+  X(EAGAIN,    -13, "memcached kept losing the counter during restore; "     \
+                    "try again")                                             \
+  X(ECONFIG,   -14, "invalid memcached configuration string")
+
+typedef enum {
+#define LC__ERR_ENUM(name, num, msg) LC_##name = (num),
+  LC_ERRNO_MAP(LC__ERR_ENUM)
+#undef LC__ERR_ENUM
+} lc_errno_t;
+
+/* A static message for an LC_E* code ("unknown error" for others). */
+const char *lc_strerror(int err);
+/* The code's name without the LC_ prefix, e.g. "ETIMEDOUT". */
+const char *lc_err_name(int err);
+/* The underlying detail of the last failure in this thread, or "".  The
+ * string belongs to the thread and stays valid until its next lc_ call. */
+const char *lc_last_detail(void);
+/* LC_VERSION_STRING of the library actually linked. */
+const char *lc_version(void);
+
+typedef enum {
+  /* Records are written unsynced; a synced reservation is kept ahead of the
+   * values handed out, so that no value repeats even after an OS crash
+   * followed by a memcached loss (the restore then starts above the
+   * reservation, skipping at most the window). */
+  LC_DURABILITY_DEFAULT = 0,
+  /* Every record is synced before its value is returned.  Concurrent
+   * callers share one sync (group commit). */
+  LC_DURABILITY_SYNC = 1
+} lc_durability_t;
+
+/* "default" / "sync" to the enum; LC_EINVAL for anything else. */
+int lc_durability_parse(const char *s, lc_durability_t *out);
+const char *lc_durability_name(lc_durability_t d);
+
+typedef struct lc_options {
+  /* memcached servers in libmemcached's configuration syntax, e.g.
+   * "--SERVER=127.0.0.1:11211".  NULL: "--SERVER=127.0.0.1:11211". */
+  const char *memcached;
+  /* The log directory (created if missing; its parent must exist).
+   * Required.  One process at a time may hold it. */
+  const char *db_path;
+  lc_durability_t durability;   /* default LC_DURABILITY_DEFAULT */
+  int timeout_ms;               /* memcached connect/answer; 0: 1000 */
+  int lock_wait_ms;             /* wait this long for a held log; 0: none */
+  uint64_t reserve;             /* reservation window; 0: 1000 */
+  int pool_size;                /* memcached connections; 0: 16 */
+  const char *owner;            /* who holds the log, shown to processes
+                                   that find it held; NULL: "liblogcounter" */
+} lc_options;
+
+/* Fills *o with the defaults above (db_path stays NULL). */
+void lc_options_init(lc_options *o);
+
+typedef struct lc lc_t;
+
+/* Opens the log and connects the memcached pool.  *out receives the handle;
+ * the options are copied.  LC_ELOCKED when another process holds the log
+ * (lc_last_detail() then names that process when it is known). */
+int lc_open(const lc_options *o, lc_t **out);
+/* Marks every counter's reservation as exactly its last value (so a
+ * restart skips nothing), syncs and closes.  Returns the first error of
+ * that final write; the handle is freed in every case.  NULL is a no-op. */
+int lc_close(lc_t *h);
+
+/* Counter names: 1..LC_NAME_MAX bytes, each 0x21..0x7e (printable ASCII,
+ * no space).  Returns 0 or LC_ENAME. */
+int lc_check_name(const char *name);
+
+/* Allocates one value: *value receives it once its record is in the log. */
+int lc_next(lc_t *h, const char *name, int64_t *value);
+/* Allocates a contiguous block of n values (1 <= n <= LC_BLOCK_MAX) with
+ * one memcached increment and one record: the block is
+ * [*first, *first + n - 1]. */
+int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
+/* The value the counter stands at: the next allocation returns a value
+ * greater than it (equal to it plus one unless something fails or the
+ * counter is restored after a crash).  0 for a counter never used.  Does
+ * not change anything. */
+int lc_current(lc_t *h, const char *name, int64_t *value);
+/* Restores the counter in memcached from the log if memcached has lost it
+ * (or holds a value below what was handed out); *value receives the
+ * value the counter now stands at.  lc_next does this by itself when
+ * needed. */
+int lc_restore(lc_t *h, const char *name, int64_t *value);
+/* Raises the counter so that the next value is at least min_next; never
+ * lowers it.  The raise is synced to the log before it returns.
+ * 1 <= min_next <= LC_VALUE_MAX. */
+int lc_advance(lc_t *h, const char *name, int64_t min_next);
+/* The synced reservation of the counter (0 if none): after a crash the
+ * restore starts above it. */
+int lc_reservation(lc_t *h, const char *name, int64_t *value);
+
+/* One log record: the block [first, last] (count values) and the time it
+ * was written, in microseconds since the Unix epoch. */
+typedef struct lc_record {
+  int64_t first;
+  int64_t last;
+  uint64_t count;
+  int64_t time_us;
+  int version;        /* record format version */
+} lc_record;
+
+typedef struct lc_iter lc_iter;
+
+/* Iterates one counter's records in ascending order.  The iterator sees a
+ * snapshot taken at lc_iter_open. */
+int lc_iter_open(lc_t *h, const char *name, lc_iter **out);
+/* 1: *rec holds the next record.  0: no more records.  LC_ECORRUPT: the
+ * next record cannot be decoded (rec->last holds its key's value when the
+ * key decodes, else 0); the call after it continues with the following
+ * record. */
+int lc_iter_next(lc_iter *it, lc_record *rec);
+void lc_iter_close(lc_iter *it);
+
+typedef struct lc_prune_opts {
+  /* Criteria; 0 means "not given".  At least one must be given.  Prune
+   * deletes the oldest records, from the first on, up to (not including)
+   * the first record that any given criterion keeps.  The newest record and
+   * the reservation are never deleted. */
+  uint64_t keep;          /* keep at least this many newest records (>= 1) */
+  int64_t below;          /* delete records whose last value < below */
+  int64_t older_than_us;  /* delete records written before this time (us) */
+  /* Called now and then during a long prune; may be NULL. */
+  void (*progress)(void *arg, uint64_t scanned, uint64_t deleted);
+  void *progress_arg;
+} lc_prune_opts;
+
+typedef struct lc_prune_result {
+  uint64_t deleted;       /* records deleted */
+  uint64_t kept;          /* records left */
+} lc_prune_result;
+
+/* Deletes old records of a counter in batches, then compacts the range so
+ * that later reverse seeks stay fast. */
+int lc_prune(lc_t *h, const char *name, const lc_prune_opts *opts,
+             lc_prune_result *result);
+
+typedef struct lc_stats {
+  uint64_t allocations;   /* successful lc_next / lc_next_n calls */
+  uint64_t ids;           /* values handed out */
+  uint64_t increments;    /* memcached increments sent */
+  uint64_t restores;      /* counters seeded in memcached from the log */
+  uint64_t backwards;     /* memcached answers not above the last value */
+  uint64_t log_writes;    /* LevelDB write batches */
+  uint64_t log_syncs;     /* synced LevelDB writes */
+  uint64_t errors;        /* calls that failed */
+} lc_stats;
+
+/* A snapshot of the handle's counters since lc_open. */
+int lc_get_stats(lc_t *h, lc_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOGCOUNTER_H */

@@ -1,0 +1,24 @@
+#!/bin/sh
+# deps.sh - makes sure the Debian packages logcounter needs are installed.
+# As root it installs what is missing with apt-get; otherwise it names the
+# missing packages and fails.  Extra package names may be given as arguments.
+set -eu
+need="memcached libmemcached-dev libmemcached-tools libleveldb-dev libcmocka-dev pkg-config make gcc $*"
+missing=""
+for p in $need; do
+  if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed'; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "deps: installing:$missing" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing >&2
+else
+  echo "deps: missing Debian packages:$missing" >&2
+  echo "deps: install them with: sudo apt-get install$missing" >&2
+  exit 1
+fi
