@@ -1,0 +1,162 @@
+/*
+ * cache.c - memcached, through libmemcachedutil's connection pool.
+ *
+ * memcached_st is not thread-safe, so each call takes one connection from
+ * the pool and gives it back.  Every wait is bounded by the configured
+ * timeout (libmemcached's own defaults block for seconds): connect, poll,
+ * send and receive, and the wait for a free pooled connection.
+ *
+ * libmemcached writes UINT64_MAX into an increment's result on failure; the
+ * result is only read here after MEMCACHED_SUCCESS.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int map_error(memcached_st *mc, memcached_return_t rc, const char *op) {
+  const char *why = mc ? memcached_last_error_message(mc) : NULL;
+  if (why == NULL || why[0] == '\0') why = memcached_strerror(mc, rc);
+  switch (rc) {
+  case MEMCACHED_TIMEOUT:
+    return lc__fail(LC_ETIMEDOUT, "memcached %s: %s", op, why);
+  default:
+    return lc__fail(LC_EMEMCACHED, "memcached %s: %s", op, why);
+  }
+}
+
+int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
+                   int pool_size) {
+  memset(c, 0, sizeof *c);
+  char err[256] = "";
+  if (libmemcached_check_configuration(config, strlen(config), err,
+                                       sizeof err) != MEMCACHED_SUCCESS)
+    return lc__fail(LC_ECONFIG, "%s", err);
+  c->master = memcached(config, strlen(config));
+  if (c->master == NULL) return lc__fail(LC_ECONFIG, "cannot parse '%s'", config);
+  const struct { memcached_behavior_t b; uint64_t v; } set[] = {
+    {MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, (uint64_t)timeout_ms},
+    {MEMCACHED_BEHAVIOR_POLL_TIMEOUT, (uint64_t)timeout_ms},
+    {MEMCACHED_BEHAVIOR_SND_TIMEOUT, (uint64_t)timeout_ms * 1000},
+    {MEMCACHED_BEHAVIOR_RCV_TIMEOUT, (uint64_t)timeout_ms * 1000},
+    {MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 0},   /* reconnect at once */
+    {MEMCACHED_BEHAVIOR_TCP_NODELAY, 1},
+    {MEMCACHED_BEHAVIOR_NOREPLY, 0},         /* every answer is needed */
+  };
+  for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
+    if (memcached_behavior_set(c->master, set[i].b, set[i].v) != MEMCACHED_SUCCESS) {
+      memcached_free(c->master);
+      c->master = NULL;
+      return lc__fail(LC_ECONFIG, "cannot set libmemcached behavior %d", set[i].b);
+    }
+  }
+  c->pool = memcached_pool_create(c->master, 1, (uint32_t)pool_size);
+  if (c->pool == NULL) {
+    memcached_free(c->master);
+    c->master = NULL;
+    return lc__fail(LC_ENOMEM, "cannot create the memcached pool");
+  }
+  c->fetch_wait.tv_sec = timeout_ms / 1000;
+  c->fetch_wait.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+  return 0;
+}
+
+void lc__cache_close(lc__cache *c) {
+  if (c->pool) memcached_pool_destroy(c->pool);
+  if (c->master) memcached_free(c->master);
+  memset(c, 0, sizeof *c);
+}
+
+static int take(lc__cache *c, memcached_st **mc) {
+  memcached_return_t rc;
+  struct timespec wait = c->fetch_wait;
+  *mc = memcached_pool_fetch(c->pool, &wait, &rc);
+  if (*mc == NULL)
+    return lc__fail(LC_ETIMEDOUT, "no free memcached connection: %s",
+                    memcached_strerror(NULL, rc));
+  return 0;
+}
+
+static void give(lc__cache *c, memcached_st *mc) {
+  memcached_pool_release(c->pool, mc);
+}
+
+int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
+                   uint64_t delta, uint64_t *out) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  uint64_t v = 0;
+  memcached_return_t rc = memcached_increment_by_key(mc, key, klen, key, klen,
+                                                     delta, &v);
+  if (rc == MEMCACHED_SUCCESS) {
+    *out = v;
+    err = 0;
+  } else if (rc == MEMCACHED_NOTFOUND) {
+    err = LC__MISS;
+  } else if (rc == MEMCACHED_CLIENT_ERROR) {
+    /* memcached answers CLIENT_ERROR to incr on a non-numeric value */
+    err = lc__fail(LC_EBADVALUE, "memcached incr %.*s: %s", (int)klen, key,
+                   memcached_last_error_message(mc));
+  } else {
+    err = map_error(mc, rc, "incr");
+  }
+  give(c, mc);
+  return err;
+}
+
+int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  size_t vlen = 0;
+  uint32_t flags = 0;
+  memcached_return_t rc;
+  char *v = memcached_get(mc, key, klen, &vlen, &flags, &rc);
+  if (v != NULL) {
+    /* memcached stores counters as decimal text, maybe space-padded */
+    char buf[32];
+    size_t n = vlen;
+    while (n > 0 && v[n - 1] == ' ') n--;
+    char *end = NULL;
+    err = LC_EBADVALUE;
+    if (n > 0 && n < sizeof buf && v[0] >= '0' && v[0] <= '9') {
+      memcpy(buf, v, n);
+      buf[n] = '\0';
+      errno = 0;
+      unsigned long long x = strtoull(buf, &end, 10);
+      if (errno == 0 && *end == '\0') {
+        *out = x;
+        err = 0;
+      }
+    }
+    if (err) lc__fail(err, "memcached key %.*s holds %zu bytes that are not "
+                      "a decimal number", (int)klen, key, vlen);
+    free(v);
+  } else if (rc == MEMCACHED_NOTFOUND) {
+    err = LC__MISS;
+  } else {
+    err = map_error(mc, rc, "get");
+  }
+  give(c, mc);
+  return err;
+}
+
+int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  char buf[24];
+  int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+  memcached_return_t rc = memcached_add(mc, key, klen, buf, (size_t)n, 0, 0);
+  if (rc == MEMCACHED_SUCCESS)
+    err = 0;
+  else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS)
+    err = LC__EXISTS;
+  else
+    err = map_error(mc, rc, "add");
+  give(c, mc);
+  return err;
+}

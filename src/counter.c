@@ -1,0 +1,414 @@
+/*
+ * counter.c - allocation: memcached increment, log append, restore.
+ *
+ * Per counter, one thread at a time is the "leader": it alone talks to
+ * memcached and the log for that counter.  Callers of lc_next_n queue their
+ * requests; the leader takes every request queued so far, sends ONE
+ * increment by their total, writes ONE record for the whole block, and
+ * splits the block among them in arrival order.  So concurrent callers share
+ * a round trip and a (group-committed) sync, and at most one increment per
+ * counter is in flight in this process.
+ *
+ * Invariants, for each counter (touched only by its leader):
+ *  - floor: every value <= floor has been handed out, burned, or reserved
+ *    by an earlier owner.  An answer from memcached whose block does not
+ *    lie wholly above floor means memcached went backwards (restart, a stray
+ *    set): it is raised, never trusted.  A lost key is re-seeded with
+ *    memcached's add (never set) at max(floor, log max).
+ *  - reserved (default durability): a synced reservation >= every value
+ *    handed out.  Before a block above it is handed out, a new reservation
+ *    is written, synced, in the same write as the block's record.  A new
+ *    handle starts with floor = max(log max, reservation), so even records
+ *    lost to an OS crash cannot be reissued.
+ *  - a value is returned only after its record's write succeeded; on a
+ *    failed write the block is burned (floor still moves past it).
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ATTEMPTS 8
+
+typedef struct req {
+  uint64_t n;
+  int64_t first;
+  int rc;
+  bool done;
+  char detail[LC__DETAIL_MAX];
+  struct req *next;
+} req;
+
+struct lc__counter {
+  lc__counter *next;          /* hash chain */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool busy;                  /* a leader is at work */
+  req *head, *tail;           /* waiting lc_next_n calls */
+  bool loaded;
+  int64_t floor, reserved;
+  size_t nlen, klen;
+  char *name;                 /* points into key, past the prefix */
+  char key[];                 /* "lc:" NAME */
+};
+
+void lc__table_init(lc__table *t) {
+  pthread_mutex_init(&t->mu, NULL);
+  memset(t->buckets, 0, sizeof t->buckets);
+}
+
+static unsigned hash(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h % 256;
+}
+
+/* Finds or creates the counter; validates the name. */
+static int lookup(lc_t *h, const char *name, lc__counter **out) {
+  int rc = lc_check_name(name);
+  if (rc) return lc__fail(rc, rc == LC_EINVAL ? "counter name is NULL" :
+                          "invalid counter name");
+  size_t n = strlen(name);
+  lc__table *t = &h->counters;
+  unsigned b = hash(name, n);
+  pthread_mutex_lock(&t->mu);
+  lc__counter *c = t->buckets[b];
+  while (c && !(c->nlen == n && memcmp(c->name, name, n) == 0)) c = c->next;
+  if (c == NULL) {
+    size_t plen = strlen(LC__MC_PREFIX);
+    c = calloc(1, sizeof *c + plen + n + 1);
+    if (c == NULL) {
+      pthread_mutex_unlock(&t->mu);
+      return lc__fail(LC_ENOMEM, "cannot allocate counter state");
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    memcpy(c->key, LC__MC_PREFIX, plen);
+    memcpy(c->key + plen, name, n + 1);
+    c->name = c->key + plen;
+    c->nlen = n;
+    c->klen = plen + n;
+    c->next = t->buckets[b];
+    t->buckets[b] = c;
+  }
+  pthread_mutex_unlock(&t->mu);
+  *out = c;
+  return 0;
+}
+
+/* Leader role for operations that are not batched. */
+static void acquire(lc__counter *c) {
+  pthread_mutex_lock(&c->mu);
+  while (c->busy) pthread_cond_wait(&c->cv, &c->mu);
+  c->busy = true;
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void release(lc__counter *c) {
+  pthread_mutex_lock(&c->mu);
+  c->busy = false;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Leader only: floor and reserved from the log on first use. */
+static int load(lc_t *h, lc__counter *c) {
+  if (c->loaded) return 0;
+  int64_t max = 0, res = 0;
+  int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
+  if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
+  if (rc) return rc;
+  c->floor = max > res ? max : res;
+  c->reserved = res;
+  c->loaded = true;
+  return 0;
+}
+
+/* Leader only: seeds a lost key at max(floor, log max) with add. */
+static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
+  int64_t max = 0;
+  int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
+  if (rc) return rc;
+  if (max > c->floor) c->floor = max;
+  rc = lc__cache_add(&h->cache, c->key, c->klen, (uint64_t)c->floor);
+  if (rc == 0) {
+    LC__STAT(h, restores, 1);
+    *seeded = c->floor;
+  }
+  return rc;  /* LC__EXISTS: someone else seeded it; go back to incr */
+}
+
+/*
+ * Leader only: obtains a block of n values wholly above floor from
+ * memcached, restoring or raising the key as needed.  *last is the block's
+ * last value.
+ */
+static int increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
+  uint64_t delta = n;
+  for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    uint64_t v = 0;
+    int64_t seeded;
+    LC__STAT(h, increments, 1);
+    int rc = lc__cache_incr(&h->cache, c->key, c->klen, delta, &v);
+    if (rc == LC__MISS) {
+      rc = seed(h, c, &seeded);
+      if (rc < 0) return rc;
+      delta = n;
+      continue;
+    }
+    if (rc) return rc;
+    if (v > (uint64_t)LC_VALUE_MAX)
+      return lc__fail(LC_EOVERFLOW, "memcached holds %llu for %s",
+                      (unsigned long long)v, c->key);
+    if (v >= n && (int64_t)(v - n) >= c->floor) {
+      *last = (int64_t)v;
+      return 0;
+    }
+    /* memcached is behind what was handed out: raise it past floor. */
+    LC__STAT(h, backwards, 1);
+    delta = (uint64_t)c->floor + n - v;
+  }
+  return lc__fail(LC_EAGAIN, "memcached lost or lowered %s %d times in a row",
+                  c->key, MAX_ATTEMPTS);
+}
+
+/* Leader only: allocates [first, first+n) and logs it. */
+static int allocate(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
+  int rc = load(h, c);
+  if (rc) return rc;
+  if (n > (uint64_t)(LC_VALUE_MAX - c->floor))
+    return lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+                    (long long)c->floor);
+  int64_t last = 0;
+  rc = increment(h, c, n, &last);
+  if (rc) return rc;
+  int64_t reservation = 0;
+  bool sync = h->opt.durability == LC_DURABILITY_SYNC;
+  if (!sync && last > c->reserved) {
+    uint64_t block16 = n > UINT64_MAX / 16 ? UINT64_MAX : 16 * n;
+    uint64_t window = h->opt.reserve > block16 ? h->opt.reserve : block16;
+    reservation = (uint64_t)(LC_VALUE_MAX - last) < window
+                      ? LC_VALUE_MAX : last + (int64_t)window;
+    sync = true;
+  }
+  c->floor = last;  /* handed out or burned: never again */
+  rc = lc__log_append(&h->log, c->name, c->nlen, last, n, reservation, sync);
+  LC__STAT(h, log_writes, 1);
+  if (sync) LC__STAT(h, log_syncs, 1);
+  if (rc) return rc;
+  if (reservation) c->reserved = reservation;
+  *first = last - (int64_t)n + 1;
+  return 0;
+}
+
+/* Takes queued requests whose total fits below 2^63; c->mu held. */
+static req *take_batch(lc__counter *c, uint64_t *total) {
+  req *batch = c->head, **tail = &batch;
+  uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
+  *total = 0;
+  while (*tail && (*tail)->n <= room - *total) {
+    *total += (*tail)->n;
+    tail = &(*tail)->next;
+  }
+  if (*total == 0) {  /* the first request alone does not fit: take it */
+    *total = batch->n;
+    tail = &batch->next;
+  }
+  c->head = *tail;
+  if (c->head == NULL) c->tail = NULL;
+  *tail = NULL;
+  return batch;
+}
+
+/* Called with c->mu held and no leader; returns with c->mu held. */
+static void lead(lc_t *h, lc__counter *c) {
+  c->busy = true;
+  int rc = 0;
+  lc__detail_clear();
+  if (!c->loaded) {  /* load first, so that the batch can respect floor */
+    pthread_mutex_unlock(&c->mu);
+    rc = load(h, c);
+    pthread_mutex_lock(&c->mu);
+  }
+  uint64_t total;
+  req *batch = take_batch(c, &total);
+  pthread_mutex_unlock(&c->mu);
+
+  int64_t first = 0;
+  if (!rc) rc = allocate(h, c, total, &first);
+  for (req *r = batch; r; r = r->next) {
+    r->rc = rc;
+    if (rc) {
+      memcpy(r->detail, lc_last_detail(), LC__DETAIL_MAX);
+    } else {
+      r->first = first;
+      first += (int64_t)r->n;
+    }
+  }
+  pthread_mutex_lock(&c->mu);
+  for (req *r = batch, *next; r; r = next) {
+    next = r->next;  /* r may vanish once done is seen */
+    r->done = true;
+  }
+  c->busy = false;
+  pthread_cond_broadcast(&c->cv);
+}
+
+int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
+  lc__detail_clear();
+  if (h == NULL || first == NULL)
+    return lc__fail(LC_EINVAL, "NULL handle or result pointer");
+  if (n == 0 || n > LC_BLOCK_MAX)
+    return lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n);
+  lc__counter *c;
+  int rc = lookup(h, name, &c);
+  if (rc) {
+    LC__STAT(h, errors, 1);
+    return rc;
+  }
+  req r = {.n = n};
+  pthread_mutex_lock(&c->mu);
+  if (c->tail) c->tail->next = &r; else c->head = &r;
+  c->tail = &r;
+  while (!r.done) {
+    if (!c->busy)
+      lead(h, c);  /* unlocks and relocks c->mu */
+    else
+      pthread_cond_wait(&c->cv, &c->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (r.rc) {
+    lc__detail_set(r.detail);
+    LC__STAT(h, errors, 1);
+    return r.rc;
+  }
+  LC__STAT(h, allocations, 1);
+  LC__STAT(h, ids, n);
+  *first = r.first;
+  return 0;
+}
+
+int lc_next(lc_t *h, const char *name, int64_t *value) {
+  return lc_next_n(h, name, 1, value);
+}
+
+/* Runs op as the counter's leader, with its state loaded. */
+static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
+                     int (*op)(lc_t *, lc__counter *, int64_t, int64_t *)) {
+  lc__detail_clear();
+  if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
+  lc__counter *c;
+  int rc = lookup(h, name, &c);
+  if (!rc) {
+    acquire(c);
+    rc = load(h, c);
+    if (!rc) rc = op(h, c, arg, out);
+    release(c);
+  }
+  if (rc) LC__STAT(h, errors, 1);
+  return rc;
+}
+
+static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
+  (void)arg;
+  uint64_t v = 0;
+  int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
+  if (rc < 0) return rc;
+  int64_t cur = c->floor;
+  if (rc == 0 && v > (uint64_t)cur)
+    cur = v > (uint64_t)LC_VALUE_MAX ? LC_VALUE_MAX : (int64_t)v;
+  *out = cur;
+  return 0;
+}
+
+static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
+  (void)arg;
+  for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    uint64_t v = 0;
+    int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
+    if (rc == LC__MISS) {
+      rc = seed(h, c, out);
+      if (rc <= 0) return rc;
+      continue;  /* seeded by someone else meanwhile */
+    }
+    if (rc) return rc;
+    if (v >= (uint64_t)c->floor) {
+      *out = v > (uint64_t)LC_VALUE_MAX ? LC_VALUE_MAX : (int64_t)v;
+      return 0;
+    }
+    LC__STAT(h, backwards, 1);
+    rc = lc__cache_incr(&h->cache, c->key, c->klen, (uint64_t)c->floor - v, &v);
+    if (rc < 0) return rc;
+  }
+  return lc__fail(LC_EAGAIN, "memcached kept changing %s", c->key);
+}
+
+static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
+  (void)out;
+  int64_t target = min_next - 1;  /* the value the counter must stand at */
+  if (target > c->floor) {
+    /* durable first: after this, no restore can start below target */
+    if (target > c->reserved) {
+      int rc = lc__log_put_reservation(&h->log, c->name, c->nlen, target);
+      LC__STAT(h, log_syncs, 1);
+      if (rc) return rc;
+      c->reserved = target;
+    }
+    c->floor = target;
+  }
+  int64_t now;
+  return op_restore(h, c, 0, &now);  /* raises memcached to floor */
+}
+
+static int op_reservation(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
+  (void)arg;
+  return lc__log_get_reservation(&h->log, c->name, c->nlen, out);
+}
+
+int lc_current(lc_t *h, const char *name, int64_t *value) {
+  if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
+  return exclusive(h, name, 0, value, op_current);
+}
+
+int lc_restore(lc_t *h, const char *name, int64_t *value) {
+  if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
+  return exclusive(h, name, 0, value, op_restore);
+}
+
+int lc_advance(lc_t *h, const char *name, int64_t min_next) {
+  if (min_next < 1) return lc__fail(LC_EINVAL, "advance to %lld", (long long)min_next);
+  return exclusive(h, name, min_next, NULL, op_advance);
+}
+
+int lc_reservation(lc_t *h, const char *name, int64_t *value) {
+  if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
+  return exclusive(h, name, 0, value, op_reservation);
+}
+
+int lc__table_close(lc__table *t, lc__log *log) {
+  leveldb_writebatch_t *b = log->db ? leveldb_writebatch_create() : NULL;
+  bool any = false;
+  for (int i = 0; i < 256; i++) {
+    for (lc__counter *c = t->buckets[i], *next; c; c = next) {
+      next = c->next;
+      if (b && c->loaded && c->floor != c->reserved) {
+        /* exact: a restart after a clean close skips nothing */
+        char key[LC_NAME_MAX + 10];
+        unsigned char val[9];
+        size_t klen = lc__reservation_key(key, c->name, c->nlen);
+        val[0] = LC__RECORD_VERSION;
+        lc__be64_put(val + 1, (uint64_t)c->floor);
+        leveldb_writebatch_put(b, key, klen, (const char *)val, sizeof val);
+        any = true;
+      }
+      pthread_mutex_destroy(&c->mu);
+      pthread_cond_destroy(&c->cv);
+      free(c);
+    }
+    t->buckets[i] = NULL;
+  }
+  int rc = any ? lc__log_write(log, b, true) : 0;
+  if (b) leveldb_writebatch_destroy(b);
+  pthread_mutex_destroy(&t->mu);
+  return rc;
+}

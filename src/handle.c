@@ -1,0 +1,114 @@
+/*
+ * handle.c - the handle: options, lc_open / lc_close, stats, version.
+ *
+ * lc_open copies the options, opens the log (waiting for it when asked),
+ * then connects the memcached pool; lc_close undoes both and leaves every
+ * used counter's reservation exact, so that a clean restart skips nothing.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MEMCACHED "--SERVER=127.0.0.1:11211"
+
+const char *lc_version(void) { return LC_VERSION_STRING; }
+
+int lc_durability_parse(const char *s, lc_durability_t *out) {
+  if (s && out && strcmp(s, "default") == 0) *out = LC_DURABILITY_DEFAULT;
+  else if (s && out && strcmp(s, "sync") == 0) *out = LC_DURABILITY_SYNC;
+  else return lc__fail(LC_EINVAL, "durability '%s': use default or sync",
+                       s ? s : "(null)");
+  return 0;
+}
+
+const char *lc_durability_name(lc_durability_t d) {
+  return d == LC_DURABILITY_SYNC ? "sync" : "default";
+}
+
+void lc_options_init(lc_options *o) {
+  memset(o, 0, sizeof *o);
+  o->memcached = DEFAULT_MEMCACHED;
+  o->durability = LC_DURABILITY_DEFAULT;
+  o->timeout_ms = 1000;
+  o->reserve = 1000;
+  o->pool_size = 16;
+  o->owner = "liblogcounter";
+}
+
+static char *dup_or_null(const char *s, bool *failed) {
+  if (s == NULL) return NULL;
+  char *d = strdup(s);
+  if (d == NULL) *failed = true;
+  return d;
+}
+
+static void free_handle(lc_t *h) {
+  free(h->memcached);
+  free(h->db_path);
+  free(h->owner);
+  free(h);
+}
+
+int lc_open(const lc_options *o, lc_t **out) {
+  lc__detail_clear();
+  if (o == NULL || out == NULL || o->db_path == NULL || o->db_path[0] == '\0')
+    return lc__fail(LC_EINVAL, "options, result pointer and db_path are required");
+  if (o->durability != LC_DURABILITY_DEFAULT && o->durability != LC_DURABILITY_SYNC)
+    return lc__fail(LC_EINVAL, "unknown durability %d", (int)o->durability);
+  if (o->timeout_ms < 0 || o->lock_wait_ms < 0 || o->pool_size < 0)
+    return lc__fail(LC_EINVAL, "negative timeout, lock wait or pool size");
+  lc_t *h = calloc(1, sizeof *h);
+  if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
+  bool failed = false;
+  h->opt = *o;
+  h->memcached = dup_or_null(o->memcached ? o->memcached : DEFAULT_MEMCACHED, &failed);
+  h->db_path = dup_or_null(o->db_path, &failed);
+  h->owner = dup_or_null(o->owner ? o->owner : "liblogcounter", &failed);
+  if (failed) {
+    free_handle(h);
+    return lc__fail(LC_ENOMEM, "cannot copy the options");
+  }
+  h->opt.memcached = h->memcached;
+  h->opt.db_path = h->db_path;
+  h->opt.owner = h->owner;
+  if (h->opt.timeout_ms == 0) h->opt.timeout_ms = 1000;
+  if (h->opt.reserve == 0) h->opt.reserve = 1000;
+  if (h->opt.pool_size == 0) h->opt.pool_size = 16;
+
+  int rc = lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
+                          h->opt.pool_size);
+  if (rc) {
+    free_handle(h);
+    return rc;
+  }
+  rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
+  if (rc) {
+    lc__cache_close(&h->cache);
+    free_handle(h);
+    return rc;
+  }
+  lc__table_init(&h->counters);
+  *out = h;
+  return 0;
+}
+
+int lc_close(lc_t *h) {
+  if (h == NULL) return 0;
+  lc__detail_clear();
+  int rc = lc__table_close(&h->counters, &h->log);
+  lc__log_close(&h->log);
+  lc__cache_close(&h->cache);
+  free_handle(h);
+  return rc;
+}
+
+int lc_get_stats(lc_t *h, lc_stats *s) {
+  if (h == NULL || s == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+#define LC__LOAD(f) s->f = atomic_load_explicit(&h->st.f, memory_order_relaxed)
+  LC__LOAD(allocations); LC__LOAD(ids); LC__LOAD(increments);
+  LC__LOAD(restores); LC__LOAD(backwards); LC__LOAD(log_writes);
+  LC__LOAD(log_syncs); LC__LOAD(errors);
+#undef LC__LOAD
+  return 0;
+}

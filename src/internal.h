@@ -1,0 +1,128 @@
+/*
+ * internal.h - declarations shared by the files of liblogcounter.
+ *
+ * Internal non-static names start with lc__.  The pieces:
+ *   errors.c   the error table and the thread-local failure detail
+ *   keys.c     counter names, memcached keys, LevelDB keys and record codecs
+ *   cache.c    memcached through libmemcachedutil's pool, with timeouts
+ *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
+ *   prune.c    deleting old records in batches and compacting the range
+ *   counter.c  per-counter state, batching of concurrent callers, restore
+ *   handle.c   lc_open / lc_close, options, stats
+ */
+#ifndef LC_INTERNAL_H
+#define LC_INTERNAL_H
+
+#include "logcounter.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <leveldb/c.h>
+#include <libmemcached/memcached.h>
+#include <libmemcached/util.h>
+
+/* Positive "not an error" results of internal calls. */
+#define LC__MISS 1      /* memcached does not have the key */
+#define LC__EXISTS 2    /* memcached add found the key present */
+
+/* ---- errors.c ---- */
+#define LC__DETAIL_MAX 256
+/* Sets the calling thread's failure detail (printf-style) and returns err. */
+int lc__fail(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void lc__detail_clear(void);
+void lc__detail_set(const char *text);
+
+/* ---- keys.c ---- */
+#define LC__MC_PREFIX "lc:"
+#define LC__MC_KEY_MAX (sizeof(LC__MC_PREFIX) - 1 + LC_NAME_MAX)
+#define LC__RECORD_VERSION 1
+#define LC__RECORD_LEN 17         /* version, count, time */
+#define LC__FORMAT_KEY "!logcounter-format"
+#define LC__FORMAT_VALUE "1"
+
+void lc__be64_put(unsigned char *p, uint64_t v);
+uint64_t lc__be64_get(const unsigned char *p);
+int64_t lc__now_us(void);
+/* LevelDB key prefixes: 'r' name '\0' for records (then 8 bytes of the
+ * big-endian last value), 'v' name for the reservation.  buf must hold
+ * LC_NAME_MAX + 10 bytes; returns the length. */
+size_t lc__record_prefix(char *buf, const char *name, size_t nlen);
+size_t lc__reservation_key(char *buf, const char *name, size_t nlen);
+void lc__record_encode(unsigned char out[LC__RECORD_LEN], uint64_t count,
+                       int64_t time_us);
+/* Decodes a record key (after its prefix of plen bytes) and value. */
+int lc__record_decode(const char *key, size_t klen, size_t plen,
+                      const char *val, size_t vlen, lc_record *rec);
+
+/* ---- cache.c ---- */
+typedef struct lc__cache {
+  memcached_pool_st *pool;
+  memcached_st *master;
+  struct timespec fetch_wait;
+} lc__cache;
+
+int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
+                   int pool_size);
+void lc__cache_close(lc__cache *c);
+/* 0 and *out, LC__MISS, or a negative code (LC_EBADVALUE for a key that
+ * holds something that is not a number). */
+int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
+                   uint64_t delta, uint64_t *out);
+int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out);
+/* 0 when stored, LC__EXISTS when the key is present, or negative. */
+int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v);
+
+/* ---- log.c ---- */
+typedef struct lc__log {
+  leveldb_t *db;
+  leveldb_options_t *options;
+  leveldb_writeoptions_t *sync, *nosync;
+  leveldb_readoptions_t *read;
+  char *owner_path;
+} lc__log;
+
+int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
+                 const char *owner);
+void lc__log_close(lc__log *l);
+/* Appends the record for block (last-count, last] and, when reservation is
+ * non-zero, the new reservation, in one write. */
+int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
+                   uint64_t count, int64_t reservation, bool sync);
+int lc__log_put_reservation(lc__log *l, const char *name, size_t nlen,
+                            int64_t reservation);
+int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
+                            int64_t *out);
+/* The largest logged value of the counter (0 if none): one reverse seek. */
+int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
+int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync);
+
+/* ---- counter.c ---- */
+typedef struct lc__counter lc__counter;
+typedef struct lc__table {
+  pthread_mutex_t mu;
+  lc__counter *buckets[256];
+} lc__table;
+void lc__table_init(lc__table *t);
+/* Writes each counter's exact reservation (one synced batch) and frees. */
+int lc__table_close(lc__table *t, lc__log *log);
+
+/* ---- handle.c ---- */
+struct lc {
+  lc_options opt;
+  char *memcached;
+  char *db_path;
+  char *owner;
+  lc__cache cache;
+  lc__log log;
+  lc__table counters;
+  struct {
+    atomic_uint_fast64_t allocations, ids, increments, restores, backwards,
+        log_writes, log_syncs, errors;
+  } st;
+};
+#define LC__STAT(h, field, n) \
+  atomic_fetch_add_explicit(&(h)->st.field, (n), memory_order_relaxed)
+
+#endif

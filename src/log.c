@@ -1,0 +1,233 @@
+/*
+ * log.c - the LevelDB log that owns every counter's records.
+ *
+ * One process at a time may open a LevelDB directory (its LOCK file).  A
+ * process that finds it held may wait for it (lock_wait_ms); the holder
+ * leaves a note, OWNER, in the directory saying who it is, so that the
+ * waiter's error can name it.  The directory carries a format marker; a
+ * directory written by an unknown format version is refused.
+ *
+ * Invariant: a record is written in the same write as any reservation that
+ * covers it, and a synced write also makes every earlier write durable
+ * (LevelDB's write-ahead log is one sequential file).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int log_error(char *err, const char *op) {
+  int rc = lc__fail(LC_ELOG, "leveldb %s: %s", op, err ? err : "unknown");
+  leveldb_free(err);
+  return rc;
+}
+
+static bool is_lock_error(const char *err) {
+  return strstr(err, "lock ") != NULL && strstr(err, "LOCK") != NULL;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Whoever holds the log, as its OWNER note says. */
+static void read_owner(const char *owner_path, char *buf, size_t size) {
+  buf[0] = '\0';
+  FILE *f = fopen(owner_path, "r");
+  if (f == NULL) return;
+  if (fgets(buf, (int)size, f) == NULL) buf[0] = '\0';
+  fclose(f);
+  buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void write_owner(const char *owner_path, const char *owner) {
+  FILE *f = fopen(owner_path, "w");
+  if (f == NULL) return;  /* the note is a courtesy, not a requirement */
+  fprintf(f, "%s\n", owner);
+  fclose(f);
+}
+
+static int check_format(lc__log *l) {
+  char *err = NULL;
+  size_t vlen = 0;
+  const char *k = LC__FORMAT_KEY;
+  char *v = leveldb_get(l->db, l->read, k, strlen(k), &vlen, &err);
+  if (err) return log_error(err, "read format");
+  if (v == NULL) {
+    leveldb_put(l->db, l->sync, k, strlen(k), LC__FORMAT_VALUE,
+                strlen(LC__FORMAT_VALUE), &err);
+    return err ? log_error(err, "write format") : 0;
+  }
+  bool ok = vlen == strlen(LC__FORMAT_VALUE) &&
+            memcmp(v, LC__FORMAT_VALUE, vlen) == 0;
+  int rc = ok ? 0 : lc__fail(LC_EFORMAT, "format '%.*s', this library "
+                             "reads '%s'", (int)(vlen > 16 ? 16 : vlen), v,
+                             LC__FORMAT_VALUE);
+  leveldb_free(v);
+  return rc;
+}
+
+int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
+                 const char *owner) {
+  memset(l, 0, sizeof *l);
+  size_t plen = strlen(path);
+  l->owner_path = malloc(plen + sizeof "/OWNER");
+  l->options = leveldb_options_create();
+  l->sync = leveldb_writeoptions_create();
+  l->nosync = leveldb_writeoptions_create();
+  l->read = leveldb_readoptions_create();
+  if (!l->owner_path || !l->options || !l->sync || !l->nosync || !l->read) {
+    lc__log_close(l);
+    return lc__fail(LC_ENOMEM, "cannot allocate the log");
+  }
+  memcpy(l->owner_path, path, plen);
+  memcpy(l->owner_path + plen, "/OWNER", sizeof "/OWNER");
+  leveldb_options_set_create_if_missing(l->options, 1);
+  leveldb_writeoptions_set_sync(l->sync, 1);
+  leveldb_writeoptions_set_sync(l->nosync, 0);
+  leveldb_readoptions_set_verify_checksums(l->read, 1);
+
+  int waited = 0, step = 2;
+  for (;;) {
+    char *err = NULL;
+    l->db = leveldb_open(l->options, path, &err);
+    if (l->db) break;
+    if (!is_lock_error(err) || waited >= lock_wait_ms) {
+      int rc;
+      if (is_lock_error(err)) {
+        char who[200];
+        read_owner(l->owner_path, who, sizeof who);
+        rc = lc__fail(LC_ELOCKED, "%s is held by %s", path,
+                      who[0] ? who : "another process");
+        leveldb_free(err);
+      } else {
+        rc = log_error(err, "open");
+      }
+      lc__log_close(l);
+      return rc;
+    }
+    leveldb_free(err);
+    sleep_ms(step);
+    waited += step;
+    if (step < 50) step *= 2;
+  }
+  write_owner(l->owner_path, owner);
+  int rc = check_format(l);
+  if (rc) lc__log_close(l);
+  return rc;
+}
+
+void lc__log_close(lc__log *l) {
+  if (l->db) {
+    unlink(l->owner_path);
+    leveldb_close(l->db);
+  }
+  if (l->options) leveldb_options_destroy(l->options);
+  if (l->sync) leveldb_writeoptions_destroy(l->sync);
+  if (l->nosync) leveldb_writeoptions_destroy(l->nosync);
+  if (l->read) leveldb_readoptions_destroy(l->read);
+  free(l->owner_path);
+  memset(l, 0, sizeof *l);
+}
+
+int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
+  char *err = NULL;
+  leveldb_write(l->db, sync ? l->sync : l->nosync, b, &err);
+  return err ? log_error(err, "write") : 0;
+}
+
+static void put_reservation(leveldb_writebatch_t *b, const char *name,
+                            size_t nlen, int64_t reservation) {
+  char key[LC_NAME_MAX + 10];
+  unsigned char val[9];
+  size_t klen = lc__reservation_key(key, name, nlen);
+  val[0] = LC__RECORD_VERSION;
+  lc__be64_put(val + 1, (uint64_t)reservation);
+  leveldb_writebatch_put(b, key, klen, (const char *)val, sizeof val);
+}
+
+int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
+                   uint64_t count, int64_t reservation, bool sync) {
+  char key[LC_NAME_MAX + 10];
+  unsigned char val[LC__RECORD_LEN];
+  size_t plen = lc__record_prefix(key, name, nlen);
+  lc__be64_put((unsigned char *)key + plen, (uint64_t)last);
+  lc__record_encode(val, count, lc__now_us());
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
+  if (reservation) put_reservation(b, name, nlen, reservation);
+  int rc = lc__log_write(l, b, sync);
+  leveldb_writebatch_destroy(b);
+  return rc;
+}
+
+int lc__log_put_reservation(lc__log *l, const char *name, size_t nlen,
+                            int64_t reservation) {
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  put_reservation(b, name, nlen, reservation);
+  int rc = lc__log_write(l, b, true);
+  leveldb_writebatch_destroy(b);
+  return rc;
+}
+
+int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
+                            int64_t *out) {
+  char key[LC_NAME_MAX + 10];
+  size_t klen = lc__reservation_key(key, name, nlen);
+  char *err = NULL;
+  size_t vlen = 0;
+  char *v = leveldb_get(l->db, l->read, key, klen, &vlen, &err);
+  if (err) return log_error(err, "read reservation");
+  *out = 0;
+  if (v == NULL) return 0;
+  int rc = 0;
+  uint64_t r = vlen == 9 ? lc__be64_get((unsigned char *)v + 1) : 0;
+  if (vlen != 9 || v[0] != LC__RECORD_VERSION || r > (uint64_t)LC_VALUE_MAX)
+    rc = lc__fail(LC_ECORRUPT, "reservation of %.*s cannot be decoded",
+                  (int)nlen, name);
+  else
+    *out = (int64_t)r;
+  leveldb_free(v);
+  return rc;
+}
+
+int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
+  char prefix[LC_NAME_MAX + 10];
+  size_t plen = lc__record_prefix(prefix, name, nlen);
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  /* Seek just past the prefix ('\0' -> '\1'), then step back once. */
+  prefix[plen - 1] = '\1';
+  leveldb_iter_seek(it, prefix, plen);
+  prefix[plen - 1] = '\0';
+  if (leveldb_iter_valid(it))
+    leveldb_iter_prev(it);
+  else
+    leveldb_iter_seek_to_last(it);
+  *out = 0;
+  int rc = 0;
+  for (; leveldb_iter_valid(it); leveldb_iter_prev(it)) {
+    size_t klen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, prefix, plen) != 0) break;
+    if (klen == plen + 8) {
+      uint64_t v = lc__be64_get((const unsigned char *)k + plen);
+      if (v > (uint64_t)LC_VALUE_MAX)
+        rc = lc__fail(LC_ECORRUPT, "record key %llu of %.*s out of range",
+                      (unsigned long long)v, (int)nlen, name);
+      else
+        *out = (int64_t)v;
+      break;
+    }
+  }
+  char *err = NULL;
+  leveldb_iter_get_error(it, &err);
+  leveldb_iter_destroy(it);
+  if (err) return log_error(err, "seek");
+  return rc;
+}

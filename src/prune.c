@@ -1,0 +1,131 @@
+/*
+ * prune.c - deleting a counter's old records.
+ *
+ * Prune deletes a prefix of the counter's records (the oldest ones, in
+ * value order), stopping at the first record any criterion keeps.  It never
+ * deletes the newest record (the restore's reverse seek needs it) and never
+ * touches the reservation, so that no restore can start below a value that
+ * was handed out.  LevelDB has no range delete: deletions go in batches,
+ * and the pruned range is compacted afterwards so that tombstones do not
+ * pile up in front of later seeks.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#define BATCH 10000
+
+/* Key of the oldest record to keep, given keep/newest; *lim_len = 0 when
+ * there is nothing to prune. */
+static int find_limit(lc__log *l, const char *prefix, size_t plen,
+                      uint64_t keep, char *lim, size_t *lim_len) {
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  char end[LC_NAME_MAX + 10];
+  memcpy(end, prefix, plen);
+  end[plen - 1] = '\1';
+  leveldb_iter_seek(it, end, plen);
+  if (leveldb_iter_valid(it)) leveldb_iter_prev(it);
+  else leveldb_iter_seek_to_last(it);
+  uint64_t seen = 0;
+  *lim_len = 0;
+  if (keep == 0) keep = 1;  /* the newest record always stays */
+  for (; leveldb_iter_valid(it); leveldb_iter_prev(it)) {
+    size_t klen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, prefix, plen) != 0 || klen > plen + 8) break;
+    memcpy(lim, k, klen);
+    *lim_len = klen;
+    if (++seen == keep) break;
+  }
+  if (seen < keep) *lim_len = 0;  /* fewer records than keep */
+  char *err = NULL;
+  leveldb_iter_get_error(it, &err);
+  leveldb_iter_destroy(it);
+  if (err) {
+    int rc = lc__fail(LC_ELOG, "leveldb seek: %s", err);
+    leveldb_free(err);
+    return rc;
+  }
+  return 0;
+}
+
+static bool deletable(const lc_prune_opts *o, const char *k, size_t klen,
+                      size_t plen, const char *v, size_t vlen) {
+  lc_record rec;
+  int rc = lc__record_decode(k, klen, plen, v, vlen, &rec);
+  if (rc) {
+    lc__detail_clear();
+    return false;  /* never delete what cannot be read: verify shows it */
+  }
+  if (o->below && rec.last >= o->below) return false;
+  if (o->older_than_us && rec.time_us >= o->older_than_us) return false;
+  return true;
+}
+
+int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
+             lc_prune_result *res) {
+  lc__detail_clear();
+  if (h == NULL || o == NULL || res == NULL)
+    return lc__fail(LC_EINVAL, "NULL argument");
+  int rc = lc_check_name(name);
+  if (rc) return lc__fail(rc, "invalid counter name");
+  if (o->keep == 0 && o->below == 0 && o->older_than_us == 0)
+    return lc__fail(LC_EINVAL, "prune needs keep, below or older_than");
+  if (o->below < 0 || o->older_than_us < 0)
+    return lc__fail(LC_EINVAL, "negative below or older_than");
+  memset(res, 0, sizeof *res);
+  lc__log *l = &h->log;
+  char prefix[LC_NAME_MAX + 10], lim[LC_NAME_MAX + 10];
+  size_t plen = lc__record_prefix(prefix, name, strlen(name)), lim_len;
+  leveldb_iterator_t *it;
+  rc = find_limit(l, prefix, plen, o->keep, lim, &lim_len);
+  if (rc || lim_len == 0) goto count_rest;
+
+  it = leveldb_create_iterator(l->db, l->read);
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  uint64_t pending = 0, scanned = 0;
+  for (leveldb_iter_seek(it, prefix, plen); leveldb_iter_valid(it);
+       leveldb_iter_next(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, prefix, plen) != 0) break;
+    size_t n = klen < lim_len ? klen : lim_len;
+    int cmp = memcmp(k, lim, n);
+    if (cmp > 0 || (cmp == 0 && klen >= lim_len)) break;
+    const char *v = leveldb_iter_value(it, &vlen);
+    scanned++;
+    if (!deletable(o, k, klen, plen, v, vlen)) break;
+    leveldb_writebatch_delete(b, k, klen);
+    if (++pending == BATCH) {
+      if ((rc = lc__log_write(l, b, false)) != 0) break;
+      res->deleted += pending;
+      pending = 0;
+      leveldb_writebatch_clear(b);
+      if (o->progress) o->progress(o->progress_arg, scanned, res->deleted);
+    }
+  }
+  if (!rc && pending) {
+    rc = lc__log_write(l, b, false);
+    if (!rc) res->deleted += pending;
+  }
+  leveldb_writebatch_destroy(b);
+  leveldb_iter_destroy(it);
+  if (!rc && res->deleted) {
+    leveldb_compact_range(l->db, prefix, plen, lim, lim_len);
+    if (o->progress) o->progress(o->progress_arg, scanned, res->deleted);
+  }
+
+count_rest:
+  if (rc) return rc;
+  /* records left */
+  it = leveldb_create_iterator(l->db, l->read);
+  for (leveldb_iter_seek(it, prefix, plen); leveldb_iter_valid(it);
+       leveldb_iter_next(it)) {
+    size_t klen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, prefix, plen) != 0) break;
+    res->kept++;
+  }
+  leveldb_iter_destroy(it);
+  return 0;
+}
