@@ -67,6 +67,12 @@ $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
 
+# The C example in README.md must compile.
+$(BUILD)/readme_example: README.md $(LIB_A)
+	@mkdir -p $(@D)
+	sed -n '/^```c$$/,/^```$$/{/^```/d;p}' README.md > $@.c
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $@.c $(LIB_A) $(LIBS)
+
 # Installs missing Debian packages (as root) or names them.
 deps:
 	@tests/deps.sh
@@ -79,7 +85,7 @@ run: deps
 
 # The whole suite: each test program starts and stops its own memcached.
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/readme_example
 	@BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
 
 install: all
