@@ -16,9 +16,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* libmemcached's messages start with the address of its handle and end
+ * with its source file; keep only the words between. */
+static const char *clean(const char *msg, char *buf, size_t size) {
+  if (msg == NULL) return "";
+  if (msg[0] == '(' && strncmp(msg, "(0x", 3) == 0) {
+    const char *p = strchr(msg, ')');
+    if (p) msg = p + 1;
+  }
+  while (*msg == ' ') msg++;
+  size_t n = 0;
+  for (; *msg && n + 1 < size && strncmp(msg, " -> ", 4) != 0; msg++) {
+    if (*msg == ' ' && n > 0 && buf[n - 1] == ' ') continue;
+    buf[n++] = *msg;
+  }
+  while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == ',')) n--;
+  buf[n] = '\0';
+  return buf;
+}
+
 static int map_error(memcached_st *mc, memcached_return_t rc, const char *op) {
-  const char *why = mc ? memcached_last_error_message(mc) : NULL;
-  if (why == NULL || why[0] == '\0') why = memcached_strerror(mc, rc);
+  char buf[LC__DETAIL_MAX];
+  const char *why = clean(mc ? memcached_last_error_message(mc) : NULL, buf, sizeof buf);
+  if (why[0] == '\0') why = memcached_strerror(mc, rc);
   switch (rc) {
   case MEMCACHED_TIMEOUT:
     return lc__fail(LC_ETIMEDOUT, "memcached %s: %s", op, why);
@@ -33,7 +53,7 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
   char err[256] = "";
   if (libmemcached_check_configuration(config, strlen(config), err,
                                        sizeof err) != MEMCACHED_SUCCESS)
-    return lc__fail(LC_ECONFIG, "%s", err);
+    return lc__fail(LC_ECONFIG, "'%s': %s", config, clean(err, err, sizeof err));
   c->master = memcached(config, strlen(config));
   if (c->master == NULL) return lc__fail(LC_ECONFIG, "cannot parse '%s'", config);
   const struct { memcached_behavior_t b; uint64_t v; } set[] = {
@@ -98,8 +118,9 @@ int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
     err = LC__MISS;
   } else if (rc == MEMCACHED_CLIENT_ERROR) {
     /* memcached answers CLIENT_ERROR to incr on a non-numeric value */
+    char buf[LC__DETAIL_MAX];
     err = lc__fail(LC_EBADVALUE, "memcached incr %.*s: %s", (int)klen, key,
-                   memcached_last_error_message(mc));
+                   clean(memcached_last_error_message(mc), buf, sizeof buf));
   } else {
     err = map_error(mc, rc, "incr");
   }
