@@ -29,12 +29,14 @@
 #include <string.h>
 
 #define MAX_ATTEMPTS 8
+#define MAX_ROUNDS 4    /* batches one leader serves in a row */
 
 typedef struct req {
   uint64_t n;
   int64_t first;
   int rc;
   bool done;
+  pthread_cond_t cv;          /* signalled when done, or to lead */
   char detail[LC__DETAIL_MAX];
   struct req *next;
 } req;
@@ -42,7 +44,8 @@ typedef struct req {
 struct lc__counter {
   lc__counter *next;          /* hash chain */
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  pthread_cond_t cv;          /* for exclusive operations waiting */
+  int excl_waiting;
   bool busy;                  /* a leader is at work */
   req *head, *tail;           /* waiting lc_next_n calls */
   bool loaded;
@@ -96,18 +99,26 @@ static int lookup(lc_t *h, const char *name, lc__counter **out) {
   return 0;
 }
 
+/* Gives up the leader role and wakes whoever may take it; c->mu held. */
+static void handoff(lc__counter *c) {
+  c->busy = false;
+  if (c->head) pthread_cond_signal(&c->head->cv);
+  if (c->excl_waiting) pthread_cond_broadcast(&c->cv);
+}
+
 /* Leader role for operations that are not batched. */
 static void acquire(lc__counter *c) {
   pthread_mutex_lock(&c->mu);
+  c->excl_waiting++;
   while (c->busy) pthread_cond_wait(&c->cv, &c->mu);
+  c->excl_waiting--;
   c->busy = true;
   pthread_mutex_unlock(&c->mu);
 }
 
 static void release(lc__counter *c) {
   pthread_mutex_lock(&c->mu);
-  c->busy = false;
-  pthread_cond_broadcast(&c->cv);
+  handoff(c);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -220,9 +231,8 @@ static req *take_batch(lc__counter *c, uint64_t *total) {
   return batch;
 }
 
-/* Called with c->mu held and no leader; returns with c->mu held. */
-static void lead(lc_t *h, lc__counter *c) {
-  c->busy = true;
+/* Serves one batch: called and returns with c->mu held, as leader. */
+static void serve(lc_t *h, lc__counter *c) {
   int rc = 0;
   lc__detail_clear();
   if (!c->loaded) {  /* load first, so that the batch can respect floor */
@@ -249,9 +259,17 @@ static void lead(lc_t *h, lc__counter *c) {
   for (req *r = batch, *next; r; r = next) {
     next = r->next;  /* r may vanish once done is seen */
     r->done = true;
+    pthread_cond_signal(&r->cv);
   }
-  c->busy = false;
-  pthread_cond_broadcast(&c->cv);
+}
+
+/* Called with c->mu held and no leader; returns with c->mu held.  The
+ * leader, already running, serves a few batches in a row rather than
+ * waking another thread for each. */
+static void lead(lc_t *h, lc__counter *c) {
+  c->busy = true;
+  for (int round = 0; round < MAX_ROUNDS && c->head; round++) serve(h, c);
+  handoff(c);
 }
 
 int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
@@ -267,6 +285,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     return rc;
   }
   req r = {.n = n};
+  pthread_cond_init(&r.cv, NULL);
   pthread_mutex_lock(&c->mu);
   if (c->tail) c->tail->next = &r; else c->head = &r;
   c->tail = &r;
@@ -274,9 +293,10 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     if (!c->busy)
       lead(h, c);  /* unlocks and relocks c->mu */
     else
-      pthread_cond_wait(&c->cv, &c->mu);
+      pthread_cond_wait(&r.cv, &c->mu);
   }
   pthread_mutex_unlock(&c->mu);
+  pthread_cond_destroy(&r.cv);
   if (r.rc) {
     lc__detail_set(r.detail);
     LC__STAT(h, errors, 1);
