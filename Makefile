@@ -45,7 +45,7 @@ all: $(LIB_A) $(LIB_SO) $(CLI) $(PC)
 
 $(BUILD)/obj/%.o: src/%.c include/logcounter.h $(wildcard src/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
+	$(CC) $(LC_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(LIB_A): $(LIB_OBJ)
 	rm -f $@

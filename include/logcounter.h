@@ -30,6 +30,13 @@
 extern "C" {
 #endif
 
+/* Marks the library's exported functions; everything else is hidden. */
+#if defined(__GNUC__)
+#define LC_EXTERN __attribute__((visibility("default")))
+#else
+#define LC_EXTERN
+#endif
+
 #define LC_VERSION_MAJOR 0
 #define LC_VERSION_MINOR 1
 #define LC_VERSION_PATCH 0
@@ -73,14 +80,14 @@ typedef enum {
 } lc_errno_t;
 
 /* A static message for an LC_E* code ("unknown error" for others). */
-const char *lc_strerror(int err);
+LC_EXTERN const char *lc_strerror(int err);
 /* The code's name without the LC_ prefix, e.g. "ETIMEDOUT". */
-const char *lc_err_name(int err);
+LC_EXTERN const char *lc_err_name(int err);
 /* The underlying detail of the last failure in this thread, or "".  The
  * string belongs to the thread and stays valid until its next lc_ call. */
-const char *lc_last_detail(void);
+LC_EXTERN const char *lc_last_detail(void);
 /* LC_VERSION_STRING of the library actually linked. */
-const char *lc_version(void);
+LC_EXTERN const char *lc_version(void);
 
 typedef enum {
   /* Records are written unsynced; a synced reservation is kept ahead of the
@@ -94,8 +101,8 @@ typedef enum {
 } lc_durability_t;
 
 /* "default" / "sync" to the enum; LC_EINVAL for anything else. */
-int lc_durability_parse(const char *s, lc_durability_t *out);
-const char *lc_durability_name(lc_durability_t d);
+LC_EXTERN int lc_durability_parse(const char *s, lc_durability_t *out);
+LC_EXTERN const char *lc_durability_name(lc_durability_t d);
 
 typedef struct lc_options {
   /* memcached servers in libmemcached's configuration syntax, e.g.
@@ -114,46 +121,46 @@ typedef struct lc_options {
 } lc_options;
 
 /* Fills *o with the defaults above (db_path stays NULL). */
-void lc_options_init(lc_options *o);
+LC_EXTERN void lc_options_init(lc_options *o);
 
 typedef struct lc lc_t;
 
 /* Opens the log and connects the memcached pool.  *out receives the handle;
  * the options are copied.  LC_ELOCKED when another process holds the log
  * (lc_last_detail() then names that process when it is known). */
-int lc_open(const lc_options *o, lc_t **out);
+LC_EXTERN int lc_open(const lc_options *o, lc_t **out);
 /* Marks every counter's reservation as exactly its last value (so a
  * restart skips nothing), syncs and closes.  Returns the first error of
  * that final write; the handle is freed in every case.  NULL is a no-op. */
-int lc_close(lc_t *h);
+LC_EXTERN int lc_close(lc_t *h);
 
 /* Counter names: 1..LC_NAME_MAX bytes, each 0x21..0x7e (printable ASCII,
  * no space).  Returns 0 or LC_ENAME. */
-int lc_check_name(const char *name);
+LC_EXTERN int lc_check_name(const char *name);
 
 /* Allocates one value: *value receives it once its record is in the log. */
-int lc_next(lc_t *h, const char *name, int64_t *value);
+LC_EXTERN int lc_next(lc_t *h, const char *name, int64_t *value);
 /* Allocates a contiguous block of n values (1 <= n <= LC_BLOCK_MAX) with
  * one memcached increment and one record: the block is
  * [*first, *first + n - 1]. */
-int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
+LC_EXTERN int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
 /* The value the counter stands at: the next allocation returns a value
  * greater than it (equal to it plus one unless something fails or the
  * counter is restored after a crash).  0 for a counter never used.  Does
  * not change anything. */
-int lc_current(lc_t *h, const char *name, int64_t *value);
+LC_EXTERN int lc_current(lc_t *h, const char *name, int64_t *value);
 /* Restores the counter in memcached from the log if memcached has lost it
  * (or holds a value below what was handed out); *value receives the
  * value the counter now stands at.  lc_next does this by itself when
  * needed. */
-int lc_restore(lc_t *h, const char *name, int64_t *value);
+LC_EXTERN int lc_restore(lc_t *h, const char *name, int64_t *value);
 /* Raises the counter so that the next value is at least min_next; never
  * lowers it.  The raise is synced to the log before it returns.
  * 1 <= min_next <= LC_VALUE_MAX. */
-int lc_advance(lc_t *h, const char *name, int64_t min_next);
+LC_EXTERN int lc_advance(lc_t *h, const char *name, int64_t min_next);
 /* The synced reservation of the counter (0 if none): after a crash the
  * restore starts above it. */
-int lc_reservation(lc_t *h, const char *name, int64_t *value);
+LC_EXTERN int lc_reservation(lc_t *h, const char *name, int64_t *value);
 
 /* One log record: the block [first, last] (count values) and the time it
  * was written, in microseconds since the Unix epoch. */
@@ -169,13 +176,13 @@ typedef struct lc_iter lc_iter;
 
 /* Iterates one counter's records in ascending order.  The iterator sees a
  * snapshot taken at lc_iter_open. */
-int lc_iter_open(lc_t *h, const char *name, lc_iter **out);
+LC_EXTERN int lc_iter_open(lc_t *h, const char *name, lc_iter **out);
 /* 1: *rec holds the next record.  0: no more records.  LC_ECORRUPT: the
  * next record cannot be decoded (rec->last holds its key's value when the
  * key decodes, else 0); the call after it continues with the following
  * record. */
-int lc_iter_next(lc_iter *it, lc_record *rec);
-void lc_iter_close(lc_iter *it);
+LC_EXTERN int lc_iter_next(lc_iter *it, lc_record *rec);
+LC_EXTERN void lc_iter_close(lc_iter *it);
 
 typedef struct lc_prune_opts {
   /* Criteria; 0 means "not given".  At least one must be given.  Prune
@@ -197,7 +204,7 @@ typedef struct lc_prune_result {
 
 /* Deletes old records of a counter in batches, then compacts the range so
  * that later reverse seeks stay fast. */
-int lc_prune(lc_t *h, const char *name, const lc_prune_opts *opts,
+LC_EXTERN int lc_prune(lc_t *h, const char *name, const lc_prune_opts *opts,
              lc_prune_result *result);
 
 typedef struct lc_stats {
@@ -212,7 +219,7 @@ typedef struct lc_stats {
 } lc_stats;
 
 /* A snapshot of the handle's counters since lc_open. */
-int lc_get_stats(lc_t *h, lc_stats *out);
+LC_EXTERN int lc_get_stats(lc_t *h, lc_stats *out);
 
 #ifdef __cplusplus
 }
