@@ -49,6 +49,7 @@ struct lc__counter {
   bool busy;                  /* a leader is at work */
   req *head, *tail;           /* waiting lc_next_n calls */
   bool loaded;
+  bool used;                  /* allocated or advanced by this handle */
   int64_t floor, reserved;
   size_t nlen, klen;
   char *name;                 /* points into key, past the prefix */
@@ -203,6 +204,7 @@ static int allocate(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
     sync = true;
   }
   c->floor = last;  /* handed out or burned: never again */
+  c->used = true;
   rc = lc__log_append(&h->log, c->name, c->nlen, last, n, reservation, sync);
   LC__STAT(h, log_writes, 1);
   if (sync) LC__STAT(h, log_syncs, 1);
@@ -375,14 +377,10 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
       c->reserved = target;
     }
     c->floor = target;
+    c->used = true;
   }
   int64_t now;
   return op_restore(h, c, 0, &now);  /* raises memcached to floor */
-}
-
-static int op_reservation(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
-  (void)arg;
-  return lc__log_get_reservation(&h->log, c->name, c->nlen, out);
 }
 
 int lc_current(lc_t *h, const char *name, int64_t *value) {
@@ -401,8 +399,11 @@ int lc_advance(lc_t *h, const char *name, int64_t min_next) {
 }
 
 int lc_reservation(lc_t *h, const char *name, int64_t *value) {
-  if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  return exclusive(h, name, 0, value, op_reservation);
+  lc__detail_clear();
+  if (h == NULL || value == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  int rc = lc_check_name(name);
+  if (rc) return lc__fail(rc, "invalid counter name");
+  return lc__log_get_reservation(&h->log, name, strlen(name), value);
 }
 
 int lc__table_close(lc__table *t, lc__log *log) {
@@ -411,7 +412,7 @@ int lc__table_close(lc__table *t, lc__log *log) {
   for (int i = 0; i < 256; i++) {
     for (lc__counter *c = t->buckets[i], *next; c; c = next) {
       next = c->next;
-      if (b && c->loaded && c->floor != c->reserved) {
+      if (b && c->used && c->floor != c->reserved) {
         /* exact: a restart after a clean close skips nothing */
         char key[LC_NAME_MAX + 10];
         unsigned char val[9];

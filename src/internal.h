@@ -81,6 +81,8 @@ typedef struct lc__log {
   leveldb_writeoptions_t *sync, *nosync;
   leveldb_readoptions_t *read;
   char *owner_path;
+  int owner_fd;         /* DIR/OWNER, flock-ed while the log is open */
+  bool owner_locked;
 } lc__log;
 
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,

@@ -1,10 +1,11 @@
 /*
  * log.c - the LevelDB log that owns every counter's records.
  *
- * One process at a time may open a LevelDB directory (its LOCK file).  A
- * process that finds it held may wait for it (lock_wait_ms); the holder
- * leaves a note, OWNER, in the directory saying who it is, so that the
- * waiter's error can name it.  The directory carries a format marker; a
+ * One process at a time may open a LevelDB directory (its LOCK file).  In
+ * front of LevelDB's lock sits our own: an flock on DIR/OWNER, taken first
+ * (waiting up to lock_wait_ms) and released last, holding a line that says
+ * who holds the log, so that a process that finds it held can name the
+ * holder.  The directory carries a format marker; a
  * directory written by an unknown format version is refused.
  *
  * Invariant: a record is written in the same write as any reservation that
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int log_error(char *err, const char *op) {
@@ -36,21 +39,45 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* Whoever holds the log, as its OWNER note says. */
-static void read_owner(const char *owner_path, char *buf, size_t size) {
-  buf[0] = '\0';
-  FILE *f = fopen(owner_path, "r");
-  if (f == NULL) return;
-  if (fgets(buf, (int)size, f) == NULL) buf[0] = '\0';
-  fclose(f);
+/* Whoever holds the log, as its OWNER note says (fd is not locked by us). */
+static void read_owner(int fd, char *buf, size_t size) {
+  ssize_t n = pread(fd, buf, size - 1, 0);
+  buf[n > 0 ? n : 0] = '\0';
   buf[strcspn(buf, "\n")] = '\0';
 }
 
-static void write_owner(const char *owner_path, const char *owner) {
-  FILE *f = fopen(owner_path, "w");
-  if (f == NULL) return;  /* the note is a courtesy, not a requirement */
-  fprintf(f, "%s\n", owner);
-  fclose(f);
+/*
+ * Takes the OWNER lock (flock, so a second open in the same process
+ * conflicts too), waiting up to *wait_ms (less what it waited), and writes who we are into
+ * it.  The file is never unlinked: a waiter may hold it open.
+ */
+static int lock_owner(lc__log *l, const char *path, int *wait_ms,
+                      const char *owner) {
+  if (mkdir(path, 0700) != 0 && errno != EEXIST)
+    return lc__fail(LC_ELOG, "cannot create %s: %s", path, strerror(errno));
+  l->owner_fd = open(l->owner_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (l->owner_fd < 0)
+    return lc__fail(LC_ELOG, "cannot open %s: %s", l->owner_path, strerror(errno));
+  int step = 1;
+  while (flock(l->owner_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return lc__fail(LC_ELOG, "cannot lock %s: %s", l->owner_path, strerror(errno));
+    if (*wait_ms <= 0) {
+      char who[200];
+      read_owner(l->owner_fd, who, sizeof who);
+      return lc__fail(LC_ELOCKED, "%s is held by %s", path,
+                      who[0] ? who : "another process");
+    }
+    sleep_ms(step);
+    *wait_ms -= step;
+    if (step < 32) step *= 2;
+  }
+  l->owner_locked = true;
+  size_t n = strlen(owner);
+  if (ftruncate(l->owner_fd, 0) != 0 || pwrite(l->owner_fd, owner, n, 0) != (ssize_t)n ||
+      pwrite(l->owner_fd, "\n", 1, (off_t)n) != 1)
+    return lc__fail(LC_ELOG, "cannot write %s: %s", l->owner_path, strerror(errno));
+  return 0;
 }
 
 static int check_format(lc__log *l) {
@@ -76,6 +103,7 @@ static int check_format(lc__log *l) {
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
                  const char *owner) {
   memset(l, 0, sizeof *l);
+  l->owner_fd = -1;
   size_t plen = strlen(path);
   l->owner_path = malloc(plen + sizeof "/OWNER");
   l->options = leveldb_options_create();
@@ -93,47 +121,42 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
   leveldb_writeoptions_set_sync(l->nosync, 0);
   leveldb_readoptions_set_verify_checksums(l->read, 1);
 
-  int waited = 0, step = 2;
-  for (;;) {
+  int waited = lock_wait_ms;
+  int rc = lock_owner(l, path, &waited, owner);
+  while (!rc) {
     char *err = NULL;
     l->db = leveldb_open(l->options, path, &err);
     if (l->db) break;
-    if (!is_lock_error(err) || waited >= lock_wait_ms) {
-      int rc;
-      if (is_lock_error(err)) {
-        char who[200];
-        read_owner(l->owner_path, who, sizeof who);
-        rc = lc__fail(LC_ELOCKED, "%s is held by %s", path,
-                      who[0] ? who : "another process");
-        leveldb_free(err);
-      } else {
-        rc = log_error(err, "open");
-      }
-      lc__log_close(l);
-      return rc;
+    if (!is_lock_error(err)) {
+      rc = log_error(err, "open");
+    } else if (waited <= 0) {
+      /* held by something that does not take the OWNER lock */
+      rc = lc__fail(LC_ELOCKED, "%s is held by another process (%s)", path, err);
+      leveldb_free(err);
+    } else {
+      leveldb_free(err);
+      sleep_ms(10);
+      waited -= 10;
     }
-    leveldb_free(err);
-    sleep_ms(step);
-    waited += step;
-    if (step < 50) step *= 2;
   }
-  write_owner(l->owner_path, owner);
-  int rc = check_format(l);
+  if (!rc) rc = check_format(l);
   if (rc) lc__log_close(l);
   return rc;
 }
 
 void lc__log_close(lc__log *l) {
-  if (l->db) {
-    unlink(l->owner_path);
-    leveldb_close(l->db);
+  if (l->db) leveldb_close(l->db);
+  if (l->owner_locked && ftruncate(l->owner_fd, 0) != 0) {
+    /* a stale note only misnames the holder; nothing to do */
   }
+  if (l->owner_fd >= 0) close(l->owner_fd);  /* releases the lock */
   if (l->options) leveldb_options_destroy(l->options);
   if (l->sync) leveldb_writeoptions_destroy(l->sync);
   if (l->nosync) leveldb_writeoptions_destroy(l->nosync);
   if (l->read) leveldb_readoptions_destroy(l->read);
   free(l->owner_path);
   memset(l, 0, sizeof *l);
+  l->owner_fd = -1;
 }
 
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {

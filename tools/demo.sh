@@ -1,0 +1,91 @@
+#!/bin/bash
+# demo.sh - what `make run` shows: the logcounter CLI doing its main job.
+#
+# Uses $LOGCOUNTER_MEMCACHED when it is set; otherwise starts a private
+# memcached (tests/memcached.sh) and stops it on exit.  The log goes to a
+# fresh temporary directory, removed on exit.  Every command is echoed as
+# it is run; any failing step stops the demo with a non-zero status.
+# Only a memcached the demo started itself is ever flushed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+BIN=$PWD/$BUILD/logcounter
+[ -x "$BIN" ] || { echo "demo: $BIN not found; run make first" >&2; exit 1; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/logcounter-demo.XXXXXX")
+private=""
+cleanup() {
+  [ -n "$private" ] && tests/memcached.sh stop "$TMP"
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+if [ -z "${LOGCOUNTER_MEMCACHED:-}" ]; then
+  private=$(tests/memcached.sh start "$TMP")
+  export LOGCOUNTER_MEMCACHED="--SERVER=127.0.0.1:$private"
+fi
+export LOGCOUNTER_DB=$TMP/log
+unset LOGCOUNTER_DURABILITY
+
+step=0
+say() { step=$((step + 1)); printf '\n== %d. %s\n' "$step" "$*"; }
+note() { printf '   (%s)\n' "$*"; }
+# run ARGS...: echoes and runs "logcounter ARGS"; its output is indented.
+run() {
+  echo "\$ logcounter $*"
+  "$BIN" "$@" | sed 's/^/  /'
+}
+
+echo "logcounter demo: unique serial numbers, counted in memcached and"
+echo "logged to LevelDB before they are handed out."
+if [ -n "$private" ]; then
+  echo "memcached: a private one on 127.0.0.1:$private (started for this demo)"
+else
+  echo "memcached: $LOGCOUNTER_MEMCACHED (from LOGCOUNTER_MEMCACHED)"
+fi
+echo "log:       $LOGCOUNTER_DB (LOGCOUNTER_DB, a temporary directory)"
+
+say "Allocate ids: one, then a block of three"
+run next orders
+run next orders -n 3
+last=$("$BIN" current orders)
+
+say "Where the counter stands"
+run current orders
+
+say "memcached loses everything"
+if [ -n "$private" ]; then
+  echo "(sending 'flush_all' to memcached 127.0.0.1:$private)"
+  exec 3<>"/dev/tcp/127.0.0.1/$private"
+  printf 'flush_all\r\n' >&3
+  read -r reply <&3
+  exec 3<&-
+  echo "  ${reply%$'\r'}"
+  [[ $reply == OK* ]]
+  say "Allocate again: the counter is restored from the log"
+else
+  note "skipped: this memcached is not ours to flush"
+  say "Allocate again"
+fi
+out=$("$BIN" next orders -n 2)
+echo "\$ logcounter next orders -n 2"
+sed 's/^/  /' <<<"$out"
+first=$(head -1 <<<"$out")
+if [ "$first" -gt "$last" ]; then
+  note "$first > $last: the new ids continue above every id handed out before"
+else
+  echo "demo: expected an id above $last, got $first" >&2
+  exit 1
+fi
+
+say "The audit trail: one record per allocation (FIRST-LAST COUNT TIME)"
+run dump orders
+
+say "Prune old records, keeping the newest two"
+run prune orders --keep 2
+run dump orders
+
+say "Check the log"
+run verify orders
+
+printf '\nDone.  Try: %s --help\n' "$BUILD/logcounter"
