@@ -71,7 +71,10 @@ extern "C" {
                     "version")                                               \
   X(EAGAIN,    -13, "memcached kept losing the counter during restore; "     \
                     "try again")                                             \
-  X(ECONFIG,   -14, "invalid memcached configuration string")
+  X(ECONFIG,   -14, "invalid memcached configuration string")           \
+  X(EREMOTE,   -15, "not available through logcounterd (the daemon "     \
+                    "owns the log: run it where the daemon runs, with "  \
+                    "the daemon stopped)")
 
 typedef enum {
 #define LC__ERR_ENUM(name, num, msg) LC_##name = (num),
@@ -118,6 +121,11 @@ typedef struct lc_options {
   int pool_size;                /* memcached connections; 0: 16 */
   const char *owner;            /* who holds the log, shown to processes
                                    that find it held; NULL: "liblogcounter" */
+  /* Remote mode: "HOST:PORT" or a unix socket path of a logcounterd.  When
+   * set, db_path and memcached are ignored: lc_next, lc_next_n and
+   * lc_current go to the daemon (which owns the log); the calls that need
+   * the log itself return LC_EREMOTE. */
+  const char *server;
 } lc_options;
 
 /* Fills *o with the defaults above (db_path stays NULL). */

@@ -274,18 +274,31 @@ static void lead(lc_t *h, lc__counter *c) {
   handoff(c);
 }
 
+static int count_call(lc_t *h, int rc, uint64_t n) {
+  if (rc) {
+    LC__STAT(h, errors, 1);
+  } else {
+    LC__STAT(h, allocations, 1);
+    LC__STAT(h, ids, n);
+  }
+  return rc;
+}
+
 int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__detail_clear();
   if (h == NULL || first == NULL)
     return lc__fail(LC_EINVAL, "NULL handle or result pointer");
   if (n == 0 || n > LC_BLOCK_MAX)
     return lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n);
-  lc__counter *c;
-  int rc = lookup(h, name, &c);
-  if (rc) {
-    LC__STAT(h, errors, 1);
-    return rc;
+  int rc;
+  if (h->remote) {
+    rc = lc_check_name(name);
+    rc = rc ? lc__fail(rc, "invalid counter name")
+            : lc__remote_next(h, name, n, first);
+    return count_call(h, rc, n);
   }
+  lc__counter *c;
+  if ((rc = lookup(h, name, &c)) != 0) return count_call(h, rc, n);
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
   pthread_mutex_lock(&c->mu);
@@ -299,15 +312,11 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   }
   pthread_mutex_unlock(&c->mu);
   pthread_cond_destroy(&r.cv);
-  if (r.rc) {
+  if (r.rc)
     lc__detail_set(r.detail);
-    LC__STAT(h, errors, 1);
-    return r.rc;
-  }
-  LC__STAT(h, allocations, 1);
-  LC__STAT(h, ids, n);
-  *first = r.first;
-  return 0;
+  else
+    *first = r.first;
+  return count_call(h, r.rc, n);
 }
 
 int lc_next(lc_t *h, const char *name, int64_t *value) {
@@ -320,7 +329,8 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   lc__detail_clear();
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
   lc__counter *c;
-  int rc = lookup(h, name, &c);
+  int rc = LC__LOCAL_ONLY(h);
+  if (!rc) rc = lookup(h, name, &c);
   if (!rc) {
     acquire(c);
     rc = load(h, c);
@@ -385,6 +395,12 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
 
 int lc_current(lc_t *h, const char *name, int64_t *value) {
   if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
+  if (h && h->remote) {
+    lc__detail_clear();
+    int rc = lc_check_name(name);
+    return rc ? lc__fail(rc, "invalid counter name")
+              : lc__remote_current(h, name, value);
+  }
   return exclusive(h, name, 0, value, op_current);
 }
 
@@ -401,9 +417,10 @@ int lc_advance(lc_t *h, const char *name, int64_t min_next) {
 int lc_reservation(lc_t *h, const char *name, int64_t *value) {
   lc__detail_clear();
   if (h == NULL || value == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  int rc = lc_check_name(name);
-  if (rc) return lc__fail(rc, "invalid counter name");
-  return lc__log_get_reservation(&h->log, name, strlen(name), value);
+  int rc = LC__LOCAL_ONLY(h);
+  if (!rc && (rc = lc_check_name(name)) != 0)
+    return lc__fail(rc, "invalid counter name");
+  return rc ? rc : lc__log_get_reservation(&h->log, name, strlen(name), value);
 }
 
 int lc__table_close(lc__table *t, lc__log *log) {

@@ -44,16 +44,29 @@ static char *dup_or_null(const char *s, bool *failed) {
 }
 
 static void free_handle(lc_t *h) {
+  free(h->server);
   free(h->memcached);
   free(h->db_path);
   free(h->owner);
   free(h);
 }
 
+/* Remote mode: only the pool, to the daemon. */
+static int open_remote(lc_t *h) {
+  char config[1100];
+  int rc = lc__remote_config(h->server, config, sizeof config);
+  if (!rc) rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms,
+                               h->opt.pool_size);
+  return rc;
+}
+
 int lc_open(const lc_options *o, lc_t **out) {
   lc__detail_clear();
-  if (o == NULL || out == NULL || o->db_path == NULL || o->db_path[0] == '\0')
-    return lc__fail(LC_EINVAL, "options, result pointer and db_path are required");
+  if (o == NULL || out == NULL)
+    return lc__fail(LC_EINVAL, "options and result pointer are required");
+  bool remote = o->server != NULL && o->server[0] != '\0';
+  if (!remote && (o->db_path == NULL || o->db_path[0] == '\0'))
+    return lc__fail(LC_EINVAL, "db_path (or server) is required");
   if (o->durability != LC_DURABILITY_DEFAULT && o->durability != LC_DURABILITY_SYNC)
     return lc__fail(LC_EINVAL, "unknown durability %d", (int)o->durability);
   if (o->timeout_ms < 0 || o->lock_wait_ms < 0 || o->pool_size < 0)
@@ -65,6 +78,7 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->memcached = dup_or_null(o->memcached ? o->memcached : DEFAULT_MEMCACHED, &failed);
   h->db_path = dup_or_null(o->db_path, &failed);
   h->owner = dup_or_null(o->owner ? o->owner : "liblogcounter", &failed);
+  h->server = remote ? dup_or_null(o->server, &failed) : NULL;
   if (failed) {
     free_handle(h);
     return lc__fail(LC_ENOMEM, "cannot copy the options");
@@ -72,23 +86,37 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->opt.memcached = h->memcached;
   h->opt.db_path = h->db_path;
   h->opt.owner = h->owner;
+  h->opt.server = h->server;
+  h->remote = remote;
   if (h->opt.timeout_ms == 0) h->opt.timeout_ms = 1000;
   if (h->opt.reserve == 0) h->opt.reserve = 1000;
   if (h->opt.pool_size == 0) h->opt.pool_size = 16;
 
+  lc__table_init(&h->counters);
+  if (remote) {
+    int rc = open_remote(h);
+    if (rc) {
+      lc__table_close(&h->counters, &h->log);
+      free_handle(h);
+      return rc;
+    }
+    *out = h;
+    return 0;
+  }
   int rc = lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                           h->opt.pool_size);
   if (rc) {
+    lc__table_close(&h->counters, &h->log);
     free_handle(h);
     return rc;
   }
   rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
   if (rc) {
+    lc__table_close(&h->counters, &h->log);
     lc__cache_close(&h->cache);
     free_handle(h);
     return rc;
   }
-  lc__table_init(&h->counters);
   *out = h;
   return 0;
 }
@@ -97,7 +125,7 @@ int lc_close(lc_t *h) {
   if (h == NULL) return 0;
   lc__detail_clear();
   int rc = lc__table_close(&h->counters, &h->log);
-  lc__log_close(&h->log);
+  if (!h->remote) lc__log_close(&h->log);
   lc__cache_close(&h->cache);
   free_handle(h);
   return rc;

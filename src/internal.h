@@ -8,6 +8,8 @@
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
+ *   iter.c     reading a counter's records in order
+ *   remote.c   remote mode: the same calls, answered by a logcounterd
  *   handle.c   lc_open / lc_close, options, stats
  */
 #ifndef LC_INTERNAL_H
@@ -110,12 +112,23 @@ void lc__table_init(lc__table *t);
 /* Writes each counter's exact reservation (one synced batch) and frees. */
 int lc__table_close(lc__table *t, lc__log *log);
 
+/* ---- remote.c ---- */
+int lc__remote_config(const char *server, char *buf, size_t size);
+int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
+int lc__remote_current(lc_t *h, const char *name, int64_t *value);
+/* Fails remote handles for calls that need the log; 0 otherwise. */
+#define LC__LOCAL_ONLY(h) \
+  ((h)->remote ? lc__fail(LC_EREMOTE, "this handle talks to %s", \
+                          (h)->opt.server) : 0)
+
 /* ---- handle.c ---- */
 struct lc {
+  bool remote;          /* talks to a logcounterd: no log, no counters */
   lc_options opt;
   char *memcached;
   char *db_path;
   char *owner;
+  char *server;
   lc__cache cache;
   lc__log log;
   lc__table counters;

@@ -22,7 +22,9 @@ struct lc_iter {
 int lc_iter_open(lc_t *h, const char *name, lc_iter **out) {
   lc__detail_clear();
   if (h == NULL || out == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  int rc = lc_check_name(name);
+  int rc = LC__LOCAL_ONLY(h);
+  if (rc) return rc;
+  rc = lc_check_name(name);
   if (rc) return lc__fail(rc, "invalid counter name");
   lc_iter *i = calloc(1, sizeof *i);
   if (i == NULL || (i->read = leveldb_readoptions_create()) == NULL) {

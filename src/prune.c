@@ -67,7 +67,9 @@ int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
   lc__detail_clear();
   if (h == NULL || o == NULL || res == NULL)
     return lc__fail(LC_EINVAL, "NULL argument");
-  int rc = lc_check_name(name);
+  int rc = LC__LOCAL_ONLY(h);
+  if (rc) return rc;
+  rc = lc_check_name(name);
   if (rc) return lc__fail(rc, "invalid counter name");
   if (o->keep == 0 && o->below == 0 && o->older_than_us == 0)
     return lc__fail(LC_EINVAL, "prune needs keep, below or older_than");

@@ -1,0 +1,62 @@
+/*
+ * remote.c - remote mode: the handle talks to a logcounterd instead of
+ * owning a log.  The daemon speaks memcached's text protocol, so this is
+ * the same pooled libmemcached connection: "incr NAME n" answers the last
+ * value of a fresh block of n, "get NAME" the value the counter stands at.
+ *
+ * An answer is trusted only if it is a possible block end (n <= v <=
+ * 2^63-1).  The daemon's SERVER_ERROR lines carry the library's error name
+ * (e.g. "SERVER_ERROR EOVERFLOW ..."), which is mapped back to its code.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The LC_E code whose name appears in the detail text, or fallback. */
+static int code_from_detail(int fallback) {
+  const char *d = lc_last_detail();
+  for (int code = -1; strcmp(lc_err_name(code), "EUNKNOWN") != 0; code--) {
+    const char *name = lc_err_name(code);
+    const char *p = strstr(d, name);
+    size_t n = strlen(name);
+    if (p && (p[n] == ' ' || p[n] == ':' || p[n] == '\0')) return code;
+  }
+  return fallback;
+}
+
+int lc__remote_config(const char *server, char *buf, size_t size) {
+  int n = server[0] == '/'
+              ? snprintf(buf, size, "--SOCKET=\"%s\"", server)
+              : snprintf(buf, size, "--SERVER=%s", server);
+  if (n < 0 || (size_t)n >= size)
+    return lc__fail(LC_EINVAL, "server address too long");
+  return 0;
+}
+
+int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
+  uint64_t v = 0;
+  int rc = lc__cache_incr(&h->cache, name, strlen(name), n, &v);
+  if (rc == LC__MISS)
+    return lc__fail(LC_EMEMCACHED, "%s answered NOT_FOUND: is it a "
+                    "logcounterd?", h->opt.server);
+  if (rc < 0) return code_from_detail(rc);
+  if (v < n || v > (uint64_t)LC_VALUE_MAX)
+    return lc__fail(LC_EMEMCACHED, "%s answered %llu for a block of %llu",
+                    h->opt.server, (unsigned long long)v,
+                    (unsigned long long)n);
+  *first = (int64_t)(v - n + 1);
+  return 0;
+}
+
+int lc__remote_current(lc_t *h, const char *name, int64_t *value) {
+  uint64_t v = 0;
+  int rc = lc__cache_get(&h->cache, name, strlen(name), &v);
+  if (rc < 0) return code_from_detail(rc);
+  if (rc == LC__MISS) v = 0;  /* the daemon omits counters never used */
+  if (v > (uint64_t)LC_VALUE_MAX)
+    return lc__fail(LC_EMEMCACHED, "%s answered %llu", h->opt.server,
+                    (unsigned long long)v);
+  *value = (int64_t)v;
+  return 0;
+}
