@@ -63,9 +63,11 @@ $(PC): logcounter.pc.in include/logcounter.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
+# test_faults fails LevelDB writes on demand through -Wl,--wrap.
+$(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -o $@ $< $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
 
 # The C example in README.md must compile.
 $(BUILD)/readme_example: README.md $(LIB_A)
@@ -104,3 +106,29 @@ uninstall:
 
 clean:
 	rm -rf build build-*
+
+# ---- benchmark harness (bench/, issue 3) -----------------------------------
+# make bench        measures every allocation path against raw memcached incr
+#                   and writes bench/results/ (table, CSV, charts); settings
+#                   from the environment or the command line, e.g.
+#                   make bench BENCH_SECONDS=1 (see build/bench --help)
+# make bench-smoke  a few seconds: every case runs and gives sane numbers
+BENCH_SRC = $(wildcard bench/*.c)
+BENCH_BIN = $(BUILD)/bench
+BENCH_VARS = BENCH_SECONDS BENCH_RUNS BENCH_THREADS BENCH_RECORDS_MAX \
+             BENCH_RESTORE_REPEATS BENCH_CASES BENCH_OUT
+export $(BENCH_VARS)
+.PHONY: bench bench-smoke
+
+$(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ibench -o $@ $(BENCH_SRC) $(LIB_A) $(LIBS) -lm
+
+bench:
+	@tests/deps.sh gnuplot-nox
+	@$(MAKE) --no-print-directory $(BENCH_BIN)
+	@BUILD=$(BUILD) bench/run.sh
+
+bench-smoke: deps
+	@$(MAKE) --no-print-directory $(BENCH_BIN)
+	@BUILD=$(BUILD) bench/run.sh --smoke

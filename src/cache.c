@@ -158,6 +158,9 @@ int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
     free(v);
   } else if (rc == MEMCACHED_NOTFOUND) {
     err = LC__MISS;
+  } else if (rc == MEMCACHED_SUCCESS) {  /* an empty value */
+    err = lc__fail(LC_EBADVALUE, "memcached key %.*s holds an empty value",
+                   (int)klen, key);
   } else {
     err = map_error(mc, rc, "get");
   }
