@@ -1,0 +1,514 @@
+/*
+ * mcd.c - test helpers: runs a real private memcached for a test program,
+ * talks to it over raw sockets with the text protocol, and manages temporary
+ * directories.  See mcd.h.
+ *
+ * Invariants: a server this file started is killed when the program exits
+ * (atexit for normal exits, PR_SET_PDEATHSIG for crashes); the forked child
+ * only calls async-signal-safe functions before exec, and closes every
+ * inherited descriptor so that it never holds a test's pipe open.
+ */
+#include "mcd.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- servers still running at exit ---------------------------------- */
+
+#define MCD_MAX_LIVE 16
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t live[MCD_MAX_LIVE];
+static int atexit_done;
+
+static void kill_live(void) {
+  for (int i = 0; i < MCD_MAX_LIVE; i++) {
+    if (live[i] > 0) {
+      kill(live[i], SIGKILL);
+      waitpid(live[i], NULL, 0);
+      live[i] = 0;
+    }
+  }
+}
+
+static void live_add(pid_t pid) {
+  pthread_mutex_lock(&live_mu);
+  if (!atexit_done) {
+    atexit(kill_live);
+    atexit_done = 1;
+  }
+  for (int i = 0; i < MCD_MAX_LIVE; i++) {
+    if (live[i] == 0) {
+      live[i] = pid;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&live_mu);
+}
+
+static void live_del(pid_t pid) {
+  pthread_mutex_lock(&live_mu);
+  for (int i = 0; i < MCD_MAX_LIVE; i++)
+    if (live[i] == pid) live[i] = 0;
+  pthread_mutex_unlock(&live_mu);
+}
+
+/* ---- sockets ---------------------------------------------------------- */
+
+int mcd_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+/* A connected socket with 2 s send/receive timeouts, or -1. */
+static int connect_port(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct timeval tv = {2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons((uint16_t)port);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Sends req and reads until the reply ends with one of the terminators
+ * (each must end in "\r\n").  Returns the reply length or -1. */
+static int roundtrip(int port, const char *req, size_t reqlen, char *buf,
+                     size_t cap, const char *const *ends) {
+  int fd = connect_port(port);
+  if (fd < 0) return -1;
+  size_t off = 0;
+  while (off < reqlen) {
+    ssize_t w = send(fd, req + off, reqlen - off, MSG_NOSIGNAL);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) continue;
+      close(fd);
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  size_t got = 0;
+  for (;;) {
+    if (got + 1 >= cap) break;
+    ssize_t r = recv(fd, buf + got, cap - 1 - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+    buf[got] = '\0';
+    if (got >= 2 && buf[got - 2] == '\r' && buf[got - 1] == '\n') {
+      int done = 0;
+      for (const char *const *e = ends; *e; e++) {
+        size_t el = strlen(*e);
+        /* A terminator line: the whole reply, or a line after "\r\n". */
+        if (got >= el && memcmp(buf + got - el, *e, el) == 0 &&
+            (got == el || (buf[got - el - 2] == '\r' && buf[got - el - 1] == '\n'))) {
+          done = 1;
+          break;
+        }
+      }
+      if (done) {
+        close(fd);
+        return (int)got;
+      }
+    }
+  }
+  close(fd);
+  return -1;
+}
+
+/* A single-line reply: accept any complete line. */
+static int line_cmd(const mcd_t *m, const char *req, char *buf, size_t cap) {
+  int fd = connect_port(m->port);
+  if (fd < 0) return -1;
+  size_t reqlen = strlen(req), off = 0;
+  while (off < reqlen) {
+    ssize_t w = send(fd, req + off, reqlen - off, MSG_NOSIGNAL);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) continue;
+      close(fd);
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  size_t got = 0;
+  while (got + 1 < cap) {
+    ssize_t r = recv(fd, buf + got, cap - 1 - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+    buf[got] = '\0';
+    if (strstr(buf, "\r\n")) {
+      close(fd);
+      return (int)got;
+    }
+  }
+  close(fd);
+  return -1;
+}
+
+/* ---- server process ---------------------------------------------------- */
+
+static int wait_ready(mcd_t *m) {
+  int64_t deadline = mono_us() + 5000000;
+  while (mono_us() < deadline) {
+    int st;
+    pid_t r = waitpid(m->pid, &st, WNOHANG);
+    if (r == m->pid) {          /* it exited: port taken, bad option ... */
+      live_del(m->pid);
+      m->pid = 0;
+      return -1;
+    }
+    int fd = connect_port(m->port);
+    if (fd >= 0) {
+      close(fd);
+      return 0;
+    }
+    sleep_ms(10);
+  }
+  return -1;
+}
+
+static int spawn(mcd_t *m) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", m->port);
+  const char *argv[16];
+  int n = 0;
+  argv[n++] = "memcached";
+  argv[n++] = "-l";
+  argv[n++] = "127.0.0.1";
+  argv[n++] = "-p";
+  argv[n++] = port;
+  argv[n++] = "-U";
+  argv[n++] = "0";
+  argv[n++] = "-m";
+  argv[n++] = "64";
+  argv[n++] = "-M";
+  if (geteuid() == 0) {
+    argv[n++] = "-u";
+    argv[n++] = "root";
+  }
+  argv[n] = NULL;
+  long maxfd = sysconf(_SC_OPEN_MAX);
+  if (maxfd < 0 || maxfd > 65536) maxfd = 65536;
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("mcd: fork");
+    return -1;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int dn = open("/dev/null", O_RDWR);
+    if (dn >= 0) {
+      dup2(dn, 0);
+      dup2(dn, 1);
+    }
+    for (long fd = 3; fd < maxfd; fd++) close((int)fd);
+    execvp("memcached", (char *const *)argv);
+    _exit(127);
+  }
+  m->pid = pid;
+  live_add(pid);
+  return 0;
+}
+
+int mcd_start(mcd_t *m) {
+  memset(m, 0, sizeof *m);
+  for (int tries = 0; tries < 10; tries++) {
+    m->port = mcd_free_port();
+    if (m->port <= 0) continue;
+    if (spawn(m) != 0) return -1;
+    if (wait_ready(m) == 0) {
+      snprintf(m->config, sizeof m->config, "--SERVER=127.0.0.1:%d", m->port);
+      return 0;
+    }
+    mcd_kill9(m);
+  }
+  fprintf(stderr, "mcd: cannot start memcached\n");
+  return -1;
+}
+
+static void signal_wait(mcd_t *m, int sig) {
+  if (m->pid <= 0) return;
+  if (m->frozen && sig != SIGKILL) kill(m->pid, SIGCONT);
+  kill(m->pid, sig);
+  int64_t deadline = mono_us() + 5000000;
+  for (;;) {
+    pid_t r = waitpid(m->pid, NULL, sig == SIGKILL ? 0 : WNOHANG);
+    if (r == m->pid || (r < 0 && errno != EINTR)) break;
+    if (mono_us() > deadline) {
+      kill(m->pid, SIGKILL);
+      waitpid(m->pid, NULL, 0);
+      break;
+    }
+    sleep_ms(5);
+  }
+  live_del(m->pid);
+  m->pid = 0;
+  m->frozen = 0;
+}
+
+void mcd_stop(mcd_t *m) { signal_wait(m, SIGTERM); }
+void mcd_kill9(mcd_t *m) { signal_wait(m, SIGKILL); }
+
+int mcd_restart(mcd_t *m) {
+  mcd_kill9(m);
+  /* The port may linger briefly; memcached sets SO_REUSEADDR, but retry a
+   * few times in case it is not free yet. */
+  for (int tries = 0; tries < 50; tries++) {
+    if (spawn(m) != 0) return -1;
+    if (wait_ready(m) == 0) return 0;
+    mcd_kill9(m);
+    sleep_ms(50);
+  }
+  fprintf(stderr, "mcd: cannot restart memcached on port %d\n", m->port);
+  return -1;
+}
+
+int mcd_freeze(mcd_t *m) {
+  if (m->pid <= 0 || kill(m->pid, SIGSTOP) != 0) return -1;
+  m->frozen = 1;
+  return 0;
+}
+
+int mcd_thaw(mcd_t *m) {
+  if (m->pid <= 0 || kill(m->pid, SIGCONT) != 0) return -1;
+  m->frozen = 0;
+  return 0;
+}
+
+const char *mcd_config(const mcd_t *m) { return m->config; }
+
+/* ---- raw commands ------------------------------------------------------ */
+
+int mcd_flush_all(const mcd_t *m) {
+  char buf[256];
+  if (line_cmd(m, "flush_all\r\n", buf, sizeof buf) < 0) return -1;
+  return strncmp(buf, "OK\r\n", 4) == 0 ? 0 : -1;
+}
+
+int mcd_set(const mcd_t *m, const char *key, const char *value) {
+  size_t len = strlen(key) + strlen(value) + 64;
+  char *req = malloc(len);
+  if (!req) return -1;
+  snprintf(req, len, "set %s 0 0 %zu\r\n%s\r\n", key, strlen(value), value);
+  char buf[256];
+  int r = line_cmd(m, req, buf, sizeof buf);
+  free(req);
+  if (r < 0) return -1;
+  if (strncmp(buf, "STORED\r\n", 8) != 0) {
+    fprintf(stderr, "mcd: set %s: %s", key, buf);
+    return -1;
+  }
+  return 0;
+}
+
+int mcd_delete(const mcd_t *m, const char *key) {
+  char req[512], buf[256];
+  snprintf(req, sizeof req, "delete %s\r\n", key);
+  if (line_cmd(m, req, buf, sizeof buf) < 0) return -1;
+  return strncmp(buf, "DELETED\r\n", 9) == 0 || strncmp(buf, "NOT_FOUND\r\n", 11) == 0
+             ? 0 : -1;
+}
+
+int mcd_get(const mcd_t *m, const char *key, char *out, size_t len) {
+  char req[512];
+  static const char *const ends[] = {"END\r\n", "ERROR\r\n", NULL};
+  snprintf(req, sizeof req, "get %s\r\n", key);
+  char *buf = malloc(65536);
+  if (!buf) return -1;
+  int r = roundtrip(m->port, req, strlen(req), buf, 65536, ends);
+  int ret = -1;
+  if (r >= 0) {
+    if (strcmp(buf, "END\r\n") == 0) {
+      ret = 0;
+    } else if (strncmp(buf, "VALUE ", 6) == 0) {
+      char *nl = strstr(buf, "\r\n");
+      unsigned flags;
+      size_t n;
+      char k[300];
+      if (nl && sscanf(buf, "VALUE %299s %u %zu", k, &flags, &n) == 3) {
+        char *data = nl + 2;
+        if (len > 0) {
+          size_t c = n < len - 1 ? n : len - 1;
+          memcpy(out, data, c);
+          out[c] = '\0';
+        }
+        ret = 1;
+      }
+    }
+  }
+  free(buf);
+  return ret;
+}
+
+/* ---- temporary directories -------------------------------------------- */
+
+char *tmpdir_make(void) {
+  char tmpl[] = "/tmp/lctest.XXXXXX";
+  if (!mkdtemp(tmpl)) {
+    perror("mkdtemp");
+    return NULL;
+  }
+  return strdup(tmpl);
+}
+
+int tmpdir_remove(const char *path) {
+  if (!path) return 0;
+  struct stat st;
+  if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(st.st_mode)) return unlink(path);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  int rc = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    size_t len = strlen(path) + strlen(e->d_name) + 2;
+    char *p = malloc(len);
+    if (!p) {
+      rc = -1;
+      break;
+    }
+    snprintf(p, len, "%s/%s", path, e->d_name);
+    if (tmpdir_remove(p) != 0) rc = -1;
+    free(p);
+  }
+  closedir(d);
+  if (rmdir(path) != 0) rc = -1;
+  return rc;
+}
+
+void tmpdir_free(char *path) {
+  tmpdir_remove(path);
+  free(path);
+}
+
+/* ---- utilities ------------------------------------------------------- */
+
+int test_scale(void) {
+  const char *s = getenv("LC_TEST_SCALE");
+  if (!s || !*s) return 1;
+  long v = strtol(s, NULL, 10);
+  return v >= 1 ? (int)v : 1;
+}
+
+long scaled(long n, long min) {
+  long v = n / test_scale();
+  return v < min ? min : v;
+}
+
+int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+size_t count_duplicates(int64_t *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_i64);
+  size_t d = 0;
+  for (size_t i = 1; i < n; i++)
+    if (v[i] == v[i - 1]) d++;
+  return d;
+}
+
+size_t first_non_increasing(const int64_t *v, size_t n) {
+  for (size_t i = 0; i + 1 < n; i++)
+    if (v[i] >= v[i + 1]) return i;
+  return (size_t)-1;
+}
+
+/* ---- logcounter helpers ----------------------------------------------- */
+
+int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
+            int timeout_ms, lc_t **out) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/db", dir);
+  lc_options o;
+  lc_options_init(&o);
+  o.memcached = mcd_config(m);
+  o.db_path = path;
+  o.durability = d;
+  o.timeout_ms = timeout_ms;
+  return lc_open(&o, out);
+}
+
+long tu_records(lc_t *h, const char *name, lc_record **recs) {
+  *recs = NULL;
+  lc_iter *it = NULL;
+  int rc = lc_iter_open(h, name, &it);
+  if (rc != 0) return rc;
+  size_t n = 0, cap = 0;
+  lc_record *v = NULL, r;
+  while ((rc = lc_iter_next(it, &r)) == 1) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      lc_record *nv = realloc(v, cap * sizeof *v);
+      if (!nv) {
+        rc = LC_ENOMEM;
+        break;
+      }
+      v = nv;
+    }
+    v[n++] = r;
+  }
+  lc_iter_close(it);
+  if (rc != 0) {
+    free(v);
+    return rc;
+  }
+  *recs = v;
+  return (long)n;
+}

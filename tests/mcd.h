@@ -1,0 +1,109 @@
+/*
+ * mcd.h - test helpers: a real, private memcached per test program, raw
+ * text-protocol access to it, temporary directories, and small utilities
+ * shared by the cmocka programs in tests/.
+ *
+ * The server listens on 127.0.0.1 on a port picked free at start, without
+ * UDP and with -M (no eviction).  It is started with PR_SET_PDEATHSIG so a
+ * crashed test program never leaves it running, and an atexit handler
+ * kills every server still running at a normal exit.
+ *
+ * PR_SET_PDEATHSIG fires when the *thread* that forked the server ends, so
+ * start and restart a server only from a thread that outlives it (the main
+ * thread, which is where cmocka runs the tests).
+ *
+ * All functions return 0 on success and -1 on failure (with a message on
+ * stderr) unless said otherwise.
+ */
+#ifndef LC_TESTS_MCD_H
+#define LC_TESTS_MCD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "logcounter.h"
+
+typedef struct mcd {
+  pid_t pid;          /* the server process, 0 when not running */
+  int port;           /* kept across stop/kill9 so restart reuses it */
+  int frozen;         /* 1 between mcd_freeze and mcd_thaw */
+  char config[64];    /* "--SERVER=127.0.0.1:PORT" */
+} mcd_t;
+
+/* Picks a free port and starts a server on it; waits (<= 5 s) until it
+ * accepts connections. */
+int mcd_start(mcd_t *m);
+/* SIGTERM (after SIGCONT if frozen) and waitpid.  No-op when not running. */
+void mcd_stop(mcd_t *m);
+/* SIGKILL and waitpid: the server loses everything at once. */
+void mcd_kill9(mcd_t *m);
+/* Kills the server if it runs and starts a new, empty one on the same
+ * port; waits until it accepts connections. */
+int mcd_restart(mcd_t *m);
+/* SIGSTOP / SIGCONT: a hung server that still accepts TCP connections. */
+int mcd_freeze(mcd_t *m);
+int mcd_thaw(mcd_t *m);
+/* A loopback port free a moment ago (bind port 0, read it, close). */
+int mcd_free_port(void);
+/* "--SERVER=127.0.0.1:PORT" for lc_options.memcached. */
+const char *mcd_config(const mcd_t *m);
+
+/* Raw text-protocol commands over a fresh connection (2 s timeout). */
+int mcd_flush_all(const mcd_t *m);
+int mcd_set(const mcd_t *m, const char *key, const char *value);
+int mcd_delete(const mcd_t *m, const char *key);   /* 0 also when missing */
+/* 1 and the value in buf when found, 0 when missing, -1 on error. */
+int mcd_get(const mcd_t *m, const char *key, char *buf, size_t len);
+
+/* A fresh directory /tmp/lctest.XXXXXX; the caller frees the string. */
+char *tmpdir_make(void);
+/* Removes a directory tree; NULL is a no-op. */
+int tmpdir_remove(const char *path);
+/* tmpdir_remove, then free. */
+void tmpdir_free(char *path);
+
+/* LC_TEST_SCALE (>= 1, default 1): tests divide their big counts by it. */
+int test_scale(void);
+/* n / test_scale(), at least min. */
+long scaled(long n, long min);
+/* Microseconds: wall clock (for record times) and monotonic (for bounds). */
+int64_t now_us(void);
+int64_t mono_us(void);
+void sleep_ms(int ms);
+/* Sorts v and returns how many adjacent equal pairs it holds. */
+size_t count_duplicates(int64_t *v, size_t n);
+/* Index of the first i with v[i] >= v[i+1], or (size_t)-1 when strictly
+ * increasing. */
+size_t first_non_increasing(const int64_t *v, size_t n);
+
+/* Opens a handle on DIR/db against m with the given durability and
+ * timeout (0: the library's default); returns the lc_open code. */
+int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
+            int timeout_ms, lc_t **out);
+/* Collects a counter's records; returns how many (or a negative code),
+ * *recs is malloc'd (free it).  Stops at the first non-record result. */
+long tu_records(lc_t *h, const char *name, lc_record **recs);
+
+/* Assertions with readable messages; include <cmocka.h> before this. */
+#ifdef fail_msg
+#define assert_rc(expr, want)                                              \
+  do {                                                                     \
+    int rc_ = (expr), want_ = (want);                                      \
+    if (rc_ != want_)                                                      \
+      fail_msg("%s = %d %s (detail \"%s\"), expected %d %s", #expr, rc_,    \
+               lc_err_name(rc_), lc_last_detail(), want_,                  \
+               lc_err_name(want_));                                        \
+  } while (0)
+#define assert_ok(expr) assert_rc(expr, 0)
+#define assert_i64_op(a, op, b)                                            \
+  do {                                                                     \
+    int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                          \
+    if (!(a_ op b_))                                                       \
+      fail_msg("expected %s %s %s: %lld vs %lld", #a, #op, #b,             \
+               (long long)a_, (long long)b_);                              \
+  } while (0)
+#define assert_i64_eq(a, b) assert_i64_op(a, ==, b)
+#endif
+
+#endif /* LC_TESTS_MCD_H */

@@ -1,0 +1,557 @@
+/*
+ * test_faults.c - failures injected under the library (P1, P2, P5, P6, P7):
+ *  - LevelDB writes that fail: this program is linked with
+ *    -Wl,--wrap=leveldb_write, and __wrap_leveldb_write below fails on
+ *    demand ("injected failure") without writing.  The call gets LC_ELOG,
+ *    the value is never returned, later ids are unique and greater; also
+ *    under threads (every 5th write fails), in the synced mode, in
+ *    lc_advance and in lc_close's final write.
+ *  - memcached stopped and frozen (SIGSTOP): a clear error within the
+ *    timeout (300 ms here; each call must return within 3 s: a "never
+ *    hangs" bound, not a speed threshold), and allocation resumes with
+ *    unique, greater ids after restart / thaw.
+ *  - memcached holding a non-numeric value under the counter's key
+ *    (LC_EBADVALUE, the value left as it is) and values near or past 2^64
+ *    (never handed out: no wrap, no 0, no UINT64_MAX).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <leveldb/c.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcd.h"
+
+/* ---- the leveldb_write seam ---------------------------------------------- */
+
+static atomic_int fail_all;        /* 1: every write fails */
+static atomic_int fail_every;      /* n > 0: every n-th write fails */
+static atomic_long writes_seen, writes_failed;
+
+void __real_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
+                          leveldb_writebatch_t *b, char **errptr);
+void __wrap_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
+                          leveldb_writebatch_t *b, char **errptr);
+
+void __wrap_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
+                          leveldb_writebatch_t *b, char **errptr) {
+  long n = atomic_fetch_add(&writes_seen, 1) + 1;
+  int every = atomic_load(&fail_every);
+  if (atomic_load(&fail_all) || (every > 0 && n % every == 0)) {
+    atomic_fetch_add(&writes_failed, 1);
+    if (*errptr) leveldb_free(*errptr);
+    *errptr = strdup("injected failure");
+    return;
+  }
+  __real_leveldb_write(db, o, b, errptr);
+}
+
+static void inject_reset(void) {
+  atomic_store(&fail_all, 0);
+  atomic_store(&fail_every, 0);
+  atomic_store(&writes_seen, 0);
+  atomic_store(&writes_failed, 0);
+}
+
+/* ---- fixture -------------------------------------------------------------- */
+
+static mcd_t mc;
+
+typedef struct fx {
+  char *dir;
+  lc_t *h;
+} fx_t;
+
+static int group_setup(void **state) {
+  (void)state;
+  return mcd_start(&mc);
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  mcd_stop(&mc);
+  return 0;
+}
+
+static int setup_mode(void **state, lc_durability_t d) {
+  inject_reset();
+  if (mc.pid == 0 && mcd_restart(&mc) != 0) return -1;
+  if (mc.frozen) mcd_thaw(&mc);
+  fx_t *f = calloc(1, sizeof *f);
+  if (!f) return -1;
+  f->dir = tmpdir_make();
+  if (!f->dir || mcd_flush_all(&mc) != 0) return -1;
+  int rc = tu_open(&mc, f->dir, d, 300, &f->h);
+  if (rc != 0) {
+    fprintf(stderr, "lc_open: %s: %s\n", lc_err_name(rc), lc_last_detail());
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int setup(void **state) { return setup_mode(state, LC_DURABILITY_DEFAULT); }
+static int setup_sync(void **state) { return setup_mode(state, LC_DURABILITY_SYNC); }
+
+static int teardown(void **state) {
+  inject_reset();
+  if (mc.frozen) mcd_thaw(&mc);
+  if (mc.pid == 0) mcd_restart(&mc);
+  fx_t *f = *state;
+  if (!f) return 0;
+  lc_close(f->h);
+  tmpdir_free(f->dir);
+  free(f);
+  return 0;
+}
+
+static int64_t next1(lc_t *h, const char *name) {
+  int64_t v = -1;
+  assert_ok(lc_next(h, name, &v));
+  return v;
+}
+
+/* The value memcached holds under lc:NAME, or -1. */
+static int64_t mc_value(const char *name) {
+  char key[256], buf[64];
+  snprintf(key, sizeof key, "lc:%s", name);
+  if (mcd_get(&mc, key, buf, sizeof buf) != 1) return -1;
+  char *end;
+  long long v = strtoll(buf, &end, 10);
+  return *end == '\0' ? v : -1;
+}
+
+/* ---- log write failures (P2) ------------------------------------------- */
+
+static void test_log_write_failure(void **state) {
+  fx_t *f = *state;
+  int64_t last = 0;
+  for (int i = 0; i < 5; i++) last = next1(f->h, "lw");
+  assert_i64_eq(last, 5);
+  lc_stats before;
+  assert_ok(lc_get_stats(f->h, &before));
+
+  atomic_store(&fail_all, 1);
+  int64_t burned_max = last;
+  for (int i = 0; i < 3; i++) {
+    int64_t v = 42;
+    assert_rc(lc_next(f->h, "lw", &v), LC_ELOG);
+    assert_i64_eq(v, 42);                         /* never returned */
+    assert_non_null(strstr(lc_last_detail(), "injected failure"));
+    assert_rc(lc_next_n(f->h, "lw", 10, &v), LC_ELOG);
+    assert_i64_eq(v, 42);
+    int64_t m = mc_value("lw");                   /* what incr reached */
+    if (m > burned_max) burned_max = m;
+  }
+  atomic_store(&fail_all, 0);
+  assert_true(atomic_load(&writes_failed) >= 6);
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.errors - before.errors, 6);
+  assert_int_equal(st.allocations, before.allocations);
+
+  /* The burned values are gone: the counter goes on above them. */
+  int64_t v = next1(f->h, "lw");
+  assert_i64_op(v, >, burned_max);
+  /* Nothing burned was logged: the records are 1..5 and v. */
+  lc_record *r;
+  assert_int_equal(tu_records(f->h, "lw", &r), 6);
+  for (int i = 0; i < 5; i++) assert_i64_eq(r[i].last, i + 1);
+  assert_i64_eq(r[5].last, v);
+  free(r);
+  /* And after memcached loses the counter, still above everything. */
+  assert_ok(mcd_flush_all(&mc));
+  int64_t w = next1(f->h, "lw");
+  assert_i64_op(w, >, v);
+}
+
+/* A failing write on a fresh counter, with a reservation to write. */
+static void test_log_write_failure_first_use(void **state) {
+  fx_t *f = *state;
+  atomic_store(&fail_all, 1);
+  int64_t v = 42;
+  assert_rc(lc_next(f->h, "first", &v), LC_ELOG);
+  assert_i64_eq(v, 42);
+  atomic_store(&fail_all, 0);
+  v = next1(f->h, "first");
+  assert_i64_op(v, >=, 2);          /* 1 was burned */
+  assert_ok(mcd_flush_all(&mc));
+  assert_i64_op(next1(f->h, "first"), >, v);
+}
+
+static void test_log_write_failure_sync(void **state) {
+  fx_t *f = *state;
+  int64_t ids[200];
+  size_t n = 0;
+  atomic_store(&fail_every, 3);
+  long elog = 0;
+  for (int i = 0; i < 150; i++) {
+    int64_t v = 42;
+    int rc = lc_next(f->h, "lws", &v);
+    if (rc == 0) {
+      ids[n++] = v;
+    } else {
+      assert_rc(rc, LC_ELOG);
+      assert_i64_eq(v, 42);
+      elog++;
+    }
+    if (i == 75) assert_ok(mcd_flush_all(&mc));
+  }
+  atomic_store(&fail_every, 0);
+  assert_true(elog >= 40);
+  assert_int_equal(first_non_increasing(ids, n), (size_t)-1);
+  /* Every returned value is in the log, and no burned one is. */
+  lc_record *r;
+  long nr = tu_records(f->h, "lws", &r);
+  assert_int_equal(nr, (long)n);
+  for (size_t i = 0; i < n; i++) assert_i64_eq(r[i].last, ids[i]);
+  free(r);
+}
+
+typedef struct lw_worker {
+  lc_t *h;
+  long n;
+  int64_t *ids;
+  long got, elog;
+  int bad_rc;
+} lw_worker;
+
+static void *lw_main(void *p) {
+  lw_worker *w = p;
+  long consecutive = 0;
+  while (w->got < w->n) {
+    int64_t v = 0;
+    int rc = lc_next(w->h, "lwc", &v);
+    if (rc == 0) {
+      w->ids[w->got++] = v;
+      consecutive = 0;
+    } else if (rc == LC_ELOG && ++consecutive < 10000) {
+      w->elog++;
+    } else {
+      w->bad_rc = rc;
+      break;
+    }
+  }
+  return NULL;
+}
+
+static void test_log_write_failure_threads(void **state) {
+  fx_t *f = *state;
+  enum { T = 4 };
+  long per = scaled(3000, 100);
+  lw_worker w[T];
+  pthread_t t[T];
+  atomic_store(&fail_every, 5);
+  for (int i = 0; i < T; i++) {
+    w[i] = (lw_worker){.h = f->h, .n = per};
+    w[i].ids = calloc((size_t)per, sizeof(int64_t));
+    assert_non_null(w[i].ids);
+    assert_int_equal(pthread_create(&t[i], NULL, lw_main, &w[i]), 0);
+  }
+  for (int k = 0; k < 3; k++) {
+    sleep_ms(20);
+    mcd_flush_all(&mc);
+  }
+  for (int i = 0; i < T; i++) pthread_join(t[i], NULL);
+  atomic_store(&fail_every, 0);
+  int64_t *all = malloc((size_t)(T * per) * sizeof *all);
+  assert_non_null(all);
+  long elog = 0;
+  for (int i = 0; i < T; i++) {
+    if (w[i].bad_rc) fail_msg("thread %d: %s", i, lc_err_name(w[i].bad_rc));
+    assert_int_equal(first_non_increasing(w[i].ids, (size_t)per), (size_t)-1);
+    memcpy(all + i * per, w[i].ids, (size_t)per * sizeof *all);
+    elog += w[i].elog;
+    free(w[i].ids);
+  }
+  printf("# %ld ids, %ld LC_ELOG, %ld of %ld writes failed\n", T * per, elog,
+         atomic_load(&writes_failed), atomic_load(&writes_seen));
+  assert_true(elog > 0);
+  assert_int_equal(count_duplicates(all, (size_t)(T * per)), 0);
+  /* Every returned value lies in a logged record. */
+  lc_record *r;
+  long nr = tu_records(f->h, "lwc", &r);
+  assert_true(nr > 0);
+  long j = 0;
+  for (long i = 0; i < T * per; i++) {
+    while (j < nr && r[j].last < all[i]) j++;
+    if (j == nr || r[j].first > all[i])
+      fail_msg("id %lld was returned but is in no record", (long long)all[i]);
+  }
+  free(r);
+  assert_ok(mcd_flush_all(&mc));
+  assert_i64_op(next1(f->h, "lwc"), >, all[T * per - 1]);
+  free(all);
+}
+
+static void test_advance_log_failure(void **state) {
+  fx_t *f = *state;
+  int64_t last = next1(f->h, "adv");
+  atomic_store(&fail_all, 1);
+  assert_rc(lc_advance(f->h, "adv", 1000000), LC_ELOG);
+  atomic_store(&fail_all, 0);
+  int64_t v = next1(f->h, "adv");
+  assert_i64_op(v, >, last);
+  assert_ok(lc_advance(f->h, "adv", 1000000));
+  assert_i64_op(next1(f->h, "adv"), >=, 1000000);
+}
+
+/* lc_close's final write fails: reported, handle freed, nothing reissued. */
+static void test_close_log_failure(void **state) {
+  fx_t *f = *state;
+  int64_t last = 0;
+  for (int i = 0; i < 20; i++) last = next1(f->h, "cl");
+  atomic_store(&fail_all, 1);
+  assert_rc(lc_close(f->h), LC_ELOG);
+  f->h = NULL;
+  atomic_store(&fail_all, 0);
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 300, &f->h));
+  assert_i64_op(next1(f->h, "cl"), >, last);
+}
+
+/* ---- memcached down or hung (P6) --------------------------------------- */
+
+/* After memcached is back, allocation must work again soon: retries for up
+ * to 5 s (libmemcached may keep a failed server disabled for a moment),
+ * accepting only EMEMCACHED / ETIMEDOUT meanwhile. */
+static int64_t next_after_recovery(lc_t *h, const char *name) {
+  int64_t t0 = mono_us(), v = 42;
+  long tries = 0;
+  for (;;) {
+    int rc = lc_next(h, name, &v);
+    tries++;
+    if (rc == 0) break;
+    if (rc != LC_EMEMCACHED && rc != LC_ETIMEDOUT)
+      fail_msg("after recovery: %s (%s)", lc_err_name(rc), lc_last_detail());
+    if (mono_us() - t0 > 5000000)
+      fail_msg("no allocation 5 s after memcached came back: %s (%s)",
+               lc_err_name(rc), lc_last_detail());
+    sleep_ms(5);
+  }
+  if (tries > 1)
+    printf("# allocation worked again after %ld calls, %lld ms\n", tries,
+           (long long)(mono_us() - t0) / 1000);
+  return v;
+}
+
+#define NEVER_HANGS_US 3000000   /* a bound, not a speed threshold */
+
+static int timed_next(lc_t *h, const char *name, int64_t *v, int64_t *us) {
+  int64_t t0 = mono_us();
+  int rc = lc_next(h, name, v);
+  *us = mono_us() - t0;
+  return rc;
+}
+
+static void test_memcached_stopped(void **state) {
+  fx_t *f = *state;
+  int64_t last = 0;
+  for (int i = 0; i < 10; i++) last = next1(f->h, "down");
+  mcd_stop(&mc);
+  for (int i = 0; i < 3; i++) {
+    int64_t v = 42, us;
+    int rc = timed_next(f->h, "down", &v, &us);
+    if (rc != LC_EMEMCACHED && rc != LC_ETIMEDOUT)
+      fail_msg("memcached stopped: lc_next = %s, want EMEMCACHED or ETIMEDOUT",
+               lc_err_name(rc));
+    assert_i64_eq(v, 42);
+    assert_i64_op(us, <, NEVER_HANGS_US);
+    assert_true(lc_last_detail()[0] != '\0');
+  }
+  int64_t t0 = mono_us(), v = 42;
+  assert_true(lc_current(f->h, "down", &v) < 0);
+  assert_true(lc_restore(f->h, "down", &v) < 0);
+  assert_true(lc_advance(f->h, "down", 50) < 0);
+  assert_true(lc_next_n(f->h, "down", 5, &v) < 0);
+  assert_i64_eq(v, 42);
+  assert_i64_op(mono_us() - t0, <, 4 * NEVER_HANGS_US);
+  /* Back on the same port, empty: restored from the log. */
+  assert_ok(mcd_restart(&mc));
+  v = next_after_recovery(f->h, "down");
+  assert_i64_op(v, >, last);
+  assert_i64_op(next1(f->h, "down"), >, v);
+}
+
+static void test_open_with_memcached_down(void **state) {
+  fx_t *f = *state;
+  int64_t last = next1(f->h, "od");
+  lc_close(f->h);
+  f->h = NULL;
+  mcd_stop(&mc);
+  int64_t t0 = mono_us();
+  int rc = tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 300, &f->h);
+  assert_i64_op(mono_us() - t0, <, NEVER_HANGS_US);
+  if (rc == 0) {
+    int64_t v = 42, us;
+    rc = timed_next(f->h, "od", &v, &us);
+    assert_true(rc == LC_EMEMCACHED || rc == LC_ETIMEDOUT);
+    assert_i64_op(us, <, NEVER_HANGS_US);
+  } else {
+    assert_true(rc == LC_EMEMCACHED || rc == LC_ETIMEDOUT);
+  }
+  assert_ok(mcd_restart(&mc));
+  if (f->h == NULL)
+    assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 300, &f->h));
+  assert_i64_op(next_after_recovery(f->h, "od"), >, last);
+}
+
+typedef struct frozen_arg {
+  lc_t *h;
+  int rc;
+  int64_t us;
+} frozen_arg;
+
+static void *frozen_main(void *p) {
+  frozen_arg *a = p;
+  int64_t v;
+  a->rc = timed_next(a->h, "frz", &v, &a->us);
+  return NULL;
+}
+
+static void test_memcached_frozen(void **state) {
+  fx_t *f = *state;
+  int64_t ids[64];
+  size_t n = 0;
+  for (int i = 0; i < 10; i++) ids[n++] = next1(f->h, "frz");
+  assert_ok(mcd_freeze(&mc));
+  for (int i = 0; i < 2; i++) {
+    int64_t v = 42, us;
+    int rc = timed_next(f->h, "frz", &v, &us);
+    assert_rc(rc, LC_ETIMEDOUT);
+    assert_i64_eq(v, 42);
+    assert_i64_op(us, <, NEVER_HANGS_US);
+    assert_true(lc_last_detail()[0] != '\0');
+  }
+  /* Several threads at once: each gets its error within the bound. */
+  enum { T = 4 };
+  frozen_arg a[T];
+  pthread_t t[T];
+  for (int i = 0; i < T; i++) {
+    a[i] = (frozen_arg){.h = f->h};
+    assert_int_equal(pthread_create(&t[i], NULL, frozen_main, &a[i]), 0);
+  }
+  for (int i = 0; i < T; i++) {
+    pthread_join(t[i], NULL);
+    assert_rc(a[i].rc, LC_ETIMEDOUT);
+    assert_i64_op(a[i].us, <, NEVER_HANGS_US);
+  }
+  int64_t t0 = mono_us(), v = 42;
+  assert_rc(lc_current(f->h, "frz", &v), LC_ETIMEDOUT);
+  assert_rc(lc_restore(f->h, "frz", &v), LC_ETIMEDOUT);
+  assert_i64_op(mono_us() - t0, <, 2 * NEVER_HANGS_US);
+  assert_ok(mcd_thaw(&mc));
+  ids[n++] = next_after_recovery(f->h, "frz");
+  for (int i = 0; i < 10; i++) ids[n++] = next1(f->h, "frz");
+  assert_int_equal(first_non_increasing(ids, n), (size_t)-1);
+  /* Frozen while the counter is being restored. */
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(mcd_freeze(&mc));
+  int64_t us;
+  assert_rc(timed_next(f->h, "frz", &v, &us), LC_ETIMEDOUT);
+  assert_i64_op(us, <, NEVER_HANGS_US);
+  assert_ok(mcd_thaw(&mc));
+  ids[n++] = next_after_recovery(f->h, "frz");
+  for (int i = 0; i < 10; i++) ids[n++] = next1(f->h, "frz");
+  assert_int_equal(first_non_increasing(ids, n), (size_t)-1);
+}
+
+/* ---- what memcached holds (P5, P7) --------------------------------------- */
+
+static void test_nonnumeric_value(void **state) {
+  fx_t *f = *state;
+  int64_t last = 0;
+  for (int i = 0; i < 5; i++) last = next1(f->h, "nn");
+  const char *bad[] = {"abc", "12abc", "-5", "", "1.5", "0x10"};
+  char buf[64];
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_ok(mcd_set(&mc, "lc:nn", bad[i]));
+    int64_t v = 42;
+    assert_rc(lc_next(f->h, "nn", &v), LC_EBADVALUE);
+    assert_rc(lc_next_n(f->h, "nn", 3, &v), LC_EBADVALUE);
+    assert_rc(lc_current(f->h, "nn", &v), LC_EBADVALUE);
+    assert_rc(lc_restore(f->h, "nn", &v), LC_EBADVALUE);
+    assert_i64_eq(v, 42);
+    assert_true(lc_last_detail()[0] != '\0');
+    /* left as it is */
+    assert_int_equal(mcd_get(&mc, "lc:nn", buf, sizeof buf), 1);
+    assert_string_equal(buf, bad[i]);
+  }
+  /* Someone repairs the key with a low number: the counter goes on above. */
+  assert_ok(mcd_set(&mc, "lc:nn", "2"));
+  assert_i64_op(next1(f->h, "nn"), >, last);
+  /* A counter the log has never seen, with garbage already in memcached. */
+  assert_ok(mcd_set(&mc, "lc:fresh", "hello"));
+  int64_t v = 42;
+  assert_rc(lc_next(f->h, "fresh", &v), LC_EBADVALUE);
+  assert_i64_eq(v, 42);
+  assert_ok(mcd_delete(&mc, "lc:fresh"));
+  assert_i64_eq(next1(f->h, "fresh"), 1);
+}
+
+/* memcached's incr wraps at 2^64; values above 2^63-1 must never leak. */
+static void test_huge_values(void **state) {
+  fx_t *f = *state;
+  const char *vals[] = {"9223372036854775807", "9223372036854775806",
+                        "9223372036854775800", "18446744073709551614",
+                        "18446744073709551615", "18446744073709551610"};
+  for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+    for (int k = 0; k < 2; k++) {
+      uint64_t n = k ? 10 : 1;
+      char name[32], key[40];
+      snprintf(name, sizeof name, "huge%zu-%d", i, k);
+      snprintf(key, sizeof key, "lc:%s", name);
+      int64_t last = 0;
+      for (int j = 0; j < 5; j++) last = next1(f->h, name);
+      assert_ok(mcd_set(&mc, key, vals[i]));
+      int64_t v = 42;
+      int rc = lc_next_n(f->h, name, n, &v);
+      if (rc == 0) {
+        /* Only a block above everything handed out, within range. */
+        assert_i64_op(v, >, last);
+        assert_i64_op(v, <=, INT64_MAX - (int64_t)(n - 1));
+        last = v + (int64_t)(n - 1);
+      } else {
+        assert_true(rc < 0);
+        assert_i64_eq(v, 42);
+      }
+      /* Once the key is gone, allocation goes on above everything (or
+       * the counter really is at its end). */
+      assert_ok(mcd_delete(&mc, key));
+      v = 42;
+      rc = lc_next(f->h, name, &v);
+      if (last == INT64_MAX) {
+        assert_rc(rc, LC_EOVERFLOW);
+      } else {
+        assert_ok(rc);
+        assert_i64_op(v, >, last);
+      }
+    }
+  }
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+      T(test_log_write_failure),
+      T(test_log_write_failure_first_use),
+      cmocka_unit_test_setup_teardown(test_log_write_failure_sync, setup_sync, teardown),
+      T(test_log_write_failure_threads),
+      T(test_advance_log_failure),
+      T(test_close_log_failure),
+      T(test_memcached_stopped),
+      T(test_open_with_memcached_down),
+      T(test_memcached_frozen),
+      T(test_nonnumeric_value),
+      T(test_huge_values),
+#undef T
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

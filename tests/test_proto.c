@@ -1,0 +1,420 @@
+/*
+ * test_proto.c - unit tests of logcounterd's request parser (src/proto.c):
+ * framing (line ends, the length bound, the binary-protocol byte), every
+ * command shape the daemon answers, noreply, counter names, counts, the
+ * key limit of get, the refused commands and the data blocks they carry,
+ * and numbers.  No memcached, no log: the parser is pure.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logcounter.h"
+#include "proto.h"
+
+/* Parses a NUL-terminated line. */
+static lc__proto_cmd parse(const char *line, lc__proto_req *req) {
+  return lc__proto_parse(line, strlen(line), req);
+}
+
+static int tok_eq(const lc__proto_token *t, const char *s) {
+  return t->len == strlen(s) && memcmp(t->s, s, t->len) == 0;
+}
+
+#define assert_tok(tok, want)                                              \
+  do {                                                                     \
+    if (!tok_eq(&(tok), (want)))                                           \
+      fail_msg("token '%.*s', expected '%s'", (int)(tok).len, (tok).s,     \
+               (want));                                                    \
+  } while (0)
+
+#define assert_error_has(req, text)                                        \
+  do {                                                                     \
+    if (!(req).error || !strstr((req).error, (text)))                      \
+      fail_msg("error '%s' lacks '%s'", (req).error ? (req).error : "(null)", \
+               (text));                                                    \
+  } while (0)
+
+/* ---- framing ----------------------------------------------------------- */
+
+static void test_frame_lines(void **state) {
+  (void)state;
+  size_t len = 0;
+  assert_int_equal(lc__proto_frame("", 0, &len), LC__PROTO_FRAME_MORE);
+  assert_int_equal(lc__proto_frame("incr a 1", 8, &len), LC__PROTO_FRAME_MORE);
+  assert_int_equal(lc__proto_frame("incr a 1\r", 9, &len),
+                   LC__PROTO_FRAME_MORE);
+  assert_int_equal(lc__proto_frame("incr a 1\r\nget a\r\n", 17, &len),
+                   LC__PROTO_FRAME_LINE);
+  assert_int_equal(len, 10);                 /* the first line only */
+  assert_int_equal(lc__proto_frame("version\nquit\n", 13, &len),
+                   LC__PROTO_FRAME_LINE);    /* a bare "\n" ends a line */
+  assert_int_equal(len, 8);
+  assert_int_equal(lc__proto_frame("\r\n", 2, &len), LC__PROTO_FRAME_LINE);
+  assert_int_equal(len, 2);
+}
+
+static void test_frame_binary(void **state) {
+  (void)state;
+  size_t len = 0;
+  const char bin[] = "\x80\x05\x00\x03incr\r\n";
+  assert_int_equal(lc__proto_frame(bin, sizeof bin - 1, &len),
+                   LC__PROTO_FRAME_BINARY);
+  assert_int_equal(lc__proto_frame("\x80", 1, &len), LC__PROTO_FRAME_BINARY);
+  /* Only the first byte of a request tells. */
+  assert_int_equal(lc__proto_frame("get \x80\r\n", 7, &len),
+                   LC__PROTO_FRAME_LINE);
+}
+
+static void test_frame_long_lines(void **state) {
+  (void)state;
+  size_t max = LC__PROTO_LINE_MAX, len = 0;
+  char *buf = malloc(max + 64);
+  assert_non_null(buf);
+  memset(buf, 'a', max + 64);
+  /* Exactly the limit, with "\r\n" or "\n": accepted. */
+  memcpy(buf + max, "\r\n", 2);
+  assert_int_equal(lc__proto_frame(buf, max + 2, &len), LC__PROTO_FRAME_LINE);
+  assert_int_equal(len, max + 2);
+  buf[max] = '\n';
+  assert_int_equal(lc__proto_frame(buf, max + 1, &len), LC__PROTO_FRAME_LINE);
+  assert_int_equal(len, max + 1);
+  /* One byte more: too long, with or without its terminator seen. */
+  memset(buf, 'a', max + 64);
+  memcpy(buf + max + 1, "\r\n", 2);
+  assert_int_equal(lc__proto_frame(buf, max + 3, &len),
+                   LC__PROTO_FRAME_TOO_LONG);
+  memset(buf, 'a', max + 64);
+  assert_int_equal(lc__proto_frame(buf, max + 2, &len),
+                   LC__PROTO_FRAME_TOO_LONG);
+  assert_int_equal(lc__proto_frame(buf, max + 64, &len),
+                   LC__PROTO_FRAME_TOO_LONG);
+  /* Still below the limit and unfinished: wait. */
+  assert_int_equal(lc__proto_frame(buf, max, &len), LC__PROTO_FRAME_MORE);
+  free(buf);
+}
+
+/* ---- incr -------------------------------------------------------------- */
+
+static void test_incr(void **state) {
+  (void)state;
+  lc__proto_req r;
+  assert_int_equal(parse("incr orders 1\r\n", &r), LC__PROTO_INCR);
+  assert_tok(r.keys[0], "orders");
+  assert_int_equal(r.nkeys, 1);
+  assert_int_equal(r.count, 1);
+  assert_int_equal(r.noreply, 0);
+  assert_tok(r.verb, "incr");
+
+  assert_int_equal(parse("incr   orders   250  noreply\r\n", &r),
+                   LC__PROTO_INCR);
+  assert_tok(r.keys[0], "orders");
+  assert_int_equal(r.count, 250);
+  assert_int_equal(r.noreply, 1);
+
+  /* Without "\r\n", or with a bare "\n". */
+  assert_int_equal(parse("incr a 7", &r), LC__PROTO_INCR);
+  assert_int_equal(r.count, 7);
+  assert_int_equal(parse("incr a 7\n", &r), LC__PROTO_INCR);
+  assert_int_equal(r.count, 7);
+
+  /* The largest block. */
+  char line[64];
+  snprintf(line, sizeof line, "incr a %llu\r\n",
+           (unsigned long long)LC_BLOCK_MAX);
+  assert_int_equal(parse(line, &r), LC__PROTO_INCR);
+  assert_int_equal(r.count, LC_BLOCK_MAX);
+}
+
+static void test_incr_bad_numbers(void **state) {
+  (void)state;
+  const char *bad[] = {
+    "incr a 0", "incr a -1", "incr a +1", "incr a 1x", "incr a x",
+    "incr a 1.5", "incr a 0x10", "incr a 1000000001",
+    "incr a 18446744073709551615", "incr a 18446744073709551616",
+    "incr a 99999999999999999999999", "incr a \t1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    lc__proto_req r;
+    if (parse(bad[i], &r) != LC__PROTO_BAD)
+      fail_msg("'%s' was accepted", bad[i]);
+    assert_string_equal(r.error, "invalid numeric delta argument");
+    assert_int_equal(r.close, 0);
+  }
+}
+
+static void test_incr_bad_shape(void **state) {
+  (void)state;
+  lc__proto_req r;
+  assert_int_equal(parse("incr\r\n", &r), LC__PROTO_BAD);
+  assert_error_has(r, "usage: incr");
+  assert_int_equal(parse("incr a\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("incr a 1 2\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("incr a 1 noreply x\r\n", &r), LC__PROTO_BAD);
+  /* noreply is honoured even on a malformed line: the client expects
+   * silence. */
+  assert_int_equal(parse("incr a noreply\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(r.noreply, 1);
+  assert_int_equal(parse("incr a x noreply\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(r.noreply, 1);
+  /* Case matters, as in memcached. */
+  assert_int_equal(parse("INCR a 1\r\n", &r), LC__PROTO_UNKNOWN);
+  assert_int_equal(parse("incr a 1 NOREPLY\r\n", &r), LC__PROTO_BAD);
+}
+
+static void test_names(void **state) {
+  (void)state;
+  lc__proto_req r;
+  char line[LC_NAME_MAX + 64];
+  char name[LC_NAME_MAX + 2];
+  memset(name, 'n', sizeof name);
+  name[LC_NAME_MAX] = '\0';
+  snprintf(line, sizeof line, "incr %s 1", name);
+  assert_int_equal(parse(line, &r), LC__PROTO_INCR);
+  assert_int_equal(r.keys[0].len, LC_NAME_MAX);
+  name[LC_NAME_MAX] = 'n';
+  name[LC_NAME_MAX + 1] = '\0';
+  snprintf(line, sizeof line, "incr %s 1", name);
+  assert_int_equal(parse(line, &r), LC__PROTO_BAD);
+  assert_string_equal(r.error, "invalid counter name");
+
+  assert_int_equal(parse("incr a:b/c-d_e.f~!# 1", &r), LC__PROTO_INCR);
+  const char *bad[] = {"incr a\tb 1", "incr \x7f 1", "incr caf\xc3\xa9 1",
+                       "incr a\rb 1", "incr a\x01 1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (parse(bad[i], &r) != LC__PROTO_BAD)
+      fail_msg("name in '%s' was accepted", bad[i]);
+    assert_string_equal(r.error, "invalid counter name");
+  }
+  /* A NUL byte inside a name must not shorten it into a valid one. */
+  const char nul[] = "incr ab\0c 1\r\n";
+  assert_int_equal(lc__proto_parse(nul, sizeof nul - 1, &r), LC__PROTO_BAD);
+  assert_string_equal(r.error, "invalid counter name");
+  lc__proto_token t = {"ab\0c", 4};
+  assert_int_equal(lc__proto_check_name(&t), LC_ENAME);
+  t.len = 2;
+  assert_int_equal(lc__proto_check_name(&t), 0);
+  t.len = 0;
+  assert_int_equal(lc__proto_check_name(&t), LC_ENAME);
+}
+
+/* ---- get --------------------------------------------------------------- */
+
+static void test_get(void **state) {
+  (void)state;
+  lc__proto_req r;
+  assert_int_equal(parse("get a\r\n", &r), LC__PROTO_GET);
+  assert_int_equal(r.nkeys, 1);
+  assert_int_equal(r.gets, 0);
+  assert_tok(r.keys[0], "a");
+  assert_int_equal(parse("gets a bb  ccc\r\n", &r), LC__PROTO_GET);
+  assert_int_equal(r.gets, 1);
+  assert_int_equal(r.nkeys, 3);
+  assert_tok(r.keys[1], "bb");
+  assert_tok(r.keys[2], "ccc");
+  /* "noreply" is just a name here. */
+  assert_int_equal(parse("get noreply\r\n", &r), LC__PROTO_GET);
+  assert_int_equal(r.noreply, 0);
+  assert_int_equal(parse("get\r\n", &r), LC__PROTO_BAD);
+  assert_error_has(r, "usage: get");
+  assert_int_equal(parse("get a b\x01\r\n", &r), LC__PROTO_BAD);
+  assert_string_equal(r.error, "invalid counter name");
+}
+
+static void test_get_key_limit(void **state) {
+  (void)state;
+  char line[LC__PROTO_LINE_MAX];
+  lc__proto_req r;
+  size_t n = (size_t)snprintf(line, sizeof line, "get");
+  for (int i = 0; i < LC__PROTO_MAX_KEYS; i++)
+    n += (size_t)snprintf(line + n, sizeof line - n, " k%d", i);
+  assert_int_equal(lc__proto_parse(line, n, &r), LC__PROTO_GET);
+  assert_int_equal(r.nkeys, LC__PROTO_MAX_KEYS);
+  assert_tok(r.keys[LC__PROTO_MAX_KEYS - 1], "k127");
+  n += (size_t)snprintf(line + n, sizeof line - n, " one-more");
+  assert_int_equal(lc__proto_parse(line, n, &r), LC__PROTO_BAD);
+  assert_error_has(r, "too many keys");
+  n += (size_t)snprintf(line + n, sizeof line - n, " and more");
+  assert_int_equal(lc__proto_parse(line, n, &r), LC__PROTO_BAD);
+  assert_error_has(r, "too many keys");
+}
+
+/* ---- the small commands ------------------------------------------------ */
+
+static void test_small_commands(void **state) {
+  (void)state;
+  lc__proto_req r;
+  assert_int_equal(parse("stats\r\n", &r), LC__PROTO_STATS);
+  assert_int_equal(r.stats_settings, 0);
+  assert_int_equal(parse("stats settings\r\n", &r), LC__PROTO_STATS);
+  assert_int_equal(r.stats_settings, 1);
+  assert_int_equal(parse("stats slabs\r\n", &r), LC__PROTO_BAD);
+  assert_error_has(r, "unknown stats group");
+  assert_int_equal(parse("version\r\n", &r), LC__PROTO_VERSION);
+  assert_int_equal(parse("version 2\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("quit\r\n", &r), LC__PROTO_QUIT);
+  assert_int_equal(parse("quit now\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("verbosity 1\r\n", &r), LC__PROTO_VERBOSITY);
+  assert_int_equal(r.noreply, 0);
+  assert_int_equal(parse("verbosity 1 noreply\r\n", &r), LC__PROTO_VERBOSITY);
+  assert_int_equal(r.noreply, 1);
+  assert_int_equal(parse("verbosity\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("verbosity x\r\n", &r), LC__PROTO_BAD);
+}
+
+static void test_unknown(void **state) {
+  (void)state;
+  lc__proto_req r;
+  const char *lines[] = {"", "\r\n", "   \r\n", "hello\r\n", "shutdown\r\n",
+                         "getx a\r\n", "\x01\x02\r\n", "GET a\r\n"};
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    if (parse(lines[i], &r) != LC__PROTO_UNKNOWN)
+      fail_msg("'%s' is not UNKNOWN", lines[i]);
+}
+
+/* ---- refused commands -------------------------------------------------- */
+
+static void test_refused_without_data(void **state) {
+  (void)state;
+  lc__proto_req r;
+  struct { const char *line, *why; int noreply; } cases[] = {
+    {"decr a 1\r\n", "only move forward", 0},
+    {"decr a 1 noreply\r\n", "only move forward", 1},
+    {"delete a\r\n", "never deleted", 0},
+    {"delete a noreply\r\n", "never deleted", 1},
+    {"flush_all\r\n", "never deleted", 0},
+    {"flush_all 0 noreply\r\n", "never deleted", 1},
+    {"touch a 10\r\n", "never expire", 0},
+    {"gat 10 a\r\n", "never expire", 0},
+    {"gats 10 a b\r\n", "never expire", 0},
+    {"mg a v\r\n", "meta commands", 0},
+    {"ma a\r\n", "meta commands", 0},
+    {"mn\r\n", "meta commands", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (parse(cases[i].line, &r) != LC__PROTO_REFUSED)
+      fail_msg("'%s' is not REFUSED", cases[i].line);
+    assert_error_has(r, cases[i].why);
+    assert_int_equal(r.noreply, cases[i].noreply);
+    assert_int_equal(r.data_len, 0);
+  }
+}
+
+static void test_refused_storage(void **state) {
+  (void)state;
+  lc__proto_req r;
+  const char *verbs[] = {"set", "add", "replace", "append", "prepend"};
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+    char line[64];
+    snprintf(line, sizeof line, "%s a 0 0 5\r\n", verbs[i]);
+    assert_int_equal(parse(line, &r), LC__PROTO_REFUSED);
+    assert_int_equal(r.data_len, 7);          /* 5 bytes and "\r\n" */
+    assert_int_equal(r.noreply, 0);
+    assert_error_has(r, "only by incr");
+    snprintf(line, sizeof line, "%s a 0 0 0 noreply\r\n", verbs[i]);
+    assert_int_equal(parse(line, &r), LC__PROTO_REFUSED);
+    assert_int_equal(r.data_len, 2);
+    assert_int_equal(r.noreply, 1);
+  }
+  assert_int_equal(parse("cas a 0 0 3 99\r\n", &r), LC__PROTO_REFUSED);
+  assert_int_equal(r.data_len, 5);
+  assert_int_equal(parse("cas a 0 0 3 99 noreply\r\n", &r), LC__PROTO_REFUSED);
+  assert_int_equal(r.noreply, 1);
+  assert_int_equal(parse("ms a 4 T0\r\n", &r), LC__PROTO_REFUSED);
+  assert_int_equal(r.data_len, 6);
+
+  /* Malformed: no data length to trust, nothing swallowed. */
+  assert_int_equal(parse("set a 0 0\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(r.data_len, 0);
+  assert_int_equal(parse("set a 0 0 x\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("set a 0 0 -1\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("set a 0 0 1 2 3\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("cas a 0 0 3\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(r.close, 0);
+
+  /* The largest block still read; one more closes the connection. */
+  char line[64];
+  snprintf(line, sizeof line, "set a 0 0 %d\r\n", LC__PROTO_DATA_MAX);
+  assert_int_equal(parse(line, &r), LC__PROTO_REFUSED);
+  assert_int_equal(r.data_len, LC__PROTO_DATA_MAX + 2);
+  snprintf(line, sizeof line, "set a 0 0 %d\r\n", LC__PROTO_DATA_MAX + 1);
+  assert_int_equal(parse(line, &r), LC__PROTO_BAD);
+  assert_int_equal(r.close, 1);
+  assert_int_equal(parse("set a 0 0 99999999999999999999999\r\n", &r),
+                   LC__PROTO_BAD);
+}
+
+/* ---- numbers ----------------------------------------------------------- */
+
+static void test_numbers(void **state) {
+  (void)state;
+  uint64_t v = 42;
+  assert_int_equal(lc__proto_number("0", 1, &v), 0);
+  assert_int_equal(v, 0);
+  assert_int_equal(lc__proto_number("18446744073709551615", 20, &v), 0);
+  assert_true(v == UINT64_MAX);
+  assert_int_equal(lc__proto_number("18446744073709551616", 20, &v), -1);
+  assert_int_equal(lc__proto_number("00000000000000000000001", 23, &v), -1);
+  assert_int_equal(lc__proto_number("", 0, &v), -1);
+  assert_int_equal(lc__proto_number("12", 1, &v), 0);   /* only len bytes */
+  assert_int_equal(v, 1);
+  assert_int_equal(lc__proto_number(" 1", 2, &v), -1);
+  assert_int_equal(lc__proto_number("1 ", 2, &v), -1);
+}
+
+/* Every prefix of every valid request, and bytes flipped in them, parse
+ * without crashing and give a known kind (sanitizers watch the reads). */
+static void test_prefixes_and_noise(void **state) {
+  (void)state;
+  const char *lines[] = {"incr orders 10 noreply\r\n", "gets a b c\r\n",
+                         "set k 1 2 3 noreply\r\n", "cas k 1 2 3 4\r\n",
+                         "stats settings\r\n", "verbosity 1 noreply\r\n",
+                         "ms k 12 T0 F1\r\n"};
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    size_t n = strlen(lines[i]);
+    for (size_t k = 0; k <= n; k++) {
+      char *copy = malloc(k ? k : 1);          /* exact size: ASan checks */
+      assert_non_null(copy);
+      memcpy(copy, lines[i], k);
+      for (int flip = -1; flip < (int)k; flip++) {
+        if (flip >= 0)
+          copy[flip] ^= (char)0x5a;
+        lc__proto_req r;
+        size_t len;
+        lc__proto_cmd cmd = lc__proto_parse(copy, k, &r);
+        assert_true(cmd >= LC__PROTO_INCR && cmd <= LC__PROTO_UNKNOWN);
+        if (cmd == LC__PROTO_BAD || cmd == LC__PROTO_REFUSED)
+          assert_non_null(r.error);
+        (void)lc__proto_frame(copy, k, &len);
+        if (flip >= 0)
+          copy[flip] ^= (char)0x5a;
+      }
+      free(copy);
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_frame_lines),
+    cmocka_unit_test(test_frame_binary),
+    cmocka_unit_test(test_frame_long_lines),
+    cmocka_unit_test(test_incr),
+    cmocka_unit_test(test_incr_bad_numbers),
+    cmocka_unit_test(test_incr_bad_shape),
+    cmocka_unit_test(test_names),
+    cmocka_unit_test(test_get),
+    cmocka_unit_test(test_get_key_limit),
+    cmocka_unit_test(test_small_commands),
+    cmocka_unit_test(test_unknown),
+    cmocka_unit_test(test_refused_without_data),
+    cmocka_unit_test(test_refused_storage),
+    cmocka_unit_test(test_numbers),
+    cmocka_unit_test(test_prefixes_and_noise),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
