@@ -246,15 +246,16 @@ static void serve(lc_t *h, lc__counter *c) {
   req *batch = take_batch(c, &total);
   pthread_mutex_unlock(&c->mu);
 
-  int64_t first = 0;
-  if (!rc) rc = allocate(h, c, total, &first);
+  int64_t start = 0;
+  if (!rc) rc = allocate(h, c, total, &start);
+  uint64_t first = (uint64_t)start;  /* unsigned: may pass 2^63-1 at the end */
   for (req *r = batch; r; r = r->next) {
     r->rc = rc;
     if (rc) {
       memcpy(r->detail, lc_last_detail(), LC__DETAIL_MAX);
     } else {
-      r->first = first;
-      first += (int64_t)r->n;
+      r->first = (int64_t)first;
+      first += r->n;
     }
   }
   pthread_mutex_lock(&c->mu);
@@ -289,7 +290,8 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if (h == NULL || first == NULL)
     return lc__fail(LC_EINVAL, "NULL handle or result pointer");
   if (n == 0 || n > LC_BLOCK_MAX)
-    return lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n);
+    return count_call(h, lc__fail(LC_ECOUNT, "count %llu",
+                                  (unsigned long long)n), n);
   int rc;
   if (h->remote) {
     rc = lc_check_name(name);
