@@ -22,6 +22,9 @@
  *    lost to an OS crash cannot be reissued.
  *  - a value is returned only after its record's write succeeded; on a
  *    failed write the block is burned (floor still moves past it).
+ *  - with durability sync, the leader hands its role on before its synced
+ *    write, so several batches may be syncing at once; their values are
+ *    all below floor already, so a restore meanwhile starts above them.
  */
 #include "internal.h"
 
@@ -35,6 +38,7 @@ typedef struct req {
   uint64_t n;
   int64_t first;
   int rc;
+  bool taken;                 /* in a batch: its thread must not lead */
   bool done;
   pthread_cond_t cv;          /* signalled when done, or to lead */
   char detail[LC__DETAIL_MAX];
@@ -184,34 +188,46 @@ static int increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
                   c->key, MAX_ATTEMPTS);
 }
 
-/* Leader only: allocates [first, first+n) and logs it. */
-static int allocate(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
+/* A block obtained from memcached, on its way to the log. */
+typedef struct block {
+  int64_t last;
+  uint64_t n;
+  int64_t reservation;  /* a new reservation to write with it, or 0 */
+  bool sync;
+} block;
+
+/* Leader only: obtains a block of n values above floor from memcached and
+ * decides how its record must be written. */
+static int obtain(lc_t *h, lc__counter *c, uint64_t n, block *b) {
   int rc = load(h, c);
   if (rc) return rc;
   if (n > (uint64_t)(LC_VALUE_MAX - c->floor))
     return lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
                     (long long)c->floor);
-  int64_t last = 0;
-  rc = increment(h, c, n, &last);
+  rc = increment(h, c, n, &b->last);
   if (rc) return rc;
-  int64_t reservation = 0;
-  bool sync = h->opt.durability == LC_DURABILITY_SYNC;
-  if (!sync && last > c->reserved) {
+  b->n = n;
+  b->reservation = 0;
+  b->sync = h->opt.durability == LC_DURABILITY_SYNC;
+  if (!b->sync && b->last > c->reserved) {
     uint64_t block16 = n > UINT64_MAX / 16 ? UINT64_MAX : 16 * n;
     uint64_t window = h->opt.reserve > block16 ? h->opt.reserve : block16;
-    reservation = (uint64_t)(LC_VALUE_MAX - last) < window
-                      ? LC_VALUE_MAX : last + (int64_t)window;
-    sync = true;
+    b->reservation = (uint64_t)(LC_VALUE_MAX - b->last) < window
+                         ? LC_VALUE_MAX : b->last + (int64_t)window;
+    b->sync = true;
   }
-  c->floor = last;  /* handed out or burned: never again */
+  c->floor = b->last;  /* handed out or burned: never again */
   c->used = true;
-  rc = lc__log_append(&h->log, c->name, c->nlen, last, n, reservation, sync);
-  LC__STAT(h, log_writes, 1);
-  if (sync) LC__STAT(h, log_syncs, 1);
-  if (rc) return rc;
-  if (reservation) c->reserved = reservation;
-  *first = last - (int64_t)n + 1;
   return 0;
+}
+
+/* Writes the block's record, with its reservation if any. */
+static int commit(lc_t *h, lc__counter *c, const block *b) {
+  int rc = lc__log_append(&h->log, c->name, c->nlen, b->last, b->n,
+                          b->reservation, b->sync);
+  LC__STAT(h, log_writes, 1);
+  if (b->sync) LC__STAT(h, log_syncs, 1);
+  return rc;
 }
 
 /* Takes queued requests whose total fits below 2^63; c->mu held. */
@@ -220,10 +236,12 @@ static req *take_batch(lc__counter *c, uint64_t *total) {
   uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
   *total = 0;
   while (*tail && (*tail)->n <= room - *total) {
+    (*tail)->taken = true;
     *total += (*tail)->n;
     tail = &(*tail)->next;
   }
   if (*total == 0) {  /* the first request alone does not fit: take it */
+    batch->taken = true;
     *total = batch->n;
     tail = &batch->next;
   }
@@ -233,8 +251,14 @@ static req *take_batch(lc__counter *c, uint64_t *total) {
   return batch;
 }
 
-/* Serves one batch: called and returns with c->mu held, as leader. */
-static void serve(lc_t *h, lc__counter *c) {
+/*
+ * Serves one batch as leader: called with c->mu held, returns with it
+ * held.  A synced record without a reservation (durability sync) is written
+ * after giving up the leader role, so that the next batch's increment
+ * overlaps this sync, and LevelDB merges the concurrent synced writes into
+ * one fsync.  Returns false when it gave up the role.
+ */
+static bool serve(lc_t *h, lc__counter *c) {
   int rc = 0;
   lc__detail_clear();
   if (!c->loaded) {  /* load first, so that the batch can respect floor */
@@ -246,10 +270,18 @@ static void serve(lc_t *h, lc__counter *c) {
   req *batch = take_batch(c, &total);
   pthread_mutex_unlock(&c->mu);
 
-  int64_t start = 0;
-  if (!rc) rc = allocate(h, c, total, &start);
-  uint64_t first = (uint64_t)start;  /* unsigned: may pass 2^63-1 at the end */
-  for (req *r = batch; r; r = r->next) {
+  block b = {0};
+  if (!rc) rc = obtain(h, c, total, &b);
+  bool pipelined = !rc && b.sync && b.reservation == 0;
+  if (pipelined) {
+    pthread_mutex_lock(&c->mu);
+    handoff(c);
+    pthread_mutex_unlock(&c->mu);
+  }
+  if (!rc) rc = commit(h, c, &b);
+  if (!rc && b.reservation) c->reserved = b.reservation;  /* still leader */
+  uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1);  /* unsigned: */
+  for (req *r = batch; r; r = r->next) {         /* may pass 2^63-1 */
     r->rc = rc;
     if (rc) {
       memcpy(r->detail, lc_last_detail(), LC__DETAIL_MAX);
@@ -264,6 +296,7 @@ static void serve(lc_t *h, lc__counter *c) {
     r->done = true;
     pthread_cond_signal(&r->cv);
   }
+  return !pipelined;
 }
 
 /* Called with c->mu held and no leader; returns with c->mu held.  The
@@ -271,7 +304,8 @@ static void serve(lc_t *h, lc__counter *c) {
  * waking another thread for each. */
 static void lead(lc_t *h, lc__counter *c) {
   c->busy = true;
-  for (int round = 0; round < MAX_ROUNDS && c->head; round++) serve(h, c);
+  for (int round = 0; round < MAX_ROUNDS && c->head; round++)
+    if (!serve(h, c)) return;
   handoff(c);
 }
 
@@ -307,7 +341,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if (c->tail) c->tail->next = &r; else c->head = &r;
   c->tail = &r;
   while (!r.done) {
-    if (!c->busy)
+    if (!c->busy && !r.taken)
       lead(h, c);  /* unlocks and relocks c->mu */
     else
       pthread_cond_wait(&r.cv, &c->mu);

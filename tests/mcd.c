@@ -300,10 +300,25 @@ int mcd_restart(mcd_t *m) {
   return -1;
 }
 
+/* The state letter of a process in /proc/PID/stat ('T' once stopped). */
+static char proc_state(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return '?';
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');  /* the name may hold spaces */
+  return p && p[1] == ' ' ? p[2] : '?';
+}
+
 int mcd_freeze(mcd_t *m) {
   if (m->pid <= 0 || kill(m->pid, SIGSTOP) != 0) return -1;
   m->frozen = 1;
-  return 0;
+  /* kill() only queues the signal: wait until it has stopped (<= 2 s) */
+  for (int i = 0; i < 2000 && proc_state(m->pid) != 'T'; i++) usleep(1000);
+  return proc_state(m->pid) == 'T' ? 0 : -1;
 }
 
 int mcd_thaw(mcd_t *m) {
