@@ -1,0 +1,347 @@
+/*
+ * bench.c - the logcounter benchmark harness: main.
+ *
+ * Measures, side by side in one run, raw memcached incr (the ceiling of
+ * one round trip per id) and every allocation path, at each thread count,
+ * plus restore and prune on big logs.  Runs are interleaved (run 1 of
+ * every case at 1 thread, then at 2 threads ..., then run 2 ...) so that a
+ * noisy neighbour hurts all cases alike and each case is measured close in
+ * time to the memcached-incr it is compared with; each point reports its
+ * median run.  Writes a table to stdout,
+ * OUT/latest.csv and OUT/latest-restore.csv.  With --check it prints
+ * "bench-smoke: N passed, M failed" and fails on insane numbers (never on
+ * slow ones).  Settings come from the environment: see usage().
+ */
+#include "bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "logcounter.h"
+
+static const char *const CASES[] = {"memcached-incr", "seed", "next", "next_n",
+                                    "leveldb-put", "restore", "prune"};
+#define NCASES (sizeof CASES / sizeof CASES[0])
+
+static void usage(FILE *f) {
+  fputs(
+      "usage: bench [--check]\n"
+      "Runs the logcounter benchmark against a running memcached; normally\n"
+      "started by bench/run.sh (make bench).  Settings, from the environment:\n"
+      "  BENCH_MEMCACHED     libmemcached config (default --SERVER=127.0.0.1:11211)\n"
+      "  BENCH_SECONDS       time budget of each case line (a case in one mode\n"
+      "                      and block: 9 lines), for all its thread counts\n"
+      "                      and runs together (default 24: 4 thread counts x\n"
+      "                      3 runs of 2 s).  The throughput part takes about\n"
+      "                      9 x BENCH_SECONDS; restore and prune are not\n"
+      "                      timed runs and take what their logs take (about\n"
+      "                      15-30 s at 10,000,000 records on 2 cores).\n"
+      "  BENCH_RUNS          runs per point, the median is reported (default 3)\n"
+      "  BENCH_THREADS       thread counts (default 1,2,4,8)\n"
+      "  BENCH_RECORDS_MAX   largest log for restore/prune (default 10000000);\n"
+      "                      logs of 10000, 1000000, 10000000 records below it\n"
+      "                      are measured, and one of exactly this size\n"
+      "  BENCH_RESTORE_REPEATS  timed restores per log state (default 5)\n"
+      "  BENCH_CASES         comma-separated subset of memcached-incr, seed,\n"
+      "                      next, next_n, leveldb-put, restore, prune\n"
+      "  BENCH_DIR           scratch directory for logs (default build/bench-data)\n"
+      "  BENCH_OUT           where the CSV files go (default bench/results)\n"
+      "--check prints 'bench-smoke: N passed, M failed' and exits 1 on any\n"
+      "failure: a case that did not run, a non-positive rate, an error, or\n"
+      "p50 > p99 > p999.  Speed is never judged.\n",
+      f);
+}
+
+static const char *env(const char *name, const char *def) {
+  const char *v = getenv(name);
+  return v && *v ? v : def;
+}
+
+static int parse_cfg(bench_cfg *c) {
+  char *end;
+  c->seconds = strtod(env("BENCH_SECONDS", "24"), &end);
+  if (*end || !(c->seconds > 0)) return fprintf(stderr, "bench: bad BENCH_SECONDS\n"), -1;
+  c->runs = atoi(env("BENCH_RUNS", "3"));
+  c->restore_repeats = atoi(env("BENCH_RESTORE_REPEATS", "5"));
+  if (c->runs < 1 || c->runs > BENCH_MAX_RUNS || c->restore_repeats < 1 ||
+      c->restore_repeats > BENCH_MAX_RUNS)
+    return fprintf(stderr, "bench: BENCH_RUNS and BENCH_RESTORE_REPEATS: 1..%d\n",
+                   BENCH_MAX_RUNS), -1;
+  c->records_max = strtoull(env("BENCH_RECORDS_MAX", "10000000"), &end, 10);
+  if (*end || c->records_max < 10 || c->records_max > 1000000000)
+    return fprintf(stderr, "bench: BENCH_RECORDS_MAX: 10..1000000000\n"), -1;
+  const char *t = env("BENCH_THREADS", "1,2,4,8");
+  for (c->nthreads = 0; *t && c->nthreads < 16;) {
+    long n = strtol(t, &end, 10);
+    if (end == t || n < 1 || n > BENCH_MAX_THREADS || (*end && *end != ','))
+      return fprintf(stderr, "bench: bad BENCH_THREADS\n"), -1;
+    c->threads[c->nthreads++] = (int)n;
+    t = *end ? end + 1 : end;
+  }
+  c->memcached = env("BENCH_MEMCACHED", "--SERVER=127.0.0.1:11211");
+  c->dir = env("BENCH_DIR", "build/bench-data");
+  c->out = env("BENCH_OUT", "bench/results");
+  c->cases = getenv("BENCH_CASES");
+  if (c->cases && !*c->cases) c->cases = NULL;
+  return 0;
+}
+
+bool bench_case_selected(const bench_cfg *cfg, const char *name) {
+  if (cfg->cases == NULL) return true;
+  size_t n = strlen(name);
+  for (const char *p = cfg->cases; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, name, n) == 0) return true;
+    p += len + (p[len] == ',');
+  }
+  return false;
+}
+
+point *results_add_point(results *r) {
+  if (r->np == r->pcap) {
+    r->pcap = r->pcap ? 2 * r->pcap : 64;
+    if ((r->p = realloc(r->p, r->pcap * sizeof *r->p)) == NULL) abort();
+  }
+  memset(&r->p[r->np], 0, sizeof *r->p);
+  return &r->p[r->np++];
+}
+
+restore_row *results_add_restore(results *r) {
+  if (r->nr == r->rcap) {
+    r->rcap = r->rcap ? 2 * r->rcap : 32;
+    if ((r->r = realloc(r->r, r->rcap * sizeof *r->r)) == NULL) abort();
+  }
+  memset(&r->r[r->nr], 0, sizeof *r->r);
+  return &r->r[r->nr++];
+}
+
+static void machine(char *buf, size_t size) {
+  char model[128] = "unknown CPU", line[256];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (strncmp(line, "model name", 10) == 0 && colon) {
+      snprintf(model, sizeof model, "%s", colon + 2);
+      model[strcspn(model, "\n")] = '\0';
+      break;
+    }
+  }
+  if (f) fclose(f);
+  struct utsname u;
+  if (uname(&u) != 0) strcpy(u.release, "?");
+  snprintf(buf, size, "%s, %ld cores online, Linux %s", model,
+           sysconf(_SC_NPROCESSORS_ONLN), u.release);
+}
+
+/* Runs every point cfg->runs times, interleaved, and keeps the median run
+ * (by ids/s) of each. */
+static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
+  int nt = cfg->nthreads, np = cs->n * nt;
+  sample *s = calloc((size_t)(np * cfg->runs), sizeof *s);
+  if (s == NULL) return false;
+  bool ok = true;
+  double each = cfg->seconds / cfg->runs / nt;
+  for (int r = 0; r < cfg->runs; r++) {
+    for (int t = 0; t < nt; t++) {  /* each case close in time to its incr */
+      for (int i = 0; i < cs->n; i++) {
+        const workload *w = &cs->w[i];
+        sample *x = &s[(i * nt + t) * cfg->runs + r];
+        ok &= run_once(w, cfg->threads[t], each, x);
+        fprintf(stderr, "bench: run %d/%d %-14s %-7s %4llu x %d threads: "
+                "%.0f ids/s\n", r + 1, cfg->runs, w->kase, w->mode,
+                (unsigned long long)w->block, cfg->threads[t], x->ids_per_s);
+      }
+    }
+  }
+  for (int i = 0; i < cs->n; i++) {
+    for (int t = 0; t < nt; t++) {
+      sample *runs = &s[(i * nt + t) * cfg->runs], *med = runs;
+      double rates[BENCH_MAX_RUNS];
+      for (int r = 0; r < cfg->runs; r++) rates[r] = runs[r].ids_per_s;
+      median(rates, cfg->runs);  /* sorts: the middle one is a real run */
+      double want = rates[(cfg->runs - 1) / 2];
+      uint64_t errors = 0;
+      for (int r = 0; r < cfg->runs; r++) {
+        errors += runs[r].errors;
+        if (runs[r].ids_per_s == want) med = &runs[r];
+      }
+      point *p = results_add_point(res);
+      *p = (point){"", "", cfg->threads[t], cs->w[i].block, med->ids_per_s,
+                   med->p50_us, med->p99_us, med->p999_us, -1, errors};
+      snprintf(p->kase, sizeof p->kase, "%s", cs->w[i].kase);
+      snprintf(p->mode, sizeof p->mode, "%s", cs->w[i].mode);
+    }
+  }
+  free(s);
+  /* ratio to memcached-incr at the same thread count */
+  for (size_t i = 0; i < res->np; i++) {
+    for (size_t j = 0; j < res->np; j++) {
+      const point *b = &res->p[j];
+      if (strcmp(b->kase, "memcached-incr") == 0 &&
+          b->threads == res->p[i].threads && b->ids_per_s > 0)
+        res->p[i].ratio = res->p[i].ids_per_s / b->ids_per_s;
+    }
+  }
+  return ok;
+}
+
+static double incr_rate(const results *res, int threads) {
+  for (size_t i = 0; i < res->np; i++)
+    if (strcmp(res->p[i].kase, "memcached-incr") == 0 && res->p[i].threads == threads)
+      return res->p[i].ids_per_s;
+  return 0;
+}
+
+/* Microseconds in a 10-wide column: one decimal while it fits. */
+static const char *us(char *buf, size_t size, double v) {
+  snprintf(buf, size, v < 1e6 ? "%.1f" : "%.0f", v);
+  return buf;
+}
+
+static void print_table(const results *res) {
+  printf("\n%-18s %-12s %7s %8s %12s %10s %10s %10s %8s %6s\n", "case", "mode",
+         "threads", "block", "ids/s", "p50 us", "p99 us", "p999 us", "x incr",
+         "errors");
+  for (size_t i = 0; i < res->np; i++) {
+    const point *p = &res->p[i];
+    char kase[48], ratio[16] = "-";
+    bool seed = strcmp(p->kase, "seed") == 0;
+    snprintf(kase, sizeof kase, "%s%s", p->kase, seed ? " (UNSAFE)" : "");
+    if (p->ratio >= 0) snprintf(ratio, sizeof ratio, "%.2f", p->ratio);
+    char a[24], b[24], c[24];
+    printf("%-18s %-12s %7d %8llu %12.0f %10s %10s %10s %8s %6llu\n", kase,
+           p->mode, p->threads, (unsigned long long)p->block, p->ids_per_s,
+           us(a, sizeof a, p->p50_us), us(b, sizeof b, p->p99_us),
+           us(c, sizeof c, p->p999_us), ratio, (unsigned long long)p->errors);
+  }
+  printf("seed (UNSAFE) is the original LogCounter: set instead of add, no lock,"
+         " record written\nafter the value is used and its failure ignored.  "
+         "For restore and prune rows, block is\nthe log's record count, ids/s "
+         "is operations per second.\n");
+  if (res->nr == 0) return;
+  printf("\n%-8s %-12s %10s %10s %10s %12s %14s %14s %3s\n", "case", "mode",
+         "records", "pruned", "seconds", "records/s", "bytes before",
+         "bytes after", "ok");
+  for (size_t i = 0; i < res->nr; i++) {
+    const restore_row *r = &res->r[i];
+    char rate[24] = "-";
+    if (r->records_per_s >= 0) snprintf(rate, sizeof rate, "%.0f", r->records_per_s);
+    printf("%-8s %-12s %10llu %10llu %10.6f %12s %14llu %14llu %3s\n", r->kase,
+           r->mode, (unsigned long long)r->records, (unsigned long long)r->pruned,
+           r->seconds, rate, (unsigned long long)r->bytes_before,
+           (unsigned long long)r->bytes_after, r->ok ? "yes" : "NO");
+  }
+}
+
+static int write_csv(const bench_cfg *cfg, const results *res) {
+  char path[4096];
+  if (mkdir_p(cfg->out) != 0) return fprintf(stderr, "bench: cannot create %s\n", cfg->out), -1;
+  snprintf(path, sizeof path, "%s/latest.csv", cfg->out);
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return fprintf(stderr, "bench: cannot write %s\n", path), -1;
+  fprintf(f, "case,mode,threads,block,ids_per_s,p50_us,p99_us,p999_us,ratio_to_incr\n");
+  for (size_t i = 0; i < res->np; i++) {
+    const point *p = &res->p[i];
+    fprintf(f, "%s,%s,%d,%llu,%.1f,%.2f,%.2f,%.2f,", p->kase, p->mode, p->threads,
+            (unsigned long long)p->block, p->ids_per_s, p->p50_us, p->p99_us,
+            p->p999_us);
+    if (p->ratio >= 0) fprintf(f, "%.3f", p->ratio);
+    fputc('\n', f);
+  }
+  int bad = ferror(f) | fclose(f);
+  snprintf(path, sizeof path, "%s/latest-restore.csv", cfg->out);
+  if ((f = fopen(path, "w")) == NULL) return fprintf(stderr, "bench: cannot write %s\n", path), -1;
+  fprintf(f, "case,mode,records,pruned,seconds,records_per_s,db_bytes_before,db_bytes_after\n");
+  for (size_t i = 0; i < res->nr; i++) {
+    const restore_row *r = &res->r[i];
+    fprintf(f, "%s,%s,%llu,%llu,%.6f,", r->kase, r->mode,
+            (unsigned long long)r->records, (unsigned long long)r->pruned, r->seconds);
+    if (r->records_per_s >= 0) fprintf(f, "%.0f", r->records_per_s);
+    fprintf(f, ",%llu,%llu\n", (unsigned long long)r->bytes_before,
+            (unsigned long long)r->bytes_after);
+  }
+  bad |= ferror(f) | fclose(f);
+  if (bad) return fprintf(stderr, "bench: cannot write the CSV files\n"), -1;
+  return 0;
+}
+
+/* The sanity checks; returns the number of failures. */
+static int check(const bench_cfg *cfg, const results *res, bool quiet) {
+  int passed = 0, failed = 0;
+#define VERDICT(cond, ...)                                     \
+  do {                                                         \
+    if (cond) passed++;                                        \
+    else {                                                     \
+      failed++;                                                \
+      if (!quiet) fprintf(stderr, "bench-smoke: FAIL " __VA_ARGS__); \
+    }                                                          \
+  } while (0)
+  for (size_t c = 0; c < NCASES; c++) {
+    if (!bench_case_selected(cfg, CASES[c])) continue;
+    int n = 0;
+    for (size_t i = 0; i < res->np; i++) n += strcmp(res->p[i].kase, CASES[c]) == 0;
+    VERDICT(n > 0, "%s did not run\n", CASES[c]);
+  }
+  for (size_t i = 0; i < res->np; i++) {
+    const point *p = &res->p[i];
+    VERDICT(p->ids_per_s > 0 && p->errors == 0 && p->p50_us > 0 &&
+                p->p50_us <= p->p99_us && p->p99_us <= p->p999_us,
+            "%s %s block %llu at %d threads: %.1f ids/s, %llu errors, p50 "
+            "%.1f p99 %.1f p999 %.1f us\n", p->kase, p->mode,
+            (unsigned long long)p->block, p->threads, p->ids_per_s,
+            (unsigned long long)p->errors, p->p50_us, p->p99_us, p->p999_us);
+  }
+  for (size_t i = 0; i < res->nr; i++) {
+    const restore_row *r = &res->r[i];
+    VERDICT(r->ok && r->seconds > 0, "%s %s of %llu records\n", r->kase, r->mode,
+            (unsigned long long)r->records);
+  }
+#undef VERDICT
+  if (cfg->check) printf("bench-smoke: %d passed, %d failed\n", passed, failed);
+  return failed;
+}
+
+int main(int argc, char **argv) {
+  bench_cfg cfg = {0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--check") == 0) cfg.check = true;
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (parse_cfg(&cfg) != 0) return 2;
+  char mach[512];
+  machine(mach, sizeof mach);
+  printf("logcounter %s benchmark on %s\n", lc_version(), mach);
+  printf("memcached %s; %.3g s per case line: %d run(s) of %.3g s per "
+         "point, median run reported; threads", cfg.memcached, cfg.seconds,
+         cfg.runs, cfg.seconds / cfg.runs / cfg.nthreads);
+  for (int i = 0; i < cfg.nthreads; i++) printf("%s%d", i ? "," : " ", cfg.threads[i]);
+  printf("; logs up to %llu records\n", (unsigned long long)cfg.records_max);
+  fflush(stdout);
+
+  results res = {0};
+  case_set cs;
+  bool ok = cases_open(&cfg, &cs) == 0;
+  if (ok && cs.n > 0) ok = throughput(&cfg, &cs, &res);
+  cases_close(&cs);
+  if (ok && (bench_case_selected(&cfg, "restore") || bench_case_selected(&cfg, "prune")))
+    ok = restore_run(&cfg, &res, incr_rate(&res, 1)) == 0 && ok;
+  print_table(&res);
+  if (write_csv(&cfg, &res) != 0) ok = false;
+  int failed = check(&cfg, &res, !cfg.check);
+  if (fflush(stdout) != 0 || ferror(stdout)) ok = false;
+  free(res.p);
+  free(res.r);
+  if (!cfg.check && failed)
+    fprintf(stderr, "bench: %d measurement(s) had errors (see above)\n", failed);
+  return ok && failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,128 @@
+/*
+ * bench.h - declarations shared by the files of the benchmark harness.
+ *
+ *   bench.c    main: settings from the environment, the order of the
+ *              runs, medians, ratios, the table, the CSV files, --check
+ *   runner.c   runs one workload at N threads for a while and measures it
+ *   cases.c    the throughput workloads: memcached-incr, seed, next,
+ *              next_n, leveldb-put
+ *   restore.c  the restore and prune cases on big logs
+ *   util.c     clocks, directories, LevelDB and memcached helpers
+ *   hist.c     the latency histogram
+ *
+ * The harness measures; it never judges speed.  --check only verifies that
+ * each case ran and produced sane numbers.
+ */
+#ifndef LC_BENCH_H
+#define LC_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <leveldb/c.h>
+#include <libmemcached/memcached.h>
+
+#define BENCH_MAX_THREADS 64
+#define BENCH_MAX_RUNS 99
+
+typedef struct bench_cfg {
+  double seconds;          /* per case line: all thread counts and runs */
+  int runs;                /* runs per point; the median run is reported */
+  int threads[16];         /* thread counts */
+  int nthreads;
+  uint64_t records_max;    /* largest log for restore/prune */
+  int restore_repeats;     /* timed restores per log state */
+  const char *memcached;   /* libmemcached configuration string */
+  const char *dir;         /* scratch directory for the LevelDB logs */
+  const char *out;         /* where latest.csv and latest-restore.csv go */
+  const char *cases;       /* comma-separated case names, or NULL: all */
+  bool check;              /* print the bench-smoke verdict */
+} bench_cfg;
+
+/* One row of latest.csv.  Negative ratio: not applicable. */
+typedef struct point {
+  char kase[24];
+  char mode[32];
+  int threads;
+  uint64_t block;
+  double ids_per_s, p50_us, p99_us, p999_us, ratio;
+  uint64_t errors;
+} point;
+
+/* One row of latest-restore.csv.  Negative rate: not applicable. */
+typedef struct restore_row {
+  char kase[16];
+  char mode[24];
+  uint64_t records, pruned;
+  double seconds, records_per_s;
+  uint64_t bytes_before, bytes_after;
+  bool ok;                 /* the operation did what it should */
+} restore_row;
+
+typedef struct results {
+  point *p;
+  size_t np, pcap;
+  restore_row *r;
+  size_t nr, rcap;
+} results;
+
+point *results_add_point(results *res);
+restore_row *results_add_restore(results *res);
+bool bench_case_selected(const bench_cfg *cfg, const char *name);
+
+/* ---- runner.c ---- */
+typedef struct workload {
+  const char *kase, *mode;
+  uint64_t block;          /* ids per call */
+  void *shared;
+  /* Per-thread state, made in the thread before timing starts. */
+  int (*thread_open)(void *shared, void **state, char *err, size_t errlen);
+  void (*thread_close)(void *state);
+  /* One call: the number of ids obtained, or -1 with err filled. */
+  int64_t (*op)(void *shared, void *state, char *err, size_t errlen);
+} workload;
+
+typedef struct sample {
+  double ids_per_s, p50_us, p99_us, p999_us;
+  uint64_t calls, errors;
+} sample;
+
+/* Runs w at the given thread count for about `seconds`; false if the
+ * threads could not be started at all. */
+bool run_once(const workload *w, int threads, double seconds, sample *out);
+
+/* ---- cases.c ---- */
+#define BENCH_LINES_MAX 16
+typedef struct case_set {
+  workload w[BENCH_LINES_MAX];
+  int n;
+  void *priv;
+} case_set;
+/* Opens the shared state of every selected throughput workload. */
+int cases_open(const bench_cfg *cfg, case_set *cs);
+void cases_close(case_set *cs);
+
+/* ---- restore.c ---- */
+/* Builds logs of each size, times restores before and after a 90% prune,
+ * and the prune itself.  incr_per_s: memcached-incr at 1 thread, for the
+ * ratio column (<= 0: none). */
+int restore_run(const bench_cfg *cfg, results *res, double incr_per_s);
+
+/* ---- util.c ---- */
+uint64_t now_ns(void);
+void sleep_s(double s);
+int mkdir_p(const char *path);
+int rm_rf(const char *path);
+/* Total size of the regular files under path, in bytes. */
+uint64_t du_bytes(const char *path);
+/* A LevelDB handle on path (created); NULL with a message on stderr. */
+leveldb_t *db_open(const char *path, size_t write_buffer);
+/* A memcached_st for config with TCP_NODELAY and 1 s timeouts, like the
+ * library's; NULL with a message on stderr. */
+memcached_st *mc_open(const char *config);
+/* The largest value under a record prefix: one reverse seek (0: none). */
+uint64_t db_max(leveldb_t *db, const char *prefix, size_t plen);
+double median(double *v, int n);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * util.c - small helpers of the benchmark harness: the monotonic clock,
+ * scratch directories (create, remove, measure), opening LevelDB and
+ * memcached the way the library does, and medians.
+ */
+#include "bench.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sleep_s(double s) {
+  if (s <= 0) return;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+int mkdir_p(const char *path) {
+  char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Calls fn on each entry of a directory tree, children first. */
+static int walk(const char *path, void (*fn)(const char *, const struct stat *,
+                                             void *), void *arg) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+  if (S_ISDIR(st.st_mode)) {
+    DIR *d = opendir(path);
+    if (d == NULL) return -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      char sub[PATH_MAX];
+      if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
+        continue;
+      walk(sub, fn, arg);
+    }
+    closedir(d);
+  }
+  fn(path, &st, arg);
+  return 0;
+}
+
+static void remove_one(const char *path, const struct stat *st, void *arg) {
+  int *failed = arg;
+  if ((S_ISDIR(st->st_mode) ? rmdir(path) : unlink(path)) != 0) *failed = 1;
+}
+
+int rm_rf(const char *path) {
+  int failed = 0;
+  if (walk(path, remove_one, &failed) != 0) return -1;
+  return failed ? -1 : 0;
+}
+
+static void add_size(const char *path, const struct stat *st, void *arg) {
+  (void)path;
+  if (S_ISREG(st->st_mode)) *(uint64_t *)arg += (uint64_t)st->st_size;
+}
+
+uint64_t du_bytes(const char *path) {
+  uint64_t total = 0;
+  walk(path, add_size, &total);
+  return total;
+}
+
+leveldb_t *db_open(const char *path, size_t write_buffer) {
+  leveldb_options_t *o = leveldb_options_create();
+  leveldb_options_set_create_if_missing(o, 1);
+  if (write_buffer) leveldb_options_set_write_buffer_size(o, write_buffer);
+  char *err = NULL;
+  leveldb_t *db = leveldb_open(o, path, &err);
+  leveldb_options_destroy(o);
+  if (db == NULL) {
+    fprintf(stderr, "bench: cannot open LevelDB %s: %s\n", path, err ? err : "?");
+    leveldb_free(err);
+  }
+  return db;
+}
+
+memcached_st *mc_open(const char *config) {
+  memcached_st *mc = memcached(config, strlen(config));
+  if (mc == NULL) {
+    fprintf(stderr, "bench: cannot parse memcached config '%s'\n", config);
+    return NULL;
+  }
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, 1000);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT, 1000);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SND_TIMEOUT, 1000000);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RCV_TIMEOUT, 1000000);
+  return mc;
+}
+
+uint64_t db_max(leveldb_t *db, const char *prefix, size_t plen) {
+  char end[LC_NAME_MAX + 10];
+  memcpy(end, prefix, plen);
+  end[plen - 1] = '\1';  /* just past every key under the prefix */
+  leveldb_readoptions_t *ro = leveldb_readoptions_create();
+  leveldb_iterator_t *it = leveldb_create_iterator(db, ro);
+  leveldb_iter_seek(it, end, plen);
+  if (leveldb_iter_valid(it))
+    leveldb_iter_prev(it);
+  else
+    leveldb_iter_seek_to_last(it);
+  uint64_t max = 0;
+  if (leveldb_iter_valid(it)) {
+    size_t klen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen == plen + 8 && memcmp(k, prefix, plen) == 0)
+      max = lc__be64_get((const unsigned char *)k + plen);
+  }
+  leveldb_iter_destroy(it);
+  leveldb_readoptions_destroy(ro);
+  return max;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double median(double *v, int n) {
+  if (n <= 0) return 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
