@@ -1,8 +1,8 @@
 #!/bin/bash
 # run.sh - runs the suite: each cmocka test program given as an argument
-# (default: $BUILD/tests/test_*), then tests/cli_test.sh when it exists, and
-# ends with one line "N passed, M failed" counting every cmocka test and
-# every CLI check.  A program that crashes, hangs (LC_TEST_TIMEOUT seconds,
+# (default: $BUILD/tests/test_*), then the script suites (CLI, daemon, bench
+# smoke run) when they exist, and ends with one line "N passed, M failed"
+# counting every cmocka test and every scripted check.  A program that crashes, hangs (LC_TEST_TIMEOUT seconds,
 # default 900) or fails in its group setup counts each of its tests that did
 # not report OK as failed (at least one).  Exits non-zero if anything failed.
 #
@@ -74,32 +74,40 @@ for bin in "$@"; do
   summary+="$name: $p passed, $f failed (${secs}s)"$'\n'
 done
 
-cli=""
-if [ -f "$here/cli_test.sh" ]; then
-  echo "=== cli_test.sh"
-  bash "$here/cli_test.sh" >"$log" 2>&1 &
-  pid=$!
+# Script suites: each ends with a line "NAME: N passed, M failed".
+extra=""
+run_suite() {
+  local name=$1; shift
+  echo "=== $name"
+  "$@" >"$log" 2>&1 &
+  local pid=$!
   tail -f --pid=$pid -n +1 "$log" 2>/dev/null &
-  tailpid=$!
+  local tailpid=$!
   wait $pid
-  rc=$?
+  local rc=$?
   wait $tailpid 2>/dev/null
-  line=$(grep -E '^cli: [0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+  local line cp cf
+  line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
   if [ -n "$line" ]; then
-    cp=$(echo "$line" | sed 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed$/\1/')
-    cf=$(echo "$line" | sed 's/^cli: \([0-9]*\) passed, \([0-9]*\) failed$/\2/')
+    cp=$(echo "$line" | sed 's/^.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/')
+    cf=$(echo "$line" | sed 's/^.*: \([0-9]*\) passed, \([0-9]*\) failed$/\2/')
   else
     cp=0 cf=1
   fi
   [ "$rc" -ne 0 ] && [ "$cf" -eq 0 ] && cf=1
   passed=$((passed + cp))
   failed=$((failed + cf))
-  cli="cli: $cp passed, $cf failed"
-fi
+  extra+="$name: $cp passed, $cf failed"$'\n'
+}
+
+[ -f "$here/cli_test.sh" ] && run_suite cli bash "$here/cli_test.sh"
+[ -f "$here/daemon_test.sh" ] &&
+  run_suite daemon bash "$here/daemon_test.sh"
+[ -x "$BUILD/bench" ] && run_suite bench-smoke bash "$here/../bench/run.sh" --smoke
 
 echo
 echo "=== summary"
 printf '%s' "$summary"
-[ -n "$cli" ] && echo "$cli"
+printf '%s' "$extra"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
