@@ -56,8 +56,11 @@ $(LIB_SO): $(LIB_OBJ)
 	ln -sf liblogcounter.so.$(VERSION) $@.$(SOVERSION)
 	ln -sf liblogcounter.so.$(VERSION) $@
 
-$(CLI): tools/logcounter.c $(LIB_A)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+# The CLI: tools/logcounter.c and tools/cli_*.c (the daemon's files are
+# tools/logcounterd.c and tools/lcd_*.c).
+CLI_SRC   = tools/logcounter.c $(wildcard tools/cli_*.c)
+$(CLI): $(CLI_SRC) tools/cli.h $(LIB_A)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(LIB_A) $(LIBS)
 
 $(PC): logcounter.pc.in include/logcounter.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -87,7 +90,7 @@ run: deps
 
 # The whole suite: each test program starts and stops its own memcached.
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/readme_example
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/readme_example $(BENCH_BIN) $(DAEMON_CLIENT)
 	@BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
 
 install: all
@@ -98,11 +101,12 @@ install: all
 	ln -sf liblogcounter.so.$(VERSION) $(DESTDIR)$(LIBDIR)/liblogcounter.so.$(SOVERSION)
 	ln -sf liblogcounter.so.$(VERSION) $(DESTDIR)$(LIBDIR)/liblogcounter.so
 	install -m 644 $(PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
-	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(CLI) $(DAEMON) $(DESTDIR)$(BINDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/logcounter.h $(DESTDIR)$(LIBDIR)/liblogcounter.* \
-	      $(DESTDIR)$(LIBDIR)/pkgconfig/logcounter.pc $(DESTDIR)$(BINDIR)/logcounter
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/logcounter.pc $(DESTDIR)$(BINDIR)/logcounter \
+	      $(DESTDIR)$(BINDIR)/logcounterd
 
 clean:
 	rm -rf build build-*
@@ -132,3 +136,26 @@ bench:
 bench-smoke: deps
 	@$(MAKE) --no-print-directory $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh --smoke
+
+# ---- daemon (tools/logcounterd.c, tools/lcd_*.c, issue 4) ------------------
+# build/logcounterd, the service speaking the memcached text protocol; its
+# request parser is src/proto.c (in the library, unit-tested by
+# tests/test_proto.c).  tests/daemon/lcd_client is the test and throughput
+# client used by tests/daemon_test.sh.
+# make daemon-test  builds both and runs tests/daemon_test.sh
+DAEMON_SRC = tools/logcounterd.c $(wildcard tools/lcd_*.c)
+DAEMON     = $(BUILD)/logcounterd
+DAEMON_CLIENT = $(BUILD)/tests/lcd_client
+.PHONY: daemon-test
+all: $(DAEMON)
+
+$(DAEMON): $(DAEMON_SRC) tools/lcd.h $(LIB_A)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
+
+$(DAEMON_CLIENT): tests/daemon/lcd_client.c
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lmemcached -pthread
+
+daemon-test: deps
+	@$(MAKE) --no-print-directory $(DAEMON) $(DAEMON_CLIENT)
+	@BUILD=$(BUILD) tests/daemon_test.sh

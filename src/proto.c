@@ -1,0 +1,273 @@
+/*
+ * proto.c - the memcached text-protocol request parser of logcounterd.
+ *
+ * Pure and allocation-free (see proto.h): lc__proto_frame finds one request
+ * line in the input, lc__proto_parse classifies it and checks its
+ * arguments.  Nothing here touches memcached, the log or a socket.
+ *
+ * Rules kept (memcached's, unless noted):
+ *  - tokens are separated by runs of spaces; a line ends with "\n",
+ *    usually "\r\n"; the terminator is not part of the last token;
+ *  - command words are case-sensitive; an empty line or an unknown word is
+ *    LC__PROTO_UNKNOWN ("ERROR");
+ *  - a last token "noreply" on a command that accepts it sets noreply,
+ *    even when the rest of the line is malformed (so the daemon stays
+ *    silent, as the client expects);
+ *  - logcounterd only: counter names must pass lc_check_name, counts are
+ *    1..LC_BLOCK_MAX, a get carries at most LC__PROTO_MAX_KEYS names, and
+ *    every command that would store, move back, delete or expire a value
+ *    is refused with its reason; a refused storage command's data block is
+ *    measured so that the daemon can discard it and stay in sync.
+ */
+#include "proto.h"
+
+#include "logcounter.h"
+
+#include <string.h>
+
+lc__proto_frame_result lc__proto_frame(const char *buf, size_t len,
+                                       size_t *line_len) {
+  if (len == 0)
+    return LC__PROTO_FRAME_MORE;
+  if ((unsigned char)buf[0] == 0x80)
+    return LC__PROTO_FRAME_BINARY;
+  /* The longest acceptable line is LINE_MAX bytes and "\r\n". */
+  size_t scan = len < LC__PROTO_LINE_MAX + 2 ? len : LC__PROTO_LINE_MAX + 2;
+  const char *nl = memchr(buf, '\n', scan);
+  if (!nl)
+    return len >= LC__PROTO_LINE_MAX + 2 ? LC__PROTO_FRAME_TOO_LONG
+                                         : LC__PROTO_FRAME_MORE;
+  size_t content = (size_t)(nl - buf);
+  if (content > 0 && buf[content - 1] == '\r')
+    content--;
+  if (content > LC__PROTO_LINE_MAX)
+    return LC__PROTO_FRAME_TOO_LONG;
+  *line_len = (size_t)(nl - buf) + 1;
+  return LC__PROTO_FRAME_LINE;
+}
+
+int lc__proto_number(const char *s, size_t len, uint64_t *out) {
+  if (len == 0 || len > 20)
+    return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned d = (unsigned char)s[i] - '0';
+    if (d > 9)
+      return -1;
+    if (v > (UINT64_MAX - d) / 10)
+      return -1;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+int lc__proto_check_name(const lc__proto_token *t) {
+  char name[LC_NAME_MAX + 1];
+  if (t->len == 0 || t->len > LC_NAME_MAX || memchr(t->s, '\0', t->len))
+    return LC_ENAME;
+  memcpy(name, t->s, t->len);
+  name[t->len] = '\0';
+  return lc_check_name(name) == 0 ? 0 : LC_ENAME;
+}
+
+/* ---- tokens ------------------------------------------------------------ */
+
+/* The command word and up to MAX_KEYS + 1 arguments are kept; ntok counts
+ * every token of the line. */
+#define MAX_TOK (LC__PROTO_MAX_KEYS + 2)
+
+typedef struct toks {
+  lc__proto_token t[MAX_TOK];
+  size_t ntok;
+} toks;
+
+static void tokenize(const char *s, size_t len, toks *tk) {
+  tk->ntok = 0;
+  size_t i = 0;
+  while (i < len) {
+    while (i < len && s[i] == ' ')
+      i++;
+    if (i == len)
+      break;
+    size_t start = i;
+    while (i < len && s[i] != ' ')
+      i++;
+    if (tk->ntok < MAX_TOK) {
+      tk->t[tk->ntok].s = s + start;
+      tk->t[tk->ntok].len = i - start;
+    }
+    tk->ntok++;
+  }
+}
+
+static int tok_is(const lc__proto_token *t, const char *word) {
+  size_t n = strlen(word);
+  return t->len == n && memcmp(t->s, word, n) == 0;
+}
+
+/* Sets req->noreply when the last token is "noreply"; returns how many
+ * tokens remain before it. */
+static size_t take_noreply(const toks *tk, lc__proto_req *req) {
+  if (tk->ntok >= 2 && tk->ntok <= MAX_TOK &&
+      tok_is(&tk->t[tk->ntok - 1], "noreply")) {
+    req->noreply = 1;
+    return tk->ntok - 1;
+  }
+  return tk->ntok;
+}
+
+static lc__proto_cmd bad(lc__proto_req *req, const char *why) {
+  req->error = why;
+  return req->cmd = LC__PROTO_BAD;
+}
+
+static lc__proto_cmd refused(lc__proto_req *req, const char *why) {
+  req->error = why;
+  return req->cmd = LC__PROTO_REFUSED;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static lc__proto_cmd parse_incr(const toks *tk, lc__proto_req *req) {
+  size_t n = take_noreply(tk, req);
+  if (n != 3)
+    return bad(req, "bad command line format: usage: incr <name> <count> "
+                    "[noreply]");
+  req->keys[0] = tk->t[1];
+  req->nkeys = 1;
+  if (lc__proto_check_name(&tk->t[1]) != 0)
+    return bad(req, "invalid counter name");
+  uint64_t v;
+  if (lc__proto_number(tk->t[2].s, tk->t[2].len, &v) != 0 || v < 1 ||
+      v > LC_BLOCK_MAX)
+    return bad(req, "invalid numeric delta argument");
+  req->count = v;
+  return req->cmd = LC__PROTO_INCR;
+}
+
+static lc__proto_cmd parse_get(const toks *tk, lc__proto_req *req) {
+  if (tk->ntok < 2)
+    return bad(req, "bad command line format: usage: get <name> ...");
+  if (tk->ntok - 1 > LC__PROTO_MAX_KEYS)
+    return bad(req, "too many keys (at most 128 in one get)");
+  for (size_t i = 1; i < tk->ntok; i++) {
+    if (lc__proto_check_name(&tk->t[i]) != 0)
+      return bad(req, "invalid counter name");
+    req->keys[req->nkeys++] = tk->t[i];
+  }
+  return req->cmd = LC__PROTO_GET;
+}
+
+/* set/add/replace/append/prepend <key> <flags> <exptime> <bytes>
+ * [noreply], cas with one more number; ms <key> <datalen> <flags>*. */
+static lc__proto_cmd parse_storage(const toks *tk, lc__proto_req *req,
+                                   size_t len_index, size_t min_args,
+                                   size_t max_args, const char *why) {
+  size_t n = take_noreply(tk, req);
+  if (n - 1 < min_args || n - 1 > max_args)
+    return bad(req, "bad command line format");
+  uint64_t bytes;
+  if (lc__proto_number(tk->t[len_index].s, tk->t[len_index].len, &bytes))
+    return bad(req, "bad data chunk length");
+  if (bytes > LC__PROTO_DATA_MAX) {
+    req->close = 1;
+    return bad(req, "data block too large (at most 1048576 bytes); closing "
+                    "the connection");
+  }
+  req->data_len = bytes + 2;
+  return refused(req, why);
+}
+
+static const char *const storage_why =
+    "storage commands are not supported: logcounterd counters change only "
+    "by incr";
+
+lc__proto_cmd lc__proto_parse(const char *line, size_t len,
+                              lc__proto_req *req) {
+  toks tk;
+  memset(req, 0, sizeof *req);
+  if (len > 0 && line[len - 1] == '\n')
+    len--;
+  if (len > 0 && line[len - 1] == '\r')
+    len--;
+  tokenize(line, len, &tk);
+  if (tk.ntok == 0) {
+    req->error = "empty line";
+    return req->cmd = LC__PROTO_UNKNOWN;
+  }
+  const lc__proto_token *v = &tk.t[0];
+  req->verb = *v;
+
+  if (tok_is(v, "incr"))
+    return parse_incr(&tk, req);
+  if (tok_is(v, "get"))
+    return parse_get(&tk, req);
+  if (tok_is(v, "gets")) {
+    req->gets = 1;
+    return parse_get(&tk, req);
+  }
+  if (tok_is(v, "stats")) {
+    if (tk.ntok == 1)
+      return req->cmd = LC__PROTO_STATS;
+    if (tk.ntok == 2 && tok_is(&tk.t[1], "settings")) {
+      req->stats_settings = 1;
+      return req->cmd = LC__PROTO_STATS;
+    }
+    return bad(req, "unknown stats group (logcounterd has 'stats' and "
+                    "'stats settings')");
+  }
+  if (tok_is(v, "version"))
+    return tk.ntok == 1 ? (req->cmd = LC__PROTO_VERSION)
+                        : bad(req, "bad command line format: usage: version");
+  if (tok_is(v, "quit"))
+    return tk.ntok == 1 ? (req->cmd = LC__PROTO_QUIT)
+                        : bad(req, "bad command line format: usage: quit");
+  if (tok_is(v, "verbosity")) {
+    size_t n = take_noreply(&tk, req);
+    uint64_t level;
+    if (n != 2 || lc__proto_number(tk.t[1].s, tk.t[1].len, &level))
+      return bad(req, "bad command line format: usage: verbosity <level> "
+                      "[noreply]");
+    return req->cmd = LC__PROTO_VERBOSITY;
+  }
+
+  /* Refused commands, each with its reason. */
+  if (tok_is(v, "decr")) {
+    take_noreply(&tk, req);
+    return refused(req, "decr is not supported: counters only move "
+                        "forward");
+  }
+  if (tok_is(v, "set") || tok_is(v, "add") || tok_is(v, "replace") ||
+      tok_is(v, "append") || tok_is(v, "prepend"))
+    return parse_storage(&tk, req, 4, 4, 4, storage_why);
+  if (tok_is(v, "cas"))
+    return parse_storage(&tk, req, 4, 5, 5, storage_why);
+  if (tok_is(v, "delete")) {
+    take_noreply(&tk, req);
+    return refused(req, "delete is not supported: counters are never "
+                        "deleted");
+  }
+  if (tok_is(v, "flush_all")) {
+    take_noreply(&tk, req);
+    return refused(req, "flush_all is not supported: counters are never "
+                        "deleted");
+  }
+  if (tok_is(v, "touch") || tok_is(v, "gat") || tok_is(v, "gats")) {
+    if (tok_is(v, "touch"))
+      take_noreply(&tk, req);
+    return refused(req, "touch, gat and gats are not supported: counters "
+                        "never expire");
+  }
+  if (tok_is(v, "ms")) {
+    if (tk.ntok < 3)
+      return bad(req, "bad command line format");
+    return parse_storage(&tk, req, 2, 2, MAX_TOK, "meta commands are not "
+                         "supported: use incr and get");
+  }
+  if (tok_is(v, "mg") || tok_is(v, "md") || tok_is(v, "ma") ||
+      tok_is(v, "mn") || tok_is(v, "me"))
+    return refused(req, "meta commands are not supported: use incr and get");
+  req->error = "unknown command";
+  return req->cmd = LC__PROTO_UNKNOWN;
+}

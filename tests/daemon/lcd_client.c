@@ -1,0 +1,415 @@
+/*
+ * lcd_client.c - the test and throughput client of tests/daemon_test.sh.
+ *
+ *   lcd_client load -p PORT -k NAME -c CONNS (-n COUNT | -t SECONDS)
+ *              [-b BLOCK] [-d DEPTH] [-o FILE] [-e] [-r] [--raw]
+ *     CONNS threads, one TCP connection each (127.0.0.1), send "incr NAME
+ *     BLOCK" COUNT times (or for SECONDS), DEPTH requests in flight per
+ *     connection.  Checks that every reply is a number, that each
+ *     connection's replies strictly increase by at least BLOCK, and (with
+ *     -n) that no two blocks [v-BLOCK+1, v] overlap across connections.
+ *     -o writes every value, one per line; -e tolerates SERVER_ERROR
+ *     replies (counted); -r reconnects when the connection drops (the
+ *     daemon was killed), for up to 20 s; --raw seeds NAME with set first
+ *     (for a plain memcached).  Prints one "ok ..." or "FAIL ..." line with
+ *     the rate; exits 0 or 1.
+ *
+ *   lcd_client hold -p PORT -c CONNS -t SECONDS
+ *     Opens CONNS idle connections, keeps them SECONDS, then checks that
+ *     each still answers "version".
+ *
+ *   lcd_client libmc PORT NAME
+ *     A stock client: libmemcached (text protocol) memcached_increment,
+ *     memcached_increment_by_key, memcached_get, and the refused
+ *     memcached_decrement / memcached_set.  Prints what it got and
+ *     exits 0 when the daemon answered as documented.
+ *
+ * Only ever connects to 127.0.0.1.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libmemcached/memcached.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static int port, conns = 1, depth = 1, allow_errors, reconnect, raw;
+static long count, seconds;
+static uint64_t block = 1;
+static const char *name, *outfile;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int connect_daemon(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons((uint16_t)port);
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+typedef struct worker {
+  pthread_t t;
+  int64_t *values;
+  size_t nvalues, cap;
+  long sent, answered, errors, reconnects;
+  char fail[256];
+} worker;
+
+static int send_all(int fd, const char *s, size_t n) {
+  while (n) {
+    ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR)
+        continue;
+      return -1;
+    }
+    s += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Reads one line (without "\r\n") through a per-connection buffer. */
+typedef struct rbuf {
+  char b[8192];
+  size_t start, end;
+} rbuf;
+
+static int read_line(int fd, rbuf *r, char *line, size_t cap) {
+  for (;;) {
+    char *nl = memchr(r->b + r->start, '\n', r->end - r->start);
+    if (nl) {
+      size_t n = (size_t)(nl - (r->b + r->start));
+      size_t k = n && nl[-1] == '\r' ? n - 1 : n;
+      if (k >= cap)
+        k = cap - 1;
+      memcpy(line, r->b + r->start, k);
+      line[k] = '\0';
+      r->start += n + 1;
+      return 0;
+    }
+    if (r->start > 0) {
+      memmove(r->b, r->b + r->start, r->end - r->start);
+      r->end -= r->start;
+      r->start = 0;
+    }
+    if (r->end == sizeof r->b)
+      return -1;
+    ssize_t got = recv(fd, r->b + r->end, sizeof r->b - r->end, 0);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return -1;
+    r->end += (size_t)got;
+  }
+}
+
+static void *run(void *arg) {
+  worker *w = arg;
+  char req[300], line[512];
+  int n = snprintf(req, sizeof req, "incr %s %" PRIu64 "\r\n", name, block);
+  double deadline = seconds ? now_s() + (double)seconds : 0;
+  int64_t last = 0;
+  int fd = connect_daemon();
+  rbuf rb = {.start = 0, .end = 0};
+  if (fd < 0) {
+    snprintf(w->fail, sizeof w->fail, "cannot connect: %s", strerror(errno));
+    return NULL;
+  }
+  long inflight = 0;
+  for (;;) {
+    int more = seconds ? now_s() < deadline : w->sent < count;
+    if (more && inflight < depth) {
+      if (send_all(fd, req, (size_t)n) != 0)
+        goto lost;
+      w->sent++;
+      inflight++;
+      continue;
+    }
+    if (inflight == 0)
+      break;
+    if (read_line(fd, &rb, line, sizeof line) != 0)
+      goto lost;
+    inflight--;
+    w->answered++;
+    char *end;
+    errno = 0;
+    long long v = strtoll(line, &end, 10);
+    if (line[0] < '0' || line[0] > '9' || *end || errno) {
+      if (allow_errors && strncmp(line, "SERVER_ERROR ", 13) == 0) {
+        w->errors++;
+        continue;
+      }
+      snprintf(w->fail, sizeof w->fail, "reply '%.200s'", line);
+      break;
+    }
+    if (last && (uint64_t)(v - last) < block) {
+      snprintf(w->fail, sizeof w->fail, "replies not increasing: %" PRId64
+               " then %lld", last, v);
+      break;
+    }
+    last = v;
+    if (!seconds || outfile) {
+      if (w->nvalues == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 1024;
+        int64_t *nv = realloc(w->values, w->cap * sizeof *nv);
+        if (!nv) {
+          snprintf(w->fail, sizeof w->fail, "out of memory");
+          break;
+        }
+        w->values = nv;
+      }
+      w->values[w->nvalues++] = v;
+    }
+    continue;
+  lost:
+    close(fd);
+    fd = -1;
+    if (!reconnect) {
+      snprintf(w->fail, sizeof w->fail, "connection lost after %ld replies",
+               w->answered);
+      return NULL;
+    }
+    /* The requests in flight are lost: their ids may be burned, never
+     * reissued.  Reconnect and go on. */
+    w->sent -= inflight;
+    inflight = 0;
+    rb.start = rb.end = 0;
+    w->reconnects++;
+    double give_up = now_s() + 20;
+    while ((fd = connect_daemon()) < 0 && now_s() < give_up)
+      usleep(20000);
+    if (fd < 0) {
+      snprintf(w->fail, sizeof w->fail, "cannot reconnect");
+      return NULL;
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  return NULL;
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Seeds a plain memcached's key so that incr has something to add to. */
+static int seed_raw(void) {
+  int fd = connect_daemon();
+  char req[300], line[128];
+  rbuf rb = {.start = 0, .end = 0};
+  int n = snprintf(req, sizeof req, "set %s 0 0 1\r\n0\r\n", name);
+  int ok = fd >= 0 && send_all(fd, req, (size_t)n) == 0 &&
+           read_line(fd, &rb, line, sizeof line) == 0 &&
+           strcmp(line, "STORED") == 0;
+  if (fd >= 0)
+    close(fd);
+  return ok ? 0 : -1;
+}
+
+static int load(void) {
+  if (raw && seed_raw() != 0) {
+    printf("FAIL cannot seed %s\n", name);
+    return 1;
+  }
+  worker *ws = calloc((size_t)conns, sizeof *ws);
+  double t0 = now_s();
+  for (int i = 0; i < conns; i++)
+    pthread_create(&ws[i].t, NULL, run, &ws[i]);
+  long answered = 0, errors = 0, reconnects = 0;
+  size_t total = 0;
+  const char *fail = NULL;
+  for (int i = 0; i < conns; i++) {
+    pthread_join(ws[i].t, NULL);
+    answered += ws[i].answered;
+    errors += ws[i].errors;
+    reconnects += ws[i].reconnects;
+    total += ws[i].nvalues;
+    if (ws[i].fail[0] && !fail)
+      fail = ws[i].fail;
+  }
+  double secs = now_s() - t0;
+  int64_t *all = malloc((total ? total : 1) * sizeof *all);
+  size_t k = 0;
+  for (int i = 0; i < conns; i++) {
+    memcpy(all + k, ws[i].values, ws[i].nvalues * sizeof *all);
+    k += ws[i].nvalues;
+  }
+  qsort(all, total, sizeof *all, cmp64);
+  size_t overlaps = 0;
+  for (size_t i = 1; i < total; i++)
+    if ((uint64_t)(all[i] - all[i - 1]) < block)
+      overlaps++;
+  if (outfile) {
+    FILE *f = fopen(outfile, "w");
+    for (size_t i = 0; f && i < total; i++)
+      fprintf(f, "%" PRId64 "\n", all[i]);
+    if (!f || fclose(f) != 0)
+      fail = "cannot write the output file";
+  }
+  printf("%s conns=%d depth=%d block=%" PRIu64 " replies=%ld errors=%ld "
+         "reconnects=%ld overlaps=%zu min=%" PRId64 " max=%" PRId64
+         " seconds=%.3f rate=%.0f/s%s%s\n",
+         fail || overlaps ? "FAIL" : "ok", conns, depth, block, answered,
+         errors, reconnects, overlaps, total ? all[0] : 0,
+         total ? all[total - 1] : 0, secs, (double)answered / secs,
+         fail ? " reason: " : "", fail ? fail : "");
+  for (int i = 0; i < conns; i++)
+    free(ws[i].values);
+  free(ws);
+  free(all);
+  return fail || overlaps ? 1 : 0;
+}
+
+/* ---- libmemcached, a client this project did not write ----------------- */
+
+static int libmc(const char *portarg, const char *key) {
+  char cfg[64];
+  snprintf(cfg, sizeof cfg, "--SERVER=127.0.0.1:%s", portarg);
+  memcached_st *m = memcached(cfg, strlen(cfg));
+  if (!m) {
+    printf("FAIL cannot create a libmemcached handle\n");
+    return 1;
+  }
+  int bad = 0;
+  uint64_t a = 0, b = 0, c = 0;
+  memcached_return_t rc = memcached_increment(m, key, strlen(key), 1, &a);
+  printf("memcached_increment 1: %s %" PRIu64 "\n", memcached_strerror(m, rc), a);
+  bad |= rc != MEMCACHED_SUCCESS;
+  rc = memcached_increment(m, key, strlen(key), 10, &b);
+  printf("memcached_increment 10: %s %" PRIu64 "\n", memcached_strerror(m, rc), b);
+  bad |= rc != MEMCACHED_SUCCESS || b != a + 10;
+  rc = memcached_increment_by_key(m, "any", 3, key, strlen(key), 1, &c);
+  printf("memcached_increment_by_key 1: %s %" PRIu64 "\n",
+         memcached_strerror(m, rc), c);
+  bad |= rc != MEMCACHED_SUCCESS || c != b + 1;
+  size_t len = 0;
+  uint32_t flags = 0;
+  char *v = memcached_get(m, key, strlen(key), &len, &flags, &rc);
+  printf("memcached_get: %s %.*s\n", memcached_strerror(m, rc), (int)len,
+         v ? v : "");
+  bad |= rc != MEMCACHED_SUCCESS || !v || strtoull(v, NULL, 10) != c;
+  free(v);
+  v = memcached_get(m, "never-used", 10, &len, &flags, &rc);
+  printf("memcached_get never-used: %s\n", memcached_strerror(m, rc));
+  bad |= rc != MEMCACHED_NOTFOUND || v != NULL;
+  free(v);
+  uint64_t d = 0;
+  rc = memcached_decrement(m, key, strlen(key), 1, &d);
+  printf("memcached_decrement: %s\n", memcached_strerror(m, rc));
+  bad |= rc == MEMCACHED_SUCCESS;
+  rc = memcached_set(m, key, strlen(key), "1", 1, 0, 0);
+  printf("memcached_set: %s\n", memcached_strerror(m, rc));
+  bad |= rc == MEMCACHED_SUCCESS;
+  /* The connection still works after the refusals. */
+  uint64_t e = 0;
+  rc = memcached_increment(m, key, strlen(key), 1, &e);
+  printf("memcached_increment after refusals: %s %" PRIu64 "\n",
+         memcached_strerror(m, rc), e);
+  bad |= rc != MEMCACHED_SUCCESS || e != c + 1;
+  memcached_free(m);
+  printf("%s\n", bad ? "FAIL libmemcached" : "ok libmemcached");
+  return bad;
+}
+
+static int hold(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)conns + 64) {
+    rl.rlim_cur = rl.rlim_max < (rlim_t)conns + 64 ? rl.rlim_max
+                                                   : (rlim_t)conns + 64;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  int *fds = calloc((size_t)conns, sizeof *fds);
+  int opened = 0, answered = 0;
+  for (int i = 0; i < conns; i++)
+    if ((fds[i] = connect_daemon()) >= 0)
+      opened++;
+  printf("holding %d of %d connections\n", opened, conns);
+  fflush(stdout);
+  sleep((unsigned)seconds);
+  for (int i = 0; i < conns; i++) {
+    rbuf rb = {.start = 0, .end = 0};
+    char line[128];
+    if (fds[i] >= 0 && send_all(fds[i], "version\r\n", 9) == 0 &&
+        read_line(fds[i], &rb, line, sizeof line) == 0 &&
+        strncmp(line, "VERSION ", 8) == 0)
+      answered++;
+    if (fds[i] >= 0)
+      close(fds[i]);
+  }
+  free(fds);
+  printf("%s held=%d answered=%d of %d\n",
+         answered == conns ? "ok" : "FAIL", opened, answered, conns);
+  return answered == conns ? 0 : 1;
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: lcd_client load -p PORT -k NAME -c CONNS "
+                  "(-n COUNT | -t SECONDS) [-b BLOCK] [-d DEPTH] [-o FILE] "
+                  "[-e] [-r] [--raw]\n"
+                  "       lcd_client hold -p PORT -c CONNS -t SECONDS\n"
+                  "       lcd_client libmc PORT NAME\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "libmc") == 0)
+    return argc == 4 ? libmc(argv[2], argv[3]) : usage();
+  int holding = argc >= 2 && strcmp(argv[1], "hold") == 0;
+  if (argc < 2 || (strcmp(argv[1], "load") != 0 && !holding))
+    return usage();
+  static const struct option lo[] = {{"raw", no_argument, NULL, 'R'},
+                                     {NULL, 0, NULL, 0}};
+  int opt;
+  optind = 2;
+  while ((opt = getopt_long(argc, argv, "p:k:c:n:t:b:d:o:er", lo, NULL)) != -1) {
+    switch (opt) {
+    case 'p': port = atoi(optarg); break;
+    case 'k': name = optarg; break;
+    case 'c': conns = atoi(optarg); break;
+    case 'n': count = atol(optarg); break;
+    case 't': seconds = atol(optarg); break;
+    case 'b': block = strtoull(optarg, NULL, 10); break;
+    case 'd': depth = atoi(optarg); break;
+    case 'o': outfile = optarg; break;
+    case 'e': allow_errors = 1; break;
+    case 'r': reconnect = 1; break;
+    case 'R': raw = 1; break;
+    default: return usage();
+    }
+  }
+  if (holding)
+    return port && seconds > 0 ? hold() : usage();
+  if (!port || !name || conns < 1 || depth < 1 || block < 1 ||
+      (!count == !seconds))
+    return usage();
+  return load();
+}

@@ -1,0 +1,433 @@
+#!/bin/bash
+# daemon_test.sh - end-to-end test of logcounterd, the LogCounter service.
+#
+# Starts a private memcached (tests/memcached.sh) and $BUILD/logcounterd on
+# free loopback ports (127.0.0.1 only), and talks to the daemon with bash's
+# /dev/tcp, with $BUILD/tests/lcd_client (concurrent load, a libmemcached
+# client, idle connections) and with libmemcached-tools (memcstat, memcping,
+# memccat).  Checks the protocol, errors and connection limits, concurrent
+# uniqueness, the SIGTERM drain, SIGKILL + memcached wipe + restart, and the
+# daemon's hold on the log.  Ends with "daemon: N passed, M failed" and
+# exits non-zero when anything failed.
+#
+# LC_TEST_SCALE=N divides the big counts (sanitizer builds).
+# Checks are written as check NAME COMMAND...; helpers set REPLY_LINE, RC.
+# eval '...' conditions are expanded when the check runs (meant).
+# shellcheck disable=SC2016,SC2034
+set -u
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) B=$BUILD ;; *) B=$PWD/$BUILD ;; esac
+DAEMON=$B/logcounterd CLIENT=$B/tests/lcd_client CLI=$B/logcounter
+for bin in "$DAEMON" "$CLIENT" "$CLI"; do
+  if [ ! -x "$bin" ]; then
+    echo "daemon_test: $bin not found; run make all $BUILD/tests/lcd_client" >&2
+    echo "daemon: 0 passed, 1 failed"
+    exit 1
+  fi
+done
+SCALE=${LC_TEST_SCALE:-1}
+[ "$SCALE" -ge 1 ] 2>/dev/null || SCALE=1
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/daemon_test.XXXXXX") || exit 1
+DPID=""
+cleanup() {
+  [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+  [ -f "$TMP/mc2.pid" ] && kill "$(cat "$TMP/mc2.pid")" 2>/dev/null
+  tests/memcached.sh stop "$TMP" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+MPORT=$(tests/memcached.sh start "$TMP") || {
+  echo "daemon_test: cannot start memcached" >&2
+  echo "daemon: 0 passed, 1 failed"; exit 1; }
+MC="--SERVER=127.0.0.1:$MPORT"
+unset LOGCOUNTER_MEMCACHED LOGCOUNTER_DB LOGCOUNTER_DURABILITY
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok   - $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL - $1${2:+: $2}"; }
+check() {
+  local name=$1; shift
+  if "$@"; then ok "$name"; else bad "$name" "last reply '${REPLY_LINE:-}'"; fi
+}
+
+# ---- the daemon ---------------------------------------------------------
+
+# start_daemon DB ARGS...: starts logcounterd on a free port (DPORT, DPID;
+# SAME_PORT=1 keeps the last DPORT); its stderr goes to $TMP/daemon.log.
+start_daemon() {
+  local db=$1; shift
+  local tries=0
+  while [ $tries -lt 20 ]; do
+    tries=$((tries + 1))
+    if [ "${SAME_PORT:-0}" = 0 ]; then
+      DPORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
+      if (exec 3<>"/dev/tcp/127.0.0.1/$DPORT") 2>/dev/null; then continue; fi
+    fi
+    "$DAEMON" --db "$TMP/$db" --memcached "$MC" -l "127.0.0.1:$DPORT" \
+      --pidfile "$TMP/daemon.pid" "$@" 2>>"$TMP/daemon.log" &
+    DPID=$!
+    local i=0
+    while [ $i -lt 100 ]; do
+      if ! kill -0 "$DPID" 2>/dev/null; then break; fi
+      # Ready once it answers (the pidfile is written by then).
+      if (exec 3<>"/dev/tcp/127.0.0.1/$DPORT" && printf 'version\r\n' >&3 &&
+          IFS= read -r -t 2 l <&3 && [[ $l == VERSION* ]]) 2>/dev/null; then
+        return 0
+      fi
+      sleep 0.05
+      i=$((i + 1))
+    done
+    kill -9 "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null
+    DPID=""
+    grep -q "Address already in use" "$TMP/daemon.log" || break
+  done
+  echo "daemon_test: cannot start logcounterd:" >&2
+  tail -n 5 "$TMP/daemon.log" >&2
+  return 1
+}
+
+# stop_daemon [SIGNAL]: signals it (default TERM), waits; RC = exit status.
+stop_daemon() {
+  kill "-${1:-TERM}" "$DPID" 2>/dev/null
+  wait_daemon
+}
+wait_daemon() {
+  wait "$DPID" 2>/dev/null
+  RC=$?
+  DPID=""
+}
+
+# ---- one connection on fd 3 ---------------------------------------------
+
+conn() { exec 3<>"/dev/tcp/127.0.0.1/$DPORT"; }
+conn_close() { exec 3<&- 2>/dev/null; exec 3>&- 2>/dev/null; true; }
+# say LINE: sends LINE and "\r\n".
+say() { printf '%s\r\n' "$1" >&3; }
+# hear: reads one reply line into REPLY_LINE (without "\r"); RC 0, 1 at
+# EOF, >128 on timeout (5 s).
+hear() {
+  REPLY_LINE=""
+  IFS= read -r -t 5 REPLY_LINE <&3
+  RC=$?
+  REPLY_LINE=${REPLY_LINE%$'\r'}
+  return $RC
+}
+# ask LINE: say, then hear.
+ask() { say "$1"; hear; }
+reply_is() { [ "$REPLY_LINE" = "$1" ]; }
+reply_has() { [[ $REPLY_LINE == *"$1"* ]]; }
+# closed: the daemon closed the connection (EOF within 5 s).
+closed() { local l; IFS= read -r -t 5 l <&3; [ $? -eq 1 ]; }
+VERSION_LINE="VERSION 1.6.0 logcounterd-$("$DAEMON" --version | cut -d' ' -f2)"
+alive() { conn && ask version && reply_is "$VERSION_LINE"; }
+# ==== options ================================================================
+
+"$DAEMON" --help >"$TMP/out" 2>&1; RC=$?
+check "--help exits 0" [ $RC = 0 ]
+check "--help prints the defaults" grep -q "default 127.0.0.1:11311" "$TMP/out"
+check "--help says prune/verify/dump need the daemon stopped" \
+  grep -q "prune', 'verify' and 'dump' need" "$TMP/out"
+"$DAEMON" --version >"$TMP/out" 2>&1; RC=$?
+check "--version" eval '[ $RC = 0 ] && grep -q "^logcounterd [0-9]" "$TMP/out"'
+"$DAEMON" >"$TMP/out" 2>&1; RC=$?
+check "no --db: usage error 2" eval '[ $RC = 2 ] && grep -q "no log directory" "$TMP/out"'
+"$DAEMON" --db "$TMP/x" --threads 0 >"$TMP/out" 2>&1; RC=$?
+check "bad --threads: usage error 2" eval '[ $RC = 2 ] && grep -q "invalid value" "$TMP/out"'
+"$DAEMON" --db "$TMP/x" --bogus >"$TMP/out" 2>&1; RC=$?
+check "unknown option: usage error 2" eval '[ $RC = 2 ] && grep -q "unknown option" "$TMP/out"'
+"$DAEMON" --db "$TMP/x" -l nonsense >"$TMP/out" 2>&1; RC=$?
+check "bad --listen: usage error 2" eval '[ $RC = 2 ] && grep -q "invalid address" "$TMP/out"'
+
+# ==== protocol ===============================================================
+
+start_daemon db1 -t 4 || { echo "daemon: $passed passed, $((failed + 1)) failed"; exit 1; }
+check "pidfile holds the pid" [ "$(cat "$TMP/daemon.pid" 2>/dev/null)" = "$DPID" ]
+conn
+ask "incr orders 1";  check "a new counter starts at 1" reply_is 1
+ask "incr orders 5";  check "incr 5 answers the last of the block" reply_is 6
+say "incr orders 1 noreply"
+ask "incr orders 1";  check "noreply: no reply, but allocated" reply_is 8
+ask "get orders";     check "get: VALUE line" reply_is "VALUE orders 0 1"
+hear;                 check "get: the value" reply_is 8
+hear;                 check "get: END" reply_is END
+ask "get never-used"; check "get of an unused counter: just END" reply_is END
+ask "gets orders";    check "gets: a cas column" reply_is "VALUE orders 0 1 8"
+hear; hear;           check "gets: END" reply_is END
+ask "get never orders also-never"
+check "multi-get: only the used counter" reply_is "VALUE orders 0 1"
+hear; hear;           check "multi-get: END" reply_is END
+ask "version";        check "version: memcached's level, then ours" reply_is "$VERSION_LINE"
+ask "verbosity 1";    check "verbosity: OK" reply_is OK
+ask "decr orders 1";  check "decr refused" reply_is "CLIENT_ERROR decr is not supported: counters only move forward"
+say "set orders 0 0 5"; say "12345"
+hear;                 check "set refused" reply_has "CLIENT_ERROR storage commands are not supported"
+ask "incr orders 1";  check "the data block was skipped: in sync" reply_is 9
+say "set orders 0 0 2 noreply"; say "xx"
+ask "incr orders 1";  check "set noreply: silent, in sync" reply_is 10
+ask "delete orders";  check "delete refused" reply_has "CLIENT_ERROR delete is not supported"
+ask "flush_all";      check "flush_all refused" reply_has "CLIENT_ERROR flush_all is not supported"
+ask "touch orders 1"; check "touch refused" reply_has "CLIENT_ERROR touch"
+ask "incr orders 0";  check "incr 0" reply_is "CLIENT_ERROR invalid numeric delta argument"
+ask "incr orders -1"; check "incr -1" reply_is "CLIENT_ERROR invalid numeric delta argument"
+ask "incr orders 1000000001"; check "incr above LC_BLOCK_MAX" reply_is "CLIENT_ERROR invalid numeric delta argument"
+ask "incr orders x";  check "incr x" reply_is "CLIENT_ERROR invalid numeric delta argument"
+ask "incr $(printf 'n%.0s' {1..201}) 1"; check "name too long" reply_is "CLIENT_ERROR invalid counter name"
+ask $'incr bad\x01name 1'; check "control byte in a name" reply_is "CLIENT_ERROR invalid counter name"
+ask "incr orders";    check "incr without a count" reply_has "CLIENT_ERROR bad command line format"
+ask "get";            check "get without names" reply_has "CLIENT_ERROR bad command line format"
+ask "bogus";          check "unknown command: ERROR" reply_is ERROR
+ask "";               check "empty line: ERROR" reply_is ERROR
+ask "stats items";    check "unknown stats group" reply_has "CLIENT_ERROR unknown stats group"
+ask "incr orders 1";  check "still serving after errors" reply_is 11
+say "stats"
+stats_ok=1 seen=""
+while hear && [ "$REPLY_LINE" != END ]; do
+  [[ $REPLY_LINE =~ ^STAT\ [a-z_]+\ [^\ ]+$ ]] || stats_ok=0
+  seen+=" ${REPLY_LINE#STAT }"
+done
+check "stats: STAT lines then END" eval '[ $stats_ok = 1 ] && reply_is END'
+for s in "pid $DPID" "curr_connections 1" "cmd_incr " "ids " "allocations " \
+         "restores " "backwards " "log_writes " "log_syncs " "errors " \
+         "uptime " "version " "total_connections " "client_errors "; do
+  check "stats has $s" eval '[[ "$seen" == *" $s"* ]]'
+done
+ask "stats settings"; check "stats settings" reply_has "STAT listen 127.0.0.1:$DPORT"
+while hear && [ "$REPLY_LINE" != END ]; do :; done
+say "quit";           check "quit closes the connection" closed
+conn_close
+
+# Pipelined: many lines in one write, same and different counters.
+conn
+printf 'incr p 1\r\nincr p 2\r\nincr q 1\r\nincr p 3\r\nget p\r\nincr p 1 noreply\r\nincr p 1\r\n' >&3
+got=""
+for _ in 1 2 3 4 5 6 7 8; do hear; got+="$REPLY_LINE,"; done
+check "pipelined replies in order" [ "$got" = "1,3,1,6,VALUE p 0 1,6,END,8," ]
+conn_close
+
+# ==== other clients ==========================================================
+
+"$CLIENT" libmc "$DPORT" libmc >"$TMP/out" 2>&1
+check "libmemcached client: increment, increment_by_key, get, refusals" \
+  grep -q "^ok libmemcached" "$TMP/out"
+grep -v '^ok' "$TMP/out" | sed 's/^/     /'
+if command -v memcstat >/dev/null; then
+  memcstat --servers="127.0.0.1:$DPORT" >"$TMP/out" 2>&1; RC=$?
+  check "memcstat" eval '[ $RC = 0 ] && grep -q "pid: $DPID" "$TMP/out"'
+  memcping --servers="127.0.0.1:$DPORT" >"$TMP/out" 2>&1; RC=$?
+  check "memcping" [ $RC = 0 ]
+  memccat --servers="127.0.0.1:$DPORT" orders >"$TMP/out" 2>&1; RC=$?
+  check "memccat reads a counter" eval '[ $RC = 0 ] && [ "$(cat "$TMP/out")" = 11 ]'
+else
+  bad "libmemcached-tools" "memcstat not installed"
+fi
+
+# ==== concurrency ============================================================
+
+"$CLIENT" load -p "$DPORT" -k conc -c 4 -n 500 -o "$TMP/ids" >"$TMP/out" 2>&1
+cat "$TMP/out"
+check "4 clients x 500 incr: ok" grep -q "^ok" "$TMP/out"
+check "4 x 500: 2000 distinct ids" eval '[ "$(sort -n "$TMP/ids" | uniq | wc -l)" = 2000 ]'
+check "4 x 500: contiguous 1..2000" eval '[ "$(head -n 1 "$TMP/ids")" = 1 ] && [ "$(tail -n 1 "$TMP/ids")" = 2000 ]'
+"$CLIENT" load -p "$DPORT" -k blocks -c 4 -n 300 -b 7 -d 8 >"$TMP/out" 2>&1
+cat "$TMP/out"
+check "4 clients x 300 blocks of 7, pipelined 8 deep: disjoint" grep -q "^ok .*overlaps=0" "$TMP/out"
+check "the blocks cover 1..8400 exactly" grep -q "min=7 max=8400" "$TMP/out"
+
+# ==== bad input and limits ===================================================
+
+conn
+printf '%*s\r\n' 3000 '' | tr ' ' a >&3
+hear; check "a 3000-byte line: CLIENT_ERROR line too long" reply_is "CLIENT_ERROR line too long"
+check "... and closed" closed
+conn_close
+conn
+head -c 1048576 /dev/zero | tr '\0' a >&3 2>/dev/null
+hear; check "a 1 MiB line: line too long" reply_is "CLIENT_ERROR line too long"
+conn_close
+conn
+printf '\x80\x05\x00\x05\x00\x00\x00\x00' >&3
+check "binary protocol: closed" closed
+conn_close
+check "binary protocol: logged" grep -q "binary protocol" "$TMP/daemon.log"
+conn
+for _ in $(seq 16); do say "garbage"; done
+n=0; while hear && reply_is ERROR; do n=$((n + 1)); done
+check "16 errors in a row: 16 ERROR, then closed" eval '[ $n = 16 ] && [ $RC = 1 ]'
+conn_close
+conn
+printf 'incr half' >&3
+conn_close
+check "a client gone mid-line: still serving" alive
+conn_close
+conn; for _ in $(seq 15); do ask junk; done; ask "incr orders 1"
+check "15 errors then a good command: kept" reply_is 12
+conn_close
+
+# 1,000 idle connections while others work.
+"$CLIENT" hold -p "$DPORT" -c 1000 -t 3 >"$TMP/hold" 2>&1 &
+holder=$!
+sleep 1
+"$CLIENT" load -p "$DPORT" -k busy -c 4 -n 200 >"$TMP/out" 2>&1
+check "1000 idle connections: others still served" grep -q "^ok" "$TMP/out"
+wait $holder
+check "1000 idle connections: all still answer" grep -q "^ok held=1000 answered=1000" "$TMP/hold"
+
+# The daemon holds the log.
+"$CLI" --memcached "$MC" --db "$TMP/db1" --wait 0 dump orders >"$TMP/out" 2>&1; RC=$?
+check "logcounter dump while the daemon runs: refused, names the daemon" \
+  eval '[ $RC = 1 ] && grep -q "logcounterd (pid $DPID)" "$TMP/out"'
+
+# ==== SIGTERM drain ==========================================================
+
+# 20,000 requests are sent without reading; SIGTERM comes while the daemon
+# is still answering them.  Every request it read is answered, then EOF.
+conn
+for i in $(seq 20000); do printf 'incr drain 1\r\n'; done >&3 &
+writer=$!
+sleep 0.3
+kill -TERM "$DPID"
+n=0 last=0 seq_ok=1
+while hear; do
+  n=$((n + 1))
+  [ "$REPLY_LINE" = "$n" ] || seq_ok=0
+  last=$REPLY_LINE
+done
+conn_close
+kill "$writer" 2>/dev/null; wait "$writer" 2>/dev/null
+wait_daemon
+echo "     drain: $n replies, then EOF"
+check "SIGTERM: exit status 0" [ $RC = 0 ]
+check "SIGTERM: replies 1..n in order, then EOF" eval '[ $seq_ok = 1 ] && [ $n -gt 0 ]'
+check "SIGTERM: pidfile removed" [ ! -e "$TMP/daemon.pid" ]
+"$CLI" --memcached "$MC" --db "$TMP/db1" verify drain >"$TMP/out" 2>&1
+highest=$(sed -n 's/^highest: *//p' "$TMP/out")
+check "SIGTERM: every answered id is in the log" eval '[ "${highest:-0}" -ge "$last" ]'
+check "SIGTERM: the log is consistent" grep -q "status: *ok" "$TMP/out"
+
+# ==== SIGKILL, memcached wiped, restart ======================================
+
+start_daemon db1
+conn; ask "incr killed 100"; before=$REPLY_LINE; conn_close
+stop_daemon KILL
+printf 'flush_all\r\n' | (exec 5<>"/dev/tcp/127.0.0.1/$MPORT"; cat >&5; IFS= read -r -t 5 l <&5; echo "$l") >"$TMP/out"
+check "memcached flushed" grep -q OK "$TMP/out"
+start_daemon db1
+conn; ask "incr killed 1"; after=$REPLY_LINE; conn_close
+check "after SIGKILL + flush + restart: $after > $before" eval '[ "$after" -gt "$before" ] 2>/dev/null'
+
+# The daemon SIGKILLed during a run: no duplicate across the restart.
+n_conn=8 n_req=$((10000 / SCALE))
+"$CLIENT" load -p "$DPORT" -k crash -c $n_conn -n "$n_req" -r -o "$TMP/crash" >"$TMP/out" 2>&1 &
+loader=$!
+sleep 0.3
+stop_daemon KILL
+SAME_PORT=1 start_daemon db1 || true
+wait $loader
+cat "$TMP/out"
+check "daemon killed mid-run: each client's ids increase, none repeats" grep -q "^ok .*overlaps=0" "$TMP/out"
+check "daemon killed mid-run: the clients reconnected" eval '! grep -q "reconnects=0 " "$TMP/out"'
+
+# ==== memcached wiped and restarted under load (64 connections) ============
+
+while :; do   # a second memcached, on a port of our choosing (restarts)
+  mc2port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
+  (exec 5<>"/dev/tcp/127.0.0.1/$mc2port") 2>/dev/null || break
+done
+user=""; [ "$(id -u)" = 0 ] && user="-u root"
+mc2() {  # starts memcached #2 on mc2port; 0 once it accepts connections
+  local i=0
+  # shellcheck disable=SC2086
+  memcached -l 127.0.0.1 -p "$mc2port" -U 0 -M -m 64 $user -d -P "$TMP/mc2.pid"
+  while [ $i -lt 100 ]; do
+    (exec 5<>"/dev/tcp/127.0.0.1/$mc2port") 2>/dev/null && return 0
+    sleep 0.1; i=$((i + 1))
+  done
+  return 1
+}
+mc2_kill9() {  # SIGKILL, and wait until it is gone (its port free)
+  local pid i=0
+  pid=$(cat "$TMP/mc2.pid" 2>/dev/null) || return 0
+  kill -9 "$pid" 2>/dev/null
+  while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+}
+stop_daemon TERM
+if mc2; then
+  MC_SAVED=$MC MC="--SERVER=127.0.0.1:$mc2port"
+  start_daemon db2 --timeout 200
+  conns=64 per=$((5000 / SCALE))
+  "$CLIENT" load -p "$DPORT" -k wipe -c $conns -n "$per" -e -o "$TMP/wipe" >"$TMP/out" 2>&1 &
+  loader=$!
+  for round in 1 2 3; do
+    sleep 0.7
+    printf 'flush_all\r\n' | (exec 5<>"/dev/tcp/127.0.0.1/$mc2port"; cat >&5; IFS= read -r -t 5 l <&5) 2>/dev/null
+    sleep 0.7
+    mc2_kill9
+    mc2 || bad "memcached restarted (round $round)"
+  done
+  wait $loader
+  cat "$TMP/out"
+  check "64 x $per incr, memcached flushed and SIGKILLed 3 times: no duplicate, each connection increasing" \
+    grep -q "^ok .*overlaps=0" "$TMP/out"
+  # After the last restart the daemon serves again (the library waits out
+  # libmemcached's retry timeout first).
+  conn; i=0
+  while ask "incr wipe 1" && [[ ! $REPLY_LINE =~ ^[0-9]+$ ]] && [ $i -lt 50 ]; do
+    sleep 0.2; i=$((i + 1)); done
+  conn_close
+  wmax=$(tail -n 1 "$TMP/wipe")
+  check "memcached back: serving again, above every earlier id" \
+    eval '[[ $REPLY_LINE =~ ^[0-9]+$ ]] && [ "$REPLY_LINE" -gt "${wmax:-0}" ]'
+
+  stop_daemon TERM
+  check "then SIGTERM: exit 0" [ $RC = 0 ]
+  kill "$(cat "$TMP/mc2.pid")" 2>/dev/null; rm -f "$TMP/mc2.pid"
+  MC=$MC_SAVED
+else
+  bad "second memcached" "cannot start on port $mc2port"
+fi
+
+# ==== timeouts, connection limit, unix socket ================================
+
+start_daemon db3 --idle-timeout 1 --line-timeout 1 -c 3 -s "$TMP/lcd.sock"
+conn
+check "idle timeout: closed" closed
+conn_close
+conn; printf 'incr unfinished' >&3
+check "unfinished line: closed after the line timeout" closed
+conn_close
+exec 6<>"/dev/tcp/127.0.0.1/$DPORT" 7<>"/dev/tcp/127.0.0.1/$DPORT" 8<>"/dev/tcp/127.0.0.1/$DPORT"
+sleep 0.2
+conn; hear
+check "--max-connections reached: SERVER_ERROR, closed" eval 'reply_is "SERVER_ERROR too many open connections" && closed'
+conn_close
+exec 6>&- 7>&- 8>&-
+sleep 0.3
+check "below the limit again: served" alive
+conn_close
+check "unix socket: mode 0660" [ "$(stat -c %a "$TMP/lcd.sock" 2>/dev/null)" = 660 ]
+if command -v memcstat >/dev/null; then
+  memcstat --servers="$TMP/lcd.sock" >"$TMP/out" 2>&1; RC=$?
+  check "unix socket: memcstat answers" eval '[ $RC = 0 ] && grep -q "pid: $DPID" "$TMP/out"'
+fi
+stop_daemon INT
+check "SIGINT: exit 0" [ $RC = 0 ]
+check "socket file removed" [ ! -e "$TMP/lcd.sock" ]
+
+# A log directory in use: a second daemon refuses to start.
+start_daemon db3
+"$DAEMON" --db "$TMP/db3" --memcached "$MC" -l none -s "$TMP/second.sock" >"$TMP/out" 2>&1; RC=$?
+check "second daemon on the same log: exit 1, names the holder" \
+  eval '[ $RC = 1 ] && grep -q "logcounterd (pid $DPID)" "$TMP/out"'
+stop_daemon TERM
+
+if grep -qE "ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|WARNING: ThreadSanitizer" "$TMP/daemon.log"; then
+  bad "sanitizer reports in the daemon's log" "see below"
+  grep -A 30 -E "Sanitizer|runtime error" "$TMP/daemon.log" | head -n 80
+else
+  ok "no sanitizer report in the daemon's log"
+fi
+
+echo "daemon: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

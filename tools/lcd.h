@@ -1,0 +1,242 @@
+/*
+ * lcd.h - the parts of logcounterd (the LogCounter service) and how they
+ * meet.
+ *
+ *   logcounterd.c  settings, options, listeners, signals, startup and the
+ *                  orderly shutdown (drain, lc_close, pidfile)
+ *   lcd_conn.c     connections: framing and parsing requests (src/proto.c),
+ *                  timeouts, closing
+ *   lcd_jobs.c     incr/get jobs and the replies, in request order
+ *   lcd_pool.c     the worker threads that make the blocking library calls
+ *   lcd_listen.c   the TCP and unix-socket listeners, --max-connections
+ *   lcd_stats.c    the "stats" and "stats settings" replies
+ *
+ * Threads: ONE event-loop thread owns every connection, listener and
+ * counter below (no locks).  N worker threads take jobs from a queue and
+ * call lc_next_n / lc_current, which block on memcached and LevelDB.  Jobs
+ * parsed in one loop iteration are queued together (one lock, one
+ * wake-up); a worker that takes an incr job also takes every queued incr
+ * job of the same counter and serves them all with one lc_next_n, split in
+ * queue order; workers that still call at once for one counter are merged
+ * again by the library.  A finished job goes to a done list and the loop is
+ * woken with event_active (thread-safe after evthread_use_pthreads); the
+ * loop writes the replies.
+ *
+ * Ordering: a connection has at most one job in flight and reads no
+ * further request until that job is answered, so replies go out in request
+ * order and each connection's incr answers strictly increase.  A run of
+ * pipelined "incr NAME n" lines for the same counter that is already
+ * buffered becomes one job (one lc_next_n for the total, split in order).
+ *
+ * Lifetime: a connection's struct lives until its socket is closed AND no
+ * job of it is in flight; a job's results are dropped if its connection
+ * died meanwhile (the ids it got are logged, never reissued: a gap).
+ */
+#ifndef LCD_H
+#define LCD_H
+
+#include "logcounter.h"
+#include "proto.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+struct event_base;
+struct event;
+struct evconnlistener;
+struct bufferevent;
+struct evbuffer;
+
+#define LCD_PROG "logcounterd"
+/* The memcached version whose text protocol is spoken (first in the
+ * "version" reply). */
+#define LCD_PROTOCOL_VERSION "1.6.0"
+#define LCD_RUN_MAX 64          /* pipelined incr lines merged into a job */
+#define LCD_MERGE_SCAN 1024     /* queue entries a worker looks through for
+                                   jobs of the same counter */
+#define LCD_GARBAGE_MAX 16      /* error replies in a row before closing */
+#define LCD_INPUT_MAX (64 * 1024)     /* stop reading above this */
+#define LCD_OUTPUT_MAX (256 * 1024)   /* stop parsing above this */
+/* Event priorities: everything runs at the default (1) except the submit
+ * event, which runs after all I/O of a loop iteration. */
+#define LCD_PRIORITIES 3
+#define LCD_PRIO_LAST 2
+
+/* Every setting, with its default in lcd_settings_init. */
+typedef struct lcd_settings {
+  const char *listen;       /* TCP ADDR:PORT; "none": no TCP listener
+                               (default 127.0.0.1:11311) */
+  const char *socket_path;  /* a unix socket too; NULL: none */
+  int socket_mode;          /* its permissions (default 0660) */
+  const char *memcached;    /* libmemcached config (default $LOGCOUNTER_
+                               MEMCACHED, else --SERVER=127.0.0.1:11211) */
+  const char *db;           /* the log directory (required: --db or
+                               $LOGCOUNTER_DB) */
+  lc_durability_t durability;   /* default LC_DURABILITY_DEFAULT */
+  int timeout_ms;           /* memcached timeout (default 1000) */
+  int threads;              /* worker threads (default 4) */
+  int max_connections;      /* open client connections (default 1024) */
+  int idle_timeout;         /* seconds; close idle clients; 0: never
+                               (default 0, as memcached) */
+  int line_timeout;         /* seconds a request may stay unfinished
+                               (default 10) */
+  int drain_timeout;        /* seconds SIGTERM waits for replies to be
+                               read before closing anyway (default 10) */
+  int backlog;              /* listen backlog (default 1024) */
+  int verbose;              /* 0: start/stop/errors, 1: connections,
+                               2: every failed request (default 0) */
+  const char *pidfile;      /* NULL: none */
+} lcd_settings;
+
+typedef enum { LCD_JOB_INCR, LCD_JOB_GET } lcd_job_kind;
+
+typedef struct lcd_conn lcd_conn;
+typedef struct lcd_server lcd_server;
+
+/* One unit of work for the pool; owned by its connection and reused. */
+typedef struct lcd_job {
+  struct lcd_job *next;     /* queue / done-list link */
+  lcd_conn *conn;
+  lcd_job_kind kind;
+  /* Names, each NUL-terminated, one after another. */
+  char names[LC__PROTO_LINE_MAX + 2];
+  uint16_t name_off[LC__PROTO_MAX_KEYS];
+  /* INCR: nreq requests of count[i] ids each (total in all). */
+  int nreq;
+  uint64_t count[LCD_RUN_MAX];
+  unsigned char noreply[LCD_RUN_MAX];
+  uint64_t total;
+  /* GET: nkeys names; gets answers a cas column. */
+  size_t nkeys;
+  int gets;
+  /* Results, written by the worker. */
+  int rc;                   /* 0 or the first LC_E* code */
+  int64_t first;            /* INCR: first id of the whole block */
+  int64_t values[LC__PROTO_MAX_KEYS];   /* GET */
+  char detail[256];         /* lc_last_detail() of a failure */
+} lcd_job;
+
+/* Daemon-wide figures for "stats"; touched by the loop thread only. */
+typedef struct lcd_counters {
+  uint64_t total_connections, rejected_connections;
+  uint64_t cmd_incr, incr_ids, incr_merged, incr_errors;
+  uint64_t cmd_get, get_hits, get_misses;
+  uint64_t client_errors, server_errors;
+  uint64_t closed_idle, closed_garbage, closed_binary, closed_long;
+} lcd_counters;
+
+typedef struct lcd_pool {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  lcd_job *head, *tail;     /* waiting jobs, FIFO */
+  size_t queued;
+  int idle;                 /* workers waiting on cv */
+  int stop;
+  pthread_t *threads;
+  int nthreads;
+  lcd_job *pend_head, *pend_tail;   /* loop thread: not yet queued */
+  size_t pend_count;
+  struct event *submit_ev;  /* queues the pending jobs (last priority) */
+  pthread_mutex_t done_mu;
+  lcd_job *done;            /* finished, for the loop thread */
+  int done_pending;         /* event_active already called */
+  struct event *done_ev;
+} lcd_pool;
+
+struct lcd_server {
+  const lcd_settings *set;
+  struct event_base *base;
+  lc_t *lc;
+  struct evconnlistener *tcp, *local;
+  lcd_conn *conns;          /* every live connection struct */
+  int nopen;                /* connections with an open socket */
+  int nlive;                /* connection structs not yet freed */
+  int draining;             /* SIGTERM/SIGINT seen: finish and exit */
+  time_t started;           /* monotonic seconds */
+  time_t started_wall;
+  lcd_counters st;
+  lcd_pool pool;
+  time_t last_error_log;    /* rate limit for SERVER_ERROR log lines */
+};
+
+/* logcounterd.c */
+void lcd_log(const lcd_server *s, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+time_t lcd_now(void);       /* monotonic seconds */
+/* Called when a connection struct is freed while draining. */
+void lcd_server_check_drained(lcd_server *s);
+
+/* A client connection; lcd_conn.c and lcd_jobs.c, loop thread only. */
+struct lcd_conn {
+  lcd_conn *prev, *next;      /* the server's list */
+  lcd_server *srv;
+  struct bufferevent *bev;    /* NULL once the socket is closed */
+  lcd_job *job;               /* allocated at the first job, then reused */
+  int busy;                   /* the job is in flight */
+  int closing;                /* close once the replies are written */
+  int eof;                    /* the peer closed its side */
+  int draining;               /* SIGTERM: read nothing more */
+  int out_blocked;            /* parsing paused until the output drains */
+  int lingering;              /* replies sent and write side shut: reading
+                                 and discarding until the peer closes */
+  uint64_t swallow;           /* bytes of a refused data block to discard */
+  int errors_in_row;
+  time_t last_active;         /* last read or answer */
+  time_t partial_since;       /* an unfinished request is waiting; 0: none */
+  time_t closing_since;       /* waiting to write the last replies */
+  time_t blocked_since;
+  const char *why;            /* why it is being closed */
+  uint64_t id;
+  char peer[64];
+};
+
+/* lcd_conn.c */
+/* Takes over an accepted, non-blocking socket. */
+void lcd_conn_new(lcd_server *s, int fd, const char *peer);
+/* Parses and answers buffered requests until a job is in flight, the
+ * input holds no complete request, or the connection is closing.  May
+ * free c. */
+void lcd_conn_process(lcd_conn *c);
+void lcd_conn_free(lcd_conn *c);
+/* Marks c to be closed once its replies are written. */
+void lcd_close_later(lcd_conn *c, const char *why);
+/* Once a second: idle, unfinished-line and flush timeouts. */
+void lcd_conn_sweep(lcd_server *s);
+/* SIGTERM: stop reading, answer what was read, then close. */
+void lcd_conn_drain_all(lcd_server *s);
+/* Closes every socket now (a second signal, or the drain timeout). */
+void lcd_conn_close_all(lcd_server *s);
+
+/* lcd_listen.c: 0, or an exit status after printing why */
+int lcd_listen(lcd_server *s);
+/* Closes the listeners and removes the socket file. */
+void lcd_stop_listening(lcd_server *s);
+
+/* lcd_jobs.c */
+void lcd_put(lcd_conn *c, const char *s, size_t n);
+void lcd_puts(lcd_conn *c, const char *s);
+/* "ERROR" (why NULL) or "CLIENT_ERROR why", unless noreply; too many in a
+ * row close the connection. */
+void lcd_client_error(lcd_conn *c, const char *why, int noreply);
+/* incr / get: the request line (line_len bytes at the head of in) becomes
+ * a job; the line is consumed. */
+void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+                    size_t line_len);
+void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+                   size_t line_len);
+/* The loop thread gets a finished job back. */
+void lcd_conn_job_done(lcd_job *j);
+
+/* lcd_stats.c */
+void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings);
+
+/* lcd_pool.c */
+int lcd_pool_start(lcd_server *s);
+void lcd_pool_submit(lcd_server *s, lcd_job *j);
+/* Lets the workers finish every queued job, joins them, and hands the
+ * finished jobs back to lcd_conn_job_done. */
+void lcd_pool_stop(lcd_server *s);
+size_t lcd_pool_queued(lcd_server *s);
+
+#endif /* LCD_H */

@@ -1,0 +1,349 @@
+/*
+ * lcd_conn.c - logcounterd's client connections: reading request lines,
+ * answering them in order, and closing connections that misbehave.
+ *
+ * Runs in the event-loop thread only.  Per connection, at most one job is
+ * in flight (c->busy); while it is, no further request is parsed, so the
+ * replies keep request order and a connection's incr answers strictly
+ * increase.  Requests that need no library call that blocks (stats,
+ * version, verbosity, quit, errors) are answered on the spot.
+ *
+ * Bounds: a request line is at most LC__PROTO_LINE_MAX bytes (longer:
+ * CLIENT_ERROR line too long, then close); at most LCD_INPUT_MAX bytes are
+ * buffered (libevent stops reading above it); parsing pauses while more
+ * than LCD_OUTPUT_MAX bytes of replies wait for the client to read them;
+ * LCD_GARBAGE_MAX error replies in a row close the connection; the first
+ * byte 0x80 (binary protocol) closes it at once.
+ *
+ * A run of pipelined "incr NAME n" lines for one counter that is already
+ * buffered becomes one job (LCD_RUN_MAX lines at most, lcd_jobs.c).
+ *
+ * Writing: replies are written to the socket at the end of each pass
+ * (flush_out); only a remainder the socket does not take waits for an
+ * EV_WRITE event.
+ *
+ * Closing: lcd_close_later() marks the connection; finish() closes it once its
+ * replies are written, with a lingering close when unread input remains
+ * (see finish).  A connection whose job is still in flight keeps its
+ * struct (without a socket) until the job comes back.
+ */
+#include "lcd.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+
+/* ---- closing ----------------------------------------------------------- */
+
+void lcd_conn_free(lcd_conn *c) {
+  lcd_server *s = c->srv;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  free(c->job);
+  free(c);
+  s->nlive--;
+  lcd_server_check_drained(s);
+}
+
+/* Closes the socket now; the struct goes when no job is in flight. */
+static void close_now(lcd_conn *c, const char *why) {
+  if (!c->bev)
+    return;
+  lcd_log(c->srv, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
+          c->peer, why);
+  bufferevent_free(c->bev);
+  c->bev = NULL;
+  c->srv->nopen--;
+  if (!c->busy)
+    lcd_conn_free(c);
+}
+
+/* Writes the pending replies now.  Only what the socket does not take
+ * waits for an EV_WRITE event (enabled here, disabled again in write_cb):
+ * a reply then costs one write, not two epoll_ctl calls and a loop turn. */
+static void flush_out(lcd_conn *c) {
+  struct evbuffer *o = bufferevent_get_output(c->bev);
+  if (evbuffer_get_length(o) == 0)
+    return;
+  evbuffer_write(o, bufferevent_getfd(c->bev));
+  if (evbuffer_get_length(o) != 0)      /* a full socket, or an error that */
+    bufferevent_enable(c->bev, EV_WRITE); /* the write event will report */
+}
+
+void lcd_close_later(lcd_conn *c, const char *why) {
+  c->closing = 1;
+  c->why = why;
+}
+
+/* Called with c->closing set: closes once the output is written.  May
+ * free c.  If the client sent more than was read, closing would make the
+ * kernel answer with a reset that can destroy the replies still in
+ * flight; so the write side is shut (the client sees the replies, then
+ * EOF) and the rest of the input is discarded until the client closes or
+ * --line-timeout passes ("lingering close"). */
+static void finish(lcd_conn *c) {
+  if (!c->bev || c->busy || c->lingering)
+    return;
+  if (!c->closing_since)
+    c->closing_since = lcd_now();
+  flush_out(c);
+  if (evbuffer_get_length(bufferevent_get_output(c->bev)) != 0) {
+    bufferevent_disable(c->bev, EV_READ);
+    return;                             /* write_cb comes back here */
+  }
+  evutil_socket_t fd = bufferevent_getfd(c->bev);
+  int unread = 0;
+  if (evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+      (c->eof || ioctl(fd, FIONREAD, &unread) != 0 || unread == 0)) {
+    close_now(c, c->why);
+    return;
+  }
+  shutdown(fd, SHUT_WR);
+  c->lingering = 1;
+  c->closing_since = lcd_now();
+  evbuffer_drain(bufferevent_get_input(c->bev),
+                 evbuffer_get_length(bufferevent_get_input(c->bev)));
+  bufferevent_enable(c->bev, EV_READ);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* One complete line of line_len bytes at the head of the input. */
+static void handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
+                        size_t line_len) {
+  lc__proto_req req;
+  switch (lc__proto_parse(line, line_len, &req)) {
+  case LC__PROTO_INCR:
+    lcd_start_incr(c, in, &req, line_len);
+    return;
+  case LC__PROTO_GET:
+    lcd_start_get(c, in, &req, line_len);
+    return;
+  default:
+    break;
+  }
+  evbuffer_drain(in, line_len);         /* req's tokens are gone now */
+  switch (req.cmd) {
+  case LC__PROTO_STATS:
+    lcd_put_stats(c->srv, bufferevent_get_output(c->bev), req.stats_settings);
+    break;
+  case LC__PROTO_VERSION:
+    /* libmemcached rejects a major version 0 (memcstat, memcping and
+     * every libmemcached client send "version" first), so the memcached
+     * protocol level comes first, then ours. */
+    lcd_puts(c, "VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG "-"
+             LC_VERSION_STRING "\r\n");
+    break;
+  case LC__PROTO_VERBOSITY:
+    if (!req.noreply)
+      lcd_puts(c, "OK\r\n");
+    break;
+  case LC__PROTO_QUIT:
+    lcd_close_later(c, "quit");
+    return;
+  case LC__PROTO_REFUSED:
+    c->swallow = req.data_len;
+    lcd_client_error(c, req.error, req.noreply);
+    return;
+  case LC__PROTO_BAD:
+    lcd_client_error(c, req.error, req.noreply && !req.close);
+    if (req.close)
+      lcd_close_later(c, req.error);
+    return;
+  default:                              /* LC__PROTO_UNKNOWN */
+    lcd_client_error(c, NULL, 0);
+    return;
+  }
+  c->errors_in_row = 0;
+}
+
+void lcd_conn_process(lcd_conn *c) {
+  lcd_server *s = c->srv;
+  if (!c->bev || c->busy)
+    return;
+  struct evbuffer *in = bufferevent_get_input(c->bev);
+  struct evbuffer *out = bufferevent_get_output(c->bev);
+  while (!c->busy && !c->closing) {
+    if (evbuffer_get_length(out) > LCD_OUTPUT_MAX)
+      flush_out(c);
+    if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) {
+      if (!c->out_blocked)
+        c->blocked_since = lcd_now();
+      c->out_blocked = 1;
+      return;                           /* write_cb resumes */
+    }
+    size_t avail = evbuffer_get_length(in), len = 0;
+    if (c->swallow) {
+      size_t n = avail < c->swallow ? avail : (size_t)c->swallow;
+      evbuffer_drain(in, n);
+      c->swallow -= n;
+      if (n)
+        c->partial_since = 0;
+      if (c->swallow)
+        break;
+      continue;
+    }
+    if (avail == 0)
+      break;
+    size_t look = avail < LC__PROTO_LINE_MAX + 2 ? avail
+                                                 : LC__PROTO_LINE_MAX + 2;
+    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
+    lc__proto_frame_result fr = lc__proto_frame(p, look, &len);
+    if (fr == LC__PROTO_FRAME_MORE)
+      break;
+    if (fr == LC__PROTO_FRAME_BINARY) {
+      s->st.closed_binary++;
+      lcd_log(s, 0, "connection %" PRIu64 " (%s): binary protocol is not "
+              "supported (first byte 0x80); closing", c->id, c->peer);
+      close_now(c, "binary protocol");
+      return;
+    }
+    if (fr == LC__PROTO_FRAME_TOO_LONG) {
+      s->st.closed_long++;
+      s->st.client_errors++;
+      lcd_puts(c, "CLIENT_ERROR line too long\r\n");
+      lcd_close_later(c, "line too long");
+      break;
+    }
+    c->partial_since = 0;
+    handle_line(c, in, p, len);
+  }
+  if (c->closing) {
+    finish(c);
+    return;
+  }
+  if (c->busy) {
+    flush_out(c);
+    return;
+  }
+  if ((evbuffer_get_length(in) || c->swallow) && !c->partial_since)
+    c->partial_since = lcd_now();
+  if (c->eof || c->draining) {
+    lcd_close_later(c, c->draining ? "shutting down"
+                   : evbuffer_get_length(in) || c->swallow
+                       ? "input ended inside a request" : "client closed");
+    finish(c);
+    return;
+  }
+  flush_out(c);
+}
+
+/* ---- libevent callbacks ------------------------------------------------ */
+
+static void read_cb(struct bufferevent *bev, void *arg) {
+  lcd_conn *c = arg;
+  if (c->lingering) {
+    struct evbuffer *in = bufferevent_get_input(bev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+    return;
+  }
+  c->last_active = lcd_now();
+  lcd_conn_process(c);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg) {
+  lcd_conn *c = arg;
+  bufferevent_disable(bev, EV_WRITE);   /* flush_out writes directly */
+  if (c->closing) {
+    finish(c);
+  } else if (c->out_blocked) {
+    c->out_blocked = 0;
+    lcd_conn_process(c);
+  }
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg) {
+  lcd_conn *c = arg;
+  if (c->lingering && (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) {
+    close_now(c, c->why);
+  } else if (what & BEV_EVENT_EOF) {
+    c->eof = 1;
+    bufferevent_disable(bev, EV_READ);
+    lcd_conn_process(c);
+  } else if (what & BEV_EVENT_ERROR) {
+    close_now(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+  }
+}
+
+void lcd_conn_new(lcd_server *s, int fd, const char *peer) {
+  lcd_conn *c = calloc(1, sizeof *c);
+  struct bufferevent *bev =
+      c ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
+  if (!bev) {
+    lcd_log(s, 0, "cannot set up a connection from %s: out of memory", peer);
+    close(fd);
+    free(c);
+    return;
+  }
+  c->srv = s;
+  c->bev = bev;
+  c->id = ++s->st.total_connections;
+  c->last_active = lcd_now();
+  snprintf(c->peer, sizeof c->peer, "%s", peer);
+  c->next = s->conns;
+  if (s->conns)
+    s->conns->prev = c;
+  s->conns = c;
+  s->nopen++;
+  s->nlive++;
+  bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
+  bufferevent_setwatermark(bev, EV_READ, 0, LCD_INPUT_MAX);
+  bufferevent_enable(bev, EV_READ);      /* EV_WRITE: see flush_out */
+  lcd_log(s, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
+}
+
+void lcd_conn_sweep(lcd_server *s) {
+  const lcd_settings *set = s->set;
+  time_t now = lcd_now();
+  lcd_conn *next;
+  for (lcd_conn *c = s->conns; c; c = next) {
+    next = c->next;
+    if (!c->bev || c->busy)
+      continue;
+    if (c->closing) {
+      if (c->closing_since && now - c->closing_since >= set->line_timeout)
+        close_now(c, "replies not read in time");
+    } else if (c->out_blocked) {
+      if (now - c->blocked_since >= set->line_timeout)
+        close_now(c, "replies not read in time");
+    } else if (c->partial_since && set->line_timeout &&
+               now - c->partial_since >= set->line_timeout) {
+      close_now(c, "request not finished within the line timeout");
+    } else if (set->idle_timeout && now - c->last_active >= set->idle_timeout) {
+      s->st.closed_idle++;
+      close_now(c, "idle timeout");
+    }
+  }
+}
+
+void lcd_conn_drain_all(lcd_server *s) {
+  lcd_conn *next;
+  for (lcd_conn *c = s->conns; c; c = next) {
+    next = c->next;
+    if (!c->bev)
+      continue;
+    c->draining = 1;
+    bufferevent_disable(c->bev, EV_READ);
+    lcd_conn_process(c);
+  }
+}
+
+void lcd_conn_close_all(lcd_server *s) {
+  lcd_conn *next;
+  for (lcd_conn *c = s->conns; c; c = next) {
+    next = c->next;
+    close_now(c, "shutting down");
+  }
+}

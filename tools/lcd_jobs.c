@@ -1,0 +1,219 @@
+/*
+ * lcd_jobs.c - logcounterd's replies and jobs: starting an incr or get job
+ * for a connection (a buffered run of pipelined incr lines for one counter
+ * becomes one job), and turning a finished job into reply lines, in
+ * request order ("<last id>", "VALUE ... END", "SERVER_ERROR <ERRNAME>
+ * <message>: <detail>").  Loop thread only; lcd_conn.c owns the
+ * connections and calls in here.
+ */
+#include "lcd.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- replies ----------------------------------------------------------- */
+
+void lcd_put(lcd_conn *c, const char *s, size_t n) {
+  evbuffer_add(bufferevent_get_output(c->bev), s, n);
+}
+
+void lcd_puts(lcd_conn *c, const char *s) { lcd_put(c, s, strlen(s)); }
+
+/* Decimal value and "\r\n". */
+static void put_value_line(lcd_conn *c, int64_t v) {
+  char buf[24];
+  int n = sizeof buf;
+  buf[--n] = '\n';
+  buf[--n] = '\r';
+  uint64_t u = (uint64_t)v;
+  do {
+    buf[--n] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  lcd_put(c, buf + n, sizeof buf - (size_t)n);
+}
+
+/* An error reply caused by the client ("ERROR" or "CLIENT_ERROR why");
+ * too many in a row close the connection. */
+void lcd_client_error(lcd_conn *c, const char *why, int noreply) {
+  lcd_server *s = c->srv;
+  s->st.client_errors++;
+  if (!noreply) {
+    if (why) {
+      lcd_puts(c, "CLIENT_ERROR ");
+      lcd_puts(c, why);
+      lcd_puts(c, "\r\n");
+    } else {
+      lcd_puts(c, "ERROR\r\n");
+    }
+  }
+  lcd_log(s, 2, "connection %" PRIu64 ": %s", c->id, why ? why : "ERROR");
+  if (++c->errors_in_row >= LCD_GARBAGE_MAX && !c->closing) {
+    s->st.closed_garbage++;
+    lcd_close_later(c, "too many errors in a row");
+  }
+}
+
+static void server_error(lcd_conn *c, const lcd_job *j) {
+  evbuffer_add_printf(bufferevent_get_output(c->bev),
+                      "SERVER_ERROR %s %s%s%s\r\n", lc_err_name(j->rc),
+                      lc_strerror(j->rc), j->detail[0] ? ": " : "",
+                      j->detail);
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+static lcd_job *job_get(lcd_conn *c) {
+  if (!c->job && !(c->job = malloc(sizeof *c->job)))
+    return NULL;
+  lcd_job *j = c->job;
+  j->next = NULL;
+  j->conn = c;
+  j->nreq = 0;
+  j->total = 0;
+  j->nkeys = 0;
+  j->gets = 0;
+  return j;
+}
+
+static void submit(lcd_conn *c, lcd_job *j) {
+  c->busy = 1;
+  lcd_pool_submit(c->srv, j);
+}
+
+static void out_of_memory(lcd_conn *c) {
+  c->srv->st.server_errors++;
+  lcd_puts(c, "SERVER_ERROR ENOMEM out of memory\r\n");
+}
+
+/* incr: the line is req (in the input, line_len bytes).  Buffered lines
+ * that follow and are incr of the same counter join the same job. */
+void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+                       size_t line_len) {
+  lcd_job *j = job_get(c);
+  if (!j) {
+    evbuffer_drain(in, line_len);
+    out_of_memory(c);
+    return;
+  }
+  size_t nlen = req->keys[0].len;
+  j->kind = LCD_JOB_INCR;
+  memcpy(j->names, req->keys[0].s, nlen);
+  j->names[nlen] = '\0';
+  j->count[0] = req->count;
+  j->noreply[0] = (unsigned char)req->noreply;
+  j->total = req->count;
+  j->nreq = 1;
+  evbuffer_drain(in, line_len);
+  while (j->nreq < LCD_RUN_MAX) {
+    size_t avail = evbuffer_get_length(in), len;
+    if (avail == 0)
+      break;
+    if (avail > LC__PROTO_LINE_MAX + 2)
+      avail = LC__PROTO_LINE_MAX + 2;
+    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
+    if (lc__proto_frame(p, avail, &len) != LC__PROTO_FRAME_LINE ||
+        lc__proto_parse(p, len, req) != LC__PROTO_INCR ||
+        req->keys[0].len != nlen || memcmp(req->keys[0].s, j->names, nlen) ||
+        req->count > LC_BLOCK_MAX - j->total)
+      break;
+    j->count[j->nreq] = req->count;
+    j->noreply[j->nreq] = (unsigned char)req->noreply;
+    j->total += req->count;
+    j->nreq++;
+    c->srv->st.incr_merged++;
+    evbuffer_drain(in, len);
+  }
+  c->srv->st.cmd_incr += (uint64_t)j->nreq;
+  submit(c, j);
+}
+
+void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+                      size_t line_len) {
+  lcd_job *j = job_get(c);
+  if (!j) {
+    evbuffer_drain(in, line_len);
+    out_of_memory(c);
+    return;
+  }
+  j->kind = LCD_JOB_GET;
+  j->gets = req->gets;
+  size_t off = 0;
+  for (size_t i = 0; i < req->nkeys; i++) {   /* fits: names < the line */
+    j->name_off[i] = (uint16_t)off;
+    memcpy(j->names + off, req->keys[i].s, req->keys[i].len);
+    off += req->keys[i].len;
+    j->names[off++] = '\0';
+  }
+  j->nkeys = req->nkeys;
+  evbuffer_drain(in, line_len);
+  c->srv->st.cmd_get++;
+  submit(c, j);
+}
+
+void lcd_conn_job_done(lcd_job *j) {
+  lcd_conn *c = j->conn;
+  lcd_server *s = c->srv;
+  c->busy = 0;
+  if (j->kind == LCD_JOB_INCR) {
+    if (j->rc == 0)
+      s->st.incr_ids += j->total;
+    else
+      s->st.incr_errors += (uint64_t)j->nreq;
+  }
+  if (j->rc) {
+    s->st.server_errors++;
+    time_t now = lcd_now();
+    if (s->set->verbose >= 2 || now != s->last_error_log) {
+      s->last_error_log = now;
+      lcd_log(s, 0, "%s '%s' failed: %s %s%s%s",
+              j->kind == LCD_JOB_INCR ? "incr" : "get", j->names,
+              lc_err_name(j->rc), lc_strerror(j->rc),
+              j->detail[0] ? ": " : "", j->detail);
+    }
+  }
+  if (!c->bev) {              /* closed meanwhile: the answers are lost */
+    lcd_conn_free(c);
+    return;
+  }
+  c->last_active = lcd_now();
+  if (j->kind == LCD_JOB_INCR) {
+    int64_t end = j->first - 1;
+    for (int i = 0; i < j->nreq; i++) {
+      end += (int64_t)j->count[i];
+      if (j->noreply[i])
+        continue;
+      if (j->rc)
+        server_error(c, j);
+      else
+        put_value_line(c, end);
+    }
+  } else if (j->rc) {
+    server_error(c, j);
+  } else {
+    struct evbuffer *o = bufferevent_get_output(c->bev);
+    for (size_t i = 0; i < j->nkeys; i++) {
+      if (j->values[i] <= 0) {
+        s->st.get_misses++;
+        continue;
+      }
+      s->st.get_hits++;
+      char v[24];
+      int n = snprintf(v, sizeof v, "%" PRId64, j->values[i]);
+      evbuffer_add_printf(o, "VALUE %s 0 %d", j->names + j->name_off[i], n);
+      if (j->gets)
+        evbuffer_add_printf(o, " %s", v);
+      evbuffer_add_printf(o, "\r\n%s\r\n", v);
+    }
+    lcd_puts(c, "END\r\n");
+  }
+  if (j->rc == 0)
+    c->errors_in_row = 0;
+  lcd_conn_process(c);
+}
+

@@ -1,0 +1,181 @@
+/*
+ * lcd_listen.c - logcounterd's listeners: TCP (numeric ADDR:PORT, loopback
+ * by default) and an optional unix socket (created with --socket-mode; a
+ * stale socket file left by a dead process is replaced, a live one is an
+ * error).  Accepted connections beyond --max-connections get
+ * "SERVER_ERROR too many open connections" and are closed; when accept
+ * itself fails (out of descriptors), accepting pauses for 100 ms instead
+ * of spinning.  Loop thread only.
+ */
+#include "lcd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+                      struct sockaddr *sa, int len, void *arg) {
+  (void)l;
+  (void)len;
+  lcd_server *s = arg;
+  if (s->nopen >= s->set->max_connections || s->draining) {
+    static const char msg[] = "SERVER_ERROR too many open connections\r\n";
+    s->st.rejected_connections++;
+    if (!s->draining)
+      (void)!send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    evutil_closesocket(fd);
+    lcd_log(s, 1, "connection refused: %d open (--max-connections)",
+            s->nopen);
+    return;
+  }
+  char peer[64] = "unix";
+  if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port;
+    if (sa->sa_family == AF_INET) {
+      struct sockaddr_in *in = (struct sockaddr_in *)sa;
+      inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+      port = ntohs(in->sin_port);
+    } else {
+      struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+      port = ntohs(in6->sin6_port);
+    }
+    snprintf(peer, sizeof peer, "%s:%d", host, port);
+  }
+  lcd_conn_new(s, fd, peer);
+}
+
+/* Out of descriptors and the like: pause accepting for a moment. */
+static void resume_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  lcd_server *s = arg;
+  if (s->draining)
+    return;
+  if (s->tcp)
+    evconnlistener_enable(s->tcp);
+  if (s->local)
+    evconnlistener_enable(s->local);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg) {
+  lcd_server *s = arg;
+  int e = EVUTIL_SOCKET_ERROR();
+  lcd_log(s, 0, "cannot accept a connection: %s; pausing for 100 ms",
+          evutil_socket_error_to_string(e));
+  evconnlistener_disable(l);
+  struct timeval tv = {0, 100000};
+  event_base_once(s->base, -1, EV_TIMEOUT, resume_cb, s, &tv);
+}
+
+static const unsigned LISTEN_FLAGS =
+    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE;
+
+static int listen_tcp(lcd_server *s) {
+  const char *addr = s->set->listen;
+  if (strcmp(addr, "none") == 0)
+    return 0;
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  const char *colon = strrchr(addr, ':');
+  if (!colon || colon[1] == '\0' || strchr(colon + 1, ']') ||
+      evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &len) != 0) {
+    fprintf(stderr, LCD_PROG ": invalid address '%s' for --listen (numeric "
+                    "ADDR:PORT, e.g. 127.0.0.1:11311 or [::1]:11311)\n", addr);
+    return EXIT_USAGE;
+  }
+  s->tcp = evconnlistener_new_bind(s->base, accept_cb, s, LISTEN_FLAGS,
+                                   s->set->backlog, (struct sockaddr *)&ss,
+                                   len);
+  if (!s->tcp) {
+    fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", addr,
+            strerror(errno));
+    return EXIT_RUNTIME;
+  }
+  evconnlistener_set_error_cb(s->tcp, accept_error_cb);
+  return 0;
+}
+
+static int listen_unix(lcd_server *s) {
+  const char *path = s->set->socket_path;
+  if (!path)
+    return 0;
+  struct sockaddr_un sun;
+  memset(&sun, 0, sizeof sun);
+  sun.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof sun.sun_path) {
+    fprintf(stderr, LCD_PROG ": socket path '%s' is too long (at most %zu "
+                    "bytes)\n", path, sizeof sun.sun_path - 1);
+    return EXIT_USAGE;
+  }
+  memcpy(sun.sun_path, path, strlen(path));
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    goto fail;
+  /* A socket file left by a process that died is removed; a live one is
+   * an error. */
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int live = probe >= 0 &&
+               connect(probe, (struct sockaddr *)&sun, sizeof sun) == 0;
+    if (probe >= 0)
+      close(probe);
+    if (live) {
+      fprintf(stderr, LCD_PROG ": cannot listen on %s: another process is "
+                      "serving it\n", path);
+      close(fd);
+      return EXIT_RUNTIME;
+    }
+    unlink(path);
+  }
+  mode_t old = umask(0777 & ~(mode_t)s->set->socket_mode);
+  int rc = bind(fd, (struct sockaddr *)&sun, sizeof sun);
+  umask(old);
+  if (rc != 0 || chmod(path, (mode_t)s->set->socket_mode) != 0)
+    goto fail;
+  s->local = evconnlistener_new(s->base, accept_cb, s,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                s->set->backlog, fd);
+  if (!s->local)
+    goto fail;
+  evconnlistener_set_error_cb(s->local, accept_error_cb);
+  return 0;
+fail:
+  fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", path,
+          strerror(errno));
+  if (fd >= 0 && !s->local)
+    close(fd);
+  return EXIT_RUNTIME;
+}
+
+void lcd_stop_listening(lcd_server *s) {
+  if (s->tcp)
+    evconnlistener_free(s->tcp);
+  s->tcp = NULL;
+  if (s->local) {
+    evconnlistener_free(s->local);
+    unlink(s->set->socket_path);
+  }
+  s->local = NULL;
+}
+
+int lcd_listen(lcd_server *s) {
+  int rc = listen_tcp(s);
+  return rc ? rc : listen_unix(s);
+}

@@ -1,0 +1,265 @@
+/*
+ * lcd_pool.c - logcounterd's worker threads: they make the blocking
+ * library calls (lc_next_n, lc_current) so that the event loop never waits
+ * on memcached or LevelDB.
+ *
+ * Jobs come in through a FIFO under pool.mu; finished jobs go to a done
+ * list under pool.done_mu and the loop is woken with event_active (only
+ * when the list was empty, so a burst of results costs one wake-up).  The
+ * loop thread never touches a job between submit and done; a worker never
+ * touches a connection.
+ *
+ * Coalescing: a worker that takes an incr job also takes every queued incr
+ * job of the same counter (arrival order, one block of at most
+ * LC_BLOCK_MAX) and serves them with ONE lc_next_n, splitting the block in
+ * queue order; and workers busy on the same counter at once are merged
+ * again by the library.  Each connection has at most one job queued, so a
+ * connection's answers still increase.
+ *
+ * Invariant at stop: every submitted job has run and come back through
+ * lcd_conn_job_done, so no id is allocated without its connection knowing.
+ */
+#include "lcd.h"
+
+#include <event2/event.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Copies the failure detail of this thread's last lc_ call into the job,
+ * without control characters (it goes into a protocol line). */
+static void keep_detail(lcd_job *j) {
+  const char *d = lc_last_detail();
+  size_t i = 0;
+  for (; d[i] && i < sizeof j->detail - 1; i++)
+    j->detail[i] = (d[i] < 0x20 || d[i] == 0x7f) ? ' ' : d[i];
+  j->detail[i] = '\0';
+}
+
+/* Runs a chain of jobs (linked by next): several INCR jobs of one counter
+ * share one lc_next_n, split in queue order; a GET job runs alone. */
+static void run_jobs(lc_t *lc, lcd_job *j) {
+  j->rc = 0;
+  j->detail[0] = '\0';
+  if (j->kind == LCD_JOB_INCR) {
+    uint64_t total = 0;
+    for (lcd_job *k = j; k; k = k->next)
+      total += k->total;
+    int64_t first = 0;
+    int rc = lc_next_n(lc, j->names, total, &first);
+    if (rc)
+      keep_detail(j);
+    for (lcd_job *k = j; k; k = k->next) {
+      k->rc = rc;
+      k->first = first;
+      first += (int64_t)k->total;
+      if (rc && k != j)
+        memcpy(k->detail, j->detail, sizeof k->detail);
+    }
+    return;
+  }
+  for (size_t i = 0; i < j->nkeys; i++) {
+    j->rc = lc_current(lc, j->names + j->name_off[i], &j->values[i]);
+    if (j->rc) {
+      keep_detail(j);
+      return;
+    }
+  }
+}
+
+/* Unlinks the queued INCR jobs of j's counter that fit in one block, up to
+ * LCD_MERGE_SCAN queue entries, and chains them after j in queue order.
+ * Called with p->mu held. */
+static void take_same_counter(lcd_pool *p, lcd_job *j) {
+  uint64_t total = j->total;
+  lcd_job **link = &p->head, *prev = NULL, *tail = j;
+  int scanned = 0;
+  while (*link && scanned++ < LCD_MERGE_SCAN) {
+    lcd_job *k = *link;
+    if (k->kind == LCD_JOB_INCR && k->total <= LC_BLOCK_MAX - total &&
+        strcmp(k->names, j->names) == 0) {
+      *link = k->next;
+      if (p->tail == k)
+        p->tail = prev;
+      p->queued--;
+      total += k->total;
+      tail->next = k;
+      tail = k;
+      continue;
+    }
+    prev = k;
+    link = &k->next;
+  }
+  tail->next = NULL;
+}
+
+static void *worker(void *arg) {
+  lcd_server *s = arg;
+  lcd_pool *p = &s->pool;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (!p->head && !p->stop) {
+      p->idle++;
+      pthread_cond_wait(&p->cv, &p->mu);
+      p->idle--;
+    }
+    lcd_job *j = p->head;
+    if (!j) {                           /* stopping and nothing left */
+      pthread_mutex_unlock(&p->mu);
+      return NULL;
+    }
+    p->head = j->next;
+    if (!p->head)
+      p->tail = NULL;
+    p->queued--;
+    j->next = NULL;
+    if (j->kind == LCD_JOB_INCR)
+      take_same_counter(p, j);
+    if (p->head && p->idle > 0)         /* more work: pass the wake-up on */
+      pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+
+    run_jobs(s->lc, j);
+
+    pthread_mutex_lock(&p->done_mu);
+    while (j) {
+      lcd_job *n = j->next;
+      j->next = p->done;
+      p->done = j;
+      j = n;
+    }
+    int wake = !p->done_pending;
+    p->done_pending = 1;
+    pthread_mutex_unlock(&p->done_mu);
+    if (wake)
+      event_active(p->done_ev, EV_READ, 0);
+  }
+}
+
+/* Hands every finished job back to its connection (loop thread). */
+static void take_done(lcd_server *s) {
+  lcd_pool *p = &s->pool;
+  pthread_mutex_lock(&p->done_mu);
+  lcd_job *list = p->done;
+  p->done = NULL;
+  p->done_pending = 0;
+  pthread_mutex_unlock(&p->done_mu);
+  /* The list is newest first; answer in completion order. */
+  lcd_job *rev = NULL;
+  while (list) {
+    lcd_job *n = list->next;
+    list->next = rev;
+    rev = list;
+    list = n;
+  }
+  while (rev) {
+    lcd_job *n = rev->next;
+    rev->next = NULL;
+    lcd_conn_job_done(rev);
+    rev = n;
+  }
+}
+
+static void done_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  take_done(arg);
+}
+
+/* Jobs parsed during one loop iteration wait in a loop-local list; the
+ * lowest-priority submit event, which runs after every I/O callback of the
+ * iteration, queues them all under one lock and wakes one worker.  So a
+ * burst of requests costs one wake-up, and the worker finds them together
+ * (and merges those of one counter). */
+void lcd_pool_submit(lcd_server *s, lcd_job *j) {
+  lcd_pool *p = &s->pool;
+  j->next = NULL;
+  if (p->pend_tail)
+    p->pend_tail->next = j;
+  else
+    p->pend_head = j;
+  p->pend_tail = j;
+  p->pend_count++;
+  if (p->pend_count == 1)
+    event_active(p->submit_ev, EV_READ, 0);
+}
+
+static void submit_pending(lcd_pool *p) {
+  if (!p->pend_head)
+    return;
+  pthread_mutex_lock(&p->mu);
+  if (p->tail)
+    p->tail->next = p->pend_head;
+  else
+    p->head = p->pend_head;
+  p->tail = p->pend_tail;
+  p->queued += p->pend_count;
+  if (p->idle > 0)
+    pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  p->pend_head = p->pend_tail = NULL;
+  p->pend_count = 0;
+}
+
+static void submit_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  submit_pending(arg);
+}
+
+int lcd_pool_start(lcd_server *s) {
+  lcd_pool *p = &s->pool;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  pthread_mutex_init(&p->done_mu, NULL);
+  p->done_ev = event_new(s->base, -1, 0, done_cb, s);
+  p->submit_ev = event_new(s->base, -1, 0, submit_cb, p);
+  p->threads = calloc((size_t)s->set->threads, sizeof *p->threads);
+  if (!p->done_ev || !p->submit_ev || !p->threads ||
+      event_priority_set(p->submit_ev, LCD_PRIO_LAST) != 0)
+    return -1;
+  /* Workers take no signals: the loop thread handles them. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = 0;
+  for (int i = 0; i < s->set->threads; i++) {
+    if (pthread_create(&p->threads[i], NULL, worker, s) != 0) {
+      rc = -1;
+      break;
+    }
+    p->nthreads++;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+size_t lcd_pool_queued(lcd_server *s) {
+  pthread_mutex_lock(&s->pool.mu);
+  size_t n = s->pool.queued;
+  pthread_mutex_unlock(&s->pool.mu);
+  return n;
+}
+
+void lcd_pool_stop(lcd_server *s) {
+  lcd_pool *p = &s->pool;
+  if (!p->threads)
+    return;
+  submit_pending(p);
+  pthread_mutex_lock(&p->mu);
+  p->stop = 1;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < p->nthreads; i++)
+    pthread_join(p->threads[i], NULL);
+  take_done(s);
+  if (p->done_ev)
+    event_free(p->done_ev);
+  if (p->submit_ev)
+    event_free(p->submit_ev);
+  free(p->threads);
+  p->threads = NULL;
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->done_mu);
+}

@@ -1,0 +1,70 @@
+/*
+ * lcd_stats.c - logcounterd's "stats" and "stats settings" replies, in
+ * memcached's format ("STAT name value" lines, then "END"): the daemon's
+ * own figures (connections, commands, errors, closes), the library's
+ * (lc_get_stats: allocations, ids, increments, restores, backwards, log
+ * writes and syncs, errors) and the settings in force.  Loop thread only.
+ */
+#include "lcd.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
+  const lcd_settings *set = s->set;
+  if (settings) {
+    evbuffer_add_printf(o,
+        "STAT listen %s\r\nSTAT socket %s\r\nSTAT socket_mode %04o\r\n"
+        "STAT memcached %s\r\nSTAT db %s\r\nSTAT durability %s\r\n"
+        "STAT timeout_ms %d\r\nSTAT threads %d\r\nSTAT max_connections %d"
+        "\r\nSTAT idle_timeout %d\r\nSTAT line_timeout %d\r\n"
+        "STAT drain_timeout %d\r\nSTAT backlog %d\r\nSTAT verbosity %d\r\n"
+        "STAT pidfile %s\r\nSTAT line_max %d\r\nSTAT max_keys %d\r\n"
+        "STAT block_max %llu\r\nEND\r\n",
+        set->listen, set->socket_path ? set->socket_path : "none",
+        set->socket_mode, set->memcached, set->db,
+        lc_durability_name(set->durability), set->timeout_ms, set->threads,
+        set->max_connections, set->idle_timeout, set->line_timeout,
+        set->drain_timeout, set->backlog, set->verbose,
+        set->pidfile ? set->pidfile : "none", LC__PROTO_LINE_MAX,
+        LC__PROTO_MAX_KEYS, (unsigned long long)LC_BLOCK_MAX);
+    return;
+  }
+  lc_stats ls;
+  memset(&ls, 0, sizeof ls);
+  lc_get_stats(s->lc, &ls);
+  const lcd_counters *d = &s->st;
+  time_t now = lcd_now();
+  evbuffer_add_printf(o,
+      "STAT pid %ld\r\nSTAT uptime %lld\r\nSTAT time %lld\r\n"
+      "STAT version %s\r\nSTAT libevent %s\r\nSTAT pointer_size %d\r\n"
+      "STAT threads %d\r\nSTAT durability %s\r\n"
+      "STAT curr_connections %d\r\nSTAT total_connections %" PRIu64 "\r\n"
+      "STAT rejected_connections %" PRIu64 "\r\n"
+      "STAT max_connections %d\r\nSTAT cmd_incr %" PRIu64 "\r\n"
+      "STAT incr_ids %" PRIu64 "\r\nSTAT incr_merged %" PRIu64 "\r\n"
+      "STAT incr_errors %" PRIu64 "\r\nSTAT cmd_get %" PRIu64 "\r\n"
+      "STAT get_hits %" PRIu64 "\r\nSTAT get_misses %" PRIu64 "\r\n"
+      "STAT allocations %" PRIu64 "\r\nSTAT ids %" PRIu64 "\r\n"
+      "STAT increments %" PRIu64 "\r\nSTAT restores %" PRIu64 "\r\n"
+      "STAT backwards %" PRIu64 "\r\nSTAT log_writes %" PRIu64 "\r\n"
+      "STAT log_syncs %" PRIu64 "\r\nSTAT errors %" PRIu64 "\r\n"
+      "STAT client_errors %" PRIu64 "\r\nSTAT server_errors %" PRIu64 "\r\n"
+      "STAT closed_idle %" PRIu64 "\r\nSTAT closed_garbage %" PRIu64 "\r\n"
+      "STAT closed_binary %" PRIu64 "\r\nSTAT closed_line_too_long %" PRIu64
+      "\r\nSTAT jobs_queued %zu\r\nEND\r\n",
+      (long)getpid(), (long long)(now - s->started),
+      (long long)(s->started_wall + (now - s->started)), lc_version(),
+      event_get_version(), (int)(sizeof(void *) * 8), set->threads,
+      lc_durability_name(set->durability), s->nopen, d->total_connections,
+      d->rejected_connections, set->max_connections, d->cmd_incr,
+      d->incr_ids, d->incr_merged, d->incr_errors, d->cmd_get, d->get_hits,
+      d->get_misses, ls.allocations, ls.ids, ls.increments, ls.restores,
+      ls.backwards, ls.log_writes, ls.log_syncs, ls.errors,
+      d->client_errors, d->server_errors, d->closed_idle, d->closed_garbage,
+      d->closed_binary, d->closed_long, lcd_pool_queued(s));
+}
+

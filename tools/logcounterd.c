@@ -1,0 +1,443 @@
+/*
+ * logcounterd.c - the LogCounter service: owns one log directory and hands
+ * out ids to any memcached client ("incr NAME n"), so that processes in any
+ * language share counters without each opening the log.
+ *
+ * This file: the settings (one struct, defaults in settings_init), option
+ * parsing (getopt_long, usage errors exit 2), signals (libevent signal
+ * events, so the handlers run in the loop, not in signal context), the
+ * idle sweep, the pidfile, startup and the orderly shutdown.  lcd.h
+ * describes the threads and lists the other files.
+ *
+ * Shutdown (SIGTERM/SIGINT): stop accepting, stop reading, answer every
+ * request already read, close each connection once its replies are
+ * written (at most --drain-timeout seconds; a second signal cuts it
+ * short), let the workers finish, lc_close (which records the exact last
+ * values and syncs), remove the pidfile and the socket, exit 0.
+ * SIGKILL needs nothing here: the library's synced reservation keeps the
+ * ids unique after any crash.
+ */
+#include "lcd.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+#define DEFAULT_LISTEN "127.0.0.1:11311"
+#define DEFAULT_MEMCACHED "--SERVER=127.0.0.1:11211"
+
+static void settings_init(lcd_settings *set) {
+  memset(set, 0, sizeof *set);
+  set->listen = DEFAULT_LISTEN;
+  set->socket_path = NULL;
+  set->socket_mode = 0660;
+  set->memcached = getenv("LOGCOUNTER_MEMCACHED");
+  if (!set->memcached || !*set->memcached)
+    set->memcached = DEFAULT_MEMCACHED;
+  set->db = getenv("LOGCOUNTER_DB");
+  set->durability = LC_DURABILITY_DEFAULT;
+  set->timeout_ms = 1000;
+  set->threads = 4;
+  set->max_connections = 1024;
+  set->idle_timeout = 0;
+  set->line_timeout = 10;
+  set->drain_timeout = 10;
+  set->backlog = 1024;
+  set->verbose = 0;
+  set->pidfile = NULL;
+}
+
+/* ---- logging ----------------------------------------------------------- */
+
+void lcd_log(const lcd_server *s, int level, const char *fmt, ...) {
+  if (s && level > s->set->verbose)
+    return;
+  char when[32];
+  time_t t = time(NULL);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s %s[%ld]: %s\n", when, LCD_PROG, (long)getpid(), msg);
+}
+
+time_t lcd_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec;
+}
+
+/* ---- usage ------------------------------------------------------------- */
+
+static void usage(FILE *f) {
+  lcd_settings d;
+  settings_init(&d);
+  fprintf(f,
+    "usage: " LCD_PROG " --db DIR [options]\n\n"
+    "The LogCounter service: hands out unique ids to any memcached client.\n"
+    "Each id is counted in memcached and logged to the LevelDB directory DIR\n"
+    "(which this process owns) before it is answered.  Runs in the\n"
+    "foreground; logs go to stderr.\n\n"
+    "Protocol (memcached text protocol):\n"
+    "  incr NAME N [noreply]   allocate a block of N ids (1..%llu) and\n"
+    "                          answer the last; a new counter starts at 1\n"
+    "  get NAME...  gets NAME...  the value each counter stands at\n"
+    "                          (counters never used are absent)\n"
+    "  stats, stats settings, verbosity N, quit\n"
+    "  version                 VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG
+    "-%s (the memcached\n"
+    "                          level first: libmemcached needs it)\n"
+    "  decr, set, add, replace, append, prepend, cas, delete, touch,\n"
+    "  flush_all, meta commands: CLIENT_ERROR (counters only move forward)\n"
+    "  failures: SERVER_ERROR <LC error name> <message>[: <detail>]\n\n"
+    "Options:\n"
+    "  -l, --listen ADDR:PORT  TCP address, numeric (default %s;\n"
+    "                          \"none\": no TCP); keep it on loopback unless\n"
+    "                          the network is trusted: there is no auth\n"
+    "  -s, --socket PATH       also listen on a unix socket (default: none)\n"
+    "  --socket-mode OCTAL     its permissions (default %04o)\n"
+    "  --memcached CONFIG      memcached servers, libmemcached syntax\n"
+    "                          (default: $LOGCOUNTER_MEMCACHED, else\n"
+    "                          " DEFAULT_MEMCACHED ")\n"
+    "  --db DIR                the log directory (required unless\n"
+    "                          $LOGCOUNTER_DB is set)\n"
+    "  --durability MODE       default (a synced reservation keeps ids\n"
+    "                          unique after an OS crash) or sync (every\n"
+    "                          record synced) (default %s)\n"
+    "  --timeout MS            memcached timeout, 1..600000 (default %d)\n"
+    "  -t, --threads N         worker threads making library calls, 1..1024\n"
+    "                          (default %d); concurrent requests for one\n"
+    "                          counter share one memcached increment\n"
+    "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
+    "  --idle-timeout SECONDS  close clients idle this long, 0: never\n"
+    "                          (default %d)\n"
+    "  --line-timeout SECONDS  close clients that leave a request\n"
+    "                          unfinished this long, 1..3600 (default %d)\n"
+    "  --drain-timeout SECONDS on SIGTERM, wait this long for clients to\n"
+    "                          read their last replies (default %d)\n"
+    "  --pidfile FILE          write the pid here, removed at exit\n"
+    "  -v, --verbose           log connections; twice: failed requests\n"
+    "  -h, --help              this help\n"
+    "  --version               print the version\n\n"
+    "Signals: SIGTERM/SIGINT stop accepting, answer the requests already\n"
+    "read, close the log cleanly and exit 0 (a second one hurries).\n\n"
+    "The daemon holds the log: 'logcounter prune', 'verify' and 'dump' need\n"
+    "it stopped (they report the log as in use by " LCD_PROG " otherwise).\n\n"
+    "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
+    (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
+    lc_durability_name(d.durability), d.timeout_ms, d.threads,
+    d.max_connections, d.idle_timeout, d.line_timeout, d.drain_timeout);
+}
+
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  fputs(LCD_PROG ": ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputs("\nusage: " LCD_PROG " --db DIR [options]   (see '" LCD_PROG
+        " --help')\n", stderr);
+  return EXIT_USAGE;
+}
+
+/* A decimal number in min..max, or a usage error naming the option. */
+static int parse_int(const char *opt, const char *text, long min, long max,
+                     int *out) {
+  uint64_t v;
+  if (lc__proto_number(text, strlen(text), &v) != 0 || v < (uint64_t)min ||
+      v > (uint64_t)max)
+    return usage_error("invalid value '%s' for %s (must be %ld..%ld)", text,
+                       opt, min, max);
+  *out = (int)v;
+  return 0;
+}
+
+/* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
+static int parse_options(lcd_settings *set, int argc, char **argv) {
+  enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
+         O_PID, O_MODE, O_VERSION };
+  static const struct option lo[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"socket", required_argument, NULL, 's'},
+    {"socket-mode", required_argument, NULL, O_MODE},
+    {"memcached", required_argument, NULL, O_MC},
+    {"db", required_argument, NULL, O_DB},
+    {"durability", required_argument, NULL, O_DUR},
+    {"timeout", required_argument, NULL, O_TIMEOUT},
+    {"threads", required_argument, NULL, 't'},
+    {"max-connections", required_argument, NULL, 'c'},
+    {"idle-timeout", required_argument, NULL, O_IDLE},
+    {"line-timeout", required_argument, NULL, O_LINE},
+    {"drain-timeout", required_argument, NULL, O_DRAIN},
+    {"pidfile", required_argument, NULL, O_PID},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, O_VERSION},
+    {NULL, 0, NULL, 0}};
+  int opt, rc = 0;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, ":l:s:t:c:vh", lo, NULL)) != -1) {
+    switch (opt) {
+    case 'l': set->listen = optarg; break;
+    case 's': set->socket_path = optarg; break;
+    case O_MC: set->memcached = optarg; break;
+    case O_DB: set->db = optarg; break;
+    case O_PID: set->pidfile = optarg; break;
+    case 'v': set->verbose++; break;
+    case 'h': usage(stdout); return -1;
+    case O_VERSION: printf(LCD_PROG " %s\n", lc_version()); return -1;
+    case O_DUR:
+      if (lc_durability_parse(optarg, &set->durability) != 0)
+        return usage_error("invalid durability '%s' for --durability (must "
+                           "be default or sync)", optarg);
+      break;
+    case O_MODE: {
+      char *end;
+      errno = 0;
+      long m = strtol(optarg, &end, 8);
+      if (errno || !*optarg || *end || m < 0 || m > 0777)
+        return usage_error("invalid mode '%s' for --socket-mode (octal, "
+                           "e.g. 0660)", optarg);
+      set->socket_mode = (int)m;
+      break;
+    }
+    case O_TIMEOUT: rc = parse_int("--timeout", optarg, 1, 600000,
+                                   &set->timeout_ms); break;
+    case 't': rc = parse_int("--threads", optarg, 1, 1024, &set->threads);
+      break;
+    case 'c': rc = parse_int("--max-connections", optarg, 1, 1000000,
+                             &set->max_connections); break;
+    case O_IDLE: rc = parse_int("--idle-timeout", optarg, 0, 86400 * 365,
+                                &set->idle_timeout); break;
+    case O_LINE: rc = parse_int("--line-timeout", optarg, 1, 3600,
+                                &set->line_timeout); break;
+    case O_DRAIN: rc = parse_int("--drain-timeout", optarg, 0, 3600,
+                                 &set->drain_timeout); break;
+    case ':':
+      return usage_error("option '%s' needs a value", argv[optind - 1]);
+    default:
+      if (optopt)
+        return usage_error("unknown option '-%c'", optopt);
+      return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+    if (rc)
+      return rc;
+  }
+  if (optind < argc)
+    return usage_error("unexpected argument '%s'", argv[optind]);
+  if (!set->db || !*set->db)
+    return usage_error("no log directory: give --db DIR or set "
+                       "LOGCOUNTER_DB");
+  if (strcmp(set->listen, "none") == 0 && !set->socket_path)
+    return usage_error("nothing to listen on: --listen none needs --socket");
+  return 0;
+}
+
+/* ---- signals and timers ------------------------------------------------ */
+
+void lcd_server_check_drained(lcd_server *s) {
+  if (s->draining && s->nlive == 0)
+    event_base_loopbreak(s->base);
+}
+
+static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  lcd_server *s = arg;
+  lcd_log(s, 0, "drain timeout: closing %d remaining connections", s->nopen);
+  lcd_conn_close_all(s);
+  event_base_loopbreak(s->base);
+}
+
+static const char *signame(int sig) {
+  return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg) {
+  (void)what;
+  lcd_server *s = arg;
+  if (sig == SIGHUP) {
+    lcd_log(s, 0, "SIGHUP ignored (nothing to reload)");
+    return;
+  }
+  if (s->draining) {
+    lcd_log(s, 0, "%s again: closing every connection now",
+            signame((int)sig));
+    lcd_conn_close_all(s);
+    event_base_loopbreak(s->base);
+    return;
+  }
+  s->draining = 1;
+  lcd_log(s, 0, "%s: no new connections; answering %d open ones",
+          signame((int)sig), s->nopen);
+  lcd_stop_listening(s);
+  struct timeval tv = {s->set->drain_timeout, 0};
+  event_base_once(s->base, -1, EV_TIMEOUT, drain_timeout_cb, s, &tv);
+  lcd_conn_drain_all(s);
+  lcd_server_check_drained(s);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  lcd_conn_sweep(arg);
+}
+
+/* ---- pidfile ----------------------------------------------------------- */
+
+static int write_pidfile(const char *path) {
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) != 0) {
+    fprintf(stderr, LCD_PROG ": cannot write the pidfile '%s': %s\n", path,
+            strerror(errno));
+    return EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+/* Removes the pidfile if it still names this process. */
+static void remove_pidfile(const char *path) {
+  char buf[32] = "";
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  int mine = fgets(buf, sizeof buf, f) && atol(buf) == (long)getpid();
+  fclose(f);
+  if (mine)
+    unlink(path);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+/* Makes room for max_connections descriptors if the hard limit allows. */
+static void raise_fd_limit(const lcd_settings *set) {
+  struct rlimit rl;
+  rlim_t want = (rlim_t)set->max_connections + 64;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+    return;
+  rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static int open_log(lcd_server *s, char *owner, size_t size) {
+  lc_options o;
+  lc_options_init(&o);
+  o.memcached = s->set->memcached;
+  o.db_path = s->set->db;
+  o.durability = s->set->durability;
+  o.timeout_ms = s->set->timeout_ms;
+  snprintf(owner, size, LCD_PROG " (pid %ld)", (long)getpid());
+  o.owner = owner;
+  int rc = lc_open(&o, &s->lc);
+  if (rc) {
+    const char *d = lc_last_detail();
+    int mc = rc == LC_ECONFIG || rc == LC_EMEMCACHED || rc == LC_ETIMEDOUT;
+    fprintf(stderr, LCD_PROG ": cannot %s '%s': %s%s%s%s\n",
+            mc ? "connect to memcached" : "open the log",
+            mc ? s->set->memcached : s->set->db, lc_strerror(rc),
+            *d ? " (" : "", d, *d ? ")" : "");
+    s->lc = NULL;
+    return EXIT_RUNTIME;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  lcd_settings set;
+  settings_init(&set);
+  int status = parse_options(&set, argc, argv);
+  if (status == -1)
+    return fflush(stdout) == 0 && !ferror(stdout) ? 0 : EXIT_RUNTIME;
+  if (status)
+    return status;
+
+  lcd_server s;
+  memset(&s, 0, sizeof s);
+  s.set = &set;
+  signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit(&set);
+  if (evthread_use_pthreads() != 0 || !(s.base = event_base_new()) ||
+      event_base_priority_init(s.base, LCD_PRIORITIES) != 0) {
+    fprintf(stderr, LCD_PROG ": cannot set up libevent\n");
+    return EXIT_RUNTIME;
+  }
+  char owner[64];
+  struct event *sigs[3] = {NULL, NULL, NULL}, *tick = NULL;
+  int pidfile_written = 0;
+  if ((status = lcd_listen(&s)) ||
+      (status = open_log(&s, owner, sizeof owner)))
+    goto out;
+  if (set.pidfile) {
+    if ((status = write_pidfile(set.pidfile)))
+      goto out;
+    pidfile_written = 1;
+  }
+  const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+  for (int i = 0; i < 3; i++) {
+    sigs[i] = evsignal_new(s.base, signums[i], signal_cb, &s);
+    if (!sigs[i] || event_add(sigs[i], NULL) != 0) {
+      fprintf(stderr, LCD_PROG ": cannot set up signal handling\n");
+      status = EXIT_RUNTIME;
+      goto out;
+    }
+  }
+  struct timeval sec = {1, 0};
+  tick = event_new(s.base, -1, EV_PERSIST, tick_cb, &s);
+  if (!tick || event_add(tick, &sec) != 0 || lcd_pool_start(&s) != 0) {
+    fprintf(stderr, LCD_PROG ": cannot start the worker threads\n");
+    status = EXIT_RUNTIME;
+    goto out;
+  }
+  s.started = lcd_now();
+  s.started_wall = time(NULL);
+  lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s), memcached %s, "
+          "%d threads", lc_version(), set.listen,
+          set.socket_path ? " and " : "",
+          set.socket_path ? set.socket_path : "", set.db,
+          lc_durability_name(set.durability), set.memcached, set.threads);
+  if (event_base_dispatch(s.base) < 0) {
+    lcd_log(&s, 0, "event loop failed");
+    status = EXIT_RUNTIME;
+  }
+  lcd_log(&s, 0, "stopping: waiting for the workers");
+
+out:
+  lcd_stop_listening(&s);
+  lcd_conn_close_all(&s);
+  lcd_pool_stop(&s);              /* every job comes back; conns freed */
+  if (s.lc) {
+    int rc = lc_close(s.lc);
+    if (rc) {
+      lcd_log(&s, 0, "cannot close the log '%s': %s (%s)", set.db,
+              lc_strerror(rc), lc_last_detail());
+      status = EXIT_RUNTIME;
+    } else if (s.started) {
+      lcd_log(&s, 0, "log closed; exiting");
+    }
+  }
+  if (pidfile_written)
+    remove_pidfile(set.pidfile);
+  for (int i = 0; i < 3; i++)
+    if (sigs[i])
+      event_free(sigs[i]);
+  if (tick)
+    event_free(tick);
+  event_base_free(s.base);
+  return status;
+}
