@@ -3,8 +3,11 @@
 #
 # Runs $BUILD/logcounter (BUILD defaults to "build") against a private
 # memcached started with tests/memcached.sh and fresh log directories under
-# a temporary directory; both are removed on exit.  Every check is a named
-# assertion; expected values are computed from what the tool printed
+# a temporary directory; both are removed on exit.  When $BUILD/logcounterd
+# is built, it is started too (its own log directory, the same memcached)
+# to test --server and stats, and stopped with SIGTERM at the end (and by
+# the exit trap); without it those checks are skipped.  Every check is a
+# named assertion; expected values are computed from what the tool printed
 # earlier, not hard-coded.  Ends with "cli: N passed, M failed" and exits
 # non-zero when anything failed.
 # Checks are written as check NAME eval '...': the single quotes are meant
@@ -14,21 +17,36 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 BIN=$PWD/$BUILD/logcounter
-case "$BUILD" in /*) BIN=$BUILD/logcounter ;; esac
+LCD=$PWD/$BUILD/logcounterd
+case "$BUILD" in /*) BIN=$BUILD/logcounter LCD=$BUILD/logcounterd ;; esac
 if [ ! -x "$BIN" ]; then
   echo "cli_test: $BIN not found; run make first" >&2
   exit 1
 fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cli_test.XXXXXX") || exit 1
+LCD_PID=""
+# stop_daemon: SIGTERM to the logcounterd started here, then wait for it
+# (SIGKILL after 10 s); its exit status in LCD_RC.
+stop_daemon() {
+  LCD_RC=-
+  [ -n "$LCD_PID" ] || return 0
+  kill -TERM "$LCD_PID" 2>/dev/null
+  for _ in $(seq 200); do kill -0 "$LCD_PID" 2>/dev/null || break; sleep 0.05; done
+  kill -KILL "$LCD_PID" 2>/dev/null
+  wait "$LCD_PID" 2>/dev/null
+  LCD_RC=$?
+  LCD_PID=""
+}
 cleanup() {
+  stop_daemon
   tests/memcached.sh stop "$TMP" 2>/dev/null
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 PORT=$(tests/memcached.sh start "$TMP") || { echo "cli_test: no memcached" >&2; exit 1; }
 MC="--SERVER=127.0.0.1:$PORT"
-unset LOGCOUNTER_MEMCACHED LOGCOUNTER_DB LOGCOUNTER_DURABILITY
+unset LOGCOUNTER_MEMCACHED LOGCOUNTER_DB LOGCOUNTER_DURABILITY LOGCOUNTER_SERVER
 HAVE_PY=0
 command -v python3 >/dev/null 2>&1 && HAVE_PY=1
 
@@ -107,7 +125,7 @@ run -h
 check "-h is --help" eval 'rc_is 0 && out_has "usage: logcounter"'
 run help
 check "help command prints the usage" eval 'rc_is 0 && out_has "Commands:"'
-for c in next current restore advance prune verify dump; do
+for c in next current restore advance prune verify dump stats; do
   run "$c" --help
   check "$c --help exits 0 with its usage on stdout" \
     eval 'rc_is 0 && out_has "usage: logcounter $c" && [ -z "$ERR" ]'
@@ -271,6 +289,18 @@ usage_case "--timeout 0" --timeout 0 next
 usage_case "--timeout 1e3" --timeout 1e3 next
 usage_case "--wait -5" --wait -5 next
 usage_case "--durability fast" --durability fast next
+usage_case "stats without --server" stats
+usage_case "stats with an argument" --server 127.0.0.1:1 stats x
+usage_case "--server without a port" --server localhost next
+usage_case "--server with port 0" --server 127.0.0.1:0 next
+usage_case "--server with a space" --server "127.0.0.1: 9" next
+usage_case "--server without its value" --server
+LOGCOUNTER_SERVER=nowhere lc d4 next
+check "a bad LOGCOUNTER_SERVER is a usage error naming it" \
+  eval 'usage_error && err_has "for LOGCOUNTER_SERVER"'
+lc d4 stats
+check "stats without --server says it needs one" \
+  err_has "logcounter: stats needs --server (it shows a running logcounterd's statistics)"
 lc d4 next -n -5
 check "the message names the option and the bad text" \
   err_has "logcounter: invalid count '-5' for -n (must be 1..1000000000)"
@@ -290,6 +320,21 @@ check "next > /dev/full: exit 1, 'cannot write output'" \
 "$BIN" --memcached "$MC" --db "$TMP/d5" next -n 100000 >/dev/full 2>"$TMP/err"; RC=$?; ERR=$(cat "$TMP/err")
 check "next -n 100000 > /dev/full: exit 1, 'cannot write output'" \
   eval 'rc_is 1 && err_has "cannot write output: No space left on device"'
+SECONDS=0
+run --server 127.0.0.1:1 --timeout 300 --db "$TMP/d9" next
+check "--server to a closed port: exit 1, 'cannot ... through logcounterd'" \
+  eval 'runtime_error && err_has "through logcounterd '"'"'127.0.0.1:1'"'"'"'
+check "--server never creates the log directory" eval '[ ! -e "$TMP/d9" ]'
+run --server 127.0.0.1:1 --timeout 300 stats
+check "stats to a closed port: exit 1, 'cannot read the statistics'" \
+  eval 'rc_is 1 && [ -z "$OUT" ] && err_has "logcounter: cannot read the statistics of logcounterd '"'"'127.0.0.1:1'"'"': "'
+check "both failures come within the timeout" eval '[ $SECONDS -le 3 ]'
+run --server 127.0.0.1:1 restore x
+check "restore with --server is refused before connecting: exit 1" \
+  eval 'rc_is 1 && [ -z "$OUT" ] && err_has "not available through logcounterd"'
+lc d1 current orders; cur=$OUT
+LOGCOUNTER_SERVER=127.0.0.1:1 lc d1 --server '' current orders
+check "--server '' overrides LOGCOUNTER_SERVER (a local log)" eval 'rc_is 0 && out_is "$cur"'
 touch "$TMP/notadir"
 run --memcached "$MC" --db "$TMP/notadir/db" next
 check "a log directory under a file: exit 1" runtime_error
@@ -398,6 +443,130 @@ echo "     (concurrent runs took ${SECONDS}s)"
 lc d7 --json verify c
 check "verify after the concurrent runs: 800 ids, no overlaps" \
   json_ok 'o["ok"] and o["ids"] == 800 and o["overlaps"] == 0'
+
+# ---- --server: next and current through a logcounterd, stats, refusals
+# lcd_answers PORT: the daemon on PORT answers "version" with VERSION.
+lcd_answers() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'version\r\n' >&3 &&
+    IFS= read -r -t 2 line <&3 && [[ $line == VERSION* ]]) 2>/dev/null
+}
+# start_daemon: logcounterd on a free loopback port (DPORT) and on the
+# unix socket $TMP/lcd.sock, log directory $TMP/dd, our memcached; waits
+# until it answers.
+start_daemon() {
+  local tries=0
+  while [ $tries -lt 20 ]; do
+    tries=$((tries + 1))
+    DPORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$DPORT") 2>/dev/null; then continue; fi
+    "$LCD" -l "127.0.0.1:$DPORT" -s "$TMP/lcd.sock" --memcached "$MC" \
+      --db "$TMP/dd" </dev/null >/dev/null 2>>"$TMP/lcd.err" &
+    LCD_PID=$!
+    for _ in $(seq 200); do
+      kill -0 "$LCD_PID" 2>/dev/null || break      # exited: port taken?
+      lcd_answers "$DPORT" && return 0
+      sleep 0.05
+    done
+    stop_daemon
+  done
+  return 1
+}
+
+if [ ! -x "$LCD" ]; then
+  echo "skip - --server and stats against a logcounterd ($LCD not built; make builds it)"
+elif ! start_daemon; then
+  bad "logcounterd starts and answers" "$(tail -c 300 "$TMP/lcd.err" 2>/dev/null)"
+else
+  ok "logcounterd starts and answers (port $DPORT, pid $LCD_PID)"
+  SRV=127.0.0.1:$DPORT
+  # srv ARGS...: the tool with --server and no log directory at all (a
+  # HOME without one, no XDG_STATE_HOME): --server must not need --db.
+  srv() { (unset XDG_STATE_HOME; HOME=$TMP/srvhome run --server "$SRV" "$@"
+           printf '%s\n' "$RC" >"$TMP/rc"); RC=$(cat "$TMP/rc")
+          OUT=$(cat "$TMP/out"); ERR=$(cat "$TMP/err"); }
+  srv next r; first=$(num "$OUT")
+  check "next through --server on a fresh counter prints 1" eval 'rc_is 0 && out_is 1'
+  srv next r -n 5; block=$OUT
+  check "next -n 5 through --server: 5 consecutive ids after the previous one" \
+    eval 'rc_is 0 && [ "$(echo "$block" | tr "\n" " ")" = "$(seq -s " " $((first + 1)) $((first + 5))) " ]'
+  last=$(num "$(tail -1 <<<"$block")")
+  srv --json next r -n 3
+  check "--json next -n 3 through --server: the next block" \
+    json_ok 'o["counter"] == "r" and o["count"] == 3 and o["first"] == '"$((last + 1))"' and o["last"] == '"$((last + 3))"
+  last=$(num "$(json_get last)")
+  srv current r
+  check "current through --server is the last id handed out" eval 'rc_is 0 && out_is "$last"'
+  srv --json current r
+  check "--json current through --server" json_ok 'o["counter"] == "r" and o["current"] == '"$last"
+  srv current never-used
+  check "current through --server of an unused counter is 0" eval 'rc_is 0 && out_is 0'
+  check "--server needs no log directory (none created)" eval '[ ! -e "$TMP/srvhome" ]'
+  run --server "$TMP/lcd.sock" next r
+  check "--server with the daemon's unix socket" eval 'rc_is 0 && out_is $((last + 1))'
+  last=$(num "$OUT")
+  LOGCOUNTER_SERVER=$SRV run --db "$TMP/d10" next r
+  check "LOGCOUNTER_SERVER is used (and --db ignored)" \
+    eval 'rc_is 0 && out_is $((last + 1)) && [ ! -e "$TMP/d10" ]'
+  last=$(num "$OUT")
+  # Several runs at once and one after another: every id unique, blocks
+  # contiguous.
+  # (wait for these runs by pid: a bare wait would wait for the daemon)
+  rm -f "$TMP"/sids.* "$TMP/sconc.fail" "$TMP/sconc.err"
+  runs=()
+  for k in 1 2 3 4; do
+    (
+      for _ in $(seq 25); do
+        "$BIN" --server "$SRV" next r -n 2 >>"$TMP/sids.$k" 2>>"$TMP/sconc.err" ||
+          echo "exit $?" >>"$TMP/sconc.fail"
+      done
+    ) &
+    runs+=($!)
+  done
+  wait "${runs[@]}"
+  all=$(cat "$TMP"/sids.*)
+  OUT=$all ERR=$(head -c 300 "$TMP/sconc.err" 2>/dev/null) RC=-
+  check "4 x 25 concurrent 'next -n 2' through --server all exit 0" eval '[ ! -e "$TMP/sconc.fail" ]'
+  check "they printed 200 ids, all above the earlier ones" \
+    eval '[ "$(grep -c "^[0-9][0-9]*$" <<<"$all")" = 200 ] && [ "$(sort -n <<<"$all" | head -1)" -gt "$last" ]'
+  check "the 200 ids are distinct" eval '[ -z "$(sort <<<"$all" | uniq -d)" ]'
+  pairs_ok=1
+  for k in 1 2 3 4; do
+    paste - - <"$TMP/sids.$k" | awk '$2 != $1 + 1 { bad = 1 } END { exit bad }' || pairs_ok=0
+  done
+  check "each run's block of 2 is contiguous" eval '[ $pairs_ok = 1 ]'
+  top=$(sort -n <<<"$all" | tail -1)
+  srv current r
+  check "current through --server is the highest id handed out" eval 'rc_is 0 && out_is "$top"'
+  total=$(( $(grep -c "" <<<"$all") + last ))
+
+  srv stats
+  check "stats through --server prints 'name value' lines with the daemon's pid" \
+    eval 'rc_is 0 && grep -qx "pid $LCD_PID" <<<"$OUT" && ! grep -Evq "^[a-z_]+ [^ ]+$" <<<"$OUT"'
+  srv --json stats
+  check "--json stats prints one object with the pid as a number" \
+    eval 'rc_is 0 && [ "$(wc -l <<<"$OUT")" = 1 ] && json_ok "o[\"pid\"] == $LCD_PID"'
+  run --server "$TMP/lcd.sock" stats
+  check "stats through the unix socket" eval 'rc_is 0 && grep -qx "pid $LCD_PID" <<<"$OUT"'
+
+  for c in "restore r" "advance r 100" "prune r --keep 1" "verify r" "dump r"; do
+    # shellcheck disable=SC2086
+    srv $c
+    check "${c%% *} through --server: exit 1, the daemon owns the log" \
+      eval 'rc_is 1 && [ -z "$OUT" ] && err_has "logcounter: cannot ${c%% *} with --server" && err_has "not available through logcounterd" && err_has "stop the daemon" && err_has "--db DIR"'
+  done
+  srv prune r
+  check "usage errors still come first with --server (exit 2)" usage_error
+
+  stop_daemon
+  check "logcounterd exits 0 on SIGTERM" eval '[ "$LCD_RC" = 0 ]'
+  # With the daemon stopped, its log is the local tool's again.
+  lc dd --json verify r
+  check "the daemon's log, verified with --db after it stopped: every id, no overlaps" \
+    json_ok 'o["ok"] and o["highest"] == '"$top"' and o["ids"] == '"$total"' and o["overlaps"] == 0'
+  lc dd next r
+  check "next with --db on the daemon's log continues above its ids" \
+    eval 'rc_is 0 && [ "$OUT" -gt "$top" ]'
+fi
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]
