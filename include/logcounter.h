@@ -126,6 +126,10 @@ typedef struct lc_options {
    * lc_current go to the daemon (which owns the log); the calls that need
    * the log itself return LC_EREMOTE. */
   const char *server;
+  /* Most lc_next_n calls of one counter merged into one memcached increment
+   * (they queue while an increment is in flight).  0: no limit; 1: no
+   * merging (one increment per call, for comparison). */
+  unsigned batch_max;
 } lc_options;
 
 /* Fills *o with the defaults above (db_path stays NULL). */

@@ -230,12 +230,14 @@ static int commit(lc_t *h, lc__counter *c, const block *b) {
   return rc;
 }
 
-/* Takes queued requests whose total fits below 2^63; c->mu held. */
-static req *take_batch(lc__counter *c, uint64_t *total) {
+/* Takes queued requests, at most max (0: any number), whose total fits
+ * below 2^63; c->mu held. */
+static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
   req *batch = c->head, **tail = &batch;
   uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
+  unsigned taken = 0;
   *total = 0;
-  while (*tail && (*tail)->n <= room - *total) {
+  while (*tail && (*tail)->n <= room - *total && (max == 0 || taken++ < max)) {
     (*tail)->taken = true;
     *total += (*tail)->n;
     tail = &(*tail)->next;
@@ -267,7 +269,7 @@ static bool serve(lc_t *h, lc__counter *c) {
     pthread_mutex_lock(&c->mu);
   }
   uint64_t total;
-  req *batch = take_batch(c, &total);
+  req *batch = take_batch(c, h->opt.batch_max, &total);
   pthread_mutex_unlock(&c->mu);
 
   block b = {0};

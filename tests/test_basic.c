@@ -592,6 +592,55 @@ static void test_free_null(void **state) {
   lc_iter_close(NULL);
 }
 
+/* batch_max = 1: concurrent callers are not merged, each costs its own
+ * increment; the values stay unique and each thread's increase. */
+typedef struct nomerge_arg {
+  lc_t *h;
+  int64_t ids[500];
+  int rc;
+} nomerge_arg;
+
+static void *nomerge_main(void *p) {
+  nomerge_arg *a = p;
+  for (int i = 0; i < 500 && !a->rc; i++) a->rc = lc_next(a->h, "nm", &a->ids[i]);
+  return NULL;
+}
+
+static void test_batch_max_one(void **state) {
+  fx_t *f = *state;
+  char path[512];
+  snprintf(path, sizeof path, "%s/db2", f->dir);
+  lc_options o;
+  lc_options_init(&o);
+  o.memcached = mcd_config(&mc);
+  o.db_path = path;
+  o.batch_max = 1;
+  lc_t *h;
+  assert_ok(lc_open(&o, &h));
+  static nomerge_arg args[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    args[i].h = h;
+    args[i].rc = 0;
+    assert_int_equal(pthread_create(&th[i], NULL, nomerge_main, &args[i]), 0);
+  }
+  int64_t all[2000];
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    assert_rc(args[i].rc, 0);
+    assert_int_equal(first_non_increasing(args[i].ids, 500), (size_t)-1);
+    memcpy(all + i * 500, args[i].ids, sizeof args[i].ids);
+  }
+  assert_int_equal(count_duplicates(all, 2000), 0);
+  lc_stats st;
+  assert_ok(lc_get_stats(h, &st));
+  assert_int_equal(st.allocations, 2000);
+  /* one increment per call, plus the one that found the key missing */
+  assert_int_equal(st.increments, st.allocations + st.restores);
+  assert_int_equal(st.log_writes, 2000);
+  assert_ok(lc_close(h));
+}
+
 static void test_stats(void **state) {
   fx_t *f = *state;
   lc_stats st;
@@ -884,6 +933,7 @@ int main(void) {
       T(test_durability_parse),
       T(test_free_null),
       T(test_stats),
+      T(test_batch_max_one),
       T(test_iteration),
       T(test_iter_corrupt_record),
       T(test_unknown_format),
