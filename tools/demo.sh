@@ -1,5 +1,6 @@
 #!/bin/bash
-# demo.sh - what `make run` shows: the logcounter CLI doing its main job.
+# demo.sh - what `make run` shows: the logcounter CLI doing its main job,
+# then logcounterd serving the memcached protocol to a stock client.
 #
 # Uses $LOGCOUNTER_MEMCACHED when it is set; otherwise starts a private
 # memcached (tests/memcached.sh) and stops it on exit.  The log goes to a
@@ -14,7 +15,9 @@ BIN=$PWD/$BUILD/logcounter
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/logcounter-demo.XXXXXX")
 private=""
+daemon=""
 cleanup() {
+  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
   [ -n "$private" ] && tests/memcached.sh stop "$TMP"
   rm -rf "$TMP"
 }
@@ -87,5 +90,35 @@ run dump orders
 
 say "Check the log"
 run verify orders
+
+say "The daemon: logcounterd owns a log, any memcached client allocates"
+port=0
+for _ in $(seq 20); do
+  p=$((20000 + RANDOM % 30000))
+  if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
+done
+[ "$port" -ne 0 ] || { echo "demo: no free port for logcounterd" >&2; exit 1; }
+echo "\$ logcounterd --db $TMP/daemon-log -l 127.0.0.1:$port &"
+"$PWD/$BUILD/logcounterd" --db "$TMP/daemon-log" --memcached "$LOGCOUNTER_MEMCACHED" \
+  -l "127.0.0.1:$port" 2>"$TMP/logcounterd.log" &
+daemon=$!
+for _ in $(seq 50); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+echo "\$ printf 'incr invoices 3\\r\\n' | nc 127.0.0.1 $port    # the memcached text protocol"
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'incr invoices 3\r\n' >&3
+read -r reply <&3
+exec 3<&-
+echo "  ${reply%$'\r'}"
+note "the last id of the block of three"
+echo "\$ memccat --servers=127.0.0.1:$port invoices    # libmemcached's own tool"
+memccat --servers="127.0.0.1:$port" invoices | sed 's/^/  /'
+run --server "127.0.0.1:$port" next invoices
+kill -TERM "$daemon"
+wait "$daemon"
+daemon=""
+note "SIGTERM: the daemon answered what it had read, closed its log, exited 0"
 
 printf '\nDone.  Try: %s --help\n' "$BUILD/logcounter"
