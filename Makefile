@@ -120,7 +120,7 @@ clean:
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BUILD)/bench
 BENCH_VARS = BENCH_SECONDS BENCH_RUNS BENCH_THREADS BENCH_RECORDS_MAX \
-             BENCH_RESTORE_REPEATS BENCH_CASES BENCH_OUT
+             BENCH_RESTORE_REPEATS BENCH_CASES BENCH_OUT BENCH_WIDE_THREADS
 export $(BENCH_VARS)
 .PHONY: bench bench-smoke
 
@@ -130,11 +130,11 @@ $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(LIB_A)
 
 bench:
 	@tests/deps.sh gnuplot-nox
-	@$(MAKE) --no-print-directory $(BENCH_BIN)
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	@BUILD=$(BUILD) bench/run.sh
 
 bench-smoke: deps
-	@$(MAKE) --no-print-directory $(BENCH_BIN)
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	@BUILD=$(BUILD) bench/run.sh --smoke
 
 # ---- daemon (tools/logcounterd.c, tools/lcd_*.c, issue 4) ------------------

@@ -24,7 +24,8 @@
 #include "logcounter.h"
 
 static const char *const CASES[] = {"memcached-incr", "seed", "next", "next_n",
-                                    "leveldb-put", "restore", "prune"};
+                                    "leveldb-put", "daemon-incr", "restore",
+                                    "prune"};
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 static void usage(FILE *f) {
@@ -34,20 +35,30 @@ static void usage(FILE *f) {
       "started by bench/run.sh (make bench).  Settings, from the environment:\n"
       "  BENCH_MEMCACHED     libmemcached config (default --SERVER=127.0.0.1:11211)\n"
       "  BENCH_SECONDS       time budget of each case line (a case in one mode\n"
-      "                      and block: 9 lines), for all its thread counts\n"
+      "                      and block: 11 lines), for all its thread counts\n"
       "                      and runs together (default 24: 4 thread counts x\n"
-      "                      3 runs of 2 s).  The throughput part takes about\n"
-      "                      9 x BENCH_SECONDS; restore and prune are not\n"
+      "                      3 runs of 2 s); the wide counts of memcached-incr\n"
+      "                      and daemon-incr add points of the same length.\n"
+      "                      The throughput part takes about 12.5 x\n"
+      "                      BENCH_SECONDS; restore and prune are not\n"
       "                      timed runs and take what their logs take (about\n"
       "                      15-30 s at 10,000,000 records on 2 cores).\n"
       "  BENCH_RUNS          runs per point, the median is reported (default 3)\n"
       "  BENCH_THREADS       thread counts (default 1,2,4,8)\n"
+      "  BENCH_WIDE_THREADS  extra thread (connection) counts for\n"
+      "                      memcached-incr and daemon-incr only, each point\n"
+      "                      timed like the others (default 32,64; 0: none)\n"
+      "  BENCH_DAEMON        libmemcached config of a logcounterd with\n"
+      "                      coalescing (bench/run.sh starts one); unset:\n"
+      "                      daemon-incr is skipped\n"
+      "  BENCH_DAEMON_NOCOALESCE  the same for a logcounterd --no-coalesce\n"
       "  BENCH_RECORDS_MAX   largest log for restore/prune (default 10000000);\n"
       "                      logs of 10000, 1000000, 10000000 records below it\n"
       "                      are measured, and one of exactly this size\n"
       "  BENCH_RESTORE_REPEATS  timed restores per log state (default 5)\n"
       "  BENCH_CASES         comma-separated subset of memcached-incr, seed,\n"
-      "                      next, next_n, leveldb-put, restore, prune\n"
+      "                      next, next_n, leveldb-put, daemon-incr, restore,\n"
+      "                      prune\n"
       "  BENCH_DIR           scratch directory for logs (default build/bench-data)\n"
       "  BENCH_OUT           where the CSV files go (default bench/results)\n"
       "--check prints 'bench-smoke: N passed, M failed' and exits 1 on any\n"
@@ -82,7 +93,17 @@ static int parse_cfg(bench_cfg *c) {
     c->threads[c->nthreads++] = (int)n;
     t = *end ? end + 1 : end;
   }
+  t = env("BENCH_WIDE_THREADS", "32,64");
+  for (c->nwide = 0; *t && strcmp(t, "0") != 0 && c->nwide < 8;) {
+    long n = strtol(t, &end, 10);
+    if (end == t || n < 1 || n > BENCH_MAX_THREADS || (*end && *end != ','))
+      return fprintf(stderr, "bench: bad BENCH_WIDE_THREADS\n"), -1;
+    c->wide[c->nwide++] = (int)n;
+    t = *end ? end + 1 : end;
+  }
   c->memcached = env("BENCH_MEMCACHED", "--SERVER=127.0.0.1:11211");
+  c->daemon = env("BENCH_DAEMON", NULL);
+  c->daemon_nc = env("BENCH_DAEMON_NOCOALESCE", NULL);
   c->dir = env("BENCH_DIR", "build/bench-data");
   c->out = env("BENCH_OUT", "bench/results");
   c->cases = getenv("BENCH_CASES");
@@ -140,25 +161,37 @@ static void machine(char *buf, size_t size) {
 /* Runs every point cfg->runs times, interleaved, and keeps the median run
  * (by ids/s) of each. */
 static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
-  int nt = cfg->nthreads, np = cs->n * nt;
+  /* every thread count: cfg->threads, then the wide ones not among them;
+   * narrow workloads skip the wide-only counts */
+  int counts[24], wide_only[24], nt = 0;
+  for (int i = 0; i < cfg->nthreads; i++)
+    counts[nt] = cfg->threads[i], wide_only[nt++] = 0;
+  for (int i = 0; i < cfg->nwide; i++) {
+    bool dup = false;
+    for (int j = 0; j < nt; j++) dup |= counts[j] == cfg->wide[i];
+    if (!dup) counts[nt] = cfg->wide[i], wide_only[nt++] = 1;
+  }
+  int np = cs->n * nt;
   sample *s = calloc((size_t)(np * cfg->runs), sizeof *s);
   if (s == NULL) return false;
   bool ok = true;
-  double each = cfg->seconds / cfg->runs / nt;
+  double each = cfg->seconds / cfg->runs / cfg->nthreads;
   for (int r = 0; r < cfg->runs; r++) {
     for (int t = 0; t < nt; t++) {  /* each case close in time to its incr */
       for (int i = 0; i < cs->n; i++) {
         const workload *w = &cs->w[i];
+        if (wide_only[t] && !w->wide) continue;
         sample *x = &s[(i * nt + t) * cfg->runs + r];
-        ok &= run_once(w, cfg->threads[t], each, x);
+        ok &= run_once(w, counts[t], each, x);
         fprintf(stderr, "bench: run %d/%d %-14s %-7s %4llu x %d threads: "
                 "%.0f ids/s\n", r + 1, cfg->runs, w->kase, w->mode,
-                (unsigned long long)w->block, cfg->threads[t], x->ids_per_s);
+                (unsigned long long)w->block, counts[t], x->ids_per_s);
       }
     }
   }
   for (int i = 0; i < cs->n; i++) {
     for (int t = 0; t < nt; t++) {
+      if (wide_only[t] && !cs->w[i].wide) continue;
       sample *runs = &s[(i * nt + t) * cfg->runs], *med = runs;
       double rates[BENCH_MAX_RUNS];
       for (int r = 0; r < cfg->runs; r++) rates[r] = runs[r].ids_per_s;
@@ -170,7 +203,7 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
         if (runs[r].ids_per_s == want) med = &runs[r];
       }
       point *p = results_add_point(res);
-      *p = (point){"", "", cfg->threads[t], cs->w[i].block, med->ids_per_s,
+      *p = (point){"", "", counts[t], cs->w[i].block, med->ids_per_s,
                    med->p50_us, med->p99_us, med->p999_us, -1, errors};
       snprintf(p->kase, sizeof p->kase, "%s", cs->w[i].kase);
       snprintf(p->mode, sizeof p->mode, "%s", cs->w[i].mode);
@@ -194,6 +227,27 @@ static double incr_rate(const results *res, int threads) {
     if (strcmp(res->p[i].kase, "memcached-incr") == 0 && res->p[i].threads == threads)
       return res->p[i].ids_per_s;
   return 0;
+}
+
+/* daemon-incr coalesce ids/s divided by no-coalesce ids/s at the largest
+ * connection count both ran at (64 by default); returns that count, or 0
+ * when the two did not both run. */
+static int coalescing_factor(const results *res, double *factor) {
+  int at = 0;
+  for (size_t i = 0; i < res->np; i++) {
+    const point *a = &res->p[i];
+    if (strcmp(a->kase, "daemon-incr") || strcmp(a->mode, "coalesce")) continue;
+    for (size_t j = 0; j < res->np; j++) {
+      const point *b = &res->p[j];
+      if (strcmp(b->kase, "daemon-incr") == 0 &&
+          strcmp(b->mode, "no-coalesce") == 0 && b->threads == a->threads &&
+          a->threads > at && b->ids_per_s > 0) {
+        at = a->threads;
+        *factor = a->ids_per_s / b->ids_per_s;
+      }
+    }
+  }
+  return at;
 }
 
 /* Microseconds in a 10-wide column: one decimal while it fits. */
@@ -222,6 +276,12 @@ static void print_table(const results *res) {
          " record written\nafter the value is used and its failure ignored.  "
          "For restore and prune rows, block is\nthe log's record count, ids/s "
          "is operations per second.\n");
+  double factor = 0;
+  int at = coalescing_factor(res, &factor);
+  if (at > 0)
+    printf("daemon-incr: threads = client connections to logcounterd, one "
+           "counter.  Coalescing\nfactor at %d connections: %.2f (coalesce "
+           "ids/s / no-coalesce ids/s).\n", at, factor);
   if (res->nr == 0) return;
   printf("\n%-8s %-12s %10s %10s %10s %12s %14s %14s %3s\n", "case", "mode",
          "records", "pruned", "seconds", "records/s", "bytes before",
@@ -282,9 +342,17 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
   } while (0)
   for (size_t c = 0; c < NCASES; c++) {
     if (!bench_case_selected(cfg, CASES[c])) continue;
-    int n = 0;
-    for (size_t i = 0; i < res->np; i++) n += strcmp(res->p[i].kase, CASES[c]) == 0;
+    bool daemon = strcmp(CASES[c], "daemon-incr") == 0;
+    if (daemon && cfg->daemon == NULL) continue;  /* no daemon: skipped */
+    int n = 0, nc = 0;
+    for (size_t i = 0; i < res->np; i++) {
+      n += strcmp(res->p[i].kase, CASES[c]) == 0;
+      nc += daemon && strcmp(res->p[i].kase, CASES[c]) == 0 &&
+            strcmp(res->p[i].mode, "no-coalesce") == 0;
+    }
     VERDICT(n > 0, "%s did not run\n", CASES[c]);
+    if (daemon && cfg->daemon_nc)
+      VERDICT(nc > 0 && nc < n, "daemon-incr: both modes must run\n");
   }
   for (size_t i = 0; i < res->np; i++) {
     const point *p = &res->p[i];
@@ -325,6 +393,11 @@ int main(int argc, char **argv) {
          "point, median run reported; threads", cfg.memcached, cfg.seconds,
          cfg.runs, cfg.seconds / cfg.runs / cfg.nthreads);
   for (int i = 0; i < cfg.nthreads; i++) printf("%s%d", i ? "," : " ", cfg.threads[i]);
+  if (cfg.nwide) {
+    printf(" (memcached-incr, daemon-incr also");
+    for (int i = 0; i < cfg.nwide; i++) printf("%s%d", i ? "," : " ", cfg.wide[i]);
+    printf(")");
+  }
   printf("; logs up to %llu records\n", (unsigned long long)cfg.records_max);
   fflush(stdout);
 

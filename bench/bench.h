@@ -6,6 +6,8 @@
  *   runner.c   runs one workload at N threads for a while and measures it
  *   cases.c    the throughput workloads: memcached-incr, seed, next,
  *              next_n, leveldb-put
+ *   daemon.c   the daemon-incr workloads: logcounterd over TCP, with
+ *              and without coalescing
  *   restore.c  the restore and prune cases on big logs
  *   util.c     clocks, directories, LevelDB and memcached helpers
  *   hist.c     the latency histogram
@@ -31,9 +33,14 @@ typedef struct bench_cfg {
   int runs;                /* runs per point; the median run is reported */
   int threads[16];         /* thread counts */
   int nthreads;
+  int wide[8];             /* extra thread counts for the wide workloads
+                              (memcached-incr, daemon-incr) only */
+  int nwide;
   uint64_t records_max;    /* largest log for restore/prune */
   int restore_repeats;     /* timed restores per log state */
   const char *memcached;   /* libmemcached configuration string */
+  const char *daemon;      /* logcounterd, coalescing (NULL: no daemon) */
+  const char *daemon_nc;   /* logcounterd --no-coalesce (NULL: none) */
   const char *dir;         /* scratch directory for the LevelDB logs */
   const char *out;         /* where latest.csv and latest-restore.csv go */
   const char *cases;       /* comma-separated case names, or NULL: all */
@@ -81,6 +88,7 @@ typedef struct workload {
   void (*thread_close)(void *state);
   /* One call: the number of ids obtained, or -1 with err filled. */
   int64_t (*op)(void *shared, void *state, char *err, size_t errlen);
+  bool wide;               /* also run at cfg->wide thread counts */
 } workload;
 
 typedef struct sample {
@@ -98,10 +106,17 @@ typedef struct case_set {
   workload w[BENCH_LINES_MAX];
   int n;
   void *priv;
+  void *daemon_priv;       /* daemon.c's */
 } case_set;
 /* Opens the shared state of every selected throughput workload. */
 int cases_open(const bench_cfg *cfg, case_set *cs);
 void cases_close(case_set *cs);
+
+/* ---- daemon.c ---- */
+/* Adds the daemon-incr workloads (when selected and a daemon is given). */
+int daemon_cases_open(const bench_cfg *cfg, case_set *cs);
+/* Prints each daemon's merge figures from its "stats" and frees. */
+void daemon_cases_close(case_set *cs);
 
 /* ---- restore.c ---- */
 /* Builds logs of each size, times restores before and after a 90% prune,

@@ -15,6 +15,7 @@
  *                   block).
  *   leveldb-put     LevelDB alone, one put per id, unsynced and synced:
  *                   the log's own ceiling.
+ *   (daemon-incr is in daemon.c.)
  *
  * Every LevelDB directory is the case's own, under cfg->dir, and starts
  * empty.  Records use the library's key format ('r' NAME '\0' + 8-byte
@@ -217,7 +218,7 @@ static void add(case_set *cs, const char *kase, const char *mode,
                 void (*close)(void *),
                 int64_t (*op)(void *, void *, char *, size_t)) {
   workload *w = &cs->w[cs->n++];
-  *w = (workload){kase, mode, block, shared, open, close, op};
+  *w = (workload){kase, mode, block, shared, open, close, op, false};
 }
 
 int cases_open(const bench_cfg *cfg, case_set *cs) {
@@ -240,6 +241,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
     }
     add(cs, "memcached-incr", "raw", 1, &p->incr, mc_thread_open,
         mc_thread_close, incr_op);
+    cs->w[cs->n - 1].wide = true;   /* the baseline of daemon-incr */
   }
   if (bench_case_selected(cfg, "seed")) {
     seed_shared *s = &p->seed;
@@ -280,10 +282,11 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
       add(cs, "leveldb-put", i ? "sync" : "nosync", 1, s, NULL, NULL, put_op);
     }
   }
-  return 0;
+  return daemon_cases_open(cfg, cs);
 }
 
 void cases_close(case_set *cs) {
+  daemon_cases_close(cs);
   priv *p = cs->priv;
   if (p == NULL) return;
   static const char *what[3] = {"next default", "next sync", "next_n"};

@@ -23,16 +23,18 @@ set linetype 7 lc rgb '#9467bd' lw 2 pt 4 ps 1.2
 set linetype 8 lc rgb '#ff7f0e' lw 2 pt 6 ps 1.2 dt 3
 set linetype 9 lc rgb '#bcbd22' lw 2 pt 8 ps 1.2 dt 3
 set linetype 10 lc rgb '#7f7f7f' lw 2 pt 10 ps 1.2
-set linetype cycle 10
+set linetype 11 lc rgb '#e377c2' lw 3 pt 12 ps 1.3
+set linetype 12 lc rgb '#e377c2' lw 2 pt 14 ps 1.3 dt 4
+set linetype cycle 12
 
 set terminal pngcairo size 1200,750 font 'Sans,11' noenhanced
 set output dir.'/throughput.png'
 set title "logcounter: ids per second by thread count (median of the runs)\n".machine
 set logscale xy
-set xrange [0.8:10]
-set xtics (1, 2, 4, 8)
+set xrange [0.8:80]
+set xtics (1, 2, 4, 8, 16, 32, 64)
 set format y '%.0s%c'
-set xlabel 'threads'
+set xlabel 'threads (daemon-incr: client connections)'
 set ylabel 'ids per second (log scale)'
 set grid xtics ytics mytics
 set key outside right top box opaque

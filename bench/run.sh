@@ -1,8 +1,11 @@
 #!/bin/bash
 # run.sh - the benchmark driver behind `make bench` and `make bench-smoke`.
-# It starts a private memcached on a free loopback port (tests/memcached.sh),
-# runs $BUILD/bench against it, draws the charts with gnuplot, and stops
-# memcached and removes its scratch logs on any exit.
+# It starts a private memcached on a free loopback port (tests/memcached.sh)
+# and two logcounterd daemons on it ($BUILD/logcounterd, one with its
+# default coalescing, one --no-coalesce, each with its own log, on free
+# 127.0.0.1 ports), runs $BUILD/bench against them, draws the charts with
+# gnuplot, and stops the daemons and memcached and removes their scratch
+# logs on any exit.
 #
 #   bench/run.sh           the full run: prints the table and writes
 #                          bench/results/{latest.csv,latest-restore.csv,
@@ -18,25 +21,44 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 bin=$BUILD/bench
+lcd=$BUILD/logcounterd
 smoke=0
 case "${1:-}" in
   --smoke) smoke=1 ;;
   "") ;;
-  -h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *) echo "usage: bench/run.sh [--smoke]" >&2; exit 2 ;;
 esac
-if [ ! -x "$bin" ]; then
-  echo "bench/run.sh: $bin is missing: build it with make bench" >&2
-  exit 1
-fi
+for b in "$bin" "$lcd"; do
+  if [ ! -x "$b" ]; then
+    echo "bench/run.sh: $b is missing: build it with make bench" >&2
+    exit 1
+  fi
+done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/logcounter-bench.XXXXXX")
 # The logs live under $BUILD, on the disk a deployment would use (not a
 # tmpfs /tmp, where a sync costs nothing).
 data=$BUILD/bench-data.$$
+dlogs=$BUILD/bench-daemon.$$
+daemons=()
+# Stops every daemon started here: SIGTERM (they sync and close their
+# logs), then SIGKILL after 10 s.
+stop_daemons() {
+  local pid i
+  for pid in "${daemons[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${daemons[@]}"; do
+    i=0
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  daemons=()
+}
 cleanup() {
+  stop_daemons
   tests/memcached.sh stop "$work"
-  rm -rf "$work" "$data"
+  rm -rf "$work" "$data" "$dlogs"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
@@ -44,12 +66,48 @@ port=$(tests/memcached.sh start "$work")
 export BENCH_MEMCACHED="--SERVER=127.0.0.1:$port"
 export BENCH_DIR=$data
 
+# start_daemon NAME ARGS...: logcounterd on a free 127.0.0.1 port with the
+# log $dlogs/NAME and the bench's memcached; sets dport once it answers.
+start_daemon() {
+  local name=$1 tries=0 pid i l
+  shift
+  mkdir -p "$dlogs"
+  while [ $tries -lt 20 ]; do
+    tries=$((tries + 1))
+    dport=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$dport") 2>/dev/null; then continue; fi
+    "$lcd" --db "$dlogs/$name" --memcached "$BENCH_MEMCACHED" \
+      -l "127.0.0.1:$dport" "$@" 2>>"$work/daemon-$name.log" &
+    pid=$!
+    daemons+=("$pid")
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      if (exec 3<>"/dev/tcp/127.0.0.1/$dport" && printf 'version\r\n' >&3 &&
+          IFS= read -r -t 2 l <&3 && [[ $l == VERSION* ]]) 2>/dev/null; then
+        return 0
+      fi
+      sleep 0.05
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    unset 'daemons[-1]'
+    grep -q "Address already in use" "$work/daemon-$name.log" || break
+  done
+  echo "bench/run.sh: cannot start $lcd:" >&2
+  tail -n 5 "$work/daemon-$name.log" >&2
+  return 1
+}
+start_daemon coalesce
+export BENCH_DAEMON="--SERVER=127.0.0.1:$dport"
+start_daemon no-coalesce --no-coalesce
+export BENCH_DAEMON_NOCOALESCE="--SERVER=127.0.0.1:$dport"
+
 if [ "$smoke" = 1 ]; then
-  export BENCH_SECONDS=0.4 BENCH_RUNS=1 BENCH_THREADS=1,2,4,8 \
+  export BENCH_SECONDS=0.4 BENCH_RUNS=1 BENCH_THREADS=1,2,4,8 BENCH_WIDE_THREADS=32,64 \
          BENCH_RECORDS_MAX=2000 BENCH_RESTORE_REPEATS=3 BENCH_CASES= \
          BENCH_OUT=$BUILD/bench-smoke
   "$bin" --check >"$work/out" 2>"$work/err" || {
-    cat "$work/out" "$work/err"
+    cat "$work/out" "$work/err" "$work"/daemon-*.log
     grep '^bench-smoke:' "$work/out" >/dev/null || echo "bench-smoke: 0 passed, 1 failed"
     exit 1
   }
@@ -61,6 +119,7 @@ out=${BENCH_OUT:-bench/results}
 export BENCH_OUT=$out
 mkdir -p "$out"
 "$bin" | tee "$out/latest.txt"
+stop_daemons
 
 if ! command -v gnuplot >/dev/null 2>&1; then
   echo "bench/run.sh: gnuplot is missing (tests/deps.sh gnuplot-nox): no charts" >&2

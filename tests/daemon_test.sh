@@ -229,7 +229,7 @@ fi
 cat "$TMP/out"
 check "4 clients x 500 incr: ok" grep -q "^ok" "$TMP/out"
 check "4 x 500: 2000 distinct ids" eval '[ "$(sort -n "$TMP/ids" | uniq | wc -l)" = 2000 ]'
-check "4 x 500: contiguous 1..2000" eval '[ "$(head -n 1 "$TMP/ids")" = 1 ] && [ "$(tail -n 1 "$TMP/ids")" = 2000 ]'
+check "4 x 500: contiguous 1..2000" eval '[ "$(sort -n "$TMP/ids" | head -n 1)" = 1 ] && [ "$(sort -n "$TMP/ids" | tail -n 1)" = 2000 ]'
 "$CLIENT" load -p "$DPORT" -k blocks -c 4 -n 300 -b 7 -d 8 >"$TMP/out" 2>&1
 cat "$TMP/out"
 check "4 clients x 300 blocks of 7, pipelined 8 deep: disjoint" grep -q "^ok .*overlaps=0" "$TMP/out"
@@ -387,6 +387,25 @@ if mc2; then
 else
   bad "second memcached" "cannot start on port $mc2port"
 fi
+
+# ==== --no-coalesce ==========================================================
+
+# Every request its own memcached incr: still exactly 1..800, nothing merged.
+start_daemon db4 --no-coalesce
+"$CLIENT" load -p "$DPORT" -k nc -c 4 -n 200 -o "$TMP/nc" >"$TMP/out" 2>&1
+cat "$TMP/out"
+conn; say "stats"; nc_stats=""
+while hear && [ "$REPLY_LINE" != END ]; do nc_stats+=" ${REPLY_LINE#STAT } "; done
+conn_close
+nc_alloc=$(sed -n 's/.* allocations \([0-9]*\) .*/\1/p' <<<"$nc_stats")
+nc_incr=$(sed -n 's/.* increments \([0-9]*\) .*/\1/p' <<<"$nc_stats")
+echo "     --no-coalesce: ${nc_alloc:-?} allocations, ${nc_incr:-?} memcached increments"
+# (increments: at least one per allocation; the counter's creation adds one)
+check "--no-coalesce: 4 clients x 200 incr give exactly 1..800, incr_merged 0, an increment per request" \
+  eval 'grep -q "^ok" "$TMP/out" && [ "$(sort -n "$TMP/nc" | uniq | wc -l)" = 800 ] &&
+        [ "$(sort -n "$TMP/nc" | head -n 1)" = 1 ] && [ "$(sort -n "$TMP/nc" | tail -n 1)" = 800 ] &&
+        [[ "$nc_stats" == *" incr_merged 0 "* ]] && [ "${nc_incr:-0}" -ge "${nc_alloc:-1}" ]'
+stop_daemon TERM
 
 # ==== timeouts, connection limit, unix socket ================================
 

@@ -27,6 +27,9 @@
  * order and each connection's incr answers strictly increase.  A run of
  * pipelined "incr NAME n" lines for the same counter that is already
  * buffered becomes one job (one lc_next_n for the total, split in order).
+ * --no-coalesce (settings.coalesce = 0) turns off all three merges (the
+ * pipelined run, the worker's same-counter take, and the library's, with
+ * lc_options.batch_max = 1): every request costs its own memcached incr.
  *
  * Lifetime: a connection's struct lives until its socket is closed AND no
  * job of it is in flight; a job's results are dropped if its connection
@@ -87,6 +90,10 @@ typedef struct lcd_settings {
   int verbose;              /* 0: start/stop/errors, 1: connections,
                                2: every failed request (default 0) */
   const char *pidfile;      /* NULL: none */
+  int coalesce;             /* merge concurrent incr of one counter into
+                               one memcached increment; 0 (--no-coalesce):
+                               one increment per request, for comparison
+                               (default 1) */
 } lcd_settings;
 
 typedef enum { LCD_JOB_INCR, LCD_JOB_GET } lcd_job_kind;

@@ -110,7 +110,7 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   j->total = req->count;
   j->nreq = 1;
   evbuffer_drain(in, line_len);
-  while (j->nreq < LCD_RUN_MAX) {
+  while (c->srv->set->coalesce && j->nreq < LCD_RUN_MAX) {
     size_t avail = evbuffer_get_length(in), len;
     if (avail == 0)
       break;

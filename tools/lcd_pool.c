@@ -14,7 +14,8 @@
  * LC_BLOCK_MAX) and serves them with ONE lc_next_n, splitting the block in
  * queue order; and workers busy on the same counter at once are merged
  * again by the library.  Each connection has at most one job queued, so a
- * connection's answers still increase.
+ * connection's answers still increase.  --no-coalesce: no take, one
+ * lc_next_n per job (and the library merges nothing: batch_max = 1).
  *
  * Invariant at stop: every submitted job has run and come back through
  * lcd_conn_job_done, so no id is allocated without its connection knowing.
@@ -113,7 +114,7 @@ static void *worker(void *arg) {
       p->tail = NULL;
     p->queued--;
     j->next = NULL;
-    if (j->kind == LCD_JOB_INCR)
+    if (j->kind == LCD_JOB_INCR && s->set->coalesce)
       take_same_counter(p, j);
     if (p->head && p->idle > 0)         /* more work: pass the wake-up on */
       pthread_cond_signal(&p->cv);

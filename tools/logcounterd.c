@@ -55,6 +55,7 @@ static void settings_init(lcd_settings *set) {
   set->backlog = 1024;
   set->verbose = 0;
   set->pidfile = NULL;
+  set->coalesce = 1;
 }
 
 /* ---- logging ----------------------------------------------------------- */
@@ -122,6 +123,9 @@ static void usage(FILE *f) {
     "  -t, --threads N         worker threads making library calls, 1..1024\n"
     "                          (default %d); concurrent requests for one\n"
     "                          counter share one memcached increment\n"
+    "  --no-coalesce           do not merge them: every incr request costs\n"
+    "                          its own memcached increment (to measure\n"
+    "                          what coalescing gains) (default: %s)\n"
     "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
     "  --idle-timeout SECONDS  close clients idle this long, 0: never\n"
     "                          (default %d)\n"
@@ -140,7 +144,8 @@ static void usage(FILE *f) {
     "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
     (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
     lc_durability_name(d.durability), d.timeout_ms, d.threads,
-    d.max_connections, d.idle_timeout, d.line_timeout, d.drain_timeout);
+    d.coalesce ? "coalescing on" : "off", d.max_connections,
+    d.idle_timeout, d.line_timeout, d.drain_timeout);
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -169,7 +174,7 @@ static int parse_int(const char *opt, const char *text, long min, long max,
 /* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
 static int parse_options(lcd_settings *set, int argc, char **argv) {
   enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
-         O_PID, O_MODE, O_VERSION };
+         O_PID, O_MODE, O_VERSION, O_NO_COALESCE };
   static const struct option lo[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
@@ -184,6 +189,7 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     {"line-timeout", required_argument, NULL, O_LINE},
     {"drain-timeout", required_argument, NULL, O_DRAIN},
     {"pidfile", required_argument, NULL, O_PID},
+    {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
@@ -198,6 +204,7 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     case O_DB: set->db = optarg; break;
     case O_PID: set->pidfile = optarg; break;
     case 'v': set->verbose++; break;
+    case O_NO_COALESCE: set->coalesce = 0; break;
     case 'h': usage(stdout); return -1;
     case O_VERSION: printf(LCD_PROG " %s\n", lc_version()); return -1;
     case O_DUR:
@@ -344,6 +351,8 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.timeout_ms = s->set->timeout_ms;
   snprintf(owner, size, LCD_PROG " (pid %ld)", (long)getpid());
   o.owner = owner;
+  if (!s->set->coalesce)
+    o.batch_max = 1;          /* one memcached increment per lc_next_n */
   int rc = lc_open(&o, &s->lc);
   if (rc) {
     const char *d = lc_last_detail();
@@ -407,10 +416,11 @@ int main(int argc, char **argv) {
   s.started = lcd_now();
   s.started_wall = time(NULL);
   lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s), memcached %s, "
-          "%d threads", lc_version(), set.listen,
+          "%d threads%s", lc_version(), set.listen,
           set.socket_path ? " and " : "",
           set.socket_path ? set.socket_path : "", set.db,
-          lc_durability_name(set.durability), set.memcached, set.threads);
+          lc_durability_name(set.durability), set.memcached, set.threads,
+          set.coalesce ? "" : ", no coalescing");
   if (event_base_dispatch(s.base) < 0) {
     lcd_log(&s, 0, "event loop failed");
     status = EXIT_RUNTIME;
