@@ -74,7 +74,10 @@ extern "C" {
   X(ECONFIG,   -14, "invalid memcached configuration string")           \
   X(EREMOTE,   -15, "not available through logcounterd (the daemon "     \
                     "owns the log: run it where the daemon runs, with "  \
-                    "the daemon stopped)")
+                    "the daemon stopped)")                            \
+  X(ETALLYRANGE, -16, "tally change would take the total (with what is "  \
+                      "pending) out of the signed 64-bit range")          \
+  X(EDELTA,    -17, "invalid tally delta (must be non-zero)")
 
 typedef enum {
 #define LC__ERR_ENUM(name, num, msg) LC_##name = (num),
@@ -228,10 +231,110 @@ typedef struct lc_stats {
   uint64_t log_writes;    /* LevelDB write batches */
   uint64_t log_syncs;     /* synced LevelDB writes */
   uint64_t errors;        /* calls that failed */
+  /* Tallies (added in 0.1; see "Tallies" below). */
+  uint64_t tally_adds;              /* successful lc_tally_add calls */
+  uint64_t tally_flushes;           /* tally records written by flushes */
+  uint64_t tally_schedules;         /* windows opened (marker add stored) */
+  uint64_t tally_schedule_failures; /* marker adds that failed (the change
+                                       still counted; a sweep recovers) */
+  uint64_t tally_losses;            /* memcached found to have lost or
+                                       lowered a tally's pending counts */
+  uint64_t tally_seeds;             /* tally keys re-seeded in memcached */
 } lc_stats;
 
 /* A snapshot of the handle's counters since lc_open. */
 LC_EXTERN int lc_get_stats(lc_t *h, lc_stats *out);
+
+/* ==== Tallies ===========================================================
+ *
+ * A tally is a write-behind signed 64-bit count (page views, likes, stock
+ * levels): lc_tally_add costs one memcached round trip, and changes are
+ * applied to the log in bundles by lc_tally_flush, one log write per tally
+ * per flush however often it changed.  Tally names follow the rules of
+ * counter names (lc_check_name) and live in their own namespace: a tally
+ * and a serial counter may share a name without touching each other.
+ *
+ * In memcached, "lt+:NAME" and "lt-:NAME" hold the sums of the positive
+ * deltas and of the magnitudes of the negative ones (both only grow);
+ * "lt@:NAME" is the window marker.  The log holds per tally the durable
+ * total and how much of each memcached sum it has applied, updated in one
+ * atomic write, so a flush applies exactly the difference: no change is
+ * applied twice, whichever flusher dies or however many run at once.
+ *
+ * What can be lost: changes still pending in memcached when memcached loses
+ * them (restart, eviction, flush_all).  Such a loss is detected (a sum that
+ * went backwards or vanished), counted in the tally's record (losses), in
+ * lc_stats.tally_losses, and never turned into a wrong correction: the
+ * durable total never exceeds the true sum of changes.  Flushing often
+ * keeps it small.
+ *
+ * All tally calls are thread-safe on one handle.  They need the log:
+ * remote handles get LC_EREMOTE.
+ */
+
+/* Applies delta (non-zero; LC_EDELTA otherwise) to the tally in memcached.
+ * The first change in a window schedules the tally for the next
+ * lc_tally_flush; a failure to schedule does not fail the call.
+ * LC_ETALLYRANGE (nothing applied) when the durable total plus everything
+ * pending plus delta could leave [INT64_MIN, INT64_MAX]. */
+LC_EXTERN int lc_tally_add(lc_t *h, const char *name, int64_t delta);
+
+/* The window in seconds (1 .. 2592000; default 1): the first change of a
+ * tally in a window schedules it, and a scheduled tally is due for flushing
+ * one second after its window ends. */
+LC_EXTERN int lc_tally_set_window(lc_t *h, unsigned seconds);
+
+/* *total: the durable total in the log; *pending: the net change still in
+ * memcached, not yet applied; *losses: how many times memcached was found
+ * to have lost pending changes of it.  Any pointer may be NULL.  A tally
+ * never changed reads as 0, 0, 0. */
+LC_EXTERN int lc_tally_get(lc_t *h, const char *name, int64_t *total,
+                           int64_t *pending, uint64_t *losses);
+
+#define LC_TALLY_FORCE 1  /* also flush scheduled tallies not yet due */
+#define LC_TALLY_SWEEP 2  /* also compare every tally in the log with
+                             memcached and flush those with pending changes
+                             (recovers schedules lost with a crash) */
+
+/* Flushes scheduled tallies that are due (at most max of them; 0: all),
+ * each in one atomic log write.  *flushed (may be NULL) receives how many
+ * tally records were written.  Returns the first error; a tally that
+ * failed stays scheduled. */
+LC_EXTERN int lc_tally_flush(lc_t *h, uint64_t max, int flags,
+                             uint64_t *flushed);
+
+/* One tally as lc_tally_list reports it; name is NUL-terminated. */
+typedef struct lc_tally_info {
+  char name[LC_NAME_MAX + 1];
+  int64_t total;      /* durable total */
+  uint64_t losses;
+} lc_tally_info;
+
+typedef enum {
+  LC_TALLY_BY_NAME = 0,        /* ascending bytewise name */
+  LC_TALLY_BY_TOTAL_DESC = 1   /* descending total, then descending name */
+} lc_tally_order;
+
+typedef struct lc_tally_list_opts {
+  const char *prefix;          /* NULL or "": every name */
+  int has_min, has_max;        /* bounds on the durable total (inclusive) */
+  int64_t min, max;
+  lc_tally_order order;
+  uint64_t offset;             /* skip this many matches (pagination) */
+  uint64_t limit;              /* report at most this many; 0: all */
+  /* Called per match, in order; return non-zero to stop.  info is valid
+   * only during the call. */
+  int (*cb)(void *arg, const lc_tally_info *info);
+  void *arg;
+} lc_tally_list_opts;
+
+/* Lists tallies by their durable totals, from one snapshot of the log.
+ * By total, the total index is seeked to the bounds, so "top K" and
+ * "above N" read only what they report (plus names the prefix rejects);
+ * by name, only the prefix's range is read.  *count (may be NULL)
+ * receives how many were reported. */
+LC_EXTERN int lc_tally_list(lc_t *h, const lc_tally_list_opts *opts,
+                            uint64_t *count);
 
 #ifdef __cplusplus
 }

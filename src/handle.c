@@ -93,10 +93,12 @@ int lc_open(const lc_options *o, lc_t **out) {
   if (h->opt.pool_size == 0) h->opt.pool_size = 16;
 
   lc__table_init(&h->counters);
+  lc__tallies_init(&h->tallies);
   if (remote) {
     int rc = open_remote(h);
     if (rc) {
       lc__table_close(&h->counters, &h->log);
+      lc__tallies_close(&h->tallies);
       free_handle(h);
       return rc;
     }
@@ -107,12 +109,14 @@ int lc_open(const lc_options *o, lc_t **out) {
                           h->opt.pool_size);
   if (rc) {
     lc__table_close(&h->counters, &h->log);
+    lc__tallies_close(&h->tallies);
     free_handle(h);
     return rc;
   }
   rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
   if (rc) {
     lc__table_close(&h->counters, &h->log);
+    lc__tallies_close(&h->tallies);
     lc__cache_close(&h->cache);
     free_handle(h);
     return rc;
@@ -125,6 +129,7 @@ int lc_close(lc_t *h) {
   if (h == NULL) return 0;
   lc__detail_clear();
   int rc = lc__table_close(&h->counters, &h->log);
+  lc__tallies_close(&h->tallies);
   if (!h->remote) lc__log_close(&h->log);
   lc__cache_close(&h->cache);
   free_handle(h);
@@ -137,6 +142,9 @@ int lc_get_stats(lc_t *h, lc_stats *s) {
   LC__LOAD(allocations); LC__LOAD(ids); LC__LOAD(increments);
   LC__LOAD(restores); LC__LOAD(backwards); LC__LOAD(log_writes);
   LC__LOAD(log_syncs); LC__LOAD(errors);
+  LC__LOAD(tally_adds); LC__LOAD(tally_flushes); LC__LOAD(tally_schedules);
+  LC__LOAD(tally_schedule_failures); LC__LOAD(tally_losses);
+  LC__LOAD(tally_seeds);
 #undef LC__LOAD
   return 0;
 }

@@ -9,6 +9,8 @@
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
  *   iter.c     reading a counter's records in order
+ *   tally*.c   tallies: write-behind counts (tally.c: add, get, state;
+ *              tally_flush.c, tally_list.c, tally_rec.c)
  *   remote.c   remote mode: the same calls, answered by a logcounterd
  *   handle.c   lc_open / lc_close, options, stats
  */
@@ -112,6 +114,31 @@ void lc__table_init(lc__table *t);
 /* Writes each counter's exact reservation (one synced batch) and frees. */
 int lc__table_close(lc__table *t, lc__log *log);
 
+/* ---- tally.c (tallies: write-behind counts) ---- */
+#define LC__TALLY_MC_PLUS "lt+:"     /* sum of positive deltas */
+#define LC__TALLY_MC_MINUS "lt-:"    /* sum of |negative deltas| */
+#define LC__TALLY_MC_MARK "lt@:"     /* window marker, expires */
+#define LC__TALLY_REC 't'            /* 't' NAME -> record */
+#define LC__TALLY_IDX 'T'            /* 'T' be64(total^2^63) NAME -> "" */
+typedef struct lc__tally lc__tally;
+typedef struct lc__tallies {
+  pthread_mutex_t mu;          /* the hash table and the dirty queue */
+  lc__tally **buckets;         /* nbuckets (a power of two) chains */
+  size_t nbuckets, count;
+  lc__tally *dirty_head, *dirty_tail;   /* scheduled, in schedule order */
+  uint64_t seq;                         /* enqueues so far */
+  _Atomic unsigned window_s;
+} lc__tallies;
+/* 't' NAME; 'T' be64(total ^ 2^63) NAME.  buf: LC_NAME_MAX + 10 bytes. */
+size_t lc__tally_rec_key(char *buf, const char *name, size_t nlen);
+size_t lc__tally_idx_key(char *buf, int64_t total, const char *name,
+                         size_t nlen);
+/* Decodes a tally record's total and losses (either may be NULL). */
+int lc__tally_decode(const char *v, size_t vlen, int64_t *total,
+                     uint64_t *losses);
+void lc__tallies_init(lc__tallies *t);
+void lc__tallies_close(lc__tallies *t);
+
 /* ---- remote.c ---- */
 int lc__remote_config(const char *server, char *buf, size_t size);
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
@@ -132,9 +159,12 @@ struct lc {
   lc__cache cache;
   lc__log log;
   lc__table counters;
+  lc__tallies tallies;
   struct {
     atomic_uint_fast64_t allocations, ids, increments, restores, backwards,
         log_writes, log_syncs, errors;
+    atomic_uint_fast64_t tally_adds, tally_flushes, tally_schedules,
+        tally_schedule_failures, tally_losses, tally_seeds;
   } st;
 };
 #define LC__STAT(h, field, n) \

@@ -51,6 +51,7 @@ static int cmd_help(struct cli *c, int argc, char **argv) {
 
 /* ------------------------------------------------------ the command table */
 
+int cmd_tally(struct cli *c, int argc, char **argv);  /* cli_tally.c */
 static const struct command commands[] = {
   {"next", cmd_next, "[NAME] [-n COUNT]",
    "allocate COUNT ids (default 1), one per line",
@@ -105,6 +106,25 @@ static const struct command commands[] = {
    "  One 'NAME VALUE' line per figure, as the daemon reports them (its\n"
    "  pid, uptime, connections, requests, ids handed out, log writes...).\n"
    "  --json           print one object {NAME: VALUE, ...}\n", false},
+  {"tally", cmd_tally, "add NAME DELTA | get NAME | flush [--sweep] | list "
+   "[options]",
+   "write-behind counts: change, read, flush to the log, list",
+   "  add NAME DELTA   change the tally by DELTA (non-zero, may be negative;\n"
+   "                   one memcached round trip; pending until a flush)\n"
+   "  get NAME         the durable total in the log, the change pending in\n"
+   "                   memcached, and how often memcached lost pending\n"
+   "                   changes\n"
+   "  flush [--sweep]  apply every pending change to the log (a CLI\n"
+   "                   process always sweeps all tallies)\n"
+   "  list             tallies by name, or by total with --top/--by-total:\n"
+   "    --prefix P     names starting with P\n"
+   "    --min N, --max N  durable totals within [N, M]\n"
+   "    --top K        the K largest totals (--by-total --limit K)\n"
+   "    --by-total     largest total first (ties: name descending)\n"
+   "    --offset N, --limit N  pagination\n"
+   "  --json           one JSON object per line\n"
+   "  Tallies are separate from serial counters (a name may be both).\n"
+   "  Needs the log: not with --server.\n", true},
   {"help", cmd_help, "[COMMAND]", "show this help, or one command's",
    "", false},
 };

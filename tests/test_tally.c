@@ -1,0 +1,782 @@
+/*
+ * test_tally.c - tallies (write-behind counts) against a real memcached:
+ * add/get/flush and reopen, bad input (names, delta 0, overflow both ways,
+ * the separate namespace from serial counters), exact totals after 8
+ * threads of mixed-sign changes with two flusher threads, a process that
+ * adds and flushes SIGKILLed at random moments, memcached losing pending
+ * changes (flush_all, restart, a lowered sum), one log write per tally per
+ * window, and lc_tally_list against a brute-force computation.
+ *
+ * LC_TEST_SCALE=N divides the big counts by N.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mcd.h"
+
+static mcd_t mc;
+
+typedef struct fx {
+  char *dir;
+  lc_t *h;
+} fx_t;
+
+static int group_setup(void **state) {
+  (void)state;
+  return mcd_start(&mc);
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  mcd_stop(&mc);
+  return 0;
+}
+
+static int setup(void **state) {
+  fx_t *f = calloc(1, sizeof *f);
+  if (!f) return -1;
+  f->dir = tmpdir_make();
+  if (!f->dir || mcd_flush_all(&mc) != 0) return -1;
+  int rc = tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h);
+  if (rc != 0) {
+    fprintf(stderr, "lc_open: %s: %s\n", lc_err_name(rc), lc_last_detail());
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *f = *state;
+  if (!f) return 0;
+  lc_close(f->h);
+  tmpdir_free(f->dir);
+  free(f);
+  return 0;
+}
+
+static void reopen(fx_t *f) {
+  lc_close(f->h);
+  f->h = NULL;
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+}
+
+static int64_t total_of(lc_t *h, const char *name, int64_t *pending,
+                        uint64_t *losses) {
+  int64_t t = -12345;
+  assert_ok(lc_tally_get(h, name, &t, pending, losses));
+  return t;
+}
+
+/* After a memcached restart, pooled connections fail once each. */
+static int transient(int rc) {
+  return rc == LC_EMEMCACHED || rc == LC_ETIMEDOUT;
+}
+
+static uint64_t flush_all(lc_t *h) {
+  uint64_t n = 0, sum = 0;
+  int rc;
+  for (int i = 0; i < 20; i++) {
+    rc = lc_tally_flush(h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, &n);
+    sum += n;
+    if (!transient(rc)) break;
+  }
+  assert_ok(rc);
+  return sum;
+}
+
+static int add_retry(lc_t *h, const char *name, int64_t d) {
+  int rc;
+  for (int i = 0; i < 20; i++)
+    if (!transient(rc = lc_tally_add(h, name, d))) break;
+  return rc;
+}
+
+/* ---- basics ---------------------------------------------------------- */
+
+static void test_add_get_flush(void **state) {
+  fx_t *f = *state;
+  int64_t pend = -1;
+  uint64_t losses = 9;
+  assert_i64_eq(total_of(f->h, "views", &pend, &losses), 0);
+  assert_i64_eq(pend, 0);
+  assert_ok(lc_tally_add(f->h, "views", 5));
+  assert_ok(lc_tally_add(f->h, "views", -2));
+  assert_i64_eq(total_of(f->h, "views", &pend, &losses), 0);
+  assert_i64_eq(pend, 3);
+  /* not due yet: a plain flush writes nothing */
+  uint64_t n = 99;
+  assert_ok(lc_tally_flush(f->h, 0, 0, &n));
+  assert_i64_eq(n, 0);
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, &n));
+  assert_i64_eq(n, 1);
+  assert_i64_eq(total_of(f->h, "views", &pend, &losses), 3);
+  assert_i64_eq(pend, 0);
+  assert_i64_eq(losses, 0);
+  assert_ok(lc_tally_add(f->h, "views", -10));
+  reopen(f);  /* pending survives in memcached; a sweep finds it */
+  assert_i64_eq(total_of(f->h, "views", &pend, NULL), 3);
+  assert_i64_eq(pend, -10);
+  assert_i64_eq(flush_all(f->h), 1);
+  assert_i64_eq(total_of(f->h, "views", &pend, NULL), -7);
+  assert_i64_eq(pend, 0);
+  assert_i64_eq(flush_all(f->h), 0);  /* nothing left: no write */
+  lc_stats s;
+  assert_ok(lc_get_stats(f->h, &s));
+  assert_i64_eq(s.tally_flushes, 1);
+  assert_i64_eq(s.tally_adds, 0);
+}
+
+static void test_bad_input(void **state) {
+  fx_t *f = *state;
+  char long_name[LC_NAME_MAX + 2];
+  memset(long_name, 'x', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  assert_rc(lc_tally_add(f->h, NULL, 1), LC_EINVAL);
+  assert_rc(lc_tally_add(f->h, "", 1), LC_ENAME);
+  assert_rc(lc_tally_add(f->h, "a b", 1), LC_ENAME);
+  assert_rc(lc_tally_add(f->h, "tab\t", 1), LC_ENAME);
+  assert_rc(lc_tally_add(f->h, long_name, 1), LC_ENAME);
+  long_name[LC_NAME_MAX] = '\0';
+  assert_ok(lc_tally_add(f->h, long_name, 1));
+  assert_rc(lc_tally_add(f->h, "z", 0), LC_EDELTA);
+  assert_rc(lc_tally_add(NULL, "z", 1), LC_EINVAL);
+  assert_rc(lc_tally_get(f->h, "a b", NULL, NULL, NULL), LC_ENAME);
+  assert_rc(lc_tally_flush(f->h, 0, 64, NULL), LC_EINVAL);
+  assert_rc(lc_tally_set_window(f->h, 0), LC_EINVAL);
+  assert_rc(lc_tally_list(f->h, NULL, NULL), LC_EINVAL);
+  assert_string_equal(lc_err_name(LC_ETALLYRANGE), "ETALLYRANGE");
+  assert_string_equal(lc_err_name(LC_EDELTA), "EDELTA");
+
+  /* overflow up: pending counts before any flush */
+  assert_ok(lc_tally_add(f->h, "up", INT64_MAX - 1));
+  assert_ok(lc_tally_add(f->h, "up", 1));
+  assert_rc(lc_tally_add(f->h, "up", 1), LC_ETALLYRANGE);
+  assert_ok(lc_tally_add(f->h, "up", -5));
+  /* a negative change does not make room for a positive one until it is
+   * applied: the bound is on the worst case */
+  assert_rc(lc_tally_add(f->h, "up", 1), LC_ETALLYRANGE);
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "up", NULL, NULL), INT64_MAX - 5);
+  assert_ok(lc_tally_add(f->h, "up", 5));
+  assert_rc(lc_tally_add(f->h, "up", 1), LC_ETALLYRANGE);
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "up", NULL, NULL), INT64_MAX);
+
+  /* overflow down, INT64_MIN itself is a valid delta */
+  assert_ok(lc_tally_add(f->h, "down", INT64_MIN));
+  assert_rc(lc_tally_add(f->h, "down", -1), LC_ETALLYRANGE);
+  flush_all(f->h);
+  int64_t pend = 1;
+  assert_i64_eq(total_of(f->h, "down", &pend, NULL), INT64_MIN);
+  assert_i64_eq(pend, 0);
+  assert_rc(lc_tally_add(f->h, "down", INT64_MIN), LC_ETALLYRANGE);
+  assert_ok(lc_tally_add(f->h, "down", INT64_MAX));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "down", NULL, NULL), -1);
+  /* a refused change left nothing behind after a reopen either */
+  reopen(f);
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "up", NULL, NULL), INT64_MAX);
+  assert_i64_eq(total_of(f->h, "down", NULL, NULL), -1);
+  assert_rc(lc_tally_add(f->h, "up", 1), LC_ETALLYRANGE);
+
+  /* separate namespaces: a serial counter and a tally share a name */
+  int64_t v = 0;
+  assert_ok(lc_next(f->h, "orders", &v));
+  assert_i64_eq(v, 1);
+  assert_ok(lc_tally_add(f->h, "orders", 100));
+  flush_all(f->h);
+  assert_ok(lc_next(f->h, "orders", &v));
+  assert_i64_eq(v, 2);
+  assert_i64_eq(total_of(f->h, "orders", NULL, NULL), 100);
+}
+
+static void test_sync_and_remote(void **state) {
+  fx_t *f = *state;
+  /* durability sync: every tally write is synced */
+  lc_close(f->h);
+  f->h = NULL;
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_SYNC, 0, &f->h));
+  lc_stats a, b;
+  assert_ok(lc_get_stats(f->h, &a));
+  assert_ok(lc_tally_add(f->h, "s", 2));
+  assert_ok(lc_tally_add(f->h, "s", 3));
+  assert_i64_eq(flush_all(f->h), 1);
+  assert_ok(lc_get_stats(f->h, &b));
+  assert_i64_eq(b.log_syncs - a.log_syncs, 2);  /* first record, flush */
+  assert_i64_eq(b.log_writes - a.log_writes, 2);
+  assert_i64_eq(total_of(f->h, "s", NULL, NULL), 5);
+  /* a remote handle has no log: every tally call says so */
+  lc_options o;
+  lc_options_init(&o);
+  o.server = "127.0.0.1:1";
+  lc_t *r = NULL;
+  assert_ok(lc_open(&o, &r));
+  assert_rc(lc_tally_add(r, "s", 1), LC_EREMOTE);
+  assert_rc(lc_tally_get(r, "s", NULL, NULL, NULL), LC_EREMOTE);
+  assert_rc(lc_tally_flush(r, 0, 0, NULL), LC_EREMOTE);
+  lc_tally_list_opts lo;
+  memset(&lo, 0, sizeof lo);
+  assert_rc(lc_tally_list(r, &lo, NULL), LC_EREMOTE);
+  lc_close(r);
+}
+
+/* ---- 8 threads, 10 tallies, two flushers ----------------------------- */
+
+#define NT 10
+#define NTHREADS 8
+static atomic_int adders_done;
+
+typedef struct adder {
+  lc_t *h;
+  int index;
+  long n;
+  int64_t sum[NT];
+  int errors;
+} adder;
+
+static void tname(char *buf, int i) { snprintf(buf, 32, "hits.%d", i); }
+
+static void *adder_main(void *p) {
+  adder *a = p;
+  unsigned seed = 77u + (unsigned)a->index;
+  char name[32];
+  for (long i = 0; i < a->n; i++) {
+    int t = rand_r(&seed) % NT;
+    int64_t d = (int64_t)(rand_r(&seed) % 2001) - 1000;
+    if (d == 0) d = 1;
+    tname(name, t);
+    int rc = lc_tally_add(a->h, name, d);
+    if (rc) {
+      a->errors++;
+      fprintf(stderr, "add: %s %s\n", lc_err_name(rc), lc_last_detail());
+      continue;
+    }
+    a->sum[t] += d;
+  }
+  atomic_fetch_add(&adders_done, 1);
+  return NULL;
+}
+
+typedef struct flusher {
+  lc_t *h;
+  int index;
+  long rounds, errors;
+} flusher;
+
+static void *flusher_main(void *p) {
+  flusher *fl = p;
+  while (atomic_load(&adders_done) < NTHREADS) {
+    int flags = (fl->rounds % 3 == 0) ? LC_TALLY_FORCE : 0;
+    if (fl->rounds % 7 == 3) flags |= LC_TALLY_SWEEP;
+    uint64_t n;
+    if (lc_tally_flush(fl->h, fl->index ? 3 : 0, flags, &n)) fl->errors++;
+    fl->rounds++;
+    sleep_ms(1);
+  }
+  return NULL;
+}
+
+static void test_threads_exact(void **state) {
+  fx_t *f = *state;
+  assert_ok(lc_tally_set_window(f->h, 1));
+  long per = scaled(100000, 500);
+  adder a[NTHREADS];
+  flusher fl[2];
+  pthread_t ta[NTHREADS], tf[2];
+  memset(a, 0, sizeof a);
+  memset(fl, 0, sizeof fl);
+  atomic_store(&adders_done, 0);
+  for (int i = 0; i < 2; i++) {
+    fl[i].h = f->h;
+    fl[i].index = i;
+    assert_int_equal(pthread_create(&tf[i], NULL, flusher_main, &fl[i]), 0);
+  }
+  for (int i = 0; i < NTHREADS; i++) {
+    a[i].h = f->h;
+    a[i].index = i;
+    a[i].n = per;
+    assert_int_equal(pthread_create(&ta[i], NULL, adder_main, &a[i]), 0);
+  }
+  for (int i = 0; i < NTHREADS; i++) pthread_join(ta[i], NULL);
+  for (int i = 0; i < 2; i++) pthread_join(tf[i], NULL);
+  flush_all(f->h);
+  lc_stats s;
+  assert_ok(lc_get_stats(f->h, &s));
+  fprintf(stderr, "  %ld changes, flusher rounds %ld + %ld, %llu flush "
+          "writes, %llu windows\n", per * NTHREADS, fl[0].rounds,
+          fl[1].rounds, (unsigned long long)s.tally_flushes,
+          (unsigned long long)s.tally_schedules);
+  for (int i = 0; i < NTHREADS; i++) assert_int_equal(a[i].errors, 0);
+  assert_int_equal(fl[0].errors + fl[1].errors, 0);
+  assert_i64_eq(s.tally_losses, 0);
+  assert_i64_eq(s.tally_adds, per * NTHREADS);
+  for (int t = 0; t < NT; t++) {
+    int64_t want = 0, pend = 1;
+    uint64_t losses = 1;
+    for (int i = 0; i < NTHREADS; i++) want += a[i].sum[t];
+    char name[32];
+    tname(name, t);
+    assert_i64_eq(total_of(f->h, name, &pend, &losses), want);
+    assert_i64_eq(pend, 0);
+    assert_i64_eq(losses, 0);
+  }
+  reopen(f);
+  assert_i64_eq(flush_all(f->h), 0);
+}
+
+/* ---- a process that adds and flushes, SIGKILLed ---------------------- */
+
+#define KT 4          /* tallies */
+#define KTHREADS 2    /* adder threads in the child */
+typedef struct msg {
+  int32_t kind;       /* 1: about to add, 2: acknowledged */
+  int32_t thread, tally;
+  int64_t delta;
+} msg;
+
+typedef struct kid {
+  lc_t *h;
+  int fd, index;
+} kid;
+
+static void kname(char *buf, int i) { snprintf(buf, 32, "k%d", i); }
+
+static void *kid_adder(void *p) {
+  kid *k = p;
+  unsigned seed = (unsigned)getpid() * 31u + (unsigned)k->index;
+  for (;;) {
+    msg m = {1, k->index, (int32_t)(rand_r(&seed) % KT),
+             (int64_t)(rand_r(&seed) % 199) - 99};
+    if (m.delta == 0) m.delta = 100;
+    char name[32];
+    kname(name, m.tally);
+    if (write(k->fd, &m, sizeof m) != sizeof m) _exit(3);
+    if (lc_tally_add(k->h, name, m.delta) == 0) {
+      m.kind = 2;
+      if (write(k->fd, &m, sizeof m) != sizeof m) _exit(3);
+    }
+  }
+  return NULL;
+}
+
+static void *kid_flusher(void *p) {
+  kid *k = p;
+  for (unsigned i = 0;; i++) {
+    uint64_t n;
+    lc_tally_flush(k->h, 0, (i % 5 == 4) ? LC_TALLY_SWEEP | LC_TALLY_FORCE
+                                         : LC_TALLY_FORCE, &n);
+  }
+  return NULL;
+}
+
+static void kid_main(const char *dir, int fd) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/db", dir);
+  lc_options o;
+  lc_options_init(&o);
+  o.memcached = mcd_config(&mc);
+  o.db_path = path;
+  o.lock_wait_ms = 5000;
+  lc_t *h;
+  if (lc_open(&o, &h)) _exit(2);
+  kid k[KTHREADS + 2];
+  pthread_t t[KTHREADS + 2];
+  for (int i = 0; i < KTHREADS + 2; i++) {
+    k[i].h = h;
+    k[i].fd = fd;
+    k[i].index = i;
+    pthread_create(&t[i], NULL, i < KTHREADS ? kid_adder : kid_flusher, &k[i]);
+  }
+  for (;;) pause();
+}
+
+/* Is want one of the subset sums of v[0..n)? */
+static int subset_sum(const int64_t *v, int n, int64_t want) {
+  if (n == 0) return want == 0;
+  return subset_sum(v + 1, n - 1, want) ||
+         subset_sum(v + 1, n - 1, want - v[0]);
+}
+
+static void test_sigkill_flusher(void **state) {
+  fx_t *f = *state;
+  lc_close(f->h);  /* the children own the log */
+  f->h = NULL;
+  int64_t acked[KT] = {0};
+  int64_t open_d[KT][64];
+  int nopen[KT] = {0};
+  unsigned seed = (unsigned)now_us();
+  int rounds = 6;
+  long acks = 0;
+  for (int r = 0; r < rounds; r++) {
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      close(p[0]);
+      kid_main(f->dir, p[1]);
+    }
+    close(p[1]);
+    /* read while the child runs (a full pipe would stop it), kill it at
+     * a random moment, then read what it wrote before it died */
+    int64_t kill_at = mono_us() + 150000 + (int64_t)(rand_r(&seed) % 400000);
+    int killed = 0;
+    /* per child thread: the attempt not (yet) acknowledged */
+    msg last[KTHREADS];
+    int pending[KTHREADS] = {0};
+    msg m;
+    for (;;) {
+      if (!killed && mono_us() >= kill_at) {
+        kill(pid, SIGKILL);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFSIGNALED(st));
+        killed = 1;
+      }
+      if (!killed) {
+        struct pollfd pfd = {p[0], POLLIN, 0};
+        if (poll(&pfd, 1, 5) <= 0) continue;
+      }
+      if (read(p[0], &m, sizeof m) != sizeof m) {
+        if (killed) break;
+        continue;
+      }
+      if (m.kind == 1) {
+        /* an earlier attempt of this thread that was never acknowledged
+         * failed: it may still have counted */
+        if (pending[m.thread]) {
+          int t = last[m.thread].tally;
+          assert_true(nopen[t] < 64);
+          open_d[t][nopen[t]++] = last[m.thread].delta;
+        }
+        last[m.thread] = m;
+        pending[m.thread] = 1;
+      } else {
+        acked[m.tally] += m.delta;
+        pending[m.thread] = 0;
+        acks++;
+      }
+    }
+    close(p[0]);
+    for (int i = 0; i < KTHREADS; i++) {
+      if (!pending[i]) continue;
+      int t = last[i].tally;
+      assert_true(nopen[t] < 64);
+      open_d[t][nopen[t]++] = last[i].delta;
+    }
+  }
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+  flush_all(f->h);
+  int unresolved = 0;
+  for (int t = 0; t < KT; t++) {
+    char name[32];
+    kname(name, t);
+    uint64_t losses = 1;
+    int64_t pend = 1;
+    int64_t got = total_of(f->h, name, &pend, &losses);
+    assert_i64_eq(pend, 0);
+    assert_i64_eq(losses, 0);
+    unresolved += nopen[t];
+    /* exactly the acknowledged changes plus some of the attempts whose
+     * answer died with the child (each either counted or not) */
+    if (nopen[t] > 20 || !subset_sum(open_d[t], nopen[t], got - acked[t]))
+      fail_msg("tally %s: total %lld, acknowledged %lld, %d unresolved",
+               name, (long long)got, (long long)acked[t], nopen[t]);
+  }
+  fprintf(stderr, "  %d kills, %ld acknowledged changes, %d unresolved\n",
+          rounds, acks, unresolved);
+  assert_true(acks > 100);
+}
+
+/* ---- memcached losing pending changes -------------------------------- */
+
+static void test_memcached_loss(void **state) {
+  fx_t *f = *state;
+  uint64_t losses = 0;
+  int64_t pend = 0;
+  assert_ok(lc_tally_add(f->h, "a", 10));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 10);
+  assert_i64_eq(losses, 0);
+  /* 7 pending, then flush_all: lost; the next change re-seeds at 10 */
+  assert_ok(lc_tally_add(f->h, "a", 7));
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(lc_tally_add(f->h, "a", 3));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", &pend, &losses), 13);  /* true: 20 */
+  assert_i64_eq(pend, 0);
+  assert_i64_eq(losses, 1);
+  /* later changes count exactly */
+  assert_ok(lc_tally_add(f->h, "a", -5));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 8);
+  assert_i64_eq(losses, 1);
+  /* restart with changes pending, found by the flush itself */
+  assert_ok(lc_tally_add(f->h, "a", 4));
+  assert_ok(lc_tally_add(f->h, "a", -1));
+  assert_ok(mcd_restart(&mc));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", &pend, &losses), 8);  /* true: 11 */
+  assert_i64_eq(losses, 2);
+  assert_ok(add_retry(f->h, "a", 2));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 10);
+  /* a lowered sum (a stray set): a loss, never a negative correction */
+  assert_ok(lc_tally_add(f->h, "a", 6));
+  assert_ok(mcd_set(&mc, "lt+:a", "1"));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 10);
+  assert_i64_eq(losses, 3);
+  assert_ok(lc_tally_add(f->h, "a", 1));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 11);
+  /* memcached lost nothing pending: no loss counted */
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(lc_tally_add(f->h, "a", 1));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 12);
+  assert_i64_eq(losses, 3);
+  lc_stats s;
+  assert_ok(lc_get_stats(f->h, &s));
+  assert_i64_eq(s.tally_losses, 3);
+  assert_true(s.tally_seeds >= 3);
+  reopen(f);  /* the loss count is in the log */
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 12);
+  assert_i64_eq(losses, 3);
+  /* a change left pending by a closed handle, lost before the next one
+   * opens: the new handle cannot know what was pending, but it sees the
+   * sums vanished and counts one loss (not one per sum) */
+  assert_ok(lc_tally_add(f->h, "a", 4));
+  assert_ok(lc_tally_add(f->h, "a", -1));
+  lc_close(f->h);
+  f->h = NULL;
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+  assert_ok(lc_tally_add(f->h, "a", 1));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 13);
+  assert_i64_eq(losses, 4);
+  /* the same, found by a flush (sweep) rather than by a change */
+  assert_ok(lc_tally_add(f->h, "a", 2));
+  lc_close(f->h);
+  f->h = NULL;
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 13);
+  assert_i64_eq(losses, 5);
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "a", NULL, &losses), 13);
+  assert_i64_eq(losses, 5);
+}
+
+/* ---- one log write per tally per window ------------------------------ */
+
+static void test_one_write_per_window(void **state) {
+  fx_t *f = *state;
+  assert_ok(lc_tally_set_window(f->h, 1));
+  const char *names[3] = {"w1", "w2", "w3"};
+  for (int i = 0; i < 3; i++) assert_ok(lc_tally_add(f->h, names[i], 1));
+  flush_all(f->h);  /* records exist now */
+  sleep_ms(2500);   /* and their first windows' markers expired */
+  for (int round = 0; round < 2; round++) {
+    lc_stats a, b;
+    assert_ok(lc_get_stats(f->h, &a));
+    long n = scaled(3000, 300);
+    for (long i = 0; i < n; i++)
+      assert_ok(lc_tally_add(f->h, names[i % 3], (i & 1) ? 2 : -1));
+    uint64_t w = 9;
+    assert_ok(lc_tally_flush(f->h, 0, 0, &w));  /* not due yet */
+    assert_i64_eq(w, 0);
+    /* due 1 + 1.25 s after the first change; then 0.3 s more, in which
+     * nothing else may be written */
+    int64_t until = mono_us() + 4000000, quiet = 0;
+    uint64_t total = 0;
+    while (mono_us() < until && (quiet == 0 || mono_us() < quiet)) {
+      assert_ok(lc_tally_flush(f->h, 0, 0, &w));
+      total += w;
+      if (total >= 3 && quiet == 0) quiet = mono_us() + 300000;
+      sleep_ms(20);
+    }
+    assert_ok(lc_get_stats(f->h, &b));
+    /* one record write per tally (a flush may put several tallies into
+     * one LevelDB batch) */
+    assert_i64_eq(total, 3);
+    assert_i64_eq(b.tally_flushes - a.tally_flushes, 3);
+    assert_i64_op(b.log_writes - a.log_writes, >=, 1);
+    assert_i64_op(b.log_writes - a.log_writes, <=, 3);
+    assert_i64_eq(b.tally_schedules - a.tally_schedules, 3);
+    int64_t pend = 1;
+    for (int i = 0; i < 3; i++) {
+      total_of(f->h, names[i], &pend, NULL);
+      assert_i64_eq(pend, 0);
+    }
+  }
+}
+
+/* ---- list against brute force ---------------------------------------- */
+
+typedef struct item {
+  char name[32];
+  int64_t total;
+} item;
+
+#define NITEMS 150
+static item items[NITEMS];
+
+typedef struct collect {
+  item got[NITEMS];
+  int n;
+} collect;
+
+static int collect_cb(void *arg, const lc_tally_info *info) {
+  collect *c = arg;
+  if (c->n < NITEMS) {
+    snprintf(c->got[c->n].name, 32, "%.31s", info->name);
+    c->got[c->n].total = info->total;
+  }
+  c->n++;
+  return 0;
+}
+
+static int by_name_cmp(const void *a, const void *b) {
+  return strcmp(((const item *)a)->name, ((const item *)b)->name);
+}
+
+static int by_total_cmp(const void *a, const void *b) {
+  const item *x = a, *y = b;
+  if (x->total != y->total) return x->total > y->total ? -1 : 1;
+  return -strcmp(x->name, y->name);
+}
+
+static void check_query(lc_t *h, const char *prefix, int has_min, int64_t min,
+                        int has_max, int64_t max, lc_tally_order order,
+                        uint64_t offset, uint64_t limit) {
+  item want[NITEMS];
+  int nw = 0;
+  size_t pl = prefix ? strlen(prefix) : 0;
+  for (int i = 0; i < NITEMS; i++) {
+    if (pl && strncmp(items[i].name, prefix, pl) != 0) continue;
+    if (has_min && items[i].total < min) continue;
+    if (has_max && items[i].total > max) continue;
+    want[nw++] = items[i];
+  }
+  qsort(want, (size_t)nw, sizeof *want,
+        order == LC_TALLY_BY_NAME ? by_name_cmp : by_total_cmp);
+  int from = (int)offset < nw ? (int)offset : nw;
+  int to = limit && from + (int)limit < nw ? from + (int)limit : nw;
+  collect c;
+  memset(&c, 0, sizeof c);
+  lc_tally_list_opts o;
+  memset(&o, 0, sizeof o);
+  o.prefix = prefix;
+  o.has_min = has_min;
+  o.min = min;
+  o.has_max = has_max;
+  o.max = max;
+  o.order = order;
+  o.offset = offset;
+  o.limit = limit;
+  o.cb = collect_cb;
+  o.arg = &c;
+  uint64_t count = 0;
+  assert_ok(lc_tally_list(h, &o, &count));
+  if (c.n != to - from || (int)count != c.n)
+    fail_msg("prefix %s min %d:%lld max %d:%lld order %d offset %llu limit "
+             "%llu: got %d (count %llu), want %d", prefix ? prefix : "-",
+             has_min, (long long)min, has_max, (long long)max, (int)order,
+             (unsigned long long)offset, (unsigned long long)limit, c.n,
+             (unsigned long long)count, to - from);
+  for (int i = 0; i < c.n; i++) {
+    assert_string_equal(c.got[i].name, want[from + i].name);
+    assert_i64_eq(c.got[i].total, want[from + i].total);
+  }
+}
+
+static void test_list_brute_force(void **state) {
+  fx_t *f = *state;
+  unsigned seed = 4242;
+  const char *pre[] = {"a", "ab", "abc", "b", "ba", "c"};
+  for (int i = 0; i < NITEMS; i++) {
+    snprintf(items[i].name, 32, "%s%d", pre[i % 6], i);
+    int r = rand_r(&seed) % 10;
+    items[i].total = r == 0   ? 0
+                     : r == 1 ? INT64_MAX - i
+                     : r == 2 ? INT64_MIN + i
+                              : (int64_t)(rand_r(&seed) % 41) - 20;  /* ties */
+    if (items[i].total == 0) {
+      /* a tally changed to 0 still has a record */
+      assert_ok(lc_tally_add(f->h, items[i].name, 5));
+      assert_ok(lc_tally_add(f->h, items[i].name, -5));
+    } else {
+      assert_ok(lc_tally_add(f->h, items[i].name, items[i].total));
+    }
+  }
+  flush_all(f->h);
+  /* change some totals again, so index entries move */
+  for (int i = 0; i < NITEMS; i += 7) {
+    if (items[i].total > INT64_MAX - 100 || items[i].total < INT64_MIN + 100)
+      continue;
+    assert_ok(lc_tally_add(f->h, items[i].name, 3));
+    items[i].total += 3;
+  }
+  flush_all(f->h);
+  const char *prefixes[] = {NULL, "", "a", "ab", "abc", "b", "c", "zz", "a1"};
+  const int64_t bounds[] = {INT64_MIN, -20, -1, 0, 5, 20, INT64_MAX};
+  for (int p = 0; p < 9; p++) {
+    for (int order = 0; order < 2; order++) {
+      check_query(f->h, prefixes[p], 0, 0, 0, 0, order, 0, 0);
+      check_query(f->h, prefixes[p], 0, 0, 0, 0, order, 0, 5);
+      check_query(f->h, prefixes[p], 0, 0, 0, 0, order, 7, 10);
+      check_query(f->h, prefixes[p], 0, 0, 0, 0, order, 1000, 0);
+      for (int i = 0; i < 7; i++) {
+        check_query(f->h, prefixes[p], 1, bounds[i], 0, 0, order, 0, 0);
+        check_query(f->h, prefixes[p], 0, 0, 1, bounds[i], order, 0, 0);
+        for (int j = 0; j < 7; j++)
+          check_query(f->h, prefixes[p], 1, bounds[i], 1, bounds[j], order,
+                      1, 9);
+      }
+    }
+  }
+  /* a callback that stops */
+  collect c;
+  memset(&c, 0, sizeof c);
+  lc_tally_list_opts o;
+  memset(&o, 0, sizeof o);
+  o.order = LC_TALLY_BY_TOTAL_DESC;
+  o.cb = collect_cb;
+  o.arg = &c;
+  o.limit = 1;
+  uint64_t count = 0;
+  assert_ok(lc_tally_list(f->h, &o, &count));
+  assert_i64_eq(count, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_add_get_flush, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sync_and_remote, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_memcached_loss, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_brute_force, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_one_write_per_window, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_threads_exact, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sigkill_flusher, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
