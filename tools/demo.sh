@@ -1,6 +1,6 @@
 #!/bin/bash
 # demo.sh - what `make run` shows: the logcounter CLI doing its main job,
-# then logcounterd serving the memcached protocol to a stock client.
+# a tally, then logcounterd serving the memcached protocol to a stock client.
 #
 # Uses $LOGCOUNTER_MEMCACHED when it is set; otherwise starts a private
 # memcached (tests/memcached.sh) and stops it on exit.  The log goes to a
@@ -90,6 +90,14 @@ run dump orders
 
 say "Check the log"
 run verify orders
+
+say "A tally: write-behind counts, applied to the log in bundles"
+run tally add views 5
+run tally add views -2
+run tally get views
+run tally flush
+run tally get views
+note "one log write applied both changes; the total is now durable"
 
 say "The daemon: logcounterd owns a log, any memcached client allocates"
 port=0
