@@ -527,3 +527,45 @@ long tu_records(lc_t *h, const char *name, lc_record **recs) {
   *recs = v;
   return (long)n;
 }
+
+/* ---- the shared fixture ------------------------------------------------ */
+
+mcd_t mc;
+
+int tu_group_setup(void **state) {
+  (void)state;
+  return mcd_start(&mc);
+}
+
+int tu_group_teardown(void **state) {
+  (void)state;
+  mcd_stop(&mc);
+  return 0;
+}
+
+int tu_setup_with(void **state, lc_durability_t d, int timeout_ms) {
+  fx_t *f = calloc(1, sizeof *f);
+  if (!f) return -1;
+  *state = f;
+  f->dir = tmpdir_make();
+  if (!f->dir || mcd_flush_all(&mc) != 0) return -1;
+  int rc = tu_open(&mc, f->dir, d, timeout_ms, &f->h);
+  if (rc != 0) {
+    fprintf(stderr, "lc_open: %s: %s\n", lc_err_name(rc), lc_last_detail());
+    return -1;
+  }
+  return 0;
+}
+
+int tu_setup(void **state) {
+  return tu_setup_with(state, LC_DURABILITY_DEFAULT, 0);
+}
+
+int tu_teardown(void **state) {
+  fx_t *f = *state;
+  if (!f) return 0;
+  lc_close(f->h);
+  if (f->dir) tmpdir_free(f->dir);
+  free(f);
+  return 0;
+}

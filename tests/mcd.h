@@ -85,6 +85,21 @@ int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
  * *recs is malloc'd (free it).  Stops at the first non-record result. */
 long tu_records(lc_t *h, const char *name, lc_record **recs);
 
+/* The fixture most test programs share.  mc is the suite's memcached,
+ * started and stopped by the cmocka group fixtures tu_group_setup and
+ * tu_group_teardown.  tu_setup gives each test a fresh log directory and a
+ * handle on it (an fx_t in *state), with memcached flushed. */
+extern mcd_t mc;
+typedef struct fx {
+  char *dir;
+  lc_t *h;
+} fx_t;
+int tu_group_setup(void **state);
+int tu_group_teardown(void **state);
+int tu_setup_with(void **state, lc_durability_t d, int timeout_ms);
+int tu_setup(void **state);     /* default durability and timeout */
+int tu_teardown(void **state);
+
 /* Assertions with readable messages; include <cmocka.h> before this. */
 #ifdef fail_msg
 #define assert_rc(expr, want)                                              \

@@ -27,18 +27,6 @@
 
 #include "mcd.h"
 
-static mcd_t mc;
-
-static int group_setup(void **state) {
-  (void)state;
-  return mcd_start(&mc);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  mcd_stop(&mc);
-  return 0;
-}
 
 /* ---- workers ------------------------------------------------------------ */
 
@@ -418,5 +406,5 @@ int main(void) {
       cmocka_unit_test(test_restorers_restore),
       cmocka_unit_test(test_restorers_sync),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

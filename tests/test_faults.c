@@ -61,39 +61,12 @@ static void inject_reset(void) {
 
 /* ---- fixture -------------------------------------------------------------- */
 
-static mcd_t mc;
-
-typedef struct fx {
-  char *dir;
-  lc_t *h;
-} fx_t;
-
-static int group_setup(void **state) {
-  (void)state;
-  return mcd_start(&mc);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  mcd_stop(&mc);
-  return 0;
-}
 
 static int setup_mode(void **state, lc_durability_t d) {
   inject_reset();
   if (mc.pid == 0 && mcd_restart(&mc) != 0) return -1;
   if (mc.frozen) mcd_thaw(&mc);
-  fx_t *f = calloc(1, sizeof *f);
-  if (!f) return -1;
-  f->dir = tmpdir_make();
-  if (!f->dir || mcd_flush_all(&mc) != 0) return -1;
-  int rc = tu_open(&mc, f->dir, d, 300, &f->h);
-  if (rc != 0) {
-    fprintf(stderr, "lc_open: %s: %s\n", lc_err_name(rc), lc_last_detail());
-    return -1;
-  }
-  *state = f;
-  return 0;
+  return tu_setup_with(state, d, 300);
 }
 
 static int setup(void **state) { return setup_mode(state, LC_DURABILITY_DEFAULT); }
@@ -103,12 +76,7 @@ static int teardown(void **state) {
   inject_reset();
   if (mc.frozen) mcd_thaw(&mc);
   if (mc.pid == 0) mcd_restart(&mc);
-  fx_t *f = *state;
-  if (!f) return 0;
-  lc_close(f->h);
-  tmpdir_free(f->dir);
-  free(f);
-  return 0;
+  return tu_teardown(state);
 }
 
 static int64_t next1(lc_t *h, const char *name) {
@@ -553,5 +521,5 @@ int main(void) {
       T(test_huge_values),
 #undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

@@ -33,19 +33,8 @@
 
 #define CHILD_RESERVE 100
 
-static mcd_t mc;
 static const char *self_exe = "/proc/self/exe";
 
-static int group_setup(void **state) {
-  (void)state;
-  return mcd_start(&mc);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  mcd_stop(&mc);
-  return 0;
-}
 
 /* ---- child modes (run in a fresh exec of this program) ------------------ */
 
@@ -431,5 +420,5 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_second_process_locked),
       cmocka_unit_test(test_lock_wait),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

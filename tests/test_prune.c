@@ -22,42 +22,8 @@
 
 #include "mcd.h"
 
-static mcd_t mc;
 
-typedef struct fx {
-  char *dir;
-  lc_t *h;
-} fx_t;
 
-static int group_setup(void **state) {
-  (void)state;
-  return mcd_start(&mc);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  mcd_stop(&mc);
-  return 0;
-}
-
-static int setup(void **state) {
-  fx_t *f = calloc(1, sizeof *f);
-  if (!f) return -1;
-  f->dir = tmpdir_make();
-  if (!f->dir || mcd_flush_all(&mc) != 0) return -1;
-  if (tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h) != 0) return -1;
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *f = *state;
-  if (!f) return 0;
-  lc_close(f->h);
-  tmpdir_free(f->dir);
-  free(f);
-  return 0;
-}
 
 static int64_t next1(lc_t *h, const char *name) {
   int64_t v = -1;
@@ -352,7 +318,7 @@ static void test_prune_million(void **state) {
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup, tu_teardown)
       T(test_prune_keep),
       T(test_prune_below),
       T(test_prune_older_than),
@@ -363,5 +329,5 @@ int main(void) {
       T(test_prune_million),
 #undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

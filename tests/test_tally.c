@@ -26,46 +26,8 @@
 
 #include "mcd.h"
 
-static mcd_t mc;
 
-typedef struct fx {
-  char *dir;
-  lc_t *h;
-} fx_t;
 
-static int group_setup(void **state) {
-  (void)state;
-  return mcd_start(&mc);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  mcd_stop(&mc);
-  return 0;
-}
-
-static int setup(void **state) {
-  fx_t *f = calloc(1, sizeof *f);
-  if (!f) return -1;
-  f->dir = tmpdir_make();
-  if (!f->dir || mcd_flush_all(&mc) != 0) return -1;
-  int rc = tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h);
-  if (rc != 0) {
-    fprintf(stderr, "lc_open: %s: %s\n", lc_err_name(rc), lc_last_detail());
-    return -1;
-  }
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *f = *state;
-  if (!f) return 0;
-  lc_close(f->h);
-  tmpdir_free(f->dir);
-  free(f);
-  return 0;
-}
 
 static void reopen(fx_t *f) {
   lc_close(f->h);
@@ -768,15 +730,15 @@ static void test_list_brute_force(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_add_get_flush, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_sync_and_remote, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_memcached_loss, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_list_brute_force, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_one_write_per_window, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_threads_exact, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_sigkill_flusher, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_add_get_flush, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_bad_input, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_sync_and_remote, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_list_brute_force, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_one_write_per_window, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_threads_exact, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_sigkill_flusher, tu_setup, tu_teardown),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }
