@@ -94,27 +94,12 @@ int lc_open(const lc_options *o, lc_t **out) {
 
   lc__table_init(&h->counters);
   lc__tallies_init(&h->tallies);
-  if (remote) {
-    int rc = open_remote(h);
-    if (rc) {
-      lc__table_close(&h->counters, &h->log);
-      lc__tallies_close(&h->tallies);
-      free_handle(h);
-      return rc;
-    }
-    *out = h;
-    return 0;
-  }
-  int rc = lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
-                          h->opt.pool_size);
-  if (rc) {
-    lc__table_close(&h->counters, &h->log);
-    lc__tallies_close(&h->tallies);
-    free_handle(h);
-    return rc;
-  }
-  rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
-  if (rc) {
+  int rc = remote ? open_remote(h)
+                  : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
+                                   h->opt.pool_size);
+  if (!rc && !remote)
+    rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
+  if (rc) {  /* the log is closed already when its open failed */
     lc__table_close(&h->counters, &h->log);
     lc__tallies_close(&h->tallies);
     lc__cache_close(&h->cache);
