@@ -3,7 +3,8 @@
  *
  * Measures, side by side in one run, raw memcached incr (the ceiling of
  * one round trip per id) and every allocation path, at each thread count,
- * plus restore and prune on big logs.  Runs are interleaved (run 1 of
+ * plus a forced tally flush, the durable writes per tally per window, and
+ * restore and prune on big logs.  Runs are interleaved (run 1 of
  * every case at 1 thread, then at 2 threads ..., then run 2 ...) so that a
  * noisy neighbour hurts all cases alike and each case is measured close in
  * time to the memcached-incr it is compared with; each point reports its
@@ -24,8 +25,8 @@
 #include "logcounter.h"
 
 static const char *const CASES[] = {"memcached-incr", "seed", "next", "next_n",
-                                    "leveldb-put", "daemon-incr", "restore",
-                                    "prune"};
+                                    "leveldb-put", "daemon-incr", "tally-add",
+                                    "tally-flush", "restore", "prune"};
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 static void usage(FILE *f) {
@@ -35,14 +36,15 @@ static void usage(FILE *f) {
       "started by bench/run.sh (make bench).  Settings, from the environment:\n"
       "  BENCH_MEMCACHED     libmemcached config (default --SERVER=127.0.0.1:11211)\n"
       "  BENCH_SECONDS       time budget of each case line (a case in one mode\n"
-      "                      and block: 11 lines), for all its thread counts\n"
+      "                      and block: 12 lines), for all its thread counts\n"
       "                      and runs together (default 24: 4 thread counts x\n"
       "                      3 runs of 2 s); the wide counts of memcached-incr\n"
       "                      and daemon-incr add points of the same length.\n"
-      "                      The throughput part takes about 12.5 x\n"
-      "                      BENCH_SECONDS; restore and prune are not\n"
-      "                      timed runs and take what their logs take (about\n"
-      "                      15-30 s at 10,000,000 records on 2 cores).\n"
+      "                      The throughput part takes about 13.5 x\n"
+      "                      BENCH_SECONDS; tally-flush, restore and prune\n"
+      "                      are not timed runs and take what their work\n"
+      "                      takes (restore and prune: about 15-30 s at\n"
+      "                      10,000,000 records on 2 cores).\n"
       "  BENCH_RUNS          runs per point, the median is reported (default 3)\n"
       "  BENCH_THREADS       thread counts (default 1,2,4,8)\n"
       "  BENCH_WIDE_THREADS  extra thread (connection) counts for\n"
@@ -56,14 +58,20 @@ static void usage(FILE *f) {
       "                      logs of 10000, 1000000, 10000000 records below it\n"
       "                      are measured, and one of exactly this size\n"
       "  BENCH_RESTORE_REPEATS  timed restores per log state (default 5)\n"
+      "  BENCH_TALLIES       tally-flush: tallies made dirty, then flushed by\n"
+      "                      one forced lc_tally_flush (default 100000)\n"
+      "  BENCH_TALLY_CHANGES changes of one tally in one window before a\n"
+      "                      forced flush: its log writes must be 1\n"
+      "                      (default 10000)\n"
       "  BENCH_CASES         comma-separated subset of memcached-incr, seed,\n"
-      "                      next, next_n, leveldb-put, daemon-incr, restore,\n"
-      "                      prune\n"
+      "                      next, next_n, leveldb-put, daemon-incr, tally-add,\n"
+      "                      tally-flush, restore, prune\n"
       "  BENCH_DIR           scratch directory for logs (default build/bench-data)\n"
       "  BENCH_OUT           where the CSV files go (default bench/results)\n"
       "--check prints 'bench-smoke: N passed, M failed' and exits 1 on any\n"
-      "failure: a case that did not run, a non-positive rate, an error, or\n"
-      "p50 > p99 > p999.  Speed is never judged.\n",
+      "failure: a case that did not run, a non-positive rate, an error,\n"
+      "p50 > p99 > p999, or tally writes per window other than 1.  Speed is\n"
+      "never judged.\n",
       f);
 }
 
@@ -106,6 +114,12 @@ static int parse_cfg(bench_cfg *c) {
   c->daemon_nc = env("BENCH_DAEMON_NOCOALESCE", NULL);
   c->dir = env("BENCH_DIR", "build/bench-data");
   c->out = env("BENCH_OUT", "bench/results");
+  c->tallies = strtoull(env("BENCH_TALLIES", "100000"), &end, 10);
+  if (*end || c->tallies < 1 || c->tallies > 100000000)
+    return fprintf(stderr, "bench: BENCH_TALLIES: 1..100000000\n"), -1;
+  c->tally_changes = strtoull(env("BENCH_TALLY_CHANGES", "10000"), &end, 10);
+  if (*end || c->tally_changes < 1 || c->tally_changes > 100000000)
+    return fprintf(stderr, "bench: BENCH_TALLY_CHANGES: 1..100000000\n"), -1;
   c->cases = getenv("BENCH_CASES");
   if (c->cases && !*c->cases) c->cases = NULL;
   return 0;
@@ -275,22 +289,29 @@ static void print_table(const results *res) {
   printf("seed (UNSAFE) is the original LogCounter: set instead of add, no lock,"
          " record written\nafter the value is used and its failure ignored.  "
          "For restore and prune rows, block is\nthe log's record count, ids/s "
-         "is operations per second.\n");
+         "is operations per second; for tally-flush, block is the\nnumber of "
+         "dirty tallies and ids/s is tallies flushed per second.\n");
   double factor = 0;
   int at = coalescing_factor(res, &factor);
   if (at > 0)
     printf("daemon-incr: threads = client connections to logcounterd, one "
            "counter.  Coalescing\nfactor at %d connections: %.2f (coalesce "
            "ids/s / no-coalesce ids/s).\n", at, factor);
+  if (res->tally_writes >= 0)
+    printf("tally-flush: durable writes per tally per window: %lld (log writes "
+           "for %llu changes of\none tally in one window and a forced flush "
+           "that wrote %llu tally record(s); must be 1).\n",
+           (long long)res->tally_writes, (unsigned long long)res->tally_changes,
+           (unsigned long long)res->tally_flushed);
   if (res->nr == 0) return;
-  printf("\n%-8s %-12s %10s %10s %10s %12s %14s %14s %3s\n", "case", "mode",
+  printf("\n%-11s %-12s %10s %10s %10s %12s %14s %14s %3s\n", "case", "mode",
          "records", "pruned", "seconds", "records/s", "bytes before",
          "bytes after", "ok");
   for (size_t i = 0; i < res->nr; i++) {
     const restore_row *r = &res->r[i];
     char rate[24] = "-";
     if (r->records_per_s >= 0) snprintf(rate, sizeof rate, "%.0f", r->records_per_s);
-    printf("%-8s %-12s %10llu %10llu %10.6f %12s %14llu %14llu %3s\n", r->kase,
+    printf("%-11s %-12s %10llu %10llu %10.6f %12s %14llu %14llu %3s\n", r->kase,
            r->mode, (unsigned long long)r->records, (unsigned long long)r->pruned,
            r->seconds, rate, (unsigned long long)r->bytes_before,
            (unsigned long long)r->bytes_after, r->ok ? "yes" : "NO");
@@ -363,6 +384,11 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
             (unsigned long long)p->block, p->threads, p->ids_per_s,
             (unsigned long long)p->errors, p->p50_us, p->p99_us, p->p999_us);
   }
+  if (bench_case_selected(cfg, "tally-flush"))
+    VERDICT(res->tally_writes == 1 && res->tally_flushed == 1,
+            "tally-flush: %lld durable writes per tally per window (%llu "
+            "records flushed), want 1\n", (long long)res->tally_writes,
+            (unsigned long long)res->tally_flushed);
   for (size_t i = 0; i < res->nr; i++) {
     const restore_row *r = &res->r[i];
     VERDICT(r->ok && r->seconds > 0, "%s %s of %llu records\n", r->kase, r->mode,
@@ -402,10 +428,13 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   results res = {0};
+  res.tally_writes = -1;
   case_set cs;
   bool ok = cases_open(&cfg, &cs) == 0;
   if (ok && cs.n > 0) ok = throughput(&cfg, &cs, &res);
   cases_close(&cs);
+  if (ok && bench_case_selected(&cfg, "tally-flush"))
+    ok = tally_run(&cfg, &res) == 0 && ok;
   if (ok && (bench_case_selected(&cfg, "restore") || bench_case_selected(&cfg, "prune")))
     ok = restore_run(&cfg, &res, incr_rate(&res, 1)) == 0 && ok;
   print_table(&res);

@@ -8,6 +8,8 @@
  *              next_n, leveldb-put
  *   daemon.c   the daemon-incr workloads: logcounterd over TCP, with
  *              and without coalescing
+ *   tally.c    the tally cases: tally-add (throughput), tally-flush and
+ *              the durable writes per tally per window
  *   restore.c  the restore and prune cases on big logs
  *   util.c     clocks, directories, LevelDB and memcached helpers
  *   hist.c     the latency histogram
@@ -38,6 +40,8 @@ typedef struct bench_cfg {
   int nwide;
   uint64_t records_max;    /* largest log for restore/prune */
   int restore_repeats;     /* timed restores per log state */
+  uint64_t tallies;        /* tally-flush: dirty tallies flushed at once */
+  uint64_t tally_changes;  /* changes of one tally in one window */
   const char *memcached;   /* libmemcached configuration string */
   const char *daemon;      /* logcounterd, coalescing (NULL: no daemon) */
   const char *daemon_nc;   /* logcounterd --no-coalesce (NULL: none) */
@@ -72,6 +76,10 @@ typedef struct results {
   size_t np, pcap;
   restore_row *r;
   size_t nr, rcap;
+  /* tally-flush: log writes of tally_changes changes of one tally in one
+   * window plus a forced flush (-1: not measured; must be 1) */
+  int64_t tally_writes;
+  uint64_t tally_changes, tally_flushed;
 } results;
 
 point *results_add_point(results *res);
@@ -107,6 +115,7 @@ typedef struct case_set {
   int n;
   void *priv;
   void *daemon_priv;       /* daemon.c's */
+  void *tally_priv;        /* tally.c's */
 } case_set;
 /* Opens the shared state of every selected throughput workload. */
 int cases_open(const bench_cfg *cfg, case_set *cs);
@@ -117,6 +126,16 @@ void cases_close(case_set *cs);
 int daemon_cases_open(const bench_cfg *cfg, case_set *cs);
 /* Prints each daemon's merge figures from its "stats" and frees. */
 void daemon_cases_close(case_set *cs);
+
+/* ---- tally.c ---- */
+/* Adds the tally-add workload (when selected). */
+int tally_cases_open(const bench_cfg *cfg, case_set *cs);
+/* Prints the tally handle's stats and closes it. */
+void tally_cases_close(case_set *cs);
+/* tally-flush: one forced flush of cfg->tallies dirty tallies (a restore
+ * row and a point), then the writes per tally per window into
+ * res->tally_writes. */
+int tally_run(const bench_cfg *cfg, results *res);
 
 /* ---- restore.c ---- */
 /* Builds logs of each size, times restores before and after a 90% prune,

@@ -15,7 +15,7 @@
  *                   block).
  *   leveldb-put     LevelDB alone, one put per id, unsynced and synced:
  *                   the log's own ceiling.
- *   (daemon-incr is in daemon.c.)
+ *   (daemon-incr is in daemon.c, tally-add in tally.c.)
  *
  * Every LevelDB directory is the case's own, under cfg->dir, and starts
  * empty.  Records use the library's key format ('r' NAME '\0' + 8-byte
@@ -282,11 +282,13 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
       add(cs, "leveldb-put", i ? "sync" : "nosync", 1, s, NULL, NULL, put_op);
     }
   }
+  if (tally_cases_open(cfg, cs)) return -1;
   return daemon_cases_open(cfg, cs);
 }
 
 void cases_close(case_set *cs) {
   daemon_cases_close(cs);
+  tally_cases_close(cs);
   priv *p = cs->priv;
   if (p == NULL) return;
   static const char *what[3] = {"next default", "next sync", "next_n"};

@@ -105,6 +105,7 @@ export BENCH_DAEMON_NOCOALESCE="--SERVER=127.0.0.1:$dport"
 if [ "$smoke" = 1 ]; then
   export BENCH_SECONDS=0.4 BENCH_RUNS=1 BENCH_THREADS=1,2,4,8 BENCH_WIDE_THREADS=32,64 \
          BENCH_RECORDS_MAX=2000 BENCH_RESTORE_REPEATS=3 BENCH_CASES= \
+         BENCH_TALLIES=2000 BENCH_TALLY_CHANGES=1000 \
          BENCH_OUT=$BUILD/bench-smoke
   "$bin" --check >"$work/out" 2>"$work/err" || {
     cat "$work/out" "$work/err" "$work"/daemon-*.log
@@ -126,7 +127,7 @@ if ! command -v gnuplot >/dev/null 2>&1; then
   exit 0
 fi
 # One series per case, mode and block of the throughput rows, in file order.
-series=$(awk -F, 'NR > 1 && $1 != "restore" && $1 != "prune" && !seen[$1 FS $2 FS $4]++ \
+series=$(awk -F, 'NR > 1 && $1 != "restore" && $1 != "prune" && $1 != "tally-flush" && !seen[$1 FS $2 FS $4]++ \
                   { print $1, $2, $4 }' "$out/latest.csv")
 if [ -z "$series" ]; then
   echo "bench/run.sh: no throughput rows: no charts" >&2
