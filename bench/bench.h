@@ -27,6 +27,8 @@
 #include <leveldb/c.h>
 #include <libmemcached/memcached.h>
 
+#include "logcounter.h"
+
 #define BENCH_MAX_THREADS 64
 #define BENCH_MAX_RUNS 99
 
@@ -118,6 +120,11 @@ typedef struct case_set {
   void *tally_priv;        /* tally.c's */
 } case_set;
 /* Opens the shared state of every selected throughput workload. */
+/* A fresh, empty directory cfg->dir/name (its path into path). */
+int bench_fresh_dir(const bench_cfg *cfg, const char *name, char *path,
+                    size_t size);
+/* A handle on the log at path; NULL (and a message) on failure. */
+lc_t *bench_open(const bench_cfg *cfg, const char *path, lc_durability_t d);
 int cases_open(const bench_cfg *cfg, case_set *cs);
 void cases_close(case_set *cs);
 

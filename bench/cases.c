@@ -170,8 +170,8 @@ static int64_t put_op(void *shared, void *state, char *err, size_t n) {
 
 /* ---- setup ---- */
 
-static int fresh_dir(const bench_cfg *cfg, const char *name, char *path,
-                     size_t size) {
+int bench_fresh_dir(const bench_cfg *cfg, const char *name, char *path,
+                    size_t size) {
   snprintf(path, size, "%s/%s", cfg->dir, name);
   if (rm_rf(path) != 0 || mkdir_p(cfg->dir) != 0) {
     fprintf(stderr, "bench: cannot prepare %s\n", path);
@@ -180,10 +180,7 @@ static int fresh_dir(const bench_cfg *cfg, const char *name, char *path,
   return 0;
 }
 
-static lc_t *open_handle(const bench_cfg *cfg, const char *name,
-                         lc_durability_t d) {
-  char path[4096];
-  if (fresh_dir(cfg, name, path, sizeof path)) return NULL;
+lc_t *bench_open(const bench_cfg *cfg, const char *path, lc_durability_t d) {
   lc_options o;
   lc_options_init(&o);
   o.memcached = cfg->memcached;
@@ -192,17 +189,22 @@ static lc_t *open_handle(const bench_cfg *cfg, const char *name,
   o.owner = "bench";
   lc_t *h = NULL;
   int rc = lc_open(&o, &h);
-  if (rc) {
-    fprintf(stderr, "bench: cannot open %s: %s (%s)\n", path, lc_strerror(rc),
-            lc_last_detail());
-    return NULL;
-  }
+  if (rc)
+    fprintf(stderr, "bench: cannot open %s: %s (%s)\n", path,
+            lc_strerror(rc), lc_last_detail());
   return h;
+}
+
+static lc_t *open_handle(const bench_cfg *cfg, const char *name,
+                         lc_durability_t d) {
+  char path[4096];
+  if (bench_fresh_dir(cfg, name, path, sizeof path)) return NULL;
+  return bench_open(cfg, path, d);
 }
 
 static leveldb_t *open_db(const bench_cfg *cfg, const char *name) {
   char path[4096];
-  if (fresh_dir(cfg, name, path, sizeof path)) return NULL;
+  if (bench_fresh_dir(cfg, name, path, sizeof path)) return NULL;
   return db_open(path, 0);
 }
 

@@ -62,18 +62,6 @@ static int build_log(const char *path, uint64_t n, double *settle) {
   return err ? -1 : 0;
 }
 
-static lc_t *open_log(const bench_cfg *cfg, const char *path) {
-  lc_options o;
-  lc_options_init(&o);
-  o.memcached = cfg->memcached;
-  o.db_path = path;
-  o.owner = "bench";
-  lc_t *h = NULL;
-  int rc = lc_open(&o, &h);
-  if (rc) fprintf(stderr, "bench: cannot open %s: %s (%s)\n", path,
-                  lc_strerror(rc), lc_last_detail());
-  return h;
-}
 
 /* One lc_next after memcached lost everything; false unless it restored
  * and went up. */
@@ -118,7 +106,7 @@ static bool restores(const bench_cfg *cfg, results *res, const char *path,
   lc_t *h = NULL;
   while (n < cfg->restore_repeats && ok) {
     if (h == NULL) {
-      if ((h = open_log(cfg, path)) == NULL) return false;
+      if ((h = bench_open(cfg, path, LC_DURABILITY_DEFAULT)) == NULL) return false;
       int64_t v;  /* warm: the handle has allocated before the loss */
       if (!cold) {
         ok = lc_next(h, NAME, &v) == 0;
@@ -152,7 +140,7 @@ static bool restores(const bench_cfg *cfg, results *res, const char *path,
 static bool prune(const bench_cfg *cfg, results *res, const char *path,
                   uint64_t records, uint64_t *deleted) {
   uint64_t before = du_bytes(path);
-  lc_t *h = open_log(cfg, path);
+  lc_t *h = bench_open(cfg, path, LC_DURABILITY_DEFAULT);
   if (h == NULL) return false;
   lc_prune_opts o = {.below = (int64_t)(records / 10 * 9) + 1};
   lc_prune_result pr = {0, 0};

@@ -35,24 +35,8 @@ typedef struct tally_priv {
 
 static lc_t *open_fresh(const bench_cfg *cfg, const char *name, char *path,
                         size_t size) {
-  snprintf(path, size, "%s/%s", cfg->dir, name);
-  if (rm_rf(path) != 0 || mkdir_p(cfg->dir) != 0) {
-    fprintf(stderr, "bench: cannot prepare %s\n", path);
-    return NULL;
-  }
-  lc_options o;
-  lc_options_init(&o);
-  o.memcached = cfg->memcached;
-  o.db_path = path;
-  o.owner = "bench";
-  lc_t *h = NULL;
-  int rc = lc_open(&o, &h);
-  if (rc) {
-    fprintf(stderr, "bench: cannot open %s: %s (%s)\n", path, lc_strerror(rc),
-            lc_last_detail());
-    return NULL;
-  }
-  return h;
+  if (bench_fresh_dir(cfg, name, path, size)) return NULL;
+  return bench_open(cfg, path, LC_DURABILITY_DEFAULT);
 }
 
 /* ---- tally-add ---- */

@@ -105,22 +105,28 @@ static int connect_port(int port) {
   return fd;
 }
 
-/* Sends req and reads until the reply ends with one of the terminators
- * (each must end in "\r\n").  Returns the reply length or -1. */
-static int roundtrip(int port, const char *req, size_t reqlen, char *buf,
-                     size_t cap, const char *const *ends) {
+/* Connects to port and sends the whole request; the socket, or -1. */
+static int send_request(int port, const char *req, size_t reqlen) {
   int fd = connect_port(port);
   if (fd < 0) return -1;
-  size_t off = 0;
-  while (off < reqlen) {
+  for (size_t off = 0; off < reqlen;) {
     ssize_t w = send(fd, req + off, reqlen - off, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      if (w < 0 && errno == EINTR) continue;
       close(fd);
       return -1;
     }
     off += (size_t)w;
   }
+  return fd;
+}
+
+/* Sends req and reads until the reply ends with one of the terminators
+ * (each must end in "\r\n").  Returns the reply length or -1. */
+static int roundtrip(int port, const char *req, size_t reqlen, char *buf,
+                     size_t cap, const char *const *ends) {
+  int fd = send_request(port, req, reqlen);
+  if (fd < 0) return -1;
   size_t got = 0;
   for (;;) {
     if (got + 1 >= cap) break;
@@ -152,18 +158,8 @@ static int roundtrip(int port, const char *req, size_t reqlen, char *buf,
 
 /* A single-line reply: accept any complete line. */
 static int line_cmd(const mcd_t *m, const char *req, char *buf, size_t cap) {
-  int fd = connect_port(m->port);
+  int fd = send_request(m->port, req, strlen(req));
   if (fd < 0) return -1;
-  size_t reqlen = strlen(req), off = 0;
-  while (off < reqlen) {
-    ssize_t w = send(fd, req + off, reqlen - off, MSG_NOSIGNAL);
-    if (w <= 0) {
-      if (w < 0 && errno == EINTR) continue;
-      close(fd);
-      return -1;
-    }
-    off += (size_t)w;
-  }
   size_t got = 0;
   while (got + 1 < cap) {
     ssize_t r = recv(fd, buf + got, cap - 1 - got, 0);
