@@ -730,13 +730,9 @@ static void test_iter_corrupt_record(void **state) {
   assert_i64_op(next1(f->h, "cr"), >, 60);
 }
 
-/* A log directory of an unknown format version is refused (P7); the
- * marker key is the one src/log.c writes. */
-static void test_unknown_format(void **state) {
-  fx_t *f = *state;
-  next1(f->h, "fmt");
-  lc_close(f->h);
-  f->h = NULL;
+/* Writes one raw key into the test's log, which must be closed. */
+static void put_closed(fx_t *f, const char *k, size_t kl, const char *v,
+                       size_t vl) {
   char path[512];
   snprintf(path, sizeof path, "%s/db", f->dir);
   leveldb_options_t *lo = leveldb_options_create();
@@ -744,22 +740,28 @@ static void test_unknown_format(void **state) {
   char *err = NULL;
   leveldb_t *db = leveldb_open(lo, path, &err);
   assert_null(err);
-  const char *k = "!logcounter-format";
-  leveldb_put(db, wo, k, strlen(k), "99", 2, &err);
+  leveldb_put(db, wo, k, kl, v, vl, &err);
   assert_null(err);
   leveldb_close(db);
+  leveldb_writeoptions_destroy(wo);
+  leveldb_options_destroy(lo);
+}
+
+/* A log directory of an unknown format version is refused (P7); the
+ * marker key is the one src/log.c writes. */
+static void test_unknown_format(void **state) {
+  fx_t *f = *state;
+  next1(f->h, "fmt");
+  lc_close(f->h);
+  f->h = NULL;
+  const char *k = "!logcounter-format";
+  put_closed(f, k, strlen(k), "99", 2);
   lc_t *h = NULL;
   assert_rc(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &h), LC_EFORMAT);
   assert_null(h);
   assert_true(lc_last_detail()[0] != '\0');
   /* Put back, it opens again and goes on. */
-  db = leveldb_open(lo, path, &err);
-  assert_null(err);
-  leveldb_put(db, wo, k, strlen(k), "1", 1, &err);
-  assert_null(err);
-  leveldb_close(db);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_options_destroy(lo);
+  put_closed(f, k, strlen(k), "1", 1);
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
   assert_i64_eq(next1(f->h, "fmt"), 2);
 }
@@ -772,18 +774,7 @@ static void test_corrupt_reservation(void **state) {
   for (int i = 0; i < 5; i++) next1(f->h, "cres");
   lc_close(f->h);
   f->h = NULL;
-  char path[512];
-  snprintf(path, sizeof path, "%s/db", f->dir);
-  leveldb_options_t *lo = leveldb_options_create();
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  char *err = NULL;
-  leveldb_t *db = leveldb_open(lo, path, &err);
-  assert_null(err);
-  leveldb_put(db, wo, "vcres", 5, "junk", 4, &err);
-  assert_null(err);
-  leveldb_close(db);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_options_destroy(lo);
+  put_closed(f, "vcres", 5, "junk", 4);
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
   int64_t v = 42;
