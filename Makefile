@@ -90,7 +90,7 @@ run: deps
 
 # The whole suite: each test program starts and stops its own memcached.
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/readme_example $(BENCH_BIN) $(DAEMON_CLIENT)
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(BUILD)/readme_example $(BENCH_BIN) $(DAEMON_CLIENT) $(TEST_EXTRA)
 	@BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
 
 install: all
@@ -159,3 +159,9 @@ $(DAEMON_CLIENT): tests/daemon/lcd_client.c
 daemon-test: deps
 	@$(MAKE) --no-print-directory $(DAEMON) $(DAEMON_CLIENT)
 	@BUILD=$(BUILD) tests/daemon_test.sh
+
+# ---- further parts (fuzzing, chaos, peers...) ------------------------------
+# Each mk/*.mk adds its own targets; one that needs something built before
+# `make test` appends it to TEST_EXTRA.
+TEST_EXTRA ?=
+include $(sort $(wildcard mk/*.mk))

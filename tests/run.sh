@@ -103,6 +103,12 @@ run_suite() {
 [ -f "$here/cli_test.sh" ] && run_suite cli bash "$here/cli_test.sh"
 [ -f "$here/daemon_test.sh" ] &&
   run_suite daemon bash "$here/daemon_test.sh"
+# Further suites (tests/suite_NAME.sh, e.g. fuzz regression replay, chaos).
+for s in "$here"/suite_*.sh; do
+  [ -f "$s" ] || continue
+  n=$(basename "$s" .sh); n=${n#suite_}
+  run_suite "$n" bash "$s"
+done
 [ -x "$BUILD/bench" ] && run_suite bench-smoke bash "$here/../bench/run.sh" --smoke
 
 echo
