@@ -17,7 +17,11 @@
  *    1..LC_BLOCK_MAX, a get carries at most LC__PROTO_MAX_KEYS names, and
  *    every command that would store, move back, delete or expire a value
  *    is refused with its reason; a refused storage command's data block is
- *    measured so that the daemon can discard it and stay in sync.
+ *    measured so that the daemon can discard it and stay in sync;
+ *  - logcounterd only: a key "tally:..." is always a tally, never a serial
+ *    counter (its name after the prefix must pass lc_check_name); incr and
+ *    decr of a tally take 1..INT64_MAX, decr of a serial counter is
+ *    refused.
  */
 #include "proto.h"
 
@@ -69,6 +73,15 @@ int lc__proto_check_name(const lc__proto_token *t) {
   memcpy(name, t->s, t->len);
   name[t->len] = '\0';
   return lc_check_name(name) == 0 ? 0 : LC_ENAME;
+}
+
+int lc__proto_tally_name(const lc__proto_token *t, lc__proto_token *name) {
+  if (t->len < LC__PROTO_TALLY_PREFIX_LEN ||
+      memcmp(t->s, LC__PROTO_TALLY_PREFIX, LC__PROTO_TALLY_PREFIX_LEN) != 0)
+    return 0;
+  name->s = t->s + LC__PROTO_TALLY_PREFIX_LEN;
+  name->len = t->len - LC__PROTO_TALLY_PREFIX_LEN;
+  return 1;
 }
 
 /* ---- tokens ------------------------------------------------------------ */
@@ -129,8 +142,35 @@ static lc__proto_cmd refused(lc__proto_req *req, const char *why) {
 
 /* ---- commands ---------------------------------------------------------- */
 
+static const char *const tally_delta_why =
+    "invalid numeric delta argument (a tally takes 1..9223372036854775807)";
+
+/* incr/decr tally:NAME D [noreply]: n tokens before noreply. */
+static lc__proto_cmd parse_tally(const toks *tk, size_t n, int minus,
+                                 lc__proto_req *req) {
+  if (n != 3)
+    return bad(req, minus ? "bad command line format: usage: decr "
+                            "tally:<name> <delta> [noreply]"
+                          : "bad command line format: usage: incr "
+                            "tally:<name> <delta> [noreply]");
+  if (lc__proto_check_name(&req->tally) != 0)
+    return bad(req, "invalid tally name (tally: then 1-200 bytes of "
+                    "printable ASCII, no space)");
+  uint64_t v;
+  if (lc__proto_number(tk->t[2].s, tk->t[2].len, &v) != 0 || v < 1 ||
+      v > (uint64_t)INT64_MAX)
+    return bad(req, tally_delta_why);
+  req->delta = minus ? -(int64_t)v : (int64_t)v;
+  return req->cmd = LC__PROTO_TALLY;
+}
+
 static lc__proto_cmd parse_incr(const toks *tk, lc__proto_req *req) {
   size_t n = take_noreply(tk, req);
+  if (n >= 2 && lc__proto_tally_name(&tk->t[1], &req->tally)) {
+    req->keys[0] = tk->t[1];
+    req->nkeys = 1;
+    return parse_tally(tk, n, 0, req);
+  }
   if (n != 3)
     return bad(req, "bad command line format: usage: incr <name> <count> "
                     "[noreply]");
@@ -146,14 +186,32 @@ static lc__proto_cmd parse_incr(const toks *tk, lc__proto_req *req) {
   return req->cmd = LC__PROTO_INCR;
 }
 
+/* decr: only tallies go down. */
+static lc__proto_cmd parse_decr(const toks *tk, lc__proto_req *req) {
+  size_t n = take_noreply(tk, req);
+  if (n >= 2 && lc__proto_tally_name(&tk->t[1], &req->tally)) {
+    req->keys[0] = tk->t[1];
+    req->nkeys = 1;
+    return parse_tally(tk, n, 1, req);
+  }
+  return refused(req, "decr is not supported on serial counters: they only "
+                      "move forward (decr works on tally:<name>)");
+}
+
 static lc__proto_cmd parse_get(const toks *tk, lc__proto_req *req) {
   if (tk->ntok < 2)
     return bad(req, "bad command line format: usage: get <name> ...");
   if (tk->ntok - 1 > LC__PROTO_MAX_KEYS)
     return bad(req, "too many keys (at most 128 in one get)");
   for (size_t i = 1; i < tk->ntok; i++) {
-    if (lc__proto_check_name(&tk->t[i]) != 0)
+    lc__proto_token name;
+    if (lc__proto_tally_name(&tk->t[i], &name)) {
+      if (lc__proto_check_name(&name) != 0)
+        return bad(req, "invalid tally name (tally: then 1-200 bytes of "
+                        "printable ASCII, no space)");
+    } else if (lc__proto_check_name(&tk->t[i]) != 0) {
       return bad(req, "invalid counter name");
+    }
     req->keys[req->nkeys++] = tk->t[i];
   }
   return req->cmd = LC__PROTO_GET;
@@ -214,8 +272,21 @@ lc__proto_cmd lc__proto_parse(const char *line, size_t len,
       req->stats_settings = 1;
       return req->cmd = LC__PROTO_STATS;
     }
-    return bad(req, "unknown stats group (logcounterd has 'stats' and "
-                    "'stats settings')");
+    if (tk.ntok == 3 && tok_is(&tk.t[1], "tally")) {
+      lc__proto_token name = tk.t[2], rest;
+      if (lc__proto_tally_name(&name, &rest))
+        name = rest;                    /* "stats tally tally:NAME" too */
+      if (lc__proto_check_name(&name) != 0)
+        return bad(req, "invalid tally name (1-200 bytes of printable "
+                        "ASCII, no space)");
+      req->stats_tally = 1;
+      req->tally = name;
+      req->keys[0] = name;
+      req->nkeys = 1;
+      return req->cmd = LC__PROTO_STATS;
+    }
+    return bad(req, "unknown stats group (logcounterd has 'stats', "
+                    "'stats settings' and 'stats tally <name>')");
   }
   if (tok_is(v, "version"))
     return tk.ntok == 1 ? (req->cmd = LC__PROTO_VERSION)
@@ -232,12 +303,9 @@ lc__proto_cmd lc__proto_parse(const char *line, size_t len,
     return req->cmd = LC__PROTO_VERBOSITY;
   }
 
-  /* Refused commands, each with its reason. */
-  if (tok_is(v, "decr")) {
-    take_noreply(&tk, req);
-    return refused(req, "decr is not supported: counters only move "
-                        "forward");
-  }
+  /* Refused commands, each with its reason (decr: tallies only). */
+  if (tok_is(v, "decr"))
+    return parse_decr(&tk, req);
   if (tok_is(v, "set") || tok_is(v, "add") || tok_is(v, "replace") ||
       tok_is(v, "append") || tok_is(v, "prepend"))
     return parse_storage(&tk, req, 4, 4, 4, storage_why);

@@ -10,6 +10,13 @@
  * with lc__proto_parse, which checks every argument (counter names with
  * lc_check_name, counts, key count, noreply) and, for a command the daemon
  * refuses, says why and how many data bytes follow the line.
+ *
+ * Tallies: a key "tally:NAME" (LC__PROTO_TALLY_PREFIX, then a name that
+ * passes lc_check_name) names the tally NAME, never a serial counter:
+ * "incr tally:NAME D" / "decr tally:NAME D" (D 1..INT64_MAX) are
+ * LC__PROTO_TALLY with delta +D / -D, get/gets may mix tally and counter
+ * keys, and "stats tally NAME" asks for one tally's figures.  decr of a
+ * serial counter is refused (serials never go down).
  */
 #ifndef LC_PROTO_H
 #define LC_PROTO_H
@@ -21,6 +28,9 @@
 #define LC__PROTO_LINE_MAX 2048
 /* Most counter names in one get/gets. */
 #define LC__PROTO_MAX_KEYS 128
+/* Keys that start with this name a tally (the rest is its name). */
+#define LC__PROTO_TALLY_PREFIX "tally:"
+#define LC__PROTO_TALLY_PREFIX_LEN 6
 /* Largest data block of a storage command that is read and discarded;
  * a larger declared length closes the connection (memcached's default
  * item size limit is 1 MiB). */
@@ -55,7 +65,10 @@ typedef enum lc__proto_cmd {
                              data_len bytes that follow the line */
   LC__PROTO_BAD,          /* malformed: reply "CLIENT_ERROR <error>";
                              close the connection if close is set */
-  LC__PROTO_UNKNOWN       /* not a command: reply "ERROR" */
+  LC__PROTO_UNKNOWN,      /* not a command: reply "ERROR" */
+  LC__PROTO_TALLY         /* incr/decr tally:NAME: keys[0] is the whole
+                             key, tally its NAME, delta the signed change
+                             (+-1..INT64_MAX), noreply */
 } lc__proto_cmd;
 
 typedef struct lc__proto_token {
@@ -74,6 +87,10 @@ typedef struct lc__proto_req {
   int noreply;            /* incr, verbosity, refused storage commands */
   int gets;               /* the command was gets (answer a cas column) */
   int stats_settings;     /* "stats settings" */
+  int stats_tally;        /* "stats tally NAME": keys[0] and tally are
+                             NAME, nkeys 1 */
+  lc__proto_token tally;  /* TALLY and stats tally: the tally's name */
+  int64_t delta;          /* TALLY: the change, never 0 */
   /* REFUSED: bytes (data block + "\r\n") to read and discard after the
    * line; 0 when nothing follows. */
   uint64_t data_len;
@@ -101,5 +118,14 @@ int lc__proto_number(const char *s, size_t len, uint64_t *out);
  * LC_ENAME.
  */
 int lc__proto_check_name(const lc__proto_token *t);
+
+/*
+ * Whether the key t is in the tally namespace (starts with "tally:").
+ * Returns 1 and *name (the part after the prefix, pointing into t; it may
+ * be empty), or 0 (a serial counter's key; *name untouched).  The name is
+ * not checked: lc__proto_check_name does that.  So no serial counter
+ * reachable through the daemon has a name starting with "tally:".
+ */
+int lc__proto_tally_name(const lc__proto_token *t, lc__proto_token *name);
 
 #endif /* LC_PROTO_H */

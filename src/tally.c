@@ -353,10 +353,14 @@ static int reserve(lc__tally *t, bool plus, uint64_t d, int64_t delta) {
   return 0;
 }
 
-static int tally_add(lc_t *h, const char *name, int64_t delta) {
+/* The change; *tp and *sum (the side's memcached sum after it) for
+ * lc__tally_add_total. */
+static int tally_add(lc_t *h, const char *name, int64_t delta,
+                     lc__tally **tp, uint64_t *sum) {
   lc__tally *t;
   int rc = lc__tally_lookup(h, name, &t);
   if (rc) return rc;
+  *tp = t;
   if (delta == 0) return lc__fail(LC_EDELTA, "delta 0 for tally %s", name);
   bool plus = delta > 0;
   uint64_t d = plus ? (uint64_t)delta : (uint64_t)0 - (uint64_t)delta;
@@ -391,7 +395,10 @@ static int tally_add(lc_t *h, const char *name, int64_t delta) {
     uint64_t v;
     rc = lc__cache_incr(&h->cache, key, klen, d, &v);
     if (rc < 0) return rc;  /* the reservation stays: it may have counted */
-    if (rc == 0) break;
+    if (rc == 0) {
+      *sum = v;
+      break;
+    }
     /* vanished: seed at the applied sum (counting a loss), then again */
     lc__tally_acquire(t);
     uint64_t applied, dd;
@@ -419,10 +426,43 @@ static int tally_add(lc_t *h, const char *name, int64_t delta) {
 
 int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
   lc__detail_clear();
-  int rc = tally_add(h, name, delta);
+  lc__tally *t;
+  uint64_t sum;
+  int rc = tally_add(h, name, delta, &t, &sum);
   if (rc && h) LC__STAT(h, errors, 1);
   if (!rc) LC__STAT(h, tally_adds, 1);
   return rc;
+}
+
+int lc__tally_add_total(lc_t *h, const char *name, int64_t delta,
+                        int64_t *after) {
+  lc__detail_clear();
+  lc__tally *t;
+  uint64_t sum, other = 0;
+  int rc = tally_add(h, name, delta, &t, &sum);
+  if (rc) {
+    if (h) LC__STAT(h, errors, 1);
+    return rc;
+  }
+  LC__STAT(h, tally_adds, 1);
+  bool plus = delta > 0;
+  /* the change is made: from here on nothing may fail the call */
+  int ro = side_get(h, t, !plus, &other);
+  lc__detail_clear();
+  pthread_mutex_lock(&t->mu);
+  /* total - ap + am is the same before and after any flush (a flush adds
+   * to total exactly what it adds to ap and takes what it adds to am), so
+   * the mirror may be newer than the sums read */
+  uint64_t p = plus ? sum : other, m = plus ? other : sum;
+  if (ro != 0) {  /* not readable: count nothing pending on that side */
+    if (plus) m = t->am;
+    else p = t->ap;
+  }
+  __int128 v = (__int128)t->total + ((__int128)p - t->ap) -
+               ((__int128)m - t->am);
+  pthread_mutex_unlock(&t->mu);
+  *after = v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+  return 0;
 }
 
 int lc_tally_get(lc_t *h, const char *name, int64_t *total, int64_t *pending,

@@ -10,6 +10,7 @@
  *   lcd_pool.c     the worker threads that make the blocking library calls
  *   lcd_listen.c   the TCP and unix-socket listeners, --max-connections
  *   lcd_stats.c    the "stats" and "stats settings" replies
+ *   lcd_flush.c    the tally flusher thread (--flush-interval)
  *
  * Threads: ONE event-loop thread owns every connection, listener and
  * counter below (no locks).  N worker threads take jobs from a queue and
@@ -30,6 +31,13 @@
  * --no-coalesce (settings.coalesce = 0) turns off all three merges (the
  * pipelined run, the worker's same-counter take, and the library's, with
  * lc_options.batch_max = 1): every request costs its own memcached incr.
+ *
+ * Tallies: "incr/decr tally:NAME D" is a job of its own (one
+ * lc__tally_add_total, never merged); get/gets answer tally keys with
+ * lc_tally_get (durable + pending); "stats tally NAME" is a get job too.
+ * A separate flusher thread (lcd_flush.c) applies pending changes every
+ * --flush-interval seconds, sweeps now and then, and is stopped before
+ * the final flush and lc_close at shutdown.
  *
  * Lifetime: a connection's struct lives until its socket is closed AND no
  * job of it is in flight; a job's results are dropped if its connection
@@ -94,9 +102,15 @@ typedef struct lcd_settings {
                                one memcached increment; 0 (--no-coalesce):
                                one increment per request, for comparison
                                (default 1) */
+  int flush_interval;       /* seconds between tally flushes; 0: none
+                               while running, only at shutdown (default 1) */
+  int sweep_interval;       /* seconds between sweeps of every tally in the
+                               log (recovers what a crash left pending);
+                               one also runs at startup; 0: only then
+                               (default 60) */
 } lcd_settings;
 
-typedef enum { LCD_JOB_INCR, LCD_JOB_GET } lcd_job_kind;
+typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;
 
 typedef struct lcd_conn lcd_conn;
 typedef struct lcd_server lcd_server;
@@ -114,13 +128,22 @@ typedef struct lcd_job {
   uint64_t count[LCD_RUN_MAX];
   unsigned char noreply[LCD_RUN_MAX];
   uint64_t total;
-  /* GET: nkeys names; gets answers a cas column. */
+  /* GET: nkeys names; gets answers a cas column; stats_tally: one tally
+   * name, answered as "stats tally NAME". */
   size_t nkeys;
   int gets;
+  int stats_tally;
+  /* TALLY: names holds the tally's name (without "tally:"). */
+  int64_t delta;
   /* Results, written by the worker. */
   int rc;                   /* 0 or the first LC_E* code */
   int64_t first;            /* INCR: first id of the whole block */
-  int64_t values[LC__PROTO_MAX_KEYS];   /* GET */
+  int64_t values[LC__PROTO_MAX_KEYS];   /* GET: value (tally: total +
+                                           pending), TALLY: the total
+                                           after the change in values[0] */
+  unsigned char hit[LC__PROTO_MAX_KEYS];/* GET: answer a VALUE line */
+  int64_t tally_total, tally_pending;   /* stats_tally */
+  uint64_t tally_losses;
   char detail[256];         /* lc_last_detail() of a failure */
 } lcd_job;
 
@@ -131,7 +154,18 @@ typedef struct lcd_counters {
   uint64_t cmd_get, get_hits, get_misses;
   uint64_t client_errors, server_errors;
   uint64_t closed_idle, closed_garbage, closed_binary, closed_long;
+  uint64_t cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
 } lcd_counters;
+
+/* The tally flusher (lcd_flush.c); its figures are read under mu. */
+typedef struct lcd_flusher {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int started, stop;
+  pthread_t thread;
+  uint64_t runs, sweeps, errors, flushed;
+  int failing;              /* the last run failed (logged once a streak) */
+} lcd_flusher;
 
 typedef struct lcd_pool {
   pthread_mutex_t mu;
@@ -164,6 +198,7 @@ struct lcd_server {
   time_t started_wall;
   lcd_counters st;
   lcd_pool pool;
+  lcd_flusher flusher;
   time_t last_error_log;    /* rate limit for SERVER_ERROR log lines */
 };
 
@@ -234,6 +269,24 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                    size_t line_len);
 /* The loop thread gets a finished job back. */
 void lcd_conn_job_done(lcd_job *j);
+
+void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+                     size_t line_len);
+/* "stats tally NAME": a get job answered with STAT lines. */
+void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
+                           lc__proto_req *req, size_t line_len);
+
+/* lcd_flush.c */
+/* Starts the flusher thread (which sweeps first); 0 or -1. */
+int lcd_flusher_start(lcd_server *s);
+/* Stops and joins it (a run in progress finishes first). */
+void lcd_flusher_stop(lcd_server *s);
+/* The final flush at shutdown (every tally, with a sweep); 0 or an LC_E
+ * code, logged. */
+int lcd_flush_final(lcd_server *s);
+/* A snapshot of the flusher's figures. */
+void lcd_flusher_figures(lcd_server *s, uint64_t *runs, uint64_t *sweeps,
+                         uint64_t *errors, uint64_t *flushed);
 
 /* lcd_stats.c */
 void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings);

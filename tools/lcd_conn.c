@@ -5,7 +5,8 @@
  * Runs in the event-loop thread only.  Per connection, at most one job is
  * in flight (c->busy); while it is, no further request is parsed, so the
  * replies keep request order and a connection's incr answers strictly
- * increase.  Requests that need no library call that blocks (stats,
+ * increase.  Requests that need no library call that blocks (stats but
+ * "stats tally NAME",
  * version, verbosity, quit, errors) are answered on the spot.
  *
  * Bounds: a request line is at most LC__PROTO_LINE_MAX bytes (longer:
@@ -131,6 +132,15 @@ static void handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
   case LC__PROTO_GET:
     lcd_start_get(c, in, &req, line_len);
     return;
+  case LC__PROTO_TALLY:
+    lcd_start_tally(c, in, &req, line_len);
+    return;
+  case LC__PROTO_STATS:
+    if (req.stats_tally) {
+      lcd_start_stats_tally(c, in, &req, line_len);
+      return;
+    }
+    break;
   default:
     break;
   }

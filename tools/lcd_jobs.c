@@ -3,7 +3,11 @@
  * for a connection (a buffered run of pipelined incr lines for one counter
  * becomes one job), and turning a finished job into reply lines, in
  * request order ("<last id>", "VALUE ... END", "SERVER_ERROR <ERRNAME>
- * <message>: <detail>").  Loop thread only; lcd_conn.c owns the
+ * <message>: <detail>").  Tallies: "incr/decr tally:NAME D" answers the
+ * total after the change, floored at 0 (memcached clients read incr/decr
+ * answers as unsigned; memcached's own decr stops at 0), a refused change
+ * "CLIENT_ERROR <ERRNAME> <message>: <detail>"; get answers the signed
+ * total (durable + pending); "stats tally NAME" its three figures.  Loop thread only; lcd_conn.c owns the
  * connections and calls in here.
  */
 #include "lcd.h"
@@ -66,6 +70,12 @@ static void server_error(lcd_conn *c, const lcd_job *j) {
                       j->detail);
 }
 
+/* A tally change refused because of what the client sent: nothing was
+ * applied. */
+static int client_caused(int rc) {
+  return rc == LC_ETALLYRANGE || rc == LC_EDELTA || rc == LC_ENAME;
+}
+
 /* ---- jobs -------------------------------------------------------------- */
 
 static lcd_job *job_get(lcd_conn *c) {
@@ -78,6 +88,7 @@ static lcd_job *job_get(lcd_conn *c) {
   j->total = 0;
   j->nkeys = 0;
   j->gets = 0;
+  j->stats_tally = 0;
   return j;
 }
 
@@ -156,10 +167,108 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   submit(c, j);
 }
 
+/* incr/decr tally:NAME D: one job, one lc__tally_add_total. */
+void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+                     size_t line_len) {
+  lcd_job *j = job_get(c);
+  if (!j) {
+    evbuffer_drain(in, line_len);
+    out_of_memory(c);
+    return;
+  }
+  j->kind = LCD_JOB_TALLY;
+  memcpy(j->names, req->tally.s, req->tally.len);
+  j->names[req->tally.len] = '\0';
+  j->delta = req->delta;
+  j->nreq = 1;
+  j->noreply[0] = (unsigned char)req->noreply;
+  evbuffer_drain(in, line_len);
+  if (req->delta > 0)
+    c->srv->st.cmd_tally_incr++;
+  else
+    c->srv->st.cmd_tally_decr++;
+  submit(c, j);
+}
+
+void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
+                           lc__proto_req *req, size_t line_len) {
+  lcd_job *j = job_get(c);
+  if (!j) {
+    evbuffer_drain(in, line_len);
+    out_of_memory(c);
+    return;
+  }
+  j->kind = LCD_JOB_GET;
+  j->stats_tally = 1;
+  memcpy(j->names, req->tally.s, req->tally.len);
+  j->names[req->tally.len] = '\0';
+  j->name_off[0] = 0;
+  j->nkeys = 1;
+  evbuffer_drain(in, line_len);
+  submit(c, j);
+}
+
+/* The reply of a finished tally change. */
+static void tally_done(lcd_conn *c, const lcd_job *j) {
+  lcd_server *s = c->srv;
+  if (j->rc == 0) {
+    if (!j->noreply[0])
+      put_value_line(c, j->values[0] > 0 ? j->values[0] : 0);
+    return;
+  }
+  s->st.tally_errors++;
+  if (client_caused(j->rc)) {
+    s->st.client_errors++;
+    if (!j->noreply[0])
+      evbuffer_add_printf(bufferevent_get_output(c->bev),
+                          "CLIENT_ERROR %s %s%s%s\r\n", lc_err_name(j->rc),
+                          lc_strerror(j->rc), j->detail[0] ? ": " : "",
+                          j->detail);
+    return;
+  }
+  s->st.server_errors++;
+  if (!j->noreply[0])
+    server_error(c, j);
+}
+
+static void stats_tally_done(lcd_conn *c, const lcd_job *j) {
+  evbuffer_add_printf(bufferevent_get_output(c->bev),
+                      "STAT name %s\r\nSTAT total %" PRId64 "\r\n"
+                      "STAT pending %" PRId64 "\r\nSTAT losses %" PRIu64
+                      "\r\nEND\r\n", j->names, j->tally_total,
+                      j->tally_pending, j->tally_losses);
+}
+
 void lcd_conn_job_done(lcd_job *j) {
   lcd_conn *c = j->conn;
   lcd_server *s = c->srv;
   c->busy = 0;
+  if (j->kind == LCD_JOB_TALLY) {
+    if (j->rc && !client_caused(j->rc)) {
+      time_t now = lcd_now();
+      if (s->set->verbose >= 2 || now != s->last_error_log) {
+        s->last_error_log = now;
+        lcd_log(s, 0, "tally change of '%s' failed: %s %s%s%s", j->names,
+                lc_err_name(j->rc), lc_strerror(j->rc),
+                j->detail[0] ? ": " : "", j->detail);
+      }
+    }
+    if (!c->bev) {            /* closed meanwhile: the change is made */
+      lcd_conn_free(c);
+      return;
+    }
+    c->last_active = lcd_now();
+    tally_done(c, j);
+    if (j->rc == 0)
+      c->errors_in_row = 0;
+    else if (client_caused(j->rc) && ++c->errors_in_row >= LCD_GARBAGE_MAX &&
+             !c->closing) {
+      s->st.closed_garbage++;
+      lcd_close_later(c, "too many errors in a row");
+    }
+    lcd_conn_process(c);
+    return;
+  }
   if (j->kind == LCD_JOB_INCR) {
     if (j->rc == 0)
       s->st.incr_ids += j->total;
@@ -195,19 +304,24 @@ void lcd_conn_job_done(lcd_job *j) {
     }
   } else if (j->rc) {
     server_error(c, j);
+  } else if (j->stats_tally) {
+    stats_tally_done(c, j);
   } else {
     struct evbuffer *o = bufferevent_get_output(c->bev);
     for (size_t i = 0; i < j->nkeys; i++) {
-      if (j->values[i] <= 0) {
+      if (!j->hit[i]) {
         s->st.get_misses++;
         continue;
       }
       s->st.get_hits++;
+      if (strncmp(j->names + j->name_off[i], LC__PROTO_TALLY_PREFIX,
+                  LC__PROTO_TALLY_PREFIX_LEN) == 0)
+        s->st.get_tally++;
       char v[24];
       int n = snprintf(v, sizeof v, "%" PRId64, j->values[i]);
       evbuffer_add_printf(o, "VALUE %s 0 %d", j->names + j->name_off[i], n);
-      if (j->gets)
-        evbuffer_add_printf(o, " %s", v);
+      if (j->gets)              /* cas: unsigned (a tally may be < 0) */
+        evbuffer_add_printf(o, " %s", j->values[i] >= 0 ? v : "0");
       evbuffer_add_printf(o, "\r\n%s\r\n", v);
     }
     lcd_puts(c, "END\r\n");

@@ -17,10 +17,15 @@
  * connection's answers still increase.  --no-coalesce: no take, one
  * lc_next_n per job (and the library merges nothing: batch_max = 1).
  *
+ * Tally jobs (incr/decr tally:NAME) are never merged: each is one
+ * lc__tally_add_total (one memcached incr, one read for the reply).  A get
+ * job answers tally keys with lc_tally_get.
+ *
  * Invariant at stop: every submitted job has run and come back through
  * lcd_conn_job_done, so no id is allocated without its connection knowing.
  */
 #include "lcd.h"
+#include "tally.h"      /* lc__tally_add_total */
 
 #include <event2/event.h>
 #include <signal.h>
@@ -59,8 +64,34 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
     }
     return;
   }
+  if (j->kind == LCD_JOB_TALLY) {
+    j->rc = lc__tally_add_total(lc, j->names, j->delta, &j->values[0]);
+    if (j->rc)
+      keep_detail(j);
+    return;
+  }
+  if (j->stats_tally) {
+    j->rc = lc_tally_get(lc, j->names, &j->tally_total, &j->tally_pending,
+                         &j->tally_losses);
+    if (j->rc)
+      keep_detail(j);
+    return;
+  }
   for (size_t i = 0; i < j->nkeys; i++) {
-    j->rc = lc_current(lc, j->names + j->name_off[i], &j->values[i]);
+    const char *key = j->names + j->name_off[i];
+    if (strncmp(key, LC__PROTO_TALLY_PREFIX, LC__PROTO_TALLY_PREFIX_LEN) ==
+        0) {
+      int64_t total = 0, pending = 0;
+      j->rc = lc_tally_get(lc, key + LC__PROTO_TALLY_PREFIX_LEN, &total,
+                           &pending, NULL);
+      __int128 v = (__int128)total + pending;
+      j->values[i] = v > INT64_MAX ? INT64_MAX
+                     : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+      j->hit[i] = 1;
+    } else {
+      j->rc = lc_current(lc, key, &j->values[i]);
+      j->hit[i] = j->values[i] > 0;
+    }
     if (j->rc) {
       keep_detail(j);
       return;

@@ -3,7 +3,9 @@
  * memcached's format ("STAT name value" lines, then "END"): the daemon's
  * own figures (connections, commands, errors, closes), the library's
  * (lc_get_stats: allocations, ids, increments, restores, backwards, log
- * writes and syncs, errors) and the settings in force.  Loop thread only.
+ * writes and syncs, errors), the tallies' (changes by the daemon, the
+ * library's tally figures, the flusher's runs) and the settings in force.
+ * Loop thread only.
  */
 #include "lcd.h"
 
@@ -23,14 +25,16 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         "\r\nSTAT idle_timeout %d\r\nSTAT line_timeout %d\r\n"
         "STAT drain_timeout %d\r\nSTAT backlog %d\r\nSTAT verbosity %d\r\n"
         "STAT pidfile %s\r\nSTAT line_max %d\r\nSTAT max_keys %d\r\n"
-        "STAT block_max %llu\r\nEND\r\n",
+        "STAT block_max %llu\r\nSTAT flush_interval %d\r\n"
+        "STAT sweep_interval %d\r\nEND\r\n",
         set->listen, set->socket_path ? set->socket_path : "none",
         set->socket_mode, set->memcached, set->db,
         lc_durability_name(set->durability), set->timeout_ms, set->threads,
         set->max_connections, set->idle_timeout, set->line_timeout,
         set->drain_timeout, set->backlog, set->verbose,
         set->pidfile ? set->pidfile : "none", LC__PROTO_LINE_MAX,
-        LC__PROTO_MAX_KEYS, (unsigned long long)LC_BLOCK_MAX);
+        LC__PROTO_MAX_KEYS, (unsigned long long)LC_BLOCK_MAX,
+        set->flush_interval, set->sweep_interval);
     return;
   }
   lc_stats ls;
@@ -55,7 +59,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       "STAT client_errors %" PRIu64 "\r\nSTAT server_errors %" PRIu64 "\r\n"
       "STAT closed_idle %" PRIu64 "\r\nSTAT closed_garbage %" PRIu64 "\r\n"
       "STAT closed_binary %" PRIu64 "\r\nSTAT closed_line_too_long %" PRIu64
-      "\r\nSTAT jobs_queued %zu\r\nEND\r\n",
+      "\r\nSTAT jobs_queued %zu\r\n",
       (long)getpid(), (long long)(now - s->started),
       (long long)(s->started_wall + (now - s->started)), lc_version(),
       event_get_version(), (int)(sizeof(void *) * 8), set->threads,
@@ -66,5 +70,21 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       ls.backwards, ls.log_writes, ls.log_syncs, ls.errors,
       d->client_errors, d->server_errors, d->closed_idle, d->closed_garbage,
       d->closed_binary, d->closed_long, lcd_pool_queued(s));
+  uint64_t runs, sweeps, ferrors, flushed;
+  lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
+  evbuffer_add_printf(o,
+      "STAT cmd_tally_incr %" PRIu64 "\r\nSTAT cmd_tally_decr %" PRIu64
+      "\r\nSTAT tally_errors %" PRIu64 "\r\nSTAT get_tally %" PRIu64
+      "\r\nSTAT tally_adds %" PRIu64 "\r\nSTAT tally_flushes %" PRIu64
+      "\r\nSTAT tally_schedules %" PRIu64
+      "\r\nSTAT tally_schedule_failures %" PRIu64
+      "\r\nSTAT tally_losses %" PRIu64 "\r\nSTAT tally_seeds %" PRIu64
+      "\r\nSTAT flusher_runs %" PRIu64 "\r\nSTAT flusher_sweeps %" PRIu64
+      "\r\nSTAT flusher_errors %" PRIu64 "\r\nSTAT flusher_written %"
+      PRIu64 "\r\nEND\r\n",
+      d->cmd_tally_incr, d->cmd_tally_decr, d->tally_errors, d->get_tally,
+      ls.tally_adds, ls.tally_flushes, ls.tally_schedules,
+      ls.tally_schedule_failures, ls.tally_losses, ls.tally_seeds, runs,
+      sweeps, ferrors, flushed);
 }
 

@@ -12,8 +12,10 @@
  * Shutdown (SIGTERM/SIGINT): stop accepting, stop reading, answer every
  * request already read, close each connection once its replies are
  * written (at most --drain-timeout seconds; a second signal cuts it
- * short), let the workers finish, lc_close (which records the exact last
- * values and syncs), remove the pidfile and the socket, exit 0.
+ * short), let the workers finish, stop the tally flusher, flush every
+ * tally once more (with a sweep), lc_close (which records the exact last
+ * values and syncs), remove the pidfile and the socket, exit 0 (1 if the
+ * final flush or the close failed).
  * SIGKILL needs nothing here: the library's synced reservation keeps the
  * ids unique after any crash.
  */
@@ -56,6 +58,8 @@ static void settings_init(lcd_settings *set) {
   set->verbose = 0;
   set->pidfile = NULL;
   set->coalesce = 1;
+  set->flush_interval = 1;
+  set->sweep_interval = 60;
 }
 
 /* ---- logging ----------------------------------------------------------- */
@@ -98,12 +102,20 @@ static void usage(FILE *f) {
     "                          answer the last; a new counter starts at 1\n"
     "  get NAME...  gets NAME...  the value each counter stands at\n"
     "                          (counters never used are absent)\n"
+    "  incr tally:NAME D [noreply], decr tally:NAME D [noreply]\n"
+    "                          change the tally NAME by +D / -D\n"
+    "                          (1..2^63-1); answers the total after it,\n"
+    "                          floored at 0; applied to the log by the\n"
+    "                          flusher (keys tally:... are always tallies)\n"
+    "  get tally:NAME          the tally's signed total (log + pending)\n"
+    "  stats tally NAME        its total in the log, pending, losses\n"
     "  stats, stats settings, verbosity N, quit\n"
     "  version                 VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG
     "-%s (the memcached\n"
     "                          level first: libmemcached needs it)\n"
     "  decr, set, add, replace, append, prepend, cas, delete, touch,\n"
-    "  flush_all, meta commands: CLIENT_ERROR (counters only move forward)\n"
+    "  flush_all, meta commands: CLIENT_ERROR (counters only move forward;\n"
+    "                          decr works on tallies only)\n"
     "  failures: SERVER_ERROR <LC error name> <message>[: <detail>]\n\n"
     "Options:\n"
     "  -l, --listen ADDR:PORT  TCP address, numeric (default %s;\n"
@@ -133,19 +145,29 @@ static void usage(FILE *f) {
     "                          unfinished this long, 1..3600 (default %d)\n"
     "  --drain-timeout SECONDS on SIGTERM, wait this long for clients to\n"
     "                          read their last replies (default %d)\n"
+    "  --flush-interval SECONDS  apply pending tally changes to the log\n"
+    "                          this often, 0..86400; 0: only at shutdown\n"
+    "                          (default %d); it bounds what a memcached\n"
+    "                          restart can lose\n"
+    "  --sweep-interval SECONDS  also compare every tally in the log with\n"
+    "                          memcached this often (and at startup), to\n"
+    "                          apply what a crash left pending; 0: only at\n"
+    "                          startup (default %d)\n"
     "  --pidfile FILE          write the pid here, removed at exit\n"
     "  -v, --verbose           log connections; twice: failed requests\n"
     "  -h, --help              this help\n"
     "  --version               print the version\n\n"
     "Signals: SIGTERM/SIGINT stop accepting, answer the requests already\n"
-    "read, close the log cleanly and exit 0 (a second one hurries).\n\n"
+    "read, flush the tallies, close the log cleanly and exit 0 (a second\n"
+    "one hurries).\n\n"
     "The daemon holds the log: 'logcounter prune', 'verify' and 'dump' need\n"
     "it stopped (they report the log as in use by " LCD_PROG " otherwise).\n\n"
     "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
     (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
     lc_durability_name(d.durability), d.timeout_ms, d.threads,
     d.coalesce ? "coalescing on" : "off", d.max_connections,
-    d.idle_timeout, d.line_timeout, d.drain_timeout);
+    d.idle_timeout, d.line_timeout, d.drain_timeout, d.flush_interval,
+    d.sweep_interval);
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -174,7 +196,7 @@ static int parse_int(const char *opt, const char *text, long min, long max,
 /* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
 static int parse_options(lcd_settings *set, int argc, char **argv) {
   enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
-         O_PID, O_MODE, O_VERSION, O_NO_COALESCE };
+         O_PID, O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP };
   static const struct option lo[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
@@ -189,6 +211,8 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     {"line-timeout", required_argument, NULL, O_LINE},
     {"drain-timeout", required_argument, NULL, O_DRAIN},
     {"pidfile", required_argument, NULL, O_PID},
+    {"flush-interval", required_argument, NULL, O_FLUSH},
+    {"sweep-interval", required_argument, NULL, O_SWEEP},
     {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -234,6 +258,10 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                                 &set->line_timeout); break;
     case O_DRAIN: rc = parse_int("--drain-timeout", optarg, 0, 3600,
                                  &set->drain_timeout); break;
+    case O_FLUSH: rc = parse_int("--flush-interval", optarg, 0, 86400,
+                                 &set->flush_interval); break;
+    case O_SWEEP: rc = parse_int("--sweep-interval", optarg, 0, 86400 * 30,
+                                 &set->sweep_interval); break;
     case ':':
       return usage_error("option '%s' needs a value", argv[optind - 1]);
     default:
@@ -408,7 +436,8 @@ int main(int argc, char **argv) {
   }
   struct timeval sec = {1, 0};
   tick = event_new(s.base, -1, EV_PERSIST, tick_cb, &s);
-  if (!tick || event_add(tick, &sec) != 0 || lcd_pool_start(&s) != 0) {
+  if (!tick || event_add(tick, &sec) != 0 || lcd_pool_start(&s) != 0 ||
+      lcd_flusher_start(&s) != 0) {
     fprintf(stderr, LCD_PROG ": cannot start the worker threads\n");
     status = EXIT_RUNTIME;
     goto out;
@@ -416,11 +445,11 @@ int main(int argc, char **argv) {
   s.started = lcd_now();
   s.started_wall = time(NULL);
   lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s), memcached %s, "
-          "%d threads%s", lc_version(), set.listen,
+          "%d threads%s, tally flush every %d s", lc_version(), set.listen,
           set.socket_path ? " and " : "",
           set.socket_path ? set.socket_path : "", set.db,
           lc_durability_name(set.durability), set.memcached, set.threads,
-          set.coalesce ? "" : ", no coalescing");
+          set.coalesce ? "" : ", no coalescing", set.flush_interval);
   if (event_base_dispatch(s.base) < 0) {
     lcd_log(&s, 0, "event loop failed");
     status = EXIT_RUNTIME;
@@ -431,6 +460,9 @@ out:
   lcd_stop_listening(&s);
   lcd_conn_close_all(&s);
   lcd_pool_stop(&s);              /* every job comes back; conns freed */
+  lcd_flusher_stop(&s);
+  if (s.lc && s.started && lcd_flush_final(&s) != 0)
+    status = EXIT_RUNTIME;
   if (s.lc) {
     int rc = lc_close(s.lc);
     if (rc) {
