@@ -1,0 +1,254 @@
+/*
+ * fuzz_cli.c - libFuzzer target: the logcounter CLI's option and number
+ * parsing (tools/logcounter.c, tools/cli_util.c, the subcommands).
+ *
+ * tools/logcounter.c (main renamed) and tools/cli_tally.c are included
+ * here so that their static parsers (parse_globals, parse_i64) can be
+ * called; the other CLI files are linked as they are, with cli_open
+ * replaced (-Wl,--wrap=cli_open) by a stub that opens nothing and returns
+ * OPENED, so a subcommand runs exactly up to the point where it would
+ * touch memcached, a log or a daemon.  stdout and stderr go to /dev/null.
+ *
+ * Input: byte 0 picks the parser, byte 1 a variant, the rest is split at
+ * NUL bytes into arguments (each an exact-size heap string).
+ *
+ * Properties checked:
+ *  - cli_parse_number agrees with a strtoull-based reference (digits only,
+ *    no overflow, within min..max) for several ranges;
+ *  - cli_parse_duration agrees with a reference (digits, then ms, s, m, h,
+ *    d, w or nothing; the product fits int64) and gives value * unit;
+ *  - the tally delta parser agrees with a strtoll-based reference;
+ *  - cli_check_server accepts only addresses of at most 1000 printable,
+ *    quote-free bytes that are an absolute path or end in :PORT, 1..65535;
+ *  - the global options end in 0, help or a usage error, and on 0 every
+ *    setting is in its documented range;
+ *  - every subcommand returns 0, help, a usage error or OPENED, reaches
+ *    cli_open at most once, and never reports a usage error after it.
+ */
+#define main lc_cli_main
+#include "../tools/logcounter.c"
+#undef main
+#include "../tools/cli_tally.c"
+
+#include "fuzz.h"
+
+#include <limits.h>
+
+#define OPENED 77       /* what the stub cli_open returns */
+#define MAX_ARGS 16
+
+static int opens;
+
+int __wrap_cli_open(struct cli *c);
+int __wrap_cli_open(struct cli *c) {
+  (void)c;
+  opens++;
+  return OPENED;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  FILE *null = fopen("/dev/null", "w");
+  if (null) {
+    stdout = null;
+    stderr = null;
+  }
+  unsetenv("LOGCOUNTER_DURABILITY");
+  return 0;
+}
+
+/* ---- references ---- */
+
+static int all_digits(const char *s) {
+  if (!*s)
+    return 0;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9')
+      return 0;
+  return 1;
+}
+
+static int ref_number(const char *s, uint64_t min, uint64_t max,
+                      uint64_t *out) {
+  if (!all_digits(s))
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, NULL, 10);
+  if (errno == ERANGE || v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int ref_duration(const char *s, int64_t *out) {
+  static const struct { const char *unit; uint64_t us; } units[] = {
+    {"ms", 1000ULL}, {"s", 1000000ULL}, {"m", 60000000ULL},
+    {"h", 3600000000ULL}, {"d", 86400000000ULL}, {"w", 604800000000ULL},
+    {"", 1000000ULL}};
+  size_t d = 0;
+  while (s[d] >= '0' && s[d] <= '9')
+    d++;
+  if (d == 0 || d >= 32)
+    return -1;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(s + d, units[i].unit) != 0)
+      continue;
+    char num[32];
+    memcpy(num, s, d);
+    num[d] = '\0';
+    uint64_t v;
+    if (ref_number(num, 0, (uint64_t)INT64_MAX / units[i].us, &v))
+      return -1;
+    *out = (int64_t)(v * units[i].us);
+    return 0;
+  }
+  return -1;
+}
+
+static int ref_i64(const char *s, int64_t *out) {
+  const char *p = s + (*s == '+' || *s == '-');
+  if (!all_digits(p))
+    return -1;
+  errno = 0;
+  long long v = strtoll(s, NULL, 10);
+  if (errno == ERANGE)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* ---- the parsers ---- */
+
+static void fuzz_number(const char *text, unsigned variant) {
+  static const uint64_t ranges[][2] = {
+    {1, LC_BLOCK_MAX}, {1, LC_VALUE_MAX}, {0, UINT64_MAX},
+    {1, UINT64_MAX}, {1, MAX_TIMEOUT_MS}, {0, MAX_WAIT_MS}, {1, UINT32_MAX}};
+  const uint64_t *r = ranges[variant % (sizeof ranges / sizeof ranges[0])];
+  uint64_t got = 12345, want = 0;
+  int rc = cli_parse_number(NULL, "number", "--fuzz", text, r[0], r[1], &got);
+  int ref = ref_number(text, r[0], r[1], &want);
+  FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
+  FUZZ_CHECK((rc == 0) == (ref == 0));
+  FUZZ_CHECK(rc != 0 || got == want);
+  FUZZ_CHECK(rc == 0 || got == 12345);    /* untouched on failure */
+}
+
+static void fuzz_duration(const char *text) {
+  int64_t got = -1, want = 0;
+  int rc = cli_parse_duration(NULL, "--older-than", text, &got);
+  int ref = ref_duration(text, &want);
+  FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
+  FUZZ_CHECK((rc == 0) == (ref == 0));
+  FUZZ_CHECK(rc != 0 || (got == want && got >= 0));
+}
+
+static void fuzz_i64(const char *text) {
+  int64_t got = 0, want = 0;
+  int rc = parse_i64(NULL, "delta", text, &got);
+  int ref = ref_i64(text, &want);
+  FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
+  FUZZ_CHECK((rc == 0) == (ref == 0));
+  FUZZ_CHECK(rc != 0 || got == want);
+}
+
+static void fuzz_server(const char *text) {
+  if (cli_check_server(text, "--server") != 0)
+    return;
+  size_t len = strlen(text);
+  FUZZ_CHECK(len >= 1 && len <= MAX_SERVER_LEN);
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+    FUZZ_CHECK(*p > 0x20 && *p < 0x7f && *p != '"');
+  if (text[0] != '/') {
+    const char *colon = strrchr(text, ':');
+    FUZZ_CHECK(colon && colon != text && all_digits(colon + 1));
+    unsigned long port = strtoul(colon + 1, NULL, 10);
+    FUZZ_CHECK(port >= 1 && port <= 65535);
+  }
+}
+
+static void init_cli(struct cli *c) {
+  memset(c, 0, sizeof *c);
+  c->memcached = DEFAULT_MEMCACHED;
+  c->durability = LC_DURABILITY_DEFAULT;
+  c->timeout_ms = DEFAULT_TIMEOUT_MS;
+  c->wait_ms = DEFAULT_WAIT_MS;
+}
+
+static void fuzz_globals(int argc, char **argv) {
+  struct cli c;
+  init_cli(&c);
+  int rc = parse_globals(&c, argc, argv);
+  FUZZ_CHECK(rc == 0 || rc == HELP_SHOWN || rc == EXIT_USAGE);
+  if (rc != 0)
+    return;
+  FUZZ_CHECK(optind >= 1 && optind <= argc);
+  FUZZ_CHECK(c.timeout_ms >= 1 && c.timeout_ms <= MAX_TIMEOUT_MS);
+  FUZZ_CHECK(c.wait_ms >= 0 && c.wait_ms <= MAX_WAIT_MS);
+  FUZZ_CHECK(c.durability == LC_DURABILITY_DEFAULT ||
+             c.durability == LC_DURABILITY_SYNC);
+  if (c.server) {
+    FUZZ_CHECK(*c.server && strlen(c.server) <= MAX_SERVER_LEN);
+    FUZZ_CHECK(strstr(c.via, c.server) != NULL);
+  }
+  /* What main does next: the command word, if any, must be known. */
+  if (optind < argc && find_command(argv[optind]))
+    FUZZ_CHECK(strcmp(find_command(argv[optind])->name, argv[optind]) == 0);
+}
+
+static void fuzz_command(unsigned variant, int argc, char **argv) {
+  struct cli c;
+  init_cli(&c);
+  c.cmd = &commands[variant % NCOMMANDS];
+  argv[0] = (char *)c.cmd->name;
+  opens = 0;
+  int rc = c.cmd->run(&c, argc, argv);
+  FUZZ_CHECK(rc == 0 || rc == HELP_SHOWN || rc == EXIT_USAGE ||
+             rc == OPENED);
+  FUZZ_CHECK(opens <= 1);
+  FUZZ_CHECK((opens == 1) == (rc == OPENED));
+  FUZZ_CHECK(c.h == NULL);
+  free(c.db_alloc);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 2)
+    return 0;
+  unsigned mode = data[0] % 6, variant = data[1];
+  char *argv[MAX_ARGS + 2];
+  int argc = 1;
+  argv[0] = "logcounter";
+  size_t i = 2;
+  while (argc <= MAX_ARGS) {
+    const uint8_t *end = memchr(data + i, '\0', size - i);
+    size_t n = end ? (size_t)(end - (data + i)) : size - i;
+    argv[argc++] = fuzz_dup(data + i, n, 1);
+    i += n + 1;
+    if (!end || i >= size)
+      break;
+  }
+  argv[argc] = NULL;
+  char **owned = argv + 1;
+  int nowned = argc - 1;
+  char *saved[MAX_ARGS + 1];
+  memcpy(saved, owned, (size_t)nowned * sizeof *saved);
+  /* A fresh process: getopt's state (optind, and inside glibc the
+   * position within a cluster of short options) starts over.  optind = 0
+   * makes glibc's next getopt call reinitialize everything. */
+  static char *none[] = {"logcounter", NULL};
+  optind = 0;
+  FUZZ_CHECK(getopt(1, none, "") == -1);
+
+  switch (mode) {
+  case 0: fuzz_number(argv[1], variant); break;
+  case 1: fuzz_duration(argv[1]); break;
+  case 2: fuzz_i64(argv[1]); break;
+  case 3: fuzz_server(argv[1]); break;
+  case 4: fuzz_globals(argc, argv); break;
+  default: fuzz_command(variant, argc, argv); break;
+  }
+  /* getopt may have permuted argv: free what was allocated. */
+  for (int k = 0; k < nowned; k++)
+    free(saved[k]);
+  return 0;
+}

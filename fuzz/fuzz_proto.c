@@ -1,0 +1,227 @@
+/*
+ * fuzz_proto.c - libFuzzer target: logcounterd's request parser
+ * (src/proto.c), fed the input as a connection's byte stream, the way
+ * tools/lcd_conn.c consumes it: frame a line, parse it, skip the data
+ * block of a refused storage command, stop at binary, an over-long line
+ * or a closing error.
+ *
+ * Properties checked besides "no crash, no out-of-bounds read":
+ *  - framing: a line ends at the first '\n', is at most LINE_MAX bytes
+ *    before "\r\n", and is framed the same whatever follows it; a proper
+ *    prefix of a line asks for more; 0x80 first means binary;
+ *  - parsing: tokens lie inside the line, are non-empty and hold no space;
+ *    incr has one name that lc_check_name accepts and a count in
+ *    1..LC_BLOCK_MAX; get has 1..LC__PROTO_MAX_KEYS valid names; refused
+ *    and bad requests carry a reason; a refused data block is at most
+ *    LC__PROTO_DATA_MAX + 2 bytes; noreply is only set by a last token
+ *    "noreply";
+ *  - round trip: an incr or get printed back canonically parses to the
+ *    same request;
+ *  - lc__proto_number agrees with a strtoull-based reference on every
+ *    token.
+ */
+#include "fuzz.h"
+
+#include "logcounter.h"
+#include "proto.h"
+
+#include <errno.h>
+
+static int tok_eq(const lc__proto_token *a, const lc__proto_token *b) {
+  return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+}
+
+/* The reference: 1..20 decimal digits whose value fits 64 bits. */
+static int ref_number(const char *s, size_t len, uint64_t *out) {
+  if (len == 0 || len > 20)
+    return -1;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+  char buf[21];
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  errno = 0;
+  unsigned long long v = strtoull(buf, NULL, 10);
+  if (errno == ERANGE)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static void check_number(const char *s, size_t len) {
+  uint64_t a = 0, b = 0;
+  char *copy = fuzz_dup(s, len, 0);
+  int ra = lc__proto_number(copy, len, &a);
+  int rb = ref_number(copy, len, &b);
+  free(copy);
+  FUZZ_CHECK(ra == rb);
+  FUZZ_CHECK(ra != 0 || a == b);
+}
+
+static int valid_name(const lc__proto_token *t) {
+  char buf[LC_NAME_MAX + 1];
+  if (t->len == 0 || t->len > LC_NAME_MAX || memchr(t->s, '\0', t->len))
+    return 0;
+  memcpy(buf, t->s, t->len);
+  buf[t->len] = '\0';
+  return lc_check_name(buf) == 0;
+}
+
+static void check_token(const lc__proto_token *t, const char *line,
+                        size_t len) {
+  FUZZ_CHECK(t->s >= line && t->len > 0 && t->len <= len &&
+             (size_t)(t->s - line) <= len - t->len);
+  FUZZ_CHECK(memchr(t->s, ' ', t->len) == NULL);
+}
+
+/* Prints req (an incr or a get) canonically and parses it again. */
+static void round_trip(const lc__proto_req *req) {
+  char buf[LC__PROTO_MAX_KEYS * (LC_NAME_MAX + 1) + 64];
+  size_t n = 0;
+  if (req->cmd == LC__PROTO_INCR) {
+    n = (size_t)snprintf(buf, sizeof buf, "incr %.*s %llu%s\r\n",
+                         (int)req->keys[0].len, req->keys[0].s,
+                         (unsigned long long)req->count,
+                         req->noreply ? " noreply" : "");
+  } else {
+    n = (size_t)snprintf(buf, sizeof buf, "%s", req->gets ? "gets" : "get");
+    for (size_t i = 0; i < req->nkeys; i++)
+      n += (size_t)snprintf(buf + n, sizeof buf - n, " %.*s",
+                            (int)req->keys[i].len, req->keys[i].s);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\r\n");
+  }
+  FUZZ_CHECK(n < sizeof buf);
+  char *line = fuzz_dup(buf, n, 0);
+  lc__proto_req *again = malloc(sizeof *again);
+  FUZZ_CHECK(again != NULL);
+  FUZZ_CHECK(lc__proto_parse(line, n, again) == req->cmd);
+  FUZZ_CHECK(again->nkeys == req->nkeys && again->count == req->count &&
+             again->noreply == req->noreply && again->gets == req->gets);
+  for (size_t i = 0; i < req->nkeys; i++)
+    FUZZ_CHECK(tok_eq(&again->keys[i], &req->keys[i]));
+  free(again);
+  free(line);
+}
+
+/* Is the last space-separated token of line[0..len) "noreply"? */
+static int ends_with_noreply(const char *line, size_t len) {
+  while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+    len--;
+  while (len > 0 && line[len - 1] == ' ')
+    len--;
+  return len >= 8 && memcmp(line + len - 8, " noreply", 8) == 0;
+}
+
+static void check_request(const char *line, size_t len) {
+  lc__proto_req *req = malloc(sizeof *req);
+  FUZZ_CHECK(req != NULL);
+  lc__proto_cmd cmd = lc__proto_parse(line, len, req);
+  FUZZ_CHECK(cmd == req->cmd);
+  if (req->verb.s)
+    check_token(&req->verb, line, len);
+  FUZZ_CHECK(req->nkeys <= LC__PROTO_MAX_KEYS);
+  for (size_t i = 0; i < req->nkeys; i++)
+    check_token(&req->keys[i], line, len);
+  if (req->noreply)
+    FUZZ_CHECK(ends_with_noreply(line, len));
+  if (cmd == LC__PROTO_INCR) {
+    FUZZ_CHECK(req->nkeys == 1 && valid_name(&req->keys[0]));
+    FUZZ_CHECK(req->count >= 1 && req->count <= LC_BLOCK_MAX);
+    round_trip(req);
+  } else if (cmd == LC__PROTO_GET) {
+    FUZZ_CHECK(req->nkeys >= 1);
+    for (size_t i = 0; i < req->nkeys; i++)
+      FUZZ_CHECK(valid_name(&req->keys[i]));
+    round_trip(req);
+  } else if (cmd == LC__PROTO_REFUSED || cmd == LC__PROTO_BAD) {
+    FUZZ_CHECK(req->error != NULL && req->error[0] != '\0');
+  }
+  if (cmd == LC__PROTO_REFUSED)
+    FUZZ_CHECK(req->data_len <= LC__PROTO_DATA_MAX + 2);
+  free(req);
+}
+
+/* Tokens of the line for the number check: every space-separated run. */
+static void check_numbers(const char *line, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    while (i < len && line[i] == ' ')
+      i++;
+    size_t start = i;
+    while (i < len && line[i] != ' ')
+      i++;
+    if (i > start)
+      check_number(line + start, i - start);
+  }
+}
+
+static void check_frame(const char *p, size_t avail, size_t len) {
+  FUZZ_CHECK(len >= 1 && len <= avail && p[len - 1] == '\n');
+  FUZZ_CHECK(memchr(p, '\n', len - 1) == NULL);
+  size_t content = len - 1 - (len >= 2 && p[len - 2] == '\r');
+  FUZZ_CHECK(content <= LC__PROTO_LINE_MAX);
+  /* The same line on its own: the same frame; one byte short: more. */
+  char *alone = fuzz_dup(p, len, 0);
+  size_t len2 = 0;
+  FUZZ_CHECK(lc__proto_frame(alone, len, &len2) == LC__PROTO_FRAME_LINE &&
+             len2 == len);
+  FUZZ_CHECK(lc__proto_frame(alone, len - 1, &len2) ==
+             LC__PROTO_FRAME_MORE);
+  free(alone);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const char *in = (const char *)data;
+  size_t pos = 0;
+  uint64_t swallow = 0;
+  while (pos < size) {
+    if (swallow) {
+      size_t n = size - pos < swallow ? size - pos : (size_t)swallow;
+      pos += n;
+      swallow -= n;
+      continue;
+    }
+    size_t avail = size - pos, look = avail, len = 0;
+    if (look > LC__PROTO_LINE_MAX + 2)
+      look = LC__PROTO_LINE_MAX + 2;
+    /* An exact copy of what the daemon would pull up. */
+    char *p = fuzz_dup(in + pos, look, 0);
+    lc__proto_frame_result fr = lc__proto_frame(p, look, &len);
+    if ((unsigned char)p[0] == 0x80) {
+      FUZZ_CHECK(fr == LC__PROTO_FRAME_BINARY);
+    } else if (fr == LC__PROTO_FRAME_MORE) {
+      FUZZ_CHECK(look < LC__PROTO_LINE_MAX + 2 && !memchr(p, '\n', look));
+    } else if (fr == LC__PROTO_FRAME_TOO_LONG) {
+      const char *nl = memchr(p, '\n', look);
+      FUZZ_CHECK(!nl || nl - p > LC__PROTO_LINE_MAX);
+    } else {
+      FUZZ_CHECK(fr == LC__PROTO_FRAME_LINE);
+    }
+    if (fr != LC__PROTO_FRAME_LINE) {
+      free(p);
+      break;
+    }
+    check_frame(p, look, len);
+    char *line = fuzz_dup(p, len, 0);
+    free(p);
+    check_numbers(line, len - 1);
+    check_request(line, len);
+    /* The parser also accepts a line without its terminator. */
+    size_t bare = len - 1 - (len >= 2 && line[len - 2] == '\r');
+    check_request(line, bare);
+
+    lc__proto_req *req = malloc(sizeof *req);
+    FUZZ_CHECK(req != NULL);
+    lc__proto_cmd cmd = lc__proto_parse(line, len, req);
+    int stop = cmd == LC__PROTO_QUIT || (cmd == LC__PROTO_BAD && req->close);
+    if (cmd == LC__PROTO_REFUSED)
+      swallow = req->data_len;
+    free(req);
+    free(line);
+    pos += len;
+    if (stop)
+      break;
+  }
+  return 0;
+}

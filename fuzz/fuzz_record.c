@@ -1,0 +1,112 @@
+/*
+ * fuzz_record.c - libFuzzer target: the decoders of what logcounter reads
+ * back from its LevelDB log (src/keys.c, src/tally_rec.c): a counter's
+ * record (key 'r' NAME '\0' be64(last), value version|count|time) and a
+ * tally's record (33 bytes: version, total, applied+, applied-, losses).
+ *
+ * Input: byte 0 is the key length k, byte 1 the prefix length p (both
+ * reduced to fit), then k bytes of key, the rest is the value.  Key and
+ * value are exact-size heap copies, so a read past either is caught.
+ *
+ * Properties checked:
+ *  - lc__record_decode accepts exactly a key of p + 8 bytes whose value is
+ *    1..LC_VALUE_MAX and a 17-byte value of version 1 whose count is
+ *    1..last, and then first = last - count + 1 >= 1, version 1;
+ *    re-encoding count and time gives the value bytes back;
+ *  - a refusal is LC_ECORRUPT with a detail text;
+ *  - lc__tally_decode accepts exactly 33 bytes starting with version 1 and
+ *    returns the big-endian total and losses at their offsets, also when
+ *    asked for only one of them;
+ *  - the record and tally key builders round-trip the name and value.
+ */
+#include "fuzz.h"
+
+#include "internal.h"
+#include "tally.h"
+
+static void check_record(const char *key, size_t klen, size_t plen,
+                         const char *val, size_t vlen) {
+  lc_record rec;
+  int rc = lc__record_decode(key, klen, plen, val, vlen, &rec);
+  const unsigned char *k = (const unsigned char *)key;
+  const unsigned char *v = (const unsigned char *)val;
+  uint64_t last = klen == plen + 8 ? lc__be64_get(k + plen) : 0;
+  uint64_t count = vlen == LC__RECORD_LEN ? lc__be64_get(v + 1) : 0;
+  int ok = klen == plen + 8 && last >= 1 && last <= (uint64_t)LC_VALUE_MAX &&
+           vlen == LC__RECORD_LEN && v[0] == LC__RECORD_VERSION &&
+           count >= 1 && count <= last;
+  FUZZ_CHECK((rc == 0) == ok);
+  if (rc) {
+    FUZZ_CHECK(rc == LC_ECORRUPT && lc_last_detail()[0] != '\0');
+    return;
+  }
+  FUZZ_CHECK(rec.last == (int64_t)last && rec.count == count);
+  FUZZ_CHECK(rec.first >= 1 && rec.first <= rec.last &&
+             (uint64_t)(rec.last - rec.first) + 1 == rec.count);
+  FUZZ_CHECK(rec.version == LC__RECORD_VERSION);
+  unsigned char again[LC__RECORD_LEN];
+  lc__record_encode(again, rec.count, rec.time_us);
+  FUZZ_CHECK(memcmp(again, val, LC__RECORD_LEN) == 0);
+}
+
+static void check_tally(const char *val, size_t vlen) {
+  int64_t total = 0;
+  uint64_t losses = 0;
+  int rc = lc__tally_decode(val, vlen, &total, &losses);
+  const unsigned char *v = (const unsigned char *)val;
+  FUZZ_CHECK((rc == 0) == (vlen == 33 && v[0] == 1));
+  if (rc) {
+    FUZZ_CHECK(rc == LC_ECORRUPT);
+    return;
+  }
+  FUZZ_CHECK((uint64_t)total == lc__be64_get(v + 1));
+  FUZZ_CHECK(losses == lc__be64_get(v + 25));
+  int64_t t2 = 0;
+  uint64_t l2 = 0;
+  FUZZ_CHECK(lc__tally_decode(val, vlen, &t2, NULL) == 0 && t2 == total);
+  FUZZ_CHECK(lc__tally_decode(val, vlen, NULL, &l2) == 0 && l2 == losses);
+}
+
+/* The key builders: a name (the key bytes, if it is one) and a value. */
+static void check_keys(const char *key, size_t klen, const char *val,
+                       size_t vlen) {
+  char name[LC_NAME_MAX + 1];
+  if (klen == 0 || klen > LC_NAME_MAX)
+    return;
+  memcpy(name, key, klen);
+  name[klen] = '\0';
+  if (lc_check_name(name) != 0)
+    return;
+  uint64_t value = vlen >= 8 ? lc__be64_get((const unsigned char *)val) : 1;
+  char buf[LC_NAME_MAX + 10];
+  size_t plen = lc__record_prefix(buf, name, klen);
+  FUZZ_CHECK(plen == klen + 2 && buf[0] == 'r' && buf[plen - 1] == '\0' &&
+             memcmp(buf + 1, name, klen) == 0);
+  lc__be64_put((unsigned char *)buf + plen, value);
+  FUZZ_CHECK(lc__be64_get((unsigned char *)buf + plen) == value);
+  size_t n = lc__reservation_key(buf, name, klen);
+  FUZZ_CHECK(n == klen + 1 && buf[0] == 'v' && !memcmp(buf + 1, name, klen));
+  n = lc__tally_rec_key(buf, name, klen);
+  FUZZ_CHECK(n == klen + 1 && buf[0] == 't' && !memcmp(buf + 1, name, klen));
+  n = lc__tally_idx_key(buf, (int64_t)value, name, klen);
+  FUZZ_CHECK(n == klen + 9 && buf[0] == 'T' && !memcmp(buf + 9, name, klen));
+  FUZZ_CHECK((lc__be64_get((unsigned char *)buf + 1) ^
+              0x8000000000000000ULL) == value);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 2)
+    return 0;
+  size_t rest = size - 2;
+  size_t klen = data[0] <= rest ? data[0] : rest;
+  size_t plen = data[1] <= klen ? data[1] : klen;
+  size_t vlen = rest - klen;
+  char *key = fuzz_dup(data + 2, klen, 0);
+  char *val = fuzz_dup(data + 2 + klen, vlen, 0);
+  check_record(key, klen, plen, val, vlen);
+  check_tally(val, vlen);
+  check_keys(key, klen, val, vlen);
+  free(key);
+  free(val);
+  return 0;
+}
