@@ -4,9 +4,10 @@
 # flush_all, SIGSTOP past the timeout then SIGCONT, and SIGKILL with a
 # restart on the same port.  Samples the daemon's resident memory every
 # second and reports it after a warm-up (the first half of the run:
-# LevelDB fills its 4 MB memtable first) and at the end.  Passes when: the load client saw its replies strictly increase
-# per connection and no id twice across all connections; the daemon still
-# answers "stats" at the end; it exits 0 on SIGTERM; `logcounter verify`
+# LevelDB fills its 4 MB memtable first) and at the end.  Passes when:
+# the load client saw its replies strictly increase per connection and no
+# id twice across all connections; the daemon still answers "stats" at the
+# end; it exits 0 on SIGTERM; `logcounter verify`
 # finds the log sound; and resident memory grew less than SOAK_RSS_SLACK_KB
 # (default 16384) after the warm-up.  Run by `make soak`; not part of
 # `make test` (it takes a minute).  Ends with "soak: N passed, M failed".
