@@ -3,7 +3,9 @@
  * framing (line ends, the length bound, the binary-protocol byte), every
  * command shape the daemon answers, noreply, counter names, counts, the
  * key limit of get, the refused commands and the data blocks they carry,
- * and numbers.  No memcached, no log: the parser is pure.
+ * numbers, and the tally namespace (incr/decr tally:NAME, get of tally
+ * keys, stats tally NAME, decr of a serial counter refused).  No
+ * memcached, no log: the parser is pure.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -280,8 +282,10 @@ static void test_refused_without_data(void **state) {
   (void)state;
   lc__proto_req r;
   struct { const char *line, *why; int noreply; } cases[] = {
-    {"decr a 1\r\n", "only move forward", 0},
+    {"decr a 1\r\n", "not supported on serial counters", 0},
     {"decr a 1 noreply\r\n", "only move forward", 1},
+    {"decr tallyx 1\r\n", "decr works on tally:<name>", 0},
+    {"decr a\r\n", "serial counters", 0},
     {"delete a\r\n", "never deleted", 0},
     {"delete a noreply\r\n", "never deleted", 1},
     {"flush_all\r\n", "never deleted", 0},
@@ -364,6 +368,134 @@ static void test_numbers(void **state) {
   assert_int_equal(lc__proto_number("1 ", 2, &v), -1);
 }
 
+/* ---- tallies ----------------------------------------------------------- */
+
+static void test_tally_incr_decr(void **state) {
+  (void)state;
+  lc__proto_req r;
+  assert_int_equal(parse("incr tally:views 5\r\n", &r), LC__PROTO_TALLY);
+  assert_tok(r.keys[0], "tally:views");
+  assert_tok(r.tally, "views");
+  assert_int_equal(r.nkeys, 1);
+  assert_true(r.delta == 5);
+  assert_int_equal(r.noreply, 0);
+  assert_int_equal(parse("decr  tally:views  7  noreply\r\n", &r),
+                   LC__PROTO_TALLY);
+  assert_tok(r.tally, "views");
+  assert_true(r.delta == -7);
+  assert_int_equal(r.noreply, 1);
+  /* The whole signed range but INT64_MIN, both ways. */
+  assert_int_equal(parse("incr tally:x 9223372036854775807", &r),
+                   LC__PROTO_TALLY);
+  assert_true(r.delta == INT64_MAX);
+  assert_int_equal(parse("decr tally:x 9223372036854775807", &r),
+                   LC__PROTO_TALLY);
+  assert_true(r.delta == -INT64_MAX);
+  /* The count limit of serial counters does not apply to tallies. */
+  char line[80];
+  snprintf(line, sizeof line, "incr tally:x %llu\r\n",
+           (unsigned long long)LC_BLOCK_MAX + 1);
+  assert_int_equal(parse(line, &r), LC__PROTO_TALLY);
+  assert_true(r.delta == (int64_t)LC_BLOCK_MAX + 1);
+  /* A name with more colons, and the longest name. */
+  assert_int_equal(parse("incr tally:a:b:c 1\r\n", &r), LC__PROTO_TALLY);
+  assert_tok(r.tally, "a:b:c");
+  char longest[LC_NAME_MAX + 40];
+  memset(longest, 'n', sizeof longest);
+  int n = snprintf(longest, sizeof longest, "incr tally:");
+  memset(longest + n, 'n', LC_NAME_MAX);
+  snprintf(longest + n + LC_NAME_MAX, 8, " 1\r\n");
+  assert_int_equal(parse(longest, &r), LC__PROTO_TALLY);
+  assert_int_equal(r.tally.len, LC_NAME_MAX);
+}
+
+static void test_tally_bad(void **state) {
+  (void)state;
+  lc__proto_req r;
+  struct { const char *line, *why; int noreply; } cases[] = {
+    {"incr tally:v 0\r\n", "a tally takes 1..", 0},
+    {"decr tally:v 0\r\n", "a tally takes 1..", 0},
+    {"incr tally:v -1\r\n", "a tally takes 1..", 0},
+    {"decr tally:v -1\r\n", "a tally takes 1..", 0},
+    {"incr tally:v +1\r\n", "a tally takes 1..", 0},
+    {"incr tally:v x\r\n", "invalid numeric delta", 0},
+    {"incr tally:v 1.5\r\n", "invalid numeric delta", 0},
+    {"incr tally:v 9223372036854775808\r\n", "a tally takes 1..", 0},
+    {"decr tally:v 9223372036854775808\r\n", "a tally takes 1..", 0},
+    {"incr tally:v 18446744073709551616\r\n", "a tally takes 1..", 0},
+    {"incr tally:v x noreply\r\n", "invalid numeric delta", 1},
+    {"incr tally: 1\r\n", "invalid tally name", 0},
+    {"decr tally: 1 noreply\r\n", "invalid tally name", 1},
+    {"incr tally:\x01 1\r\n", "invalid tally name", 0},
+    {"incr tally:v\r\n", "usage: incr tally:<name>", 0},
+    {"decr tally:v\r\n", "usage: decr tally:<name>", 0},
+    {"decr tally:v 1 2\r\n", "usage: decr tally:<name>", 0},
+    {"get tally:\r\n", "invalid tally name", 0},
+    {"get a tally: b\r\n", "invalid tally name", 0},
+    {"stats tally\r\n", "unknown stats group", 0},
+    {"stats tally tally:\r\n", "invalid tally name", 0},
+    {"stats tally a b\r\n", "unknown stats group", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (parse(cases[i].line, &r) != LC__PROTO_BAD)
+      fail_msg("'%s' is not BAD", cases[i].line);
+    assert_error_has(r, cases[i].why);
+    assert_int_equal(r.noreply, cases[i].noreply);
+    assert_int_equal(r.close, 0);
+  }
+  /* A name longer than LC_NAME_MAX after the prefix. */
+  char line[LC_NAME_MAX + 40];
+  int n = snprintf(line, sizeof line, "incr tally:");
+  memset(line + n, 'n', LC_NAME_MAX + 1);
+  snprintf(line + n + LC_NAME_MAX + 1, 8, " 1\r\n");
+  assert_int_equal(parse(line, &r), LC__PROTO_BAD);
+  assert_error_has(r, "invalid tally name");
+}
+
+/* The prefix is the whole test: "tally:" keys are never serial counters,
+ * keys that merely look alike are. */
+static void test_tally_namespace(void **state) {
+  (void)state;
+  lc__proto_req r;
+  lc__proto_token name;
+  const struct { const char *key; int tally; const char *rest; } keys[] = {
+    {"tally:v", 1, "v"}, {"tally:", 1, ""}, {"tally:tally:v", 1, "tally:v"},
+    {"tally", 0, NULL}, {"Tally:v", 0, NULL}, {"tallyv", 0, NULL},
+    {"xtally:v", 0, NULL}, {"tally;v", 0, NULL}, {"t", 0, NULL},
+  };
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    lc__proto_token t = {keys[i].key, strlen(keys[i].key)};
+    int got = lc__proto_tally_name(&t, &name);
+    if (got != keys[i].tally)
+      fail_msg("'%s': tally %d, expected %d", keys[i].key, got,
+               keys[i].tally);
+    if (got)
+      assert_tok(name, keys[i].rest);
+  }
+  assert_int_equal(parse("incr Tally:v 1\r\n", &r), LC__PROTO_INCR);
+  assert_int_equal(parse("incr tallyv 1\r\n", &r), LC__PROTO_INCR);
+  assert_int_equal(parse("incr tally:v 1\r\n", &r), LC__PROTO_TALLY);
+  /* get mixes both kinds; keys keep their prefix (the VALUE line). */
+  assert_int_equal(parse("gets orders tally:views tallyx\r\n", &r),
+                   LC__PROTO_GET);
+  assert_int_equal(r.nkeys, 3);
+  assert_int_equal(r.gets, 1);
+  assert_tok(r.keys[1], "tally:views");
+  assert_int_equal(lc__proto_tally_name(&r.keys[1], &name), 1);
+  assert_int_equal(lc__proto_tally_name(&r.keys[2], &name), 0);
+  /* stats tally NAME, with or without the prefix. */
+  assert_int_equal(parse("stats tally views\r\n", &r), LC__PROTO_STATS);
+  assert_int_equal(r.stats_tally, 1);
+  assert_int_equal(r.stats_settings, 0);
+  assert_tok(r.tally, "views");
+  assert_int_equal(r.nkeys, 1);
+  assert_int_equal(parse("stats tally tally:views\r\n", &r),
+                   LC__PROTO_STATS);
+  assert_tok(r.tally, "views");
+  assert_int_equal(parse("stats\r\n", &r), LC__PROTO_STATS);
+  assert_int_equal(r.stats_tally, 0);
+}
+
 /* Every prefix of every valid request, and bytes flipped in them, parse
  * without crashing and give a known kind (sanitizers watch the reads). */
 static void test_prefixes_and_noise(void **state) {
@@ -371,7 +503,8 @@ static void test_prefixes_and_noise(void **state) {
   const char *lines[] = {"incr orders 10 noreply\r\n", "gets a b c\r\n",
                          "set k 1 2 3 noreply\r\n", "cas k 1 2 3 4\r\n",
                          "stats settings\r\n", "verbosity 1 noreply\r\n",
-                         "ms k 12 T0 F1\r\n"};
+                         "ms k 12 T0 F1\r\n", "decr tally:v 9 noreply\r\n",
+                         "stats tally v\r\n"};
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
     size_t n = strlen(lines[i]);
     for (size_t k = 0; k <= n; k++) {
@@ -384,7 +517,7 @@ static void test_prefixes_and_noise(void **state) {
         lc__proto_req r;
         size_t len;
         lc__proto_cmd cmd = lc__proto_parse(copy, k, &r);
-        assert_true(cmd >= LC__PROTO_INCR && cmd <= LC__PROTO_UNKNOWN);
+        assert_true(cmd >= LC__PROTO_INCR && cmd <= LC__PROTO_TALLY);
         if (cmd == LC__PROTO_BAD || cmd == LC__PROTO_REFUSED)
           assert_non_null(r.error);
         (void)lc__proto_frame(copy, k, &len);
@@ -412,6 +545,9 @@ int main(void) {
     cmocka_unit_test(test_refused_without_data),
     cmocka_unit_test(test_refused_storage),
     cmocka_unit_test(test_numbers),
+    cmocka_unit_test(test_tally_incr_decr),
+    cmocka_unit_test(test_tally_bad),
+    cmocka_unit_test(test_tally_namespace),
     cmocka_unit_test(test_prefixes_and_noise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
