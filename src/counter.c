@@ -34,6 +34,10 @@
 #define MAX_ATTEMPTS 8
 #define MAX_ROUNDS 4    /* batches one leader serves in a row */
 
+/* Test seam (the chaos harness): when set, called by a leader between its
+ * memcached increment and its log write.  NULL outside tests. */
+void (*lc__test_before_commit)(const char *name);
+
 typedef struct req {
   uint64_t n;
   int64_t first;
@@ -280,6 +284,7 @@ static bool serve(lc_t *h, lc__counter *c) {
     handoff(c);
     pthread_mutex_unlock(&c->mu);
   }
+  if (!rc && lc__test_before_commit) lc__test_before_commit(c->name);
   if (!rc) rc = commit(h, c, &b);
   if (!rc && b.reservation) c->reserved = b.reservation;  /* still leader */
   uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1);  /* unsigned: */

@@ -113,6 +113,9 @@ typedef struct lc__table {
 void lc__table_init(lc__table *t);
 /* Writes each counter's exact reservation (one synced batch) and frees. */
 int lc__table_close(lc__table *t, lc__log *log);
+/* Test seam: called between a block's increment and its log write (with
+ * durability sync, after the leader role was handed on); NULL normally. */
+extern void (*lc__test_before_commit)(const char *name);
 
 /* ---- tally.c (tallies: write-behind counts) ---- */
 #define LC__TALLY_MC_PLUS "lt+:"     /* sum of positive deltas */

@@ -1,0 +1,300 @@
+/*
+ * chaos.c - the chaos harness (make chaos): many clients against a few
+ * counters and tallies while a nemesis injects faults on a seeded,
+ * reproducible schedule; then the checker's report.
+ *
+ *   chaos run [options]     the driver (below; --help)
+ *   chaos worker ...        the embedded owner (worker.c), run by the driver
+ *   chaos dclient ...       logcounterd's clients (dclient.c), run by it
+ *
+ * The driver runs until both --seconds and --min-ids are reached (or
+ * --max-seconds), heals every fault, lets the clients run a moment more,
+ * stops everything and checks.  Exit status: 0 when the history is valid
+ * (no duplicate, nothing out of order, tallies within their bounds, no
+ * owner that died by itself), 1 when not, 2 on a usage error.
+ */
+#include "chaos.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+void ch_note(ch_run *r, const char *fmt, ...) {
+  size_t used = strlen(r->findings);
+  if (used + 4 >= sizeof r->findings) return;
+  if (used) used += (size_t)snprintf(r->findings + used, sizeof r->findings - used, "; ");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->findings + used, sizeof r->findings - used, fmt, ap);
+  va_end(ap);
+  if (r->verbose) fprintf(stderr, "chaos: %s\n", r->findings + used);
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+"usage: chaos run [options]\n"
+"\n"
+"Runs the embedded worker (library threads: counters e0..e2, tallies t0,\n"
+"t1) and logcounterd with client processes (counters d0, d1) against a\n"
+"private memcached while faults are injected on a seeded schedule, then\n"
+"checks every acknowledged id and tally change and prints a report.\n"
+"\n"
+"  --seconds N       run at least this long (default 180)\n"
+"  --min-ids N       and until this many ids were acknowledged (default 0)\n"
+"  --max-seconds N   but never longer (default 4 x seconds + 600)\n"
+"  --seed N          the fault schedule's seed (default: from the clock;\n"
+"                    the report prints it: the same seed replays the same\n"
+"                    faults in the same order with the same timing)\n"
+"  --baseline seed   the embedded counters use the original, UNSAFE\n"
+"                    algorithm (set instead of add, no floor): the checker\n"
+"                    must find duplicates\n"
+"  --threads N       embedded client threads (default 6)\n"
+"  --dclients N      daemon client processes, 1..8 (default 2)\n"
+"  --conns N         connections per daemon client (default 3)\n"
+"  --timeout MS      memcached timeout of the owners (default 300)\n"
+"  --dir DIR         the run directory (default: a new /tmp/chaos.XXXXXX,\n"
+"                    removed after a valid run)\n"
+"  --keep            keep the run directory\n"
+"  --schedule FILE   write the faults, one per line, as injected\n"
+"  --daemon PATH     logcounterd (default: next to this program)\n"
+"  --shim PATH       the LD_PRELOAD shim (default: chaos_powercut.so next\n"
+"                    to this program)\n"
+"  -v, --verbose     tell each fault as it happens\n");
+}
+
+static int parse(ch_run *r, int argc, char **argv) {
+  static const struct option opts[] = {
+      {"seconds", 1, 0, 's'}, {"min-ids", 1, 0, 'm'}, {"max-seconds", 1, 0, 'M'},
+      {"seed", 1, 0, 'S'}, {"baseline", 1, 0, 'b'}, {"threads", 1, 0, 't'},
+      {"dclients", 1, 0, 'D'}, {"conns", 1, 0, 'c'}, {"timeout", 1, 0, 'T'},
+      {"dir", 1, 0, 'd'}, {"keep", 0, 0, 'k'}, {"schedule", 1, 0, 'o'},
+      {"daemon", 1, 0, 'L'}, {"shim", 1, 0, 'P'}, {"verbose", 0, 0, 'v'},
+      {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+  r->seconds = 180;
+  r->threads = 6;
+  r->dclients = 2;
+  r->conns = 3;
+  r->timeout_ms = 300;
+  r->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
+  r->seed %= 1000000000;
+  char exe[400];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return 2;
+  exe[n] = '\0';
+  snprintf(r->self, sizeof r->self, "%s", exe);
+  char *slash = strrchr(exe, '/');
+  *slash = '\0';
+  snprintf(r->daemon, sizeof r->daemon, "%s/logcounterd", exe);
+  snprintf(r->shim, sizeof r->shim, "%s/chaos_powercut.so", exe);
+  int c;
+  optind = 2;
+  while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    switch (c) {
+    case 's': r->seconds = atoi(optarg); break;
+    case 'm': r->min_ids = strtoull(optarg, NULL, 10); break;
+    case 'M': r->max_seconds = atoi(optarg); break;
+    case 'S': r->seed = strtoull(optarg, NULL, 10); break;
+    case 'b':
+      if (strcmp(optarg, "seed") != 0) {
+        fprintf(stderr, "chaos: --baseline: only 'seed' exists\n");
+        return 2;
+      }
+      r->baseline = true;
+      break;
+    case 't': r->threads = atoi(optarg); break;
+    case 'D': r->dclients = atoi(optarg); break;
+    case 'c': r->conns = atoi(optarg); break;
+    case 'T': r->timeout_ms = atoi(optarg); break;
+    case 'd': snprintf(r->dir, sizeof r->dir, "%s", optarg); break;
+    case 'k': r->keep = true; break;
+    case 'o': r->schedule_out = optarg; break;
+    case 'L': snprintf(r->daemon, sizeof r->daemon, "%s", optarg); break;
+    case 'P': snprintf(r->shim, sizeof r->shim, "%s", optarg); break;
+    case 'v': r->verbose = true; break;
+    case 'h': usage(stdout); exit(0);
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind != argc || r->seconds < 1 || r->threads < 1 || r->threads > 255 ||
+      r->dclients < 1 || r->dclients > 8 || r->conns < 1 || r->conns > 255 ||
+      r->timeout_ms < 50) {
+    usage(stderr);
+    return 2;
+  }
+  if (r->max_seconds <= 0) r->max_seconds = 4 * r->seconds + 600;
+  if (r->max_seconds < r->seconds) r->max_seconds = r->seconds;
+  if (access(r->daemon, X_OK) != 0 || access(r->shim, R_OK) != 0) {
+    fprintf(stderr, "chaos: cannot find %s or %s (make chaos builds them)\n",
+            r->daemon, r->shim);
+    return 2;
+  }
+  return 0;
+}
+
+static int setup(ch_run *r) {
+  if (!r->dir[0]) {
+    snprintf(r->dir, sizeof r->dir, "/tmp/chaos.XXXXXX");
+    if (mkdtemp(r->dir) == NULL) return -1;
+  } else if (mkdir(r->dir, 0700) != 0 && errno != EEXIST) {
+    return -1;
+  }
+  const char *sub[] = {"emb", "lcd", "emb.bak", "lcd.bak", "rec"};
+  char p[1024];
+  for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
+    ch_path(r, p, sizeof p, sub[i]);
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) return -1;
+  }
+  ch_path(r, p, sizeof p, "emb.ctl");
+  r->emb_ctl = ch_ctl_map(p, true);
+  ch_path(r, p, sizeof p, "lcd.ctl");
+  r->lcd_ctl = ch_ctl_map(p, true);
+  ch_path(r, p, sizeof p, "dcl.ctl");
+  r->dcl_ctl = ch_ctl_map(p, true);
+  if (!r->emb_ctl || !r->lcd_ctl || !r->dcl_ctl) return -1;
+  r->mc_port = ch_port_free();
+  do r->lcd_port = ch_port_free(); while (r->lcd_port == r->mc_port);
+  return r->mc_port > 0 && r->lcd_port > 0 ? 0 : -1;
+}
+
+static uint64_t acked(const ch_run *r) {
+  return atomic_load(&r->emb_ctl->ids_acked) + atomic_load(&r->dcl_ctl->ids_acked);
+}
+
+/* Waits ms, reaping children; false when the run should end. */
+static bool wait_gap(ch_run *r, int64_t ms, int64_t *next_progress) {
+  int64_t until = ch_now_ns() + ms * 1000000;
+  for (;;) {
+    ch_reap(r);
+    int64_t now = ch_now_ns();
+    double el = (double)(now - r->start_ns) / 1e9;
+    if (interrupted || el >= r->max_seconds || r->unexpected >= 20)
+      return false;
+    if (el >= r->seconds && acked(r) >= r->min_ids) return false;
+    if (now >= *next_progress) {
+      fprintf(stderr, "chaos: %.0f s, %llu ids acknowledged, %zu faults\n",
+              el, (unsigned long long)acked(r), r->nfaults);
+      *next_progress = now + 10 * 1000000000ll;
+    }
+    if (now >= until) return true;
+    ch_sleep_ms((until - now) / 1000000 < 50 ? (until - now) / 1000000 + 1 : 50);
+  }
+}
+
+static void remove_tree(const char *dir) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "chaos: cannot remove %s\n", dir);
+}
+
+static int run(ch_run *r) {
+  if (setup(r) != 0) {
+    fprintf(stderr, "chaos: cannot set up %s: %s\n", r->dir, strerror(errno));
+    return 2;
+  }
+  fprintf(stderr, "chaos: seed %llu, run directory %s, memcached port %d, "
+          "logcounterd port %d\n", (unsigned long long)r->seed, r->dir,
+          r->mc_port, r->lcd_port);
+  FILE *sched = NULL;
+  if (r->schedule_out && (sched = fopen(r->schedule_out, "w")) == NULL) {
+    fprintf(stderr, "chaos: cannot write %s\n", r->schedule_out);
+    return 2;
+  }
+  if (ch_start_memcached(r) || ch_start_lcd(r) || ch_start_emb(r) ||
+      ch_start_dclients(r)) {
+    fprintf(stderr, "chaos: cannot start: %s (see %s/*.log)\n", r->findings,
+            r->dir);
+    ch_stop_all(r);
+    return 2;
+  }
+  for (int i = 0; i < 500 && !atomic_load(&r->emb_ctl->ready); i++) {
+    ch_reap(r);
+    ch_sleep_ms(20);
+  }
+  r->start_ns = ch_now_ns();
+  int64_t next_progress = r->start_ns + 10 * 1000000000ll;
+  uint64_t rng = r->seed;
+  for (size_t i = 0;; i++) {
+    ch_fault f;
+    int64_t gap;
+    ch_schedule_next(&rng, i, r->timeout_ms, &f, &gap);
+    if (!wait_gap(r, gap, &next_progress)) break;
+    ch_inject(r, &f);
+    if (r->nfaults == r->cap) {
+      r->cap = r->cap ? 2 * r->cap : 256;
+      r->faults = realloc(r->faults, r->cap * sizeof *r->faults);
+    }
+    r->faults[r->nfaults++] = f;
+    if (sched)
+      fprintf(sched, "%zu +%lldms %s%s%s %lldms\n", i, (long long)gap,
+              ch_fault_name(f.kind), f.target ? " " : "",
+              ch_target_name(f.target), (long long)f.arg_ms);
+    if (r->verbose)
+      fprintf(stderr, "chaos: %6.1f s %s %s %lld ms\n",
+              (double)(f.t_ns - r->start_ns) / 1e9, ch_fault_name(f.kind),
+              ch_target_name(f.target), (long long)f.arg_ms);
+  }
+  if (sched) fclose(sched);
+  int64_t elapsed = ch_now_ns() - r->start_ns;
+
+  /* heal, let the clients see it, then stop them and their owners */
+  ch_heal(r);
+  ch_sleep_ms(1000);
+  ch_reap(r);
+  for (int i = 0; i < r->dclients; i++) ch_kill_wait(&r->dcl_pid[i], SIGKILL);
+  if (r->emb_pid > 0) {
+    kill(r->emb_pid, SIGTERM);
+    int status = 0, waited = 0;
+    while (waitpid(r->emb_pid, &status, WNOHANG) == 0 && waited++ < 600)
+      ch_sleep_ms(50);
+    if (waited > 600) {
+      ch_note(r, "the embedded worker did not finish in 30 s");
+      ch_kill_wait(&r->emb_pid, SIGKILL);
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ch_note(r, "the embedded worker's last run failed (see emb.log)");
+      r->unexpected++;
+    }
+    r->emb_pid = 0;
+  }
+  ch_kill_wait(&r->lcd_pid, SIGTERM);
+  ch_stop_all(r);
+
+  int rc = ch_check(r, elapsed);
+  if (interrupted) rc = 1;
+  if (rc == 0 && !r->keep)
+    remove_tree(r->dir);
+  else
+    fprintf(stderr, "chaos: run directory kept: %s\n", r->dir);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "worker") == 0) return ch_worker_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "dclient") == 0) return ch_dclient_main(argc, argv);
+  if (argc < 2 || strcmp(argv[1], "run") != 0) {
+    usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
+    return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  }
+  static ch_run r;
+  int rc = parse(&r, argc, argv);
+  if (rc) return rc;
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  return run(&r);
+}

@@ -1,0 +1,145 @@
+/*
+ * chaos.h - shared by the parts of the chaos harness (make chaos).
+ *
+ *   chaos.c     the driver: options, the processes it runs, the run's end
+ *   nemesis.c   the seeded fault schedule and each fault's injection
+ *   procs.c     starting, killing and reaping memcached, logcounterd, the
+ *               embedded worker and the daemon clients
+ *   cut.c       the power cut: a log directory cut back to what was durable
+ *   worker.c    "chaos worker": the embedded owner (library threads, tallies;
+ *               or the seed algorithm with --baseline seed)
+ *   dclient.c   "chaos dclient": connections to logcounterd
+ *   check.c     the checker and its report
+ *   util.c      time, random numbers, the shared control block
+ *   powercut.c  the LD_PRELOAD shim (its own .so): records what each file
+ *               of a log directory had made durable, fails log writes
+ *
+ * Invariant: a client appends an acknowledgement record only after the
+ * value reached it, with one write(2), so a record never names an id the
+ * client did not receive; ids in flight when a process dies are simply not
+ * recorded (they may show up as gaps, never as duplicates).
+ */
+#ifndef CHAOS_H
+#define CHAOS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Counters: 0..2 owned by the embedded worker, 3..4 by logcounterd.
+ * Tallies 0..1 belong to the embedded worker. */
+#define CH_EMB_COUNTERS 3
+#define CH_LCD_COUNTERS 2
+#define CH_COUNTERS (CH_EMB_COUNTERS + CH_LCD_COUNTERS)
+#define CH_TALLIES 2
+
+enum { REC_ID = 1, REC_TALLY_TRY = 2, REC_TALLY_ACK = 3 };
+
+/* One acknowledgement (or tally attempt), 32 bytes, one write(2) each. */
+typedef struct ch_rec {
+  int64_t t_ns;      /* CLOCK_MONOTONIC when it happened */
+  int64_t value;     /* REC_ID: the block's last id; tallies: the delta */
+  uint32_t n;        /* REC_ID: the block's length */
+  uint32_t client;   /* the client (thread or connection) */
+  uint8_t kind;
+  uint8_t obj;       /* counter or tally index */
+  uint8_t pad[6];
+} ch_rec;
+
+/* Client numbers: embedded incarnation K thread T is K * 256 + T; daemon
+ * client process P connection C is CH_DCLIENT_BASE + P * 256 + C. */
+#define CH_DCLIENT_BASE 0x40000000u
+
+/* The control block: a small file mapped by the driver and one owner (and
+ * the shim in it), so its fields survive the owner's death. */
+typedef struct ch_ctl {
+  _Atomic int64_t fail_until_ns;    /* shim: log writes fail until then */
+  _Atomic uint64_t writes_failed;   /* shim: writes failed on purpose */
+  _Atomic int pause_req;            /* worker: next allocation pauses */
+  _Atomic int paused;               /* worker: an allocation is paused */
+  _Atomic int pause_release;
+  _Atomic uint64_t pauses;          /* allocations actually paused */
+  _Atomic int ready;                /* worker: log open, clients running */
+  _Atomic uint64_t calls, calls_failed, ids_attempted, ids_acked;
+  _Atomic uint64_t tally_calls, tally_failed;
+} ch_ctl;
+
+/* util.c */
+int64_t ch_now_ns(void);
+void ch_sleep_ms(int64_t ms);
+uint64_t ch_rand(uint64_t *state);             /* splitmix64 */
+uint64_t ch_rand_between(uint64_t *state, uint64_t lo, uint64_t hi);
+ch_ctl *ch_ctl_map(const char *path, bool create);
+int ch_rec_write(int fd, const ch_rec *r);
+const char *ch_counter_name(int i);            /* "e0".."e2", "d0", "d1" */
+const char *ch_tally_name(int i);              /* "t0", "t1" */
+int ch_mc_command(int port, const char *cmd, char *reply, size_t size);
+int ch_port_free(void);
+bool ch_port_open(int port);
+uint64_t ch_block_size(uint64_t *rng);         /* 1 .. 100, mostly 1 */
+
+/* worker.c, dclient.c */
+int ch_worker_main(int argc, char **argv);
+int ch_dclient_main(int argc, char **argv);
+
+/* cut.c: applies the cut to DIR from the shim's STATE file and backup
+ * directory BAK; fills a one-line summary.  0 or -1. */
+int ch_cut_apply(const char *state, const char *bak, char *summary,
+                 size_t size);
+
+/* ---- the driver (chaos.c, procs.c, nemesis.c, check.c) ---- */
+enum { F_MC_KILL, F_MC_FLUSH, F_MC_FREEZE, F_OWNER_KILL, F_PAUSE,
+       F_WRITE_FAIL, F_POWER_CUT, F_KINDS };
+enum { T_NONE, T_EMB, T_LCD };   /* fault targets */
+
+typedef struct ch_fault {
+  int64_t t_ns, end_ns;   /* when it began and ended */
+  int kind, target;
+  int64_t arg_ms;         /* duration or delay */
+} ch_fault;
+
+typedef struct ch_run {
+  /* settings */
+  uint64_t seed;
+  int seconds, max_seconds, threads, dclients, conns, timeout_ms;
+  uint64_t min_ids;
+  bool baseline, keep, verbose;
+  char dir[512], self[512], daemon[512], shim[512];
+  const char *schedule_out;
+  /* state */
+  int mc_port, lcd_port;
+  int mc_pid, emb_pid, lcd_pid, dcl_pid[8];
+  bool mc_frozen;
+  int emb_inc;            /* embedded incarnations started */
+  ch_ctl *emb_ctl, *lcd_ctl, *dcl_ctl;
+  ch_fault *faults;
+  size_t nfaults, cap;
+  unsigned unexpected;    /* owner exits nobody caused */
+  unsigned open_failures; /* owner could not open its log */
+  char findings[2048];
+  int64_t start_ns;
+} ch_run;
+
+const char *ch_fault_name(int kind);
+const char *ch_target_name(int target);
+void ch_note(ch_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* procs.c */
+int ch_start_memcached(ch_run *r);
+int ch_start_emb(ch_run *r);
+int ch_start_lcd(ch_run *r);
+int ch_start_dclients(ch_run *r);
+void ch_kill_wait(int *pid, int sig);
+void ch_reap(ch_run *r);
+void ch_stop_all(ch_run *r);
+void ch_path(const ch_run *r, char *buf, size_t size, const char *name);
+/* nemesis.c */
+void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
+                      ch_fault *f, int64_t *gap_ms);
+int ch_inject(ch_run *r, ch_fault *f);
+void ch_heal(ch_run *r);
+/* check.c: reads every record and prints the report; 0 when valid. */
+int ch_check(ch_run *r, int64_t elapsed_ns);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * check.c - the checker: reads every acknowledgement record of a run and
+ * prints the report (in the manner of Jepsen's unique-ids checker).
+ *
+ *  - duplicated: ids acknowledged more than once, per counter, found by
+ *    sorting the acknowledged blocks (must be 0);
+ *  - out of order: a client (thread or connection) that received a block
+ *    not wholly above the previous one it received from that counter
+ *    (must be 0);
+ *  - gaps: ids between consecutive acknowledged blocks that nobody
+ *    received.  Each run of missing ids is attributed to the most recent
+ *    fault, among those that can touch the counter (memcached faults, and
+ *    faults aimed at the counter's owner), that began before the block
+ *    after the gap was acknowledged.  A heuristic: the fault that most
+ *    plausibly burned the values (a call in flight when it struck, a
+ *    failed write, a restart above the reservation), not a proof;
+ *  - tallies: the durable total after a final sweep and flush, against
+ *    the exact sum A of acknowledged changes and the sum U of changes
+ *    attempted but not acknowledged (they may or may not have applied).
+ *    All deltas are positive, so without a loss A <= total <= A + U; with
+ *    memcached losses the total may be lower, but then the library must
+ *    have reported a loss, and it is never above A + U.
+ */
+#include "chaos.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct blk {
+  int64_t first, last, t_ns;
+} blk;
+
+typedef struct series {
+  blk *b;
+  size_t n, cap;
+  uint64_t ids, dup_ids, dup_blocks, gap_ids, gap_runs;
+  int64_t max;
+} series;
+
+typedef struct tally_sum {
+  int64_t tried, acked;
+} tally_sum;
+
+static int cmp_blk(const void *a, const void *b) {
+  const blk *x = a, *y = b;
+  if (x->first != y->first) return x->first < y->first ? -1 : 1;
+  return (x->last > y->last) - (x->last < y->last);
+}
+
+static int owner_of(int obj) { return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD; }
+
+/* The fault a gap is blamed on: the latest one that began before t and
+ * could touch a counter of owner; F_KINDS when there was none. */
+static int blame(const ch_run *r, int64_t t, int owner) {
+  for (size_t i = r->nfaults; i-- > 0;) {
+    const ch_fault *f = &r->faults[i];
+    if (f->t_ns > t || f->arg_ms < 0) continue;
+    if (f->target == T_NONE || f->target == owner) return f->kind;
+  }
+  return F_KINDS;
+}
+
+/* Per file: the last block each of its clients got from each counter. */
+static uint64_t load(const char *path, series *s, tally_sum *ts,
+                     uint64_t *ooo) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  static int64_t last[256][CH_COUNTERS];
+  memset(last, 0, sizeof last);
+  ch_rec buf[4096];
+  ssize_t got;
+  uint64_t n = 0;
+  while ((got = read(fd, buf, sizeof buf)) > 0) {
+    for (size_t i = 0; i < (size_t)got / sizeof *buf; i++) {
+      ch_rec *r = &buf[i];
+      if (r->kind == REC_TALLY_TRY && r->obj < CH_TALLIES)
+        ts[r->obj].tried += r->value;
+      if (r->kind == REC_TALLY_ACK && r->obj < CH_TALLIES)
+        ts[r->obj].acked += r->value;
+      if (r->kind != REC_ID || r->obj >= CH_COUNTERS || r->n == 0) continue;
+      blk b = {r->value - (int64_t)r->n + 1, r->value, r->t_ns};
+      int64_t *l = &last[r->client & 0xff][r->obj];
+      if (b.first <= *l) (*ooo)++;
+      *l = b.last;
+      series *c = &s[r->obj];
+      if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 4096;
+        c->b = realloc(c->b, c->cap * sizeof *c->b);
+      }
+      c->b[c->n++] = b;
+      n++;
+    }
+  }
+  close(fd);
+  return n;
+}
+
+static void line(const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#include <stdarg.h>
+static void line(const char *label, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%-13s ", label);
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+}
+
+int ch_check(ch_run *r, int64_t elapsed_ns) {
+  series s[CH_COUNTERS] = {0};
+  tally_sum ts[CH_TALLIES] = {0};
+  uint64_t ooo = 0, blocks = 0;
+  char dir[1024], path[1300];
+  ch_path(r, dir, sizeof dir, "rec");
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    blocks += load(path, s, ts, &ooo);
+  }
+  if (d) closedir(d);
+
+  uint64_t gap_runs[F_KINDS + 1] = {0}, gap_ids[F_KINDS + 1] = {0};
+  uint64_t ids = 0, dup_ids = 0, dup_blocks = 0, gids = 0, gruns = 0;
+  char dup_example[160] = "";
+  for (int c = 0; c < CH_COUNTERS; c++) {
+    series *x = &s[c];
+    qsort(x->b, x->n, sizeof *x->b, cmp_blk);
+    int64_t end = 0;   /* every id <= end was acknowledged */
+    for (size_t i = 0; i < x->n; i++) {
+      blk *b = &x->b[i];
+      x->ids += (uint64_t)(b->last - b->first + 1);
+      if (b->first <= end) {
+        int64_t hi = b->last < end ? b->last : end;
+        x->dup_ids += (uint64_t)(hi - b->first + 1);
+        x->dup_blocks++;
+        if (!dup_example[0])
+          snprintf(dup_example, sizeof dup_example,
+                   "e.g. %s: %lld..%lld acknowledged again",
+                   ch_counter_name(c), (long long)b->first, (long long)hi);
+      } else if (b->first > end + 1) {
+        int k = blame(r, b->t_ns, owner_of(c));
+        gap_runs[k]++;
+        gap_ids[k] += (uint64_t)(b->first - end - 1);
+        x->gap_runs++;
+        x->gap_ids += (uint64_t)(b->first - end - 1);
+      }
+      if (b->last > end) end = b->last;
+    }
+    x->max = end;
+    ids += x->ids, dup_ids += x->dup_ids, dup_blocks += x->dup_blocks;
+    gids += x->gap_ids, gruns += x->gap_runs;
+  }
+
+  /* the tallies' final state, as the last worker wrote it */
+  int64_t total[CH_TALLIES] = {0}, pending[CH_TALLIES] = {0};
+  unsigned long long losses[CH_TALLIES] = {0};
+  int trc[CH_TALLIES] = {-1, -1};
+  ch_path(r, path, sizeof path, "emb.final");
+  FILE *f = fopen(path, "r");
+  int i, rc;
+  long long tt, pp;
+  unsigned long long ll;
+  while (f && fscanf(f, "%d %d %lld %lld %llu", &i, &rc, &tt, &pp, &ll) == 5)
+    if (i >= 0 && i < CH_TALLIES)
+      trc[i] = rc, total[i] = tt, pending[i] = pp, losses[i] = ll;
+  if (f) fclose(f);
+
+  /* faults by kind and target */
+  unsigned kinds[F_KINDS] = {0}, by_target[F_KINDS][3] = {{0}}, skipped = 0;
+  uint64_t digest = 1469598103934665603ull;
+  for (size_t k = 0; k < r->nfaults; k++) {
+    ch_fault *x = &r->faults[k];
+    if (x->arg_ms < 0) {
+      skipped++;
+      continue;
+    }
+    kinds[x->kind]++;
+    by_target[x->kind][x->target]++;
+  }
+
+  ch_ctl *e = r->emb_ctl, *dc = r->dcl_ctl;
+  printf("\n== chaos report: %s, seed %llu, %.1f s\n",
+         r->baseline ? "SEED-FAITHFUL BASELINE (the original, UNSAFE)"
+                     : "logcounter",
+         (unsigned long long)r->seed, (double)elapsed_ns / 1e9);
+  (void)digest;
+  line("attempted", "%llu calls for %llu ids (embedded %llu calls, "
+       "through logcounterd %llu); %llu calls failed",
+       (unsigned long long)(e->calls + dc->calls),
+       (unsigned long long)(e->ids_attempted + dc->ids_attempted),
+       (unsigned long long)e->calls, (unsigned long long)dc->calls,
+       (unsigned long long)(e->calls_failed + dc->calls_failed));
+  line("acknowledged", "%llu ids in %llu blocks", (unsigned long long)ids,
+       (unsigned long long)blocks);
+  line("duplicated", "%llu ids in %llu blocks (must be 0)%s%s",
+       (unsigned long long)dup_ids, (unsigned long long)dup_blocks,
+       dup_example[0] ? "; " : "", dup_example);
+  line("out of order", "%llu (must be 0)", (unsigned long long)ooo);
+  line("gaps", "%llu ids in %llu runs", (unsigned long long)gids,
+       (unsigned long long)gruns);
+  for (int k = 0; k <= F_KINDS; k++)
+    if (gap_runs[k])
+      printf("%-13s   after %-18s %6llu runs %9llu ids\n", "",
+             k == F_KINDS ? "(no fault yet)" : ch_fault_name(k),
+             (unsigned long long)gap_runs[k], (unsigned long long)gap_ids[k]);
+  for (int c = 0; c < CH_COUNTERS; c++)
+    printf("%-13s %s (%s): %llu ids, up to %lld, %llu duplicated, %llu "
+           "missing in %llu gaps\n", c ? "" : "counters", ch_counter_name(c),
+           ch_target_name(owner_of(c)), (unsigned long long)s[c].ids,
+           (long long)s[c].max, (unsigned long long)s[c].dup_ids,
+           (unsigned long long)s[c].gap_ids, (unsigned long long)s[c].gap_runs);
+  bool tally_ok = true;
+  for (int t = 0; t < CH_TALLIES; t++) {
+    int64_t a = ts[t].acked, u = ts[t].tried - ts[t].acked;
+    bool ok = trc[t] == 0 && total[t] <= a + u &&
+              (total[t] >= a || losses[t] > 0);
+    tally_ok = tally_ok && ok;
+    printf("%-13s %s: durable total %lld; acknowledged changes sum to %lld, "
+           "%lld more attempted unacknowledged; %llu losses reported, "
+           "%lld pending: %s\n", t ? "" : "tallies", ch_tally_name(t),
+           (long long)total[t], (long long)a, (long long)u, losses[t],
+           (long long)pending[t],
+           trc[t] != 0 ? "FAIL (no final reading)"
+           : !ok ? (total[t] > a + u ? "FAIL (above the true sum)"
+                                     : "FAIL (below the sum, no loss reported)")
+           : total[t] == a ? "exact"
+           : total[t] > a ? "ok (includes unacknowledged changes)"
+                          : "ok (below: memcached lost pending changes, reported)");
+  }
+  printf("%-13s", "faults");
+  for (int k = 0; k < F_KINDS; k++) {
+    printf(" %s %u", ch_fault_name(k), kinds[k]);
+    if (by_target[k][T_EMB] || by_target[k][T_LCD])
+      printf(" (embedded %u, logcounterd %u)", by_target[k][T_EMB],
+             by_target[k][T_LCD]);
+    printf(k + 1 < F_KINDS ? "," : "\n");
+  }
+  printf("%-13s %llu log writes failed on purpose, %llu allocations paused "
+         "before their log write, %u pauses found no allocation\n", "",
+         (unsigned long long)(e->writes_failed + r->lcd_ctl->writes_failed),
+         (unsigned long long)e->pauses, skipped);
+  printf("%-13s %s\n", "findings", r->findings[0] ? r->findings : "none");
+
+  bool all_kinds = true;
+  for (int k = 0; k < F_KINDS; k++) all_kinds = all_kinds && kinds[k] > 0;
+  bool valid = dup_ids == 0 && ooo == 0 && tally_ok && r->unexpected == 0;
+  printf("%-13s %s%s\n", "result", valid ? "VALID" : "INVALID",
+         all_kinds ? "" : " (not every fault kind was injected)");
+  for (int c = 0; c < CH_COUNTERS; c++) free(s[c].b);
+  fflush(stdout);
+  return valid ? 0 : 1;
+}

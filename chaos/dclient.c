@@ -1,0 +1,135 @@
+/*
+ * dclient.c - "chaos dclient": one process of CONNS connections to
+ * logcounterd, each a thread sending "incr NAME N" (counters d0, d1) one
+ * request at a time and appending an acknowledgement record for every
+ * number it reads back.  An error reply, a timeout or a dropped connection
+ * is a failed call (unacknowledged); the thread reconnects and goes on, so
+ * one client's sequence spans the daemon's restarts.  SIGTERM ends it.
+ *
+ *   chaos dclient PORT CTL OUT INDEX CONNS SEED
+ */
+#include "chaos.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stopping;
+static int port, out_fd;
+static unsigned index_;
+static uint64_t seed;
+static ch_ctl *ctl;
+
+static void on_term(int sig) {
+  (void)sig;
+  stopping = 1;
+}
+
+static int dial(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct timeval tv = {5, 0};   /* longer than any fault keeps it silent */
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Reads the one-line reply (without CRLF); -1 on EOF, error or timeout.
+ * One request is in flight at a time, so nothing follows the line. */
+static int read_line(int fd, char *buf, size_t size) {
+  size_t n = 0;
+  while (n + 1 < size) {
+    ssize_t k = read(fd, buf + n, size - 1 - n);
+    if (k <= 0) return -1;
+    char *nl = memchr(buf + n, '\n', (size_t)k);
+    n += (size_t)k;
+    if (nl) {
+      *nl = '\0';
+      if (nl > buf && nl[-1] == '\r') nl[-1] = '\0';
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static void *conn(void *arg) {
+  unsigned c = (unsigned)(uintptr_t)arg;
+  uint32_t me = CH_DCLIENT_BASE + index_ * 256 + c;
+  uint64_t rng = seed ^ ((uint64_t)me << 20);
+  int fd = -1;
+  int backoff = 1;
+  while (!stopping) {
+    if (fd < 0 && (fd = dial()) < 0) {
+      ch_sleep_ms(backoff);
+      if (backoff < 100) backoff *= 2;
+      continue;
+    }
+    backoff = 1;
+    int obj = CH_EMB_COUNTERS + (int)(ch_rand(&rng) % CH_LCD_COUNTERS);
+    uint64_t n = ch_block_size(&rng);
+    char req[64], line[256];
+    int len = snprintf(req, sizeof req, "incr %s %llu\r\n",
+                       ch_counter_name(obj), (unsigned long long)n);
+    atomic_fetch_add(&ctl->calls, 1);
+    atomic_fetch_add(&ctl->ids_attempted, n);
+    if (write(fd, req, (size_t)len) != len || read_line(fd, line, sizeof line)) {
+      atomic_fetch_add(&ctl->calls_failed, 1);
+      close(fd);
+      fd = -1;
+      continue;
+    }
+    char *end;
+    unsigned long long v = strtoull(line, &end, 10);
+    if (line[0] < '0' || line[0] > '9' || *end != '\0') {
+      atomic_fetch_add(&ctl->calls_failed, 1);  /* SERVER_ERROR ... */
+      ch_sleep_ms(1);
+      continue;
+    }
+    ch_rec r = {.t_ns = ch_now_ns(), .value = (int64_t)v, .n = (uint32_t)n,
+                .client = me, .kind = REC_ID, .obj = (uint8_t)obj};
+    ch_rec_write(out_fd, &r);
+    atomic_fetch_add(&ctl->ids_acked, n);
+  }
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
+int ch_dclient_main(int argc, char **argv) {
+  if (argc != 8) {
+    fprintf(stderr, "usage: chaos dclient PORT CTL OUT INDEX CONNS SEED\n");
+    return 2;
+  }
+  port = atoi(argv[2]);
+  index_ = (unsigned)atoi(argv[5]);
+  int conns = atoi(argv[6]);
+  seed = strtoull(argv[7], NULL, 10);
+  if (conns < 1 || conns > 255) conns = 2;
+  signal(SIGTERM, on_term);
+  signal(SIGPIPE, SIG_IGN);
+  if ((ctl = ch_ctl_map(argv[3], false)) == NULL) return 1;
+  out_fd = open(argv[4], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (out_fd < 0) return 1;
+  pthread_t tid[256];
+  for (int c = 0; c < conns; c++)
+    pthread_create(&tid[c], NULL, conn, (void *)(uintptr_t)c);
+  for (int c = 0; c < conns; c++) pthread_join(tid[c], NULL);
+  close(out_fd);
+  return 0;
+}

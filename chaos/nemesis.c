@@ -1,0 +1,190 @@
+/*
+ * nemesis.c - the fault schedule and the faults.
+ *
+ * The schedule is a pure function of the seed: fault i (its kind, target,
+ * duration and the pause before it) comes from a splitmix64 stream, so the
+ * same seed replays the same faults in the same order with the same
+ * timing, whatever the clients do.  The first F_KINDS faults are a seeded
+ * permutation of every kind, so even a short run injects each at least
+ * once; later ones are drawn by weight.  Each fault is injected to the end
+ * (a frozen memcached is resumed, a killed owner restarted) before the
+ * next one's pause begins.
+ */
+#include "chaos.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *fault_names[F_KINDS] = {
+    "memcached-kill", "memcached-flush", "memcached-freeze", "owner-kill",
+    "pause-before-log", "log-write-fail", "power-cut"};
+
+const char *ch_fault_name(int kind) {
+  return kind >= 0 && kind < F_KINDS ? fault_names[kind] : "none";
+}
+
+const char *ch_target_name(int target) {
+  return target == T_EMB ? "embedded" : target == T_LCD ? "logcounterd" : "";
+}
+
+void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
+                      ch_fault *f, int64_t *gap_ms) {
+  static int perm[F_KINDS];
+  static const int weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2};
+  if (index == 0) {
+    for (int i = 0; i < F_KINDS; i++) perm[i] = i;
+    for (int i = F_KINDS - 1; i > 0; i--) {
+      int j = (int)(ch_rand(rng) % (uint64_t)(i + 1)), t = perm[i];
+      perm[i] = perm[j], perm[j] = t;
+    }
+  }
+  memset(f, 0, sizeof *f);
+  *gap_ms = (int64_t)ch_rand_between(rng, 300, 1000);
+  if (index < F_KINDS) {
+    f->kind = perm[index];
+  } else {
+    int total = 0;
+    for (int i = 0; i < F_KINDS; i++) total += weight[i];
+    int w = (int)(ch_rand(rng) % (uint64_t)total);
+    for (f->kind = 0; w >= weight[f->kind]; f->kind++) w -= weight[f->kind];
+  }
+  uint64_t coin = ch_rand(rng) % 2;
+  uint64_t t = (uint64_t)timeout_ms;
+  switch (f->kind) {
+  case F_MC_KILL: f->arg_ms = (int64_t)ch_rand_between(rng, 0, 300); break;
+  case F_MC_FLUSH: break;
+  case F_MC_FREEZE:
+    f->arg_ms = (int64_t)ch_rand_between(rng, t + t / 2, 4 * t);
+    break;
+  case F_OWNER_KILL:
+    f->target = coin ? T_LCD : T_EMB;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 0, 300);
+    break;
+  case F_PAUSE:
+    f->target = T_EMB;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 100, 500);
+    break;
+  case F_WRITE_FAIL:
+    f->target = coin ? T_LCD : T_EMB;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 100, 800);
+    break;
+  case F_POWER_CUT:
+    f->target = coin ? T_LCD : T_EMB;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
+    break;
+  }
+}
+
+static int flush_all(ch_run *r) {
+  char reply[64];
+  if (ch_mc_command(r->mc_port, "flush_all", reply, sizeof reply) == 0 &&
+      strcmp(reply, "OK") == 0)
+    return 0;
+  ch_note(r, "flush_all failed");
+  return -1;
+}
+
+static void kill_owner(ch_run *r, int target) {
+  ch_kill_wait(target == T_EMB ? &r->emb_pid : &r->lcd_pid, SIGKILL);
+}
+
+static void start_owner(ch_run *r, int target) {
+  if (target == T_EMB) {
+    if (ch_start_emb(r) != 0) ch_note(r, "cannot start the embedded worker");
+  } else if (ch_start_lcd(r) != 0) {
+    ch_note(r, "logcounterd did not come back (see lcd.log)");
+  }
+}
+
+/* The seam: the next allocation stops between its increment and its log
+ * write; meanwhile memcached is flushed and the other threads restore. */
+static int pause_before_log(ch_run *r, ch_fault *f) {
+  ch_ctl *c = r->emb_ctl;
+  atomic_store(&c->pause_release, 0);
+  atomic_store(&c->pause_req, 1);
+  bool paused = false;
+  for (int i = 0; i < 1000 && !paused; i++) {
+    paused = atomic_load(&c->paused) != 0;
+    if (!paused) ch_sleep_ms(1);
+  }
+  if (!paused && atomic_exchange(&c->pause_req, 0) == 1) {
+    f->arg_ms = -1;   /* no allocation reached the seam: not injected */
+    return 0;
+  }
+  while (!atomic_load(&c->paused)) ch_sleep_ms(1);  /* taken just now */
+  flush_all(r);
+  ch_sleep_ms(f->arg_ms);
+  atomic_store(&c->pause_release, 1);
+  for (int i = 0; i < 2000 && atomic_load(&c->paused); i++) ch_sleep_ms(1);
+  return 0;
+}
+
+static void power_cut(ch_run *r, ch_fault *f) {
+  const char *who = f->target == T_EMB ? "emb" : "lcd";
+  char state[1024], bak[1024], summary[256];
+  kill_owner(r, f->target);
+  snprintf(state, sizeof state, "%s/%s.state", r->dir, who);
+  snprintf(bak, sizeof bak, "%s/%s.bak", r->dir, who);
+  if (ch_cut_apply(state, bak, summary, sizeof summary) != 0)
+    ch_note(r, "power cut of %s: %s", who, summary);
+  if (r->verbose) fprintf(stderr, "chaos: power cut %s: %s\n", who, summary);
+  flush_all(r);   /* memcached wiped too */
+  ch_sleep_ms(f->arg_ms);
+  start_owner(r, f->target);
+}
+
+int ch_inject(ch_run *r, ch_fault *f) {
+  f->t_ns = ch_now_ns();
+  switch (f->kind) {
+  case F_MC_KILL:
+    ch_kill_wait(&r->mc_pid, SIGKILL);
+    ch_sleep_ms(f->arg_ms);
+    ch_start_memcached(r);
+    break;
+  case F_MC_FLUSH:
+    flush_all(r);
+    break;
+  case F_MC_FREEZE:
+    kill(r->mc_pid, SIGSTOP);
+    r->mc_frozen = true;
+    ch_sleep_ms(f->arg_ms);
+    kill(r->mc_pid, SIGCONT);
+    r->mc_frozen = false;
+    break;
+  case F_OWNER_KILL:
+    kill_owner(r, f->target);
+    ch_sleep_ms(f->arg_ms);
+    start_owner(r, f->target);
+    break;
+  case F_PAUSE:
+    pause_before_log(r, f);
+    break;
+  case F_WRITE_FAIL: {
+    ch_ctl *c = f->target == T_EMB ? r->emb_ctl : r->lcd_ctl;
+    atomic_store(&c->fail_until_ns, ch_now_ns() + f->arg_ms * 1000000);
+    ch_sleep_ms(f->arg_ms);
+    break;
+  }
+  case F_POWER_CUT:
+    power_cut(r, f);
+    break;
+  }
+  f->end_ns = ch_now_ns();
+  return 0;
+}
+
+/* Ends every fault in progress and brings every process back. */
+void ch_heal(ch_run *r) {
+  if (r->mc_pid > 0 && r->mc_frozen) kill(r->mc_pid, SIGCONT);
+  r->mc_frozen = false;
+  if (r->mc_pid <= 0) ch_start_memcached(r);
+  atomic_store(&r->emb_ctl->fail_until_ns, 0);
+  atomic_store(&r->lcd_ctl->fail_until_ns, 0);
+  atomic_store(&r->emb_ctl->pause_req, 0);
+  atomic_store(&r->emb_ctl->pause_release, 1);
+  if (r->emb_pid <= 0) start_owner(r, T_EMB);
+  if (r->lcd_pid <= 0) start_owner(r, T_LCD);
+}

@@ -1,0 +1,205 @@
+/*
+ * procs.c - the processes of a chaos run, all children of the driver:
+ * a private memcached (foreground, on a loopback port of its own), the
+ * embedded worker and logcounterd (each with the power-cut shim preloaded
+ * and its own log directory), and the daemon client processes.
+ *
+ * Every child dies with the driver (PR_SET_PDEATHSIG), so nothing outlives
+ * a run, even one that crashes.  Layout under the run directory:
+ *   emb/ lcd/            the owners' directories (the cut applies there)
+ *   emb.state, lcd.state the shim's records; emb.bak/, lcd.bak/ its links
+ *   NAME.ctl             control blocks; rec/ the acknowledgement records
+ *   NAME.log             each process's stderr
+ */
+#include "chaos.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void ch_path(const ch_run *r, char *buf, size_t size, const char *name) {
+  snprintf(buf, size, "%s/%s", r->dir, name);
+}
+
+/* Forks and execs argv with stdout and stderr appended to LOG; extra
+ * environment "K=V" strings (NULL-terminated) are added. */
+static int spawn(const ch_run *r, char *const argv[], const char *log,
+                 const char *const env[]) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid > 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  char path[1024];
+  ch_path(r, path, sizeof path, log);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+  }
+  for (size_t i = 0; env && env[i]; i++) putenv((char *)env[i]);
+  signal(SIGPIPE, SIG_DFL);
+  execvp(argv[0], argv);
+  fprintf(stderr, "chaos: cannot run %s: %s\n", argv[0], strerror(errno));
+  _exit(127);
+}
+
+static bool wait_port(int port, int pid, int ms) {
+  for (int i = 0; i < ms / 20; i++) {
+    if (ch_port_open(port)) return true;
+    if (waitpid(pid, NULL, WNOHANG) == pid) return false;
+    ch_sleep_ms(20);
+  }
+  return false;
+}
+
+int ch_start_memcached(ch_run *r) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", r->mc_port);
+  char *argv[] = {"memcached", "-l", "127.0.0.1", "-p", port, "-U", "0", "-M",
+                  "-m", "64", geteuid() == 0 ? "-u" : NULL, "root", NULL};
+  r->mc_pid = spawn(r, argv, "memcached.log", NULL);
+  r->mc_frozen = false;
+  if (r->mc_pid > 0 && wait_port(r->mc_port, r->mc_pid, 5000)) return 0;
+  ch_note(r, "memcached did not start on port %d", r->mc_port);
+  return -1;
+}
+
+/* The environment that makes an owner's shim record DIR and obey CTL. */
+static void owner_env(const ch_run *r, const char *who, char env[6][1100]) {
+  char p[1024];
+  snprintf(env[0], 1100, "LD_PRELOAD=%s", r->shim);
+  ch_path(r, p, sizeof p, who);
+  snprintf(env[1], 1100, "CHAOS_CUT_DIR=%s", p);
+  snprintf(env[2], 1100, "CHAOS_CUT_STATE=%s.state", p);
+  snprintf(env[3], 1100, "CHAOS_CUT_BAK=%s.bak", p);
+  snprintf(env[4], 1100, "CHAOS_CTL=%s.ctl", p);
+  /* a sanitizer build: the shim comes before its runtime */
+  const char *a = getenv("ASAN_OPTIONS");
+  snprintf(env[5], 1100, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+           a ? a : "", a && *a ? ":" : "");
+}
+
+int ch_start_emb(ch_run *r) {
+  char dir[1024], ctl[1024], out[1024], fin[1024], mc[64], inc[16], thr[16],
+      to[16], seed[32];
+  static char env[6][1100];
+  r->emb_inc++;
+  ch_path(r, dir, sizeof dir, "emb");
+  ch_path(r, ctl, sizeof ctl, "emb.ctl");
+  snprintf(out, sizeof out, "%s/rec/emb-%d.bin", r->dir, r->emb_inc);
+  ch_path(r, fin, sizeof fin, "emb.final");
+  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
+  snprintf(inc, sizeof inc, "%d", r->emb_inc);
+  snprintf(thr, sizeof thr, "%d", r->threads);
+  snprintf(to, sizeof to, "%d", r->timeout_ms);
+  snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
+  owner_env(r, "emb", env);
+  const char *envp[] = {env[0], env[1], env[2], env[3], env[4], env[5], NULL};
+  char *argv[] = {r->self, "worker", dir, mc, ctl, out, fin, inc, thr, to,
+                  seed, r->emb_inc % 2 ? "default" : "sync",
+                  r->baseline ? "1" : "0", NULL};
+  atomic_store(&r->emb_ctl->ready, 0);
+  r->emb_pid = spawn(r, argv, "emb.log", envp);
+  return r->emb_pid > 0 ? 0 : -1;
+}
+
+int ch_start_lcd(ch_run *r) {
+  static int starts;
+  char db[1024], mc[64], to[16], listen[32];
+  static char env[6][1100];
+  starts++;
+  snprintf(db, sizeof db, "%s/lcd/log", r->dir);
+  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
+  snprintf(to, sizeof to, "%d", r->timeout_ms);
+  snprintf(listen, sizeof listen, "127.0.0.1:%d", r->lcd_port);
+  owner_env(r, "lcd", env);
+  const char *envp[] = {env[0], env[1], env[2], env[3], env[4], env[5], NULL};
+  char *argv[] = {r->daemon, "--db", db, "--memcached", mc, "--timeout", to,
+                  "-l", listen, "-t", "4", "--durability",
+                  starts % 2 ? "default" : "sync", NULL};
+  r->lcd_pid = spawn(r, argv, "lcd.log", envp);
+  if (r->lcd_pid > 0 && wait_port(r->lcd_port, r->lcd_pid, 10000)) return 0;
+  return -1;
+}
+
+int ch_start_dclients(ch_run *r) {
+  char port[16], ctl[1024], out[1024], idx[16], conns[16], seed[32];
+  for (int i = 0; i < r->dclients; i++) {
+    snprintf(port, sizeof port, "%d", r->lcd_port);
+    ch_path(r, ctl, sizeof ctl, "dcl.ctl");
+    snprintf(out, sizeof out, "%s/rec/dcl-%d.bin", r->dir, i);
+    snprintf(idx, sizeof idx, "%d", i);
+    snprintf(conns, sizeof conns, "%d", r->conns);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
+    char *argv[] = {r->self, "dclient", port, ctl, out, idx, conns, seed, NULL};
+    if ((r->dcl_pid[i] = spawn(r, argv, "dclient.log", NULL)) <= 0) return -1;
+  }
+  return 0;
+}
+
+void ch_kill_wait(int *pid, int sig) {
+  if (*pid <= 0) return;
+  kill(*pid, sig);
+  waitpid(*pid, NULL, 0);
+  *pid = 0;
+}
+
+static void describe(int status, char *buf, size_t size) {
+  if (WIFEXITED(status))
+    snprintf(buf, size, "exit status %d", WEXITSTATUS(status));
+  else
+    snprintf(buf, size, "signal %d", WTERMSIG(status));
+}
+
+/* Collects children that ended without the nemesis killing them: each is
+ * a finding, and is started again. */
+void ch_reap(ch_run *r) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    char how[64];
+    describe(status, how, sizeof how);
+    if (pid == r->emb_pid) {
+      r->emb_pid = 0;
+      r->unexpected++;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 3) r->open_failures++;
+      ch_note(r, "embedded worker %d ended by itself (%s; see emb.log)",
+              r->emb_inc, how);
+      if (r->unexpected < 20) ch_start_emb(r);
+    } else if (pid == r->lcd_pid) {
+      r->lcd_pid = 0;
+      r->unexpected++;
+      ch_note(r, "logcounterd ended by itself (%s; see lcd.log)", how);
+      if (r->unexpected < 20) ch_start_lcd(r);
+    } else if (pid == r->mc_pid) {
+      r->mc_pid = 0;
+      ch_note(r, "memcached ended by itself (%s)", how);
+      ch_start_memcached(r);
+    } else {
+      for (int i = 0; i < r->dclients; i++)
+        if (pid == r->dcl_pid[i]) {
+          r->dcl_pid[i] = 0;
+          r->unexpected++;
+          ch_note(r, "daemon client %d ended by itself (%s)", i, how);
+        }
+    }
+  }
+}
+
+void ch_stop_all(ch_run *r) {
+  if (r->mc_pid > 0 && r->mc_frozen) kill(r->mc_pid, SIGCONT);
+  for (int i = 0; i < r->dclients; i++) ch_kill_wait(&r->dcl_pid[i], SIGKILL);
+  ch_kill_wait(&r->emb_pid, SIGKILL);
+  ch_kill_wait(&r->lcd_pid, SIGKILL);
+  ch_kill_wait(&r->mc_pid, SIGKILL);
+}

@@ -1,0 +1,35 @@
+# ---- chaos harness (chaos/, issue 6) ---------------------------------------
+# make chaos   many clients (library threads; processes and connections
+#              through logcounterd) against a few counters and tallies while
+#              a nemesis injects faults on a seeded schedule, then a checker's
+#              report (see README, "Chaos testing").  Settings:
+#                CHAOS_SECONDS  at least this long (default 180)
+#                CHAOS_MIN_IDS  and until this many ids were acknowledged
+#                               (default 1000000)
+#                CHAOS_SEED     replay this schedule (default: from the clock)
+#                CHAOS_FLAGS    more options of build/chaos run (--help)
+# tests/suite_chaos.sh runs a short round in make test.
+CHAOS_SRC  = $(filter-out chaos/powercut.c,$(wildcard chaos/*.c))
+CHAOS_BIN  = $(BUILD)/chaos
+CHAOS_SHIM = $(BUILD)/chaos_powercut.so
+CHAOS_SECONDS ?= 180
+CHAOS_MIN_IDS ?= 1000000
+CHAOS_SEED    ?=
+CHAOS_FLAGS   ?=
+TEST_EXTRA += $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
+.PHONY: chaos
+
+$(CHAOS_BIN): $(CHAOS_SRC) chaos/chaos.h $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ichaos -o $@ $(CHAOS_SRC) $(LIB_A) $(LIBS)
+
+# Preloaded into every owner, sanitizer builds included: built without a
+# sanitizer (the runtime is the program's).
+$(CHAOS_SHIM): chaos/powercut.c chaos/chaos.h
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) -O2 -g -fPIC -shared -o $@ $< -ldl -pthread
+
+chaos: deps
+	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
+	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) \
+	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(CHAOS_FLAGS)
