@@ -17,12 +17,85 @@
  *  - lc__tally_decode accepts exactly 33 bytes starting with version 1 and
  *    returns the big-endian total and losses at their offsets, also when
  *    asked for only one of them;
+ *  - lc__tally_rec_read (the tally's read path: LevelDB's own copy of the
+ *    value, which is exactly vlen bytes) takes the record if and only if
+ *    it decodes, with every field from its offset, and otherwise leaves
+ *    the tally zeroed; the value is stored in a scratch LevelDB made in
+ *    $TMPDIR (or /tmp) and removed at exit;
  *  - the record and tally key builders round-trip the name and value.
  */
 #include "fuzz.h"
 
 #include "internal.h"
 #include "tally.h"
+
+#include <stdbool.h>
+#include <unistd.h>
+
+/* The scratch log for lc__tally_rec_read: a handle with just a log. */
+static struct lc *scratch;
+static lc__tally *scratch_tally;
+static char scratch_dir[256];
+
+static void scratch_close(void) {
+  if (!scratch)
+    return;
+  leveldb_close(scratch->log.db);
+  char *err = NULL;
+  leveldb_destroy_db(scratch->log.options, scratch_dir, &err);
+  leveldb_free(err);
+  rmdir(scratch_dir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(scratch_dir, sizeof scratch_dir, "%s/lc-fuzz-record-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  FUZZ_CHECK(mkdtemp(scratch_dir) != NULL);
+  scratch = calloc(1, sizeof *scratch);
+  FUZZ_CHECK(scratch != NULL);
+  scratch->log.options = leveldb_options_create();
+  leveldb_options_set_create_if_missing(scratch->log.options, 1);
+  char *err = NULL;
+  scratch->log.db = leveldb_open(scratch->log.options, scratch_dir, &err);
+  FUZZ_CHECK(err == NULL && scratch->log.db != NULL);
+  scratch->log.read = leveldb_readoptions_create();
+  scratch->log.nosync = leveldb_writeoptions_create();
+  scratch_tally = calloc(1, sizeof *scratch_tally + 2);
+  FUZZ_CHECK(scratch_tally != NULL);
+  pthread_mutex_init(&scratch_tally->mu, NULL);
+  memcpy(scratch_tally->name, "t", 2);
+  scratch_tally->nlen = 1;
+  atexit(scratch_close);
+  return 0;
+}
+
+static void check_tally_read(const char *val, size_t vlen) {
+  if (!scratch || vlen > 64)
+    return;
+  char key[8], *err = NULL;
+  size_t klen = lc__tally_rec_key(key, "t", 1);
+  leveldb_put(scratch->log.db, scratch->log.nosync, key, klen, val, vlen,
+              &err);
+  FUZZ_CHECK(err == NULL);
+  lc__tally *t = scratch_tally;
+  t->total = 1;
+  t->ap = t->am = t->losses = 1;
+  int rc = lc__tally_rec_read(scratch, t);
+  const unsigned char *v = (const unsigned char *)val;
+  FUZZ_CHECK((rc == 0) == (vlen == 33 && v[0] == 1));
+  FUZZ_CHECK(t->has_record == (rc == 0));
+  if (rc == 0) {
+    FUZZ_CHECK((uint64_t)t->total == lc__be64_get(v + 1));
+    FUZZ_CHECK(t->ap == lc__be64_get(v + 9) &&
+               t->am == lc__be64_get(v + 17) &&
+               t->losses == lc__be64_get(v + 25));
+  } else {
+    FUZZ_CHECK(t->total == 0 && t->ap == 0 && t->am == 0 && t->losses == 0);
+  }
+}
 
 static void check_record(const char *key, size_t klen, size_t plen,
                          const char *val, size_t vlen) {
@@ -105,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *val = fuzz_dup(data + 2 + klen, vlen, 0);
   check_record(key, klen, plen, val, vlen);
   check_tally(val, vlen);
+  check_tally_read(val, vlen);
   check_keys(key, klen, val, vlen);
   free(key);
   free(val);

@@ -56,8 +56,10 @@ int lc__tally_rec_read(lc_t *h, lc__tally *t) {
   int rc = 0;
   if (v) {
     rc = lc__tally_decode(v, vlen, &n.total, &n.losses);
-    n.ap = lc__be64_get((unsigned char *)v + 9);
-    n.am = lc__be64_get((unsigned char *)v + 17);
+    if (!rc) {  /* a corrupt record may be shorter than these fields */
+      n.ap = lc__be64_get((unsigned char *)v + 9);
+      n.am = lc__be64_get((unsigned char *)v + 17);
+    }
     leveldb_free(v);
   }
   pthread_mutex_lock(&t->mu);
