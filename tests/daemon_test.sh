@@ -6,8 +6,10 @@
 # /dev/tcp, with $BUILD/tests/lcd_client (concurrent load, a libmemcached
 # client, idle connections) and with libmemcached-tools (memcstat, memcping,
 # memccat).  Checks the protocol, errors and connection limits, concurrent
-# uniqueness, the SIGTERM drain, SIGKILL + memcached wipe + restart, and the
-# daemon's hold on the log.  Ends with "daemon: N passed, M failed" and
+# uniqueness, the SIGTERM drain, SIGKILL + memcached wipe + restart, the
+# daemon's hold on the log, and tallies (incr/decr tally:NAME through
+# /dev/tcp and libmemcached, bad input, exact sums under many connections,
+# the flusher, the flush at SIGTERM, a memcached restart's loss reported).  Ends with "daemon: N passed, M failed" and
 # exits non-zero when anything failed.
 #
 # LC_TEST_SCALE=N divides the big counts (sanitizer builds).
@@ -120,6 +122,60 @@ reply_is() { [ "$REPLY_LINE" = "$1" ]; }
 reply_has() { [[ $REPLY_LINE == *"$1"* ]]; }
 # closed: the daemon closed the connection (EOF within 5 s).
 closed() { local l; IFS= read -r -t 5 l <&3; [ $? -eq 1 ]; }
+# stats_value NAME: the value of "STAT NAME" in a fresh "stats" (fd 3).
+stats_value() {
+  local v=""
+  conn; say "stats"
+  while hear && [ "$REPLY_LINE" != END ]; do
+    [[ $REPLY_LINE == "STAT $1 "* ]] && v=${REPLY_LINE#STAT $1 }
+  done
+  conn_close
+  echo "$v"
+}
+# tally_stats NAME: "stats tally NAME" into T_TOTAL T_PENDING T_LOSSES.
+tally_stats() {
+  T_TOTAL="" T_PENDING="" T_LOSSES=""
+  conn; say "stats tally $1"
+  while hear && [ "$REPLY_LINE" != END ]; do
+    case $REPLY_LINE in
+      "STAT total "*) T_TOTAL=${REPLY_LINE#STAT total } ;;
+      "STAT pending "*) T_PENDING=${REPLY_LINE#STAT pending } ;;
+      "STAT losses "*) T_LOSSES=${REPLY_LINE#STAT losses } ;;
+    esac
+  done
+  conn_close
+}
+# tally_applied NAME SUM: polls (up to 60 s, no timing asserted) until the
+# tally's durable total is SUM with nothing pending.
+tally_applied() {
+  local i=0
+  while [ $i -lt 300 ]; do
+    tally_stats "$1"
+    [ "$T_TOTAL" = "$2" ] && [ "$T_PENDING" = 0 ] && return 0
+    sleep 0.2; i=$((i + 1))
+  done
+  return 1
+}
+# flusher_ran N: polls until the flusher has run at least N times.
+flusher_ran() {
+  local i=0 r
+  while [ $i -lt 300 ]; do
+    r=$(stats_value flusher_runs)
+    [ "${r:-0}" -ge "$1" ] && return 0
+    sleep 0.1; i=$((i + 1))
+  done
+  return 1
+}
+# cli_tally DB NAME: "logcounter tally get NAME --json" of a stopped daemon's
+# log into C_TOTAL C_PENDING C_LOSSES.
+cli_tally() {
+  local out
+  out=$("$CLI" --memcached "$MC" --db "$TMP/$1" tally get "$2" --json 2>&1)
+  C_TOTAL=$(sed -n 's/.*"total":\(-*[0-9]*\).*/\1/p' <<<"$out")
+  C_PENDING=$(sed -n 's/.*"pending":\(-*[0-9]*\).*/\1/p' <<<"$out")
+  C_LOSSES=$(sed -n 's/.*"losses":\([0-9]*\).*/\1/p' <<<"$out")
+  [ -n "$C_TOTAL" ] || echo "     logcounter tally get: $out"
+}
 VERSION_LINE="VERSION 1.6.0 logcounterd-$("$DAEMON" --version | cut -d' ' -f2)"
 alive() { conn && ask version && reply_is "$VERSION_LINE"; }
 # ==== options ================================================================
@@ -160,7 +216,7 @@ check "multi-get: only the used counter" reply_is "VALUE orders 0 1"
 hear; hear;           check "multi-get: END" reply_is END
 ask "version";        check "version: memcached's level, then ours" reply_is "$VERSION_LINE"
 ask "verbosity 1";    check "verbosity: OK" reply_is OK
-ask "decr orders 1";  check "decr refused" reply_is "CLIENT_ERROR decr is not supported: counters only move forward"
+ask "decr orders 1";  check "decr of a serial counter refused" reply_is "CLIENT_ERROR decr is not supported on serial counters: they only move forward (decr works on tally:<name>)"
 say "set orders 0 0 5"; say "12345"
 hear;                 check "set refused" reply_has "CLIENT_ERROR storage commands are not supported"
 ask "incr orders 1";  check "the data block was skipped: in sync" reply_is 9
@@ -190,7 +246,9 @@ done
 check "stats: STAT lines then END" eval '[ $stats_ok = 1 ] && reply_is END'
 for s in "pid $DPID" "curr_connections 1" "cmd_incr " "ids " "allocations " \
          "restores " "backwards " "log_writes " "log_syncs " "errors " \
-         "uptime " "version " "total_connections " "client_errors "; do
+         "uptime " "version " "total_connections " "client_errors " \
+         "cmd_tally_incr " "cmd_tally_decr " "tally_adds " "tally_flushes " \
+         "tally_losses " "flusher_runs " "flusher_errors "; do
   check "stats has $s" eval '[[ "$seen" == *" $s"* ]]'
 done
 ask "stats settings"; check "stats settings" reply_has "STAT listen 127.0.0.1:$DPORT"
@@ -222,6 +280,59 @@ if command -v memcstat >/dev/null; then
 else
   bad "libmemcached-tools" "memcstat not installed"
 fi
+
+# ==== tallies: the protocol ==================================================
+
+conn
+ask "incr tally:views 5";  check "tally: incr answers the total" reply_is 5
+ask "decr tally:views 2";  check "tally: decr answers the total" reply_is 3
+ask "get tally:views";     check "tally: get, VALUE line" reply_is "VALUE tally:views 0 1"
+hear;                      check "tally: get, the total" reply_is 3
+hear;                      check "tally: get, END" reply_is END
+ask "decr tally:views 10"; check "tally: below zero, decr answers 0 (floored)" reply_is 0
+ask "get tally:views";     hear
+check "tally: get gives the signed total" reply_is -7
+hear
+say "incr tally:views 4 noreply"
+say "decr tally:views 1 noreply"
+ask "incr tally:views 1";  check "tally: noreply changes counted, silently" reply_is 0
+ask "get tally:views";     hear; check "tally: -7 + 4 - 1 + 1" reply_is -3
+hear
+ask "get tally:never-changed"; check "tally: never changed reads VALUE 0" reply_is "VALUE tally:never-changed 0 1"
+hear; check "... 0" reply_is 0
+hear
+ask "gets orders tally:views"; check "get mixes a counter and a tally" reply_is "VALUE orders 0 2 11"
+hear; hear; check "... then the tally, cas 0 for a negative total" reply_is "VALUE tally:views 0 2 0"
+hear; check "... -3" reply_is -3
+hear; check "... END" reply_is END
+ask "incr tally:views x";  check "tally: non-numeric delta" reply_is "CLIENT_ERROR invalid numeric delta argument (a tally takes 1..9223372036854775807)"
+ask "decr tally:views 0";  check "tally: zero delta" reply_has "CLIENT_ERROR invalid numeric delta argument"
+ask "incr tally:views -5"; check "tally: signed delta" reply_has "CLIENT_ERROR invalid numeric delta argument"
+ask "incr tally:views 9223372036854775808"; check "tally: delta above 2^63-1" reply_has "CLIENT_ERROR invalid numeric delta argument"
+ask "incr tally: 1";       check "tally: empty name" reply_has "CLIENT_ERROR invalid tally name"
+ask "decr tally:views";    check "tally: decr without a delta" reply_has "CLIENT_ERROR bad command line format: usage: decr tally:<name>"
+say "incr tally:views x noreply"
+ask "get tally:views";     check "tally: a bad noreply change is silent, nothing applied" reply_is "VALUE tally:views 0 2"
+hear; check "... still -3" reply_is -3
+hear
+ask "incr tally:big 9223372036854775807"; check "tally: up to 2^63-1" reply_is 9223372036854775807
+ask "incr tally:big 1";    check "tally: past 2^63-1: CLIENT_ERROR ETALLYRANGE" reply_has "CLIENT_ERROR ETALLYRANGE tally change would take the total"
+say "incr tally:big 1 noreply"
+ask "get tally:big";       check "tally: ETALLYRANGE with noreply is silent" reply_is "VALUE tally:big 0 19"
+hear; check "tally: nothing of the refused changes applied" reply_is 9223372036854775807
+hear
+ask "decr tally:big 9223372036854775807"; check "tally: back down to 0" reply_is 0
+ask "stats tally views";   check "stats tally: name" reply_is "STAT name views"
+hear; [[ $REPLY_LINE =~ ^STAT\ total\ (-?[0-9]+)$ ]] && st_total=${BASH_REMATCH[1]}
+hear; [[ $REPLY_LINE =~ ^STAT\ pending\ (-?[0-9]+)$ ]] && st_pending=${BASH_REMATCH[1]}
+hear; check "stats tally: losses 0" reply_is "STAT losses 0"
+hear; check "stats tally: END" reply_is END
+check "stats tally: total + pending = -3" eval '[ $(( ${st_total:-99} + ${st_pending:-99} )) = -3 ]'
+conn_close
+"$CLIENT" libmc-tally "$DPORT" stock >"$TMP/out" 2>&1
+check "libmemcached client: increment/decrement/get on tally:stock" grep -q "^ok libmemcached tally" "$TMP/out"
+grep -v '^ok' "$TMP/out" | sed 's/^/     /'
+check "the flusher applies the changes (--flush-interval 1, the default)" tally_applied views -3
 
 # ==== concurrency ============================================================
 
@@ -406,6 +517,107 @@ check "--no-coalesce: 4 clients x 200 incr give exactly 1..800, incr_merged 0, a
         [ "$(sort -n "$TMP/nc" | head -n 1)" = 1 ] && [ "$(sort -n "$TMP/nc" | tail -n 1)" = 800 ] &&
         [[ "$nc_stats" == *" incr_merged 0 "* ]] && [ "${nc_incr:-0}" -ge "${nc_alloc:-1}" ]'
 stop_daemon TERM
+
+# ==== tallies: exact sums, the flusher, SIGTERM, a memcached restart =========
+
+# Many connections mixing incr and decr (a quarter noreply) over 4 tallies
+# while the flusher runs every second: each durable total ends exactly at
+# the sum of the changes sent (computed by the client).
+start_daemon db5 --flush-interval 1
+tconns=32 tper=$((2000 / SCALE))
+"$CLIENT" tally -p "$DPORT" -k mix -c $tconns -n "$tper" -K 4 -d 4 -s $$ >"$TMP/out" 2>&1
+cat "$TMP/out"
+check "$tconns connections x $tper mixed tally changes: every reply a number" grep -q "^ok" "$TMP/out"
+all_exact=1
+for k in 0 1 2 3; do
+  want=$(sed -n "s/^sum mix$k //p" "$TMP/out")
+  if ! tally_applied "mix$k" "${want:-none}"; then
+    all_exact=0
+    echo "     mix$k: total '$T_TOTAL' pending '$T_PENDING', expected ${want:-?}"
+  fi
+done
+check "the flusher applies every change: each total = the computed sum, nothing pending" [ $all_exact = 1 ]
+runs=$(stats_value flusher_runs) written=$(stats_value tally_flushes)
+check "stats: flusher_runs and tally_flushes count" eval '[ "${runs:-0}" -ge 1 ] && [ "${written:-0}" -ge 4 ]'
+check "stats: tally_adds counts every change" eval '[ "$(stats_value tally_adds)" = $((tconns * tper)) ]'
+# More changes right before SIGTERM: the final flush applies them.
+"$CLIENT" tally -p "$DPORT" -k mix -c 8 -n "$((500 / SCALE))" -K 4 -d 4 -s $(($$ + 1)) >"$TMP/out2" 2>&1
+stop_daemon TERM
+check "tallies: SIGTERM exit 0" [ $RC = 0 ]
+all_exact=1
+for k in 0 1 2 3; do
+  want=$(( $(sed -n "s/^sum mix$k //p" "$TMP/out") + $(sed -n "s/^sum mix$k //p" "$TMP/out2") ))
+  cli_tally db5 "mix$k"
+  if [ "$C_TOTAL" != "$want" ] || [ "$C_PENDING" != 0 ]; then
+    all_exact=0
+    echo "     mix$k: log total '$C_TOTAL' pending '$C_PENDING', expected $want"
+  fi
+done
+check "after SIGTERM the log holds exactly both runs' sums (logcounter tally get)" [ $all_exact = 1 ]
+
+# --flush-interval 0: nothing is applied while running (the startup sweep
+# is the flusher's only run), everything at SIGTERM.
+start_daemon db6 --flush-interval 0
+check "--flush-interval 0: the startup sweep ran" flusher_ran 1
+conn
+ask "incr tally:later 40"; ask "decr tally:later 15"; say "incr tally:later 2 noreply"
+ask "get tally:later"; hear; later=$REPLY_LINE; hear
+conn_close
+tally_stats later
+check "--flush-interval 0: total 0 in the log, 27 pending" eval '[ "$later" = 27 ] && [ "$T_TOTAL" = 0 ] && [ "$T_PENDING" = 27 ]'
+check "--flush-interval 0: the flusher ran once only" [ "$(stats_value flusher_runs)" = 1 ]
+stop_daemon TERM
+check "--flush-interval 0: SIGTERM exit 0, final flush logged" eval '[ $RC = 0 ] && grep "final tally flush" "$TMP/daemon.log" | tail -n 1 | grep -q ": 1 tallies written"'
+cli_tally db6 later
+check "--flush-interval 0: SIGTERM applied the 27" eval '[ "$C_TOTAL" = 27 ] && [ "$C_PENDING" = 0 ] && [ "$C_LOSSES" = 0 ]'
+
+# A tally that the daemon changed but never flushed (SIGKILL): the next
+# start's sweep applies it from memcached.
+start_daemon db6 --flush-interval 0
+check "restart: the startup sweep ran" flusher_ran 1
+conn; ask "incr tally:later 3"; conn_close
+check "restart: +3 answered 30" reply_is 30
+stop_daemon KILL
+start_daemon db6 --flush-interval 0
+check "after SIGKILL: the startup sweep applied the pending +3" tally_applied later 30
+stop_daemon TERM
+
+# memcached restarted while changes are pending: the loss is detected,
+# reported (stats, stats tally, logcounter tally get), the durable total
+# stays below the true sum, and later changes count normally.
+if mc2; then
+  MC_SAVED=$MC MC="--SERVER=127.0.0.1:$mc2port"
+  start_daemon db7 --flush-interval 0 --timeout 200
+  flusher_ran 1 >/dev/null
+  conn; ask "incr tally:lost 10"; conn_close
+  stop_daemon TERM
+  cli_tally db7 lost
+  check "loss: 10 applied at SIGTERM" [ "$C_TOTAL" = 10 ]
+  start_daemon db7 --flush-interval 0 --timeout 200
+  flusher_ran 1 >/dev/null
+  conn; ask "incr tally:lost 7"; conn_close
+  check "loss: +7 pending (answered 17)" reply_is 17
+  mc2_kill9
+  mc2 || bad "memcached restarted"
+  # Wait out libmemcached's retry timeout on a serial counter first.
+  conn; i=0
+  while ask "incr wait-for-mc 1" && [[ ! $REPLY_LINE =~ ^[0-9]+$ ]] && [ $i -lt 50 ]; do
+    sleep 0.2; i=$((i + 1)); done
+  ask "incr tally:lost 5"; conn_close
+  check "loss: after the restart +5 counts from the durable 10: answered 15" reply_is 15
+  check "loss: stats tally_losses 1" [ "$(stats_value tally_losses)" = 1 ]
+  tally_stats lost
+  check "loss: stats tally shows total 10, pending 5, losses 1" \
+    eval '[ "$T_TOTAL" = 10 ] && [ "$T_PENDING" = 5 ] && [ "$T_LOSSES" = 1 ]'
+  stop_daemon TERM
+  cli_tally db7 lost
+  check "loss: the log holds 15 (<= the true 22), losses 1" \
+    eval '[ "$C_TOTAL" = 15 ] && [ "$C_LOSSES" = 1 ] && [ "$C_TOTAL" -le 22 ]'
+  kill "$(cat "$TMP/mc2.pid")" 2>/dev/null; rm -f "$TMP/mc2.pid"
+  MC=$MC_SAVED
+else
+  bad "second memcached (tally loss)" "cannot start on port $mc2port"
+fi
 
 # ==== timeouts, connection limit, unix socket ================================
 

@@ -18,6 +18,21 @@
  *     Opens CONNS idle connections, keeps them SECONDS, then checks that
  *     each still answers "version".
  *
+ *   lcd_client tally -p PORT -k NAME -c CONNS -n COUNT [-K TALLIES]
+ *              [-d DEPTH] [-s SEED]
+ *     CONNS threads, one connection each, send COUNT random changes each
+ *     ("incr tally:NAMEi D" or "decr tally:NAMEi D", D 1..1000, a quarter
+ *     of them noreply) over TALLIES tallies NAME0.. (default 1), DEPTH in
+ *     flight.  Every reply must be a number; at the end each connection
+ *     sends "version" so that its noreply changes are done.  Prints
+ *     "sum NAMEi S" per tally (the exact sum of the changes sent), then
+ *     "ok ..." or "FAIL ..." with the rate.
+ *
+ *   lcd_client libmc-tally PORT NAME
+ *     libmemcached's memcached_increment / memcached_decrement / memcached_get
+ *     on "tally:NAME" (a fresh tally): +5, -2, -10 (answer floored at 0,
+ *     get gives -7), +20; exits 0 when each answer is as documented.
+ *
  *   lcd_client libmc PORT NAME
  *     A stock client: libmemcached (text protocol) memcached_increment,
  *     memcached_increment_by_key, memcached_get, and the refused
@@ -340,6 +355,159 @@ static int libmc(const char *portarg, const char *key) {
   return bad;
 }
 
+/* ---- tally: random signed changes over many connections ---------------- */
+
+static int ntallies = 1;
+static uint64_t seed = 1;
+
+typedef struct tworker {
+  pthread_t t;
+  uint64_t rng;
+  int64_t *sums;              /* per tally */
+  long sent, replies;
+  char fail[256];
+} tworker;
+
+static uint64_t xorshift(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+static void *run_tally(void *arg) {
+  tworker *w = arg;
+  char req[300], line[512];
+  rbuf rb = {.start = 0, .end = 0};
+  int fd = connect_daemon();
+  if (fd < 0) {
+    snprintf(w->fail, sizeof w->fail, "cannot connect: %s", strerror(errno));
+    return NULL;
+  }
+  long expect = 0;            /* replies owed */
+  int sent_version = 0;
+  for (;;) {
+    if (w->sent < count && expect < depth) {
+      uint64_t r = xorshift(&w->rng);
+      int k = (int)(r % (uint64_t)ntallies);
+      int minus = (int)((r >> 16) & 1), noreply = ((r >> 17) & 3) == 0;
+      int64_t d = (int64_t)((r >> 20) % 1000) + 1;
+      int n = snprintf(req, sizeof req, "%s tally:%s%d %" PRId64 "%s\r\n",
+                       minus ? "decr" : "incr", name, k, d,
+                       noreply ? " noreply" : "");
+      if (send_all(fd, req, (size_t)n) != 0) {
+        snprintf(w->fail, sizeof w->fail, "send failed");
+        break;
+      }
+      w->sums[k] += minus ? -d : d;
+      w->sent++;
+      expect += !noreply;
+      continue;
+    }
+    if (w->sent == count && !sent_version) {
+      if (send_all(fd, "version\r\n", 9) != 0) {
+        snprintf(w->fail, sizeof w->fail, "send failed");
+        break;
+      }
+      sent_version = 1;
+      expect++;
+    }
+    if (expect == 0)
+      break;
+    if (read_line(fd, &rb, line, sizeof line) != 0) {
+      snprintf(w->fail, sizeof w->fail, "connection lost after %ld replies",
+               w->replies);
+      break;
+    }
+    expect--;
+    if (strncmp(line, "VERSION ", 8) == 0 && expect == 0 && sent_version)
+      break;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(line, &end, 10);
+    (void)v;
+    if (line[0] < '0' || line[0] > '9' || *end || errno) {
+      snprintf(w->fail, sizeof w->fail, "reply '%.200s'", line);
+      break;
+    }
+    w->replies++;
+  }
+  close(fd);
+  return NULL;
+}
+
+static int tally_load(void) {
+  tworker *ws = calloc((size_t)conns, sizeof *ws);
+  double t0 = now_s();
+  for (int i = 0; i < conns; i++) {
+    ws[i].rng = seed * 0x9e3779b97f4a7c15ULL + (uint64_t)i + 1;
+    ws[i].sums = calloc((size_t)ntallies, sizeof *ws[i].sums);
+    pthread_create(&ws[i].t, NULL, run_tally, &ws[i]);
+  }
+  const char *fail = NULL;
+  long sent = 0, replies = 0;
+  for (int i = 0; i < conns; i++) {
+    pthread_join(ws[i].t, NULL);
+    sent += ws[i].sent;
+    replies += ws[i].replies;
+    if (ws[i].fail[0] && !fail)
+      fail = ws[i].fail;
+  }
+  double secs = now_s() - t0;
+  for (int k = 0; k < ntallies; k++) {
+    int64_t sum = 0;
+    for (int i = 0; i < conns; i++)
+      sum += ws[i].sums[k];
+    printf("sum %s%d %" PRId64 "\n", name, k, sum);
+  }
+  printf("%s conns=%d depth=%d tallies=%d changes=%ld replies=%ld "
+         "seconds=%.3f rate=%.0f/s%s%s\n", fail ? "FAIL" : "ok", conns,
+         depth, ntallies, sent, replies, secs, (double)sent / secs,
+         fail ? " reason: " : "", fail ? fail : "");
+  for (int i = 0; i < conns; i++)
+    free(ws[i].sums);
+  free(ws);
+  return fail ? 1 : 0;
+}
+
+static int libmc_tally(const char *portarg, const char *tname) {
+  char cfg[64], key[256];
+  snprintf(cfg, sizeof cfg, "--SERVER=127.0.0.1:%s", portarg);
+  snprintf(key, sizeof key, "tally:%s", tname);
+  memcached_st *m = memcached(cfg, strlen(cfg));
+  if (!m) {
+    printf("FAIL cannot create a libmemcached handle\n");
+    return 1;
+  }
+  int bad = 0;
+  size_t kl = strlen(key);
+  uint64_t v = 99;
+  memcached_return_t rc = memcached_increment(m, key, kl, 5, &v);
+  printf("memcached_increment 5: %s %" PRIu64 "\n", memcached_strerror(m, rc), v);
+  bad |= rc != MEMCACHED_SUCCESS || v != 5;
+  rc = memcached_decrement(m, key, kl, 2, &v);
+  printf("memcached_decrement 2: %s %" PRIu64 "\n", memcached_strerror(m, rc), v);
+  bad |= rc != MEMCACHED_SUCCESS || v != 3;
+  rc = memcached_decrement(m, key, kl, 10, &v);
+  printf("memcached_decrement 10: %s %" PRIu64 " (floored)\n",
+         memcached_strerror(m, rc), v);
+  bad |= rc != MEMCACHED_SUCCESS || v != 0;
+  size_t len = 0;
+  uint32_t flags = 0;
+  char *g = memcached_get(m, key, kl, &len, &flags, &rc);
+  printf("memcached_get: %s %.*s\n", memcached_strerror(m, rc), (int)len,
+         g ? g : "");
+  bad |= rc != MEMCACHED_SUCCESS || !g || len != 2 || memcmp(g, "-7", 2);
+  free(g);
+  rc = memcached_increment(m, key, kl, 20, &v);
+  printf("memcached_increment 20: %s %" PRIu64 "\n", memcached_strerror(m, rc), v);
+  bad |= rc != MEMCACHED_SUCCESS || v != 13;
+  memcached_free(m);
+  printf("%s\n", bad ? "FAIL libmemcached tally" : "ok libmemcached tally");
+  return bad;
+}
+
 static int hold(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)conns + 64) {
@@ -376,6 +544,9 @@ static int usage(void) {
                   "(-n COUNT | -t SECONDS) [-b BLOCK] [-d DEPTH] [-o FILE] "
                   "[-e] [-r] [--raw]\n"
                   "       lcd_client hold -p PORT -c CONNS -t SECONDS\n"
+                  "       lcd_client tally -p PORT -k NAME -c CONNS -n COUNT "
+                  "[-K TALLIES] [-d DEPTH] [-s SEED]\n"
+                  "       lcd_client libmc-tally PORT NAME\n"
                   "       lcd_client libmc PORT NAME\n");
   return 2;
 }
@@ -383,14 +554,17 @@ static int usage(void) {
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "libmc") == 0)
     return argc == 4 ? libmc(argv[2], argv[3]) : usage();
+  if (argc >= 2 && strcmp(argv[1], "libmc-tally") == 0)
+    return argc == 4 ? libmc_tally(argv[2], argv[3]) : usage();
   int holding = argc >= 2 && strcmp(argv[1], "hold") == 0;
-  if (argc < 2 || (strcmp(argv[1], "load") != 0 && !holding))
+  int tallying = argc >= 2 && strcmp(argv[1], "tally") == 0;
+  if (argc < 2 || (strcmp(argv[1], "load") != 0 && !holding && !tallying))
     return usage();
   static const struct option lo[] = {{"raw", no_argument, NULL, 'R'},
                                      {NULL, 0, NULL, 0}};
   int opt;
   optind = 2;
-  while ((opt = getopt_long(argc, argv, "p:k:c:n:t:b:d:o:er", lo, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "p:k:c:n:t:b:d:o:erK:s:", lo, NULL)) != -1) {
     switch (opt) {
     case 'p': port = atoi(optarg); break;
     case 'k': name = optarg; break;
@@ -403,11 +577,18 @@ int main(int argc, char **argv) {
     case 'e': allow_errors = 1; break;
     case 'r': reconnect = 1; break;
     case 'R': raw = 1; break;
+    case 'K': ntallies = atoi(optarg); break;
+    case 's': seed = strtoull(optarg, NULL, 10); break;
     default: return usage();
     }
   }
   if (holding)
     return port && seconds > 0 ? hold() : usage();
+  if (tallying)
+    return port && name && conns >= 1 && depth >= 1 && count > 0 &&
+                   ntallies >= 1 && seed
+               ? tally_load()
+               : usage();
   if (!port || !name || conns < 1 || depth < 1 || block < 1 ||
       (!count == !seconds))
     return usage();
