@@ -93,14 +93,12 @@ static void round_trip(const lc__proto_req *req) {
   }
   FUZZ_CHECK(n < sizeof buf);
   char *line = fuzz_dup(buf, n, 0);
-  lc__proto_req *again = malloc(sizeof *again);
-  FUZZ_CHECK(again != NULL);
-  FUZZ_CHECK(lc__proto_parse(line, n, again) == req->cmd);
-  FUZZ_CHECK(again->nkeys == req->nkeys && again->count == req->count &&
-             again->noreply == req->noreply && again->gets == req->gets);
+  lc__proto_req again;
+  FUZZ_CHECK(lc__proto_parse(line, n, &again) == req->cmd);
+  FUZZ_CHECK(again.nkeys == req->nkeys && again.count == req->count &&
+             again.noreply == req->noreply && again.gets == req->gets);
   for (size_t i = 0; i < req->nkeys; i++)
-    FUZZ_CHECK(tok_eq(&again->keys[i], &req->keys[i]));
-  free(again);
+    FUZZ_CHECK(tok_eq(&again.keys[i], &req->keys[i]));
   free(line);
 }
 
@@ -113,9 +111,8 @@ static int ends_with_noreply(const char *line, size_t len) {
   return len >= 8 && memcmp(line + len - 8, " noreply", 8) == 0;
 }
 
-static void check_request(const char *line, size_t len) {
-  lc__proto_req *req = malloc(sizeof *req);
-  FUZZ_CHECK(req != NULL);
+/* Parses line[0..len) into *req and checks the result. */
+static void check_request(const char *line, size_t len, lc__proto_req *req) {
   lc__proto_cmd cmd = lc__proto_parse(line, len, req);
   FUZZ_CHECK(cmd == req->cmd);
   if (req->verb.s)
@@ -139,7 +136,6 @@ static void check_request(const char *line, size_t len) {
   }
   if (cmd == LC__PROTO_REFUSED)
     FUZZ_CHECK(req->data_len <= LC__PROTO_DATA_MAX + 2);
-  free(req);
 }
 
 /* Tokens of the line for the number check: every space-separated run. */
@@ -156,19 +152,17 @@ static void check_numbers(const char *line, size_t len) {
   }
 }
 
+/* p[0..len) is an exact-size copy of the line framed in avail bytes. */
 static void check_frame(const char *p, size_t avail, size_t len) {
   FUZZ_CHECK(len >= 1 && len <= avail && p[len - 1] == '\n');
   FUZZ_CHECK(memchr(p, '\n', len - 1) == NULL);
   size_t content = len - 1 - (len >= 2 && p[len - 2] == '\r');
   FUZZ_CHECK(content <= LC__PROTO_LINE_MAX);
   /* The same line on its own: the same frame; one byte short: more. */
-  char *alone = fuzz_dup(p, len, 0);
   size_t len2 = 0;
-  FUZZ_CHECK(lc__proto_frame(alone, len, &len2) == LC__PROTO_FRAME_LINE &&
+  FUZZ_CHECK(lc__proto_frame(p, len, &len2) == LC__PROTO_FRAME_LINE &&
              len2 == len);
-  FUZZ_CHECK(lc__proto_frame(alone, len - 1, &len2) ==
-             LC__PROTO_FRAME_MORE);
-  free(alone);
+  FUZZ_CHECK(lc__proto_frame(p, len - 1, &len2) == LC__PROTO_FRAME_MORE);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -202,22 +196,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       free(p);
       break;
     }
-    check_frame(p, look, len);
     char *line = fuzz_dup(p, len, 0);
     free(p);
+    check_frame(line, look, len);
     check_numbers(line, len - 1);
-    check_request(line, len);
+    lc__proto_req req;
     /* The parser also accepts a line without its terminator. */
     size_t bare = len - 1 - (len >= 2 && line[len - 2] == '\r');
-    check_request(line, bare);
-
-    lc__proto_req *req = malloc(sizeof *req);
-    FUZZ_CHECK(req != NULL);
-    lc__proto_cmd cmd = lc__proto_parse(line, len, req);
-    int stop = cmd == LC__PROTO_QUIT || (cmd == LC__PROTO_BAD && req->close);
-    if (cmd == LC__PROTO_REFUSED)
-      swallow = req->data_len;
-    free(req);
+    check_request(line, bare, &req);
+    check_request(line, len, &req);
+    int stop = req.cmd == LC__PROTO_QUIT ||
+               (req.cmd == LC__PROTO_BAD && req.close);
+    if (req.cmd == LC__PROTO_REFUSED)
+      swallow = req.data_len;
     free(line);
     pos += len;
     if (stop)
