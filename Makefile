@@ -111,12 +111,16 @@ uninstall:
 clean:
 	rm -rf build build-*
 
-# ---- benchmark harness (bench/, issue 3) -----------------------------------
+# ---- benchmark harness (bench/, issues 3 and 7) ----------------------------
 # make bench        measures every allocation path against raw memcached incr
-#                   and writes bench/results/ (table, CSV, charts); settings
-#                   from the environment or the command line, e.g.
-#                   make bench BENCH_SECONDS=1 (see build/bench --help)
+#                   and against the peers (Redis INCR, PostgreSQL nextval:
+#                   mk/peers.mk) and writes bench/results/ (table, CSV,
+#                   charts); settings from the environment or the command
+#                   line, e.g. make bench BENCH_SECONDS=1 (build/bench --help)
+#                   If the peers cannot be installed or built, it runs
+#                   without them and their rows say why.
 # make bench-smoke  a few seconds: every case runs and gives sane numbers
+#                   (build/bench: no peers, so no hiredis or libpq needed)
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BUILD)/bench
 BENCH_VARS = BENCH_SECONDS BENCH_RUNS BENCH_THREADS BENCH_RECORDS_MAX \
@@ -131,7 +135,12 @@ $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(LIB_A)
 bench:
 	@tests/deps.sh gnuplot-nox
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
-	@BUILD=$(BUILD) bench/run.sh
+	@if $(MAKE) --no-print-directory bench-peers; then \
+	  BUILD=$(BUILD) bench/run.sh --peers; \
+	else \
+	  BUILD=$(BUILD) BENCH_PEERS_WHY="the peers could not be installed or built (make bench-peers says why)" \
+	    bench/run.sh; \
+	fi
 
 bench-smoke: deps
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)

@@ -8,8 +8,10 @@
  * every case at 1 thread, then at 2 threads ..., then run 2 ...) so that a
  * noisy neighbour hurts all cases alike and each case is measured close in
  * time to the memcached-incr it is compared with; each point reports its
- * median run.  Writes a table to stdout,
- * OUT/latest.csv and OUT/latest-restore.csv.  With --check it prints
+ * median run.  Built as build/bench-peers, it also runs the peers (Redis
+ * INCR, PostgreSQL nextval: bench/peers/) and compares (peers.c).  Writes a
+ * table to stdout, OUT/latest.csv, OUT/latest-restore.csv and, with peers,
+ * OUT/latest-peers.csv.  With --check it prints
  * "bench-smoke: N passed, M failed" and fails on insane numbers (never on
  * slow ones).  Settings come from the environment: see usage().
  */
@@ -36,24 +38,33 @@ static void usage(FILE *f) {
       "started by bench/run.sh (make bench).  Settings, from the environment:\n"
       "  BENCH_MEMCACHED     libmemcached config (default --SERVER=127.0.0.1:11211)\n"
       "  BENCH_SECONDS       time budget of each case line (a case in one mode\n"
-      "                      and block: 12 lines), for all its thread counts\n"
-      "                      and runs together (default 24: 4 thread counts x\n"
-      "                      3 runs of 2 s); the wide counts of memcached-incr\n"
-      "                      and daemon-incr add points of the same length.\n"
-      "                      The throughput part takes about 13.5 x\n"
-      "                      BENCH_SECONDS; tally-flush, restore and prune\n"
+      "                      and block: 12 lines, 19 with the peers), for all\n"
+      "                      its thread counts and runs together (default 24:\n"
+      "                      4 thread counts x 3 runs of 2 s); the wide counts\n"
+      "                      add points of the same length.  The throughput\n"
+      "                      part takes about 14.5 x BENCH_SECONDS (19 x with\n"
+      "                      the peers, whose runs are half as long);\n"
+      "                      tally-flush, restore and prune\n"
       "                      are not timed runs and take what their work\n"
       "                      takes (restore and prune: about 15-30 s at\n"
       "                      10,000,000 records on 2 cores).\n"
       "  BENCH_RUNS          runs per point, the median is reported (default 3)\n"
       "  BENCH_THREADS       thread counts (default 1,2,4,8)\n"
-      "  BENCH_WIDE_THREADS  extra thread (connection) counts for\n"
-      "                      memcached-incr and daemon-incr only, each point\n"
-      "                      timed like the others (default 32,64; 0: none)\n"
+      "  BENCH_WIDE_THREADS  extra thread (connection) counts, each point\n"
+      "                      timed like the others (default 32,64; 0: none):\n"
+      "                      memcached-incr and daemon-incr run at all of\n"
+      "                      them; next, next_n x100 and x1000 and the peers\n"
+      "                      at those up to 32\n"
       "  BENCH_DAEMON        libmemcached config of a logcounterd with\n"
       "                      coalescing (bench/run.sh starts one); unset:\n"
       "                      daemon-incr is skipped\n"
       "  BENCH_DAEMON_NOCOALESCE  the same for a logcounterd --no-coalesce\n"
+      "  BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS  HOST:PORT of a redis-server\n"
+      "                      with appendonly yes and appendfsync everysec /\n"
+      "                      always (build/bench-peers only; bench/run.sh\n"
+      "                      --peers starts them); \"none: WHY\": not started\n"
+      "  BENCH_PG            libpq conninfo of a PostgreSQL (the same)\n"
+      "  BENCH_PEERS_WHY     the peers were wanted but not built: why\n"
       "  BENCH_RECORDS_MAX   largest log for restore/prune (default 10000000);\n"
       "                      logs of 10000, 1000000, 10000000 records below it\n"
       "                      are measured, and one of exactly this size\n"
@@ -65,12 +76,15 @@ static void usage(FILE *f) {
       "                      (default 10000)\n"
       "  BENCH_CASES         comma-separated subset of memcached-incr, seed,\n"
       "                      next, next_n, leveldb-put, daemon-incr, tally-add,\n"
-      "                      tally-flush, restore, prune\n"
+      "                      tally-flush, restore, prune, and the peers\n"
+      "                      redis-incr, redis-incrby, pg-nextval,\n"
+      "                      pg-nextval-block\n"
       "  BENCH_DIR           scratch directory for logs (default build/bench-data)\n"
       "  BENCH_OUT           where the CSV files go (default bench/results)\n"
       "--check prints 'bench-smoke: N passed, M failed' and exits 1 on any\n"
       "failure: a case that did not run, a non-positive rate, an error,\n"
-      "p50 > p99 > p999, or tally writes per window other than 1.  Speed is\n"
+      "p50 > p99 > p999, tally writes per window other than 1, or (in\n"
+      "build/bench-peers) a peer asked for that did not run.  Speed is\n"
       "never judged.\n",
       f);
 }
@@ -112,6 +126,10 @@ static int parse_cfg(bench_cfg *c) {
   c->memcached = env("BENCH_MEMCACHED", "--SERVER=127.0.0.1:11211");
   c->daemon = env("BENCH_DAEMON", NULL);
   c->daemon_nc = env("BENCH_DAEMON_NOCOALESCE", NULL);
+  c->redis_everysec = env("BENCH_REDIS_EVERYSEC", NULL);
+  c->redis_always = env("BENCH_REDIS_ALWAYS", NULL);
+  c->pg = env("BENCH_PG", NULL);
+  c->peers_why = env("BENCH_PEERS_WHY", NULL);
   c->dir = env("BENCH_DIR", "build/bench-data");
   c->out = env("BENCH_OUT", "bench/results");
   c->tallies = strtoull(env("BENCH_TALLIES", "100000"), &end, 10);
@@ -194,9 +212,10 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
     for (int t = 0; t < nt; t++) {  /* each case close in time to its incr */
       for (int i = 0; i < cs->n; i++) {
         const workload *w = &cs->w[i];
-        if (wide_only[t] && !w->wide) continue;
+        if (wide_only[t] && counts[t] > w->wide_max) continue;
         sample *x = &s[(i * nt + t) * cfg->runs + r];
-        ok &= run_once(w, counts[t], each, x);
+        ok &= run_once(w, counts[t], w->time_share > 0 ? each * w->time_share
+                                                       : each, x);
         fprintf(stderr, "bench: run %d/%d %-14s %-7s %4llu x %d threads: "
                 "%.0f ids/s\n", r + 1, cfg->runs, w->kase, w->mode,
                 (unsigned long long)w->block, counts[t], x->ids_per_s);
@@ -205,7 +224,7 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
   }
   for (int i = 0; i < cs->n; i++) {
     for (int t = 0; t < nt; t++) {
-      if (wide_only[t] && !cs->w[i].wide) continue;
+      if (wide_only[t] && counts[t] > cs->w[i].wide_max) continue;
       sample *runs = &s[(i * nt + t) * cfg->runs], *med = runs;
       double rates[BENCH_MAX_RUNS];
       for (int r = 0; r < cfg->runs; r++) rates[r] = runs[r].ids_per_s;
@@ -286,6 +305,10 @@ static void print_table(const results *res) {
            us(a, sizeof a, p->p50_us), us(b, sizeof b, p->p99_us),
            us(c, sizeof c, p->p999_us), ratio, (unsigned long long)p->errors);
   }
+  for (int i = 0; i < res->nskip; i++)  /* a peer that did not run: why */
+    printf("%-18s %-12s %7s %8llu  not run: %s\n", res->skip[i].kase,
+           res->skip[i].mode, "-", (unsigned long long)res->skip[i].block,
+           res->skip[i].why);
   printf("seed (UNSAFE) is the original LogCounter: set instead of add, no lock,"
          " record written\nafter the value is used and its failure ignored.  "
          "For restore and prune rows, block is\nthe log's record count, ids/s "
@@ -303,6 +326,7 @@ static void print_table(const results *res) {
            "that wrote %llu tally record(s); must be 1).\n",
            (long long)res->tally_writes, (unsigned long long)res->tally_changes,
            (unsigned long long)res->tally_flushed);
+  peers_print(res);
   if (res->nr == 0) return;
   printf("\n%-11s %-12s %10s %10s %10s %12s %14s %14s %3s\n", "case", "mode",
          "records", "pruned", "seconds", "records/s", "bytes before",
@@ -347,7 +371,7 @@ static int write_csv(const bench_cfg *cfg, const results *res) {
   }
   bad |= ferror(f) | fclose(f);
   if (bad) return fprintf(stderr, "bench: cannot write the CSV files\n"), -1;
-  return 0;
+  return peers_write_csv(cfg, res);
 }
 
 /* The sanity checks; returns the number of failures. */
@@ -389,6 +413,12 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
             "tally-flush: %lld durable writes per tally per window (%llu "
             "records flushed), want 1\n", (long long)res->tally_writes,
             (unsigned long long)res->tally_flushed);
+  /* a peer that did not run fails only the smoke run of build/bench-peers
+   * (make bench-peers-smoke); make bench goes on without it */
+  for (int i = 0; cfg->check && bench_has_peers && i < res->nskip; i++)
+    VERDICT(false, "%s %s x%llu did not run: %s\n", res->skip[i].kase,
+            res->skip[i].mode, (unsigned long long)res->skip[i].block,
+            res->skip[i].why);
   for (size_t i = 0; i < res->nr; i++) {
     const restore_row *r = &res->r[i];
     VERDICT(r->ok && r->seconds > 0, "%s %s of %llu records\n", r->kase, r->mode,
@@ -422,16 +452,21 @@ int main(int argc, char **argv) {
   if (cfg.nwide) {
     printf(" (memcached-incr, daemon-incr also");
     for (int i = 0; i < cfg.nwide; i++) printf("%s%d", i ? "," : " ", cfg.wide[i]);
-    printf(")");
+    printf("; next, next_n x100/x1000 and the peers also those up to %d)",
+           BENCH_PEER_WIDE_MAX);
   }
+  if (bench_has_peers)
+    printf("; the peers' runs are %.3g s", cfg.seconds / cfg.runs /
+           cfg.nthreads * BENCH_PEER_SHARE);
   printf("; logs up to %llu records\n", (unsigned long long)cfg.records_max);
   fflush(stdout);
 
   results res = {0};
   res.tally_writes = -1;
   case_set cs;
-  bool ok = cases_open(&cfg, &cs) == 0;
+  bool ok = cases_open(&cfg, &cs) == 0 && peer_cases_open(&cfg, &cs, &res) == 0;
   if (ok && cs.n > 0) ok = throughput(&cfg, &cs, &res);
+  peer_cases_close(&cs);
   cases_close(&cs);
   if (ok && bench_case_selected(&cfg, "tally-flush"))
     ok = tally_run(&cfg, &res) == 0 && ok;

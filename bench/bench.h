@@ -11,6 +11,12 @@
  *   tally.c    the tally cases: tally-add (throughput), tally-flush and
  *              the durable writes per tally per window
  *   restore.c  the restore and prune cases on big logs
+ *   peers.c    the comparison with the peers (Redis INCR, PostgreSQL
+ *              nextval): the second table, latest-peers.csv, the
+ *              durability notes
+ *   nopeers.c  build/bench's stand-in for bench/peers/ (the peer cases
+ *              live only in build/bench-peers, which links hiredis and
+ *              libpq: see bench/peers/peers.h)
  *   util.c     clocks, directories, LevelDB and memcached helpers
  *   hist.c     the latency histogram
  *
@@ -31,6 +37,12 @@
 
 #define BENCH_MAX_THREADS 64
 #define BENCH_MAX_RUNS 99
+/* The largest wide thread count at which next, next_n x100/x1000 and the
+ * peers run (memcached-incr and daemon-incr run at every wide count). */
+#define BENCH_PEER_WIDE_MAX 32
+/* The peers' runs are this much shorter than logcounter's, to keep make
+ * bench near 9 minutes (1 s instead of 2 s by default). */
+#define BENCH_PEER_SHARE 0.5
 
 typedef struct bench_cfg {
   double seconds;          /* per case line: all thread counts and runs */
@@ -47,6 +59,13 @@ typedef struct bench_cfg {
   const char *memcached;   /* libmemcached configuration string */
   const char *daemon;      /* logcounterd, coalescing (NULL: no daemon) */
   const char *daemon_nc;   /* logcounterd --no-coalesce (NULL: none) */
+  /* The peers (build/bench-peers only): an address, "none: WHY" when
+   * bench/run.sh could not start it, or NULL when not asked for. */
+  const char *redis_everysec;  /* redis-server, AOF appendfsync everysec */
+  const char *redis_always;    /* redis-server, AOF appendfsync always */
+  const char *pg;              /* PostgreSQL conninfo */
+  const char *peers_why;       /* set: the peers were wanted but could not
+                                  be built; each peer row says this */
   const char *dir;         /* scratch directory for the LevelDB logs */
   const char *out;         /* where latest.csv and latest-restore.csv go */
   const char *cases;       /* comma-separated case names, or NULL: all */
@@ -73,9 +92,22 @@ typedef struct restore_row {
   bool ok;                 /* the operation did what it should */
 } restore_row;
 
+/* A peer line that did not run, and why (printed in its row). */
+typedef struct skipped {
+  char kase[24];
+  char mode[32];
+  uint64_t block;
+  char why[200];
+} skipped;
+
+#define BENCH_SKIPPED_MAX 16
+
 typedef struct results {
   point *p;
   size_t np, pcap;
+  skipped skip[BENCH_SKIPPED_MAX];
+  int nskip;
+  char peer_notes[512];    /* the peers' settings as they reported them */
   restore_row *r;
   size_t nr, rcap;
   /* tally-flush: log writes of tally_changes changes of one tally in one
@@ -98,7 +130,10 @@ typedef struct workload {
   void (*thread_close)(void *state);
   /* One call: the number of ids obtained, or -1 with err filled. */
   int64_t (*op)(void *shared, void *state, char *err, size_t errlen);
-  bool wide;               /* also run at cfg->wide thread counts */
+  int wide_max;            /* also run at the cfg->wide thread counts up
+                              to this one (0: only at cfg->threads) */
+  double time_share;       /* the part of a point's time its runs get
+                              (0: all of it; the peers: BENCH_PEER_SHARE) */
 } workload;
 
 typedef struct sample {
@@ -111,13 +146,14 @@ typedef struct sample {
 bool run_once(const workload *w, int threads, double seconds, sample *out);
 
 /* ---- cases.c ---- */
-#define BENCH_LINES_MAX 16
+#define BENCH_LINES_MAX 24
 typedef struct case_set {
   workload w[BENCH_LINES_MAX];
   int n;
   void *priv;
   void *daemon_priv;       /* daemon.c's */
   void *tally_priv;        /* tally.c's */
+  void *peer_priv;         /* bench/peers/'s */
 } case_set;
 /* Opens the shared state of every selected throughput workload. */
 /* A fresh, empty directory cfg->dir/name (its path into path). */
@@ -143,6 +179,34 @@ void tally_cases_close(case_set *cs);
  * row and a point), then the writes per tally per window into
  * res->tally_writes. */
 int tally_run(const bench_cfg *cfg, results *res);
+
+/* ---- the peers: bench/peers/ in build/bench-peers, nopeers.c in
+ * build/bench ---- */
+/* Adds the peer workloads that are selected and were started; a selected
+ * peer that cannot run gets a skipped row in res saying why. */
+int peer_cases_open(const bench_cfg *cfg, case_set *cs, results *res);
+/* Closes the peers' connections. */
+void peer_cases_close(case_set *cs);
+/* Whether this binary has the peer cases at all. */
+extern const bool bench_has_peers;
+
+/* ---- peers.c ---- */
+/* A skipped row for a peer line. */
+void peer_skip(results *res, const char *kase, const char *mode,
+               uint64_t block, const char *why);
+/* The comparison table (logcounter against each peer), its CSV
+ * (OUT/latest-peers.csv) and the durability notes; nothing when no peer
+ * was asked for. */
+void peers_print(const results *res);
+int peers_write_csv(const bench_cfg *cfg, const results *res);
+/* Appends text to res->peer_notes (a line each). */
+void peer_note(results *res, const char *text);
+/* Skipped rows saying why for every selected peer line whose server is
+ * among those given (redis: the two Redis servers, pg: PostgreSQL). */
+void peer_skip_all(const bench_cfg *cfg, results *res, bool redis, bool pg,
+                   const char *why);
+/* Whether a point is a peer's (redis-*, pg-*). */
+bool is_peer(const char *kase);
 
 /* ---- restore.c ---- */
 /* Builds logs of each size, times restores before and after a 90% prune,

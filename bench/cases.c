@@ -13,6 +13,9 @@
  *                   by all threads (the intended use).
  *   next_n          lc_next_n with blocks of 10, 100, 1000 (ids = calls x
  *                   block).
+ *   next and next_n x100, x1000 also run at the wide thread counts up to
+ *   32 (BENCH_PEER_WIDE_MAX), where the peers are compared with them;
+ *   memcached-incr runs at every wide count.
  *   leveldb-put     LevelDB alone, one put per id, unsynced and synced:
  *                   the log's own ceiling.
  *   (daemon-incr is in daemon.c, tally-add in tally.c.)
@@ -218,9 +221,9 @@ static void add(case_set *cs, const char *kase, const char *mode,
                 uint64_t block, void *shared,
                 int (*open)(void *, void **, char *, size_t),
                 void (*close)(void *),
-                int64_t (*op)(void *, void *, char *, size_t)) {
+                int64_t (*op)(void *, void *, char *, size_t), int wide_max) {
   workload *w = &cs->w[cs->n++];
-  *w = (workload){kase, mode, block, shared, open, close, op, false};
+  *w = (workload){kase, mode, block, shared, open, close, op, wide_max, 0};
 }
 
 int cases_open(const bench_cfg *cfg, case_set *cs) {
@@ -241,9 +244,9 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
               memcached_last_error_message(master));
       return -1;
     }
+    /* the baseline of daemon-incr and the peers: every wide count */
     add(cs, "memcached-incr", "raw", 1, &p->incr, mc_thread_open,
-        mc_thread_close, incr_op);
-    cs->w[cs->n - 1].wide = true;   /* the baseline of daemon-incr */
+        mc_thread_close, incr_op, BENCH_MAX_THREADS);
   }
   if (bench_case_selected(cfg, "seed")) {
     seed_shared *s = &p->seed;
@@ -251,7 +254,8 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
     if ((s->db = open_db(cfg, "seed")) == NULL) return -1;
     s->wo = write_options(false);
     s->plen = lc__record_prefix(s->prefix, "seed", 4);
-    add(cs, "seed", "unsafe", 1, s, mc_thread_open, mc_thread_close, seed_op);
+    add(cs, "seed", "unsafe", 1, s, mc_thread_open, mc_thread_close, seed_op,
+        0);
   }
   if (bench_case_selected(cfg, "next")) {
     static const char *dirs[2] = {"next-default", "next-sync"};
@@ -260,7 +264,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
       if ((p->h[i] = open_handle(cfg, dirs[i], d)) == NULL) return -1;
       p->next[i] = (next_shared){p->h[i], "bench", 1};
       add(cs, "next", lc_durability_name(d), 1, &p->next[i],
-          next_thread_open, free, next_op);
+          next_thread_open, free, next_op, BENCH_PEER_WIDE_MAX);
     }
   }
   if (bench_case_selected(cfg, "next_n")) {
@@ -271,7 +275,8 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
     for (int i = 0; i < 3; i++) {
       p->next_n[i] = (next_shared){p->h[2], names[i], blocks[i]};
       add(cs, "next_n", "default", blocks[i], &p->next_n[i],
-          next_thread_open, free, next_op);
+          next_thread_open, free, next_op,
+          blocks[i] >= 100 ? BENCH_PEER_WIDE_MAX : 0);
     }
   }
   if (bench_case_selected(cfg, "leveldb-put")) {
@@ -281,7 +286,8 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
       if ((s->db = open_db(cfg, dirs[i])) == NULL) return -1;
       s->wo = write_options(i == 1);
       s->plen = lc__record_prefix(s->prefix, "bench", 5);
-      add(cs, "leveldb-put", i ? "sync" : "nosync", 1, s, NULL, NULL, put_op);
+      add(cs, "leveldb-put", i ? "sync" : "nosync", 1, s, NULL, NULL, put_op,
+          0);
     }
   }
   if (tally_cases_open(cfg, cs)) return -1;

@@ -103,7 +103,7 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
     if ((d->master = mc_open(configs[i])) == NULL) return -1;
     workload *w = &cs->w[cs->n++];
     *w = (workload){"daemon-incr", p->mode[i], 1, d, daemon_thread_open,
-                    daemon_thread_close, daemon_op, true};
+                    daemon_thread_close, daemon_op, BENCH_MAX_THREADS, 0};
   }
   return 0;
 }

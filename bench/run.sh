@@ -3,17 +3,25 @@
 # It starts a private memcached on a free loopback port (tests/memcached.sh)
 # and two logcounterd daemons on it ($BUILD/logcounterd, one with its
 # default coalescing, one --no-coalesce, each with its own log, on free
-# 127.0.0.1 ports), runs $BUILD/bench against them, draws the charts with
-# gnuplot, and stops the daemons and memcached and removes their scratch
-# logs on any exit.
+# 127.0.0.1 ports), with --peers also the peers (bench/peers.sh: two
+# redis-server, AOF everysec and always, and a PostgreSQL), runs the bench
+# against them, draws the charts with gnuplot, and stops the daemons, the
+# peers and memcached and removes their scratch data on any exit.
 #
-#   bench/run.sh           the full run: prints the table and writes
-#                          bench/results/{latest.csv,latest-restore.csv,
-#                          latest.txt,throughput.png,latency.png}
+#   bench/run.sh           the full run with $BUILD/bench: prints the table
+#                          and writes bench/results/{latest.csv,
+#                          latest-restore.csv,latest.txt,throughput.png,
+#                          latency.png}
+#   bench/run.sh --peers   the same with $BUILD/bench-peers and the peers
+#                          (what make bench runs): also latest-peers.csv
+#                          and peers.png; a peer that cannot be started
+#                          gets rows saying why, and the run goes on
 #   bench/run.sh --smoke   the sanity run for the test suite: a fraction of
 #                          a second per case, tiny logs, results under
 #                          $BUILD/bench-smoke, no charts; prints
-#                          "bench-smoke: N passed, M failed", exit 1 on failure
+#                          "bench-smoke: N passed, M failed", exit 1 on
+#                          failure.  No peers unless --peers is given too
+#                          (make bench-peers-smoke); then each must run.
 #
 # Settings (BENCH_SECONDS, BENCH_RUNS, BENCH_RECORDS_MAX, ...) come from the
 # environment: see `$BUILD/bench --help`.  The smoke run ignores them.
@@ -23,12 +31,15 @@ BUILD=${BUILD:-build}
 bin=$BUILD/bench
 lcd=$BUILD/logcounterd
 smoke=0
-case "${1:-}" in
-  --smoke) smoke=1 ;;
-  "") ;;
-  -h|--help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
-  *) echo "usage: bench/run.sh [--smoke]" >&2; exit 2 ;;
-esac
+peers=0
+for arg in "$@"; do
+  case "$arg" in
+    --smoke) smoke=1 ;;
+    --peers) peers=1 bin=$BUILD/bench-peers ;;
+    -h|--help) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "usage: bench/run.sh [--smoke] [--peers]" >&2; exit 2 ;;
+  esac
+done
 for b in "$bin" "$lcd"; do
   if [ ! -x "$b" ]; then
     echo "bench/run.sh: $b is missing: build it with make bench" >&2
@@ -41,6 +52,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/logcounter-bench.XXXXXX")
 # tmpfs /tmp, where a sync costs nothing).
 data=$BUILD/bench-data.$$
 dlogs=$BUILD/bench-daemon.$$
+pdir=$BUILD/bench-peers.$$
 daemons=()
 # Stops every daemon started here: SIGTERM (they sync and close their
 # logs), then SIGKILL after 10 s.
@@ -57,6 +69,7 @@ stop_daemons() {
 }
 cleanup() {
   stop_daemons
+  [ "$peers" = 1 ] && bench/peers.sh stop "$pdir"
   tests/memcached.sh stop "$work"
   rm -rf "$work" "$data" "$dlogs"
 }
@@ -101,6 +114,13 @@ start_daemon coalesce
 export BENCH_DAEMON="--SERVER=127.0.0.1:$dport"
 start_daemon no-coalesce --no-coalesce
 export BENCH_DAEMON_NOCOALESCE="--SERVER=127.0.0.1:$dport"
+if [ "$peers" = 1 ]; then
+  # BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS, BENCH_PG: an address each, or
+  # "none: WHY"
+  while IFS= read -r line; do
+    if [[ $line == BENCH_*=* ]]; then export "${line?}"; fi
+  done < <(bench/peers.sh start "$pdir")
+fi
 
 if [ "$smoke" = 1 ]; then
   export BENCH_SECONDS=0.4 BENCH_RUNS=1 BENCH_THREADS=1,2,4,8 BENCH_WIDE_THREADS=32,64 \
@@ -112,6 +132,8 @@ if [ "$smoke" = 1 ]; then
     grep '^bench-smoke:' "$work/out" >/dev/null || echo "bench-smoke: 0 passed, 1 failed"
     exit 1
   }
+  [ "$peers" = 1 ] ||
+    echo "bench-smoke: peers (Redis, PostgreSQL) not run: $bin has none (make bench-peers-smoke runs them)"
   grep '^bench-smoke:' "$work/out"
   exit 0
 fi
@@ -121,13 +143,16 @@ export BENCH_OUT=$out
 mkdir -p "$out"
 "$bin" | tee "$out/latest.txt"
 stop_daemons
+if [ "$peers" = 1 ]; then bench/peers.sh stop "$pdir"; fi
 
 if ! command -v gnuplot >/dev/null 2>&1; then
   echo "bench/run.sh: gnuplot is missing (tests/deps.sh gnuplot-nox): no charts" >&2
   exit 0
 fi
-# One series per case, mode and block of the throughput rows, in file order.
-series=$(awk -F, 'NR > 1 && $1 != "restore" && $1 != "prune" && $1 != "tally-flush" && !seen[$1 FS $2 FS $4]++ \
+# One series per case, mode and block of the throughput rows, in file order
+# (the peers have their own chart, below).
+series=$(awk -F, 'NR > 1 && $1 != "restore" && $1 != "prune" && $1 != "tally-flush" &&
+                  $1 !~ /^(redis|pg)-/ && !seen[$1 FS $2 FS $4]++ \
                   { print $1, $2, $4 }' "$out/latest.csv")
 if [ -z "$series" ]; then
   echo "bench/run.sh: no throughput rows: no charts" >&2
@@ -139,4 +164,10 @@ blocks=$(echo "$series" | awk '{ print $3 }' | tr '\n' ' ')
 machine=$(head -1 "$out/latest.txt" | sed 's/^logcounter [^ ]* benchmark on //')
 gnuplot -e "dir='$out'; cases='$cases'; modes='$modes'; blocks='$blocks'; machine='$machine'" \
   bench/plot.gp
-echo "bench: wrote $out/latest.csv, $out/latest-restore.csv, $out/throughput.png, $out/latency.png"
+wrote="$out/latest.csv, $out/latest-restore.csv, $out/throughput.png, $out/latency.png"
+rm -f "$out/peers.png"
+if grep -q -E '^(redis|pg)-' "$out/latest.csv"; then
+  gnuplot -e "dir='$out'; machine='$machine'" bench/plot-peers.gp
+  wrote="$wrote, $out/latest-peers.csv, $out/peers.png"
+fi
+echo "bench: wrote $wrote"
