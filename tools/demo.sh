@@ -1,6 +1,8 @@
 #!/bin/bash
 # demo.sh - what `make run` shows: the logcounter CLI doing its main job,
-# a tally, then logcounterd serving the memcached protocol to a stock client.
+# a tally, then logcounterd serving the memcached protocol to a stock client
+# (ids, and a tally changed with incr/decr tally:NAME and applied by the
+# daemon's flusher).
 #
 # Uses $LOGCOUNTER_MEMCACHED when it is set; otherwise starts a private
 # memcached (tests/memcached.sh) and stops it on exit.  The log goes to a
@@ -124,9 +126,51 @@ note "the last id of the block of three"
 echo "\$ memccat --servers=127.0.0.1:$port invoices    # libmemcached's own tool"
 memccat --servers="127.0.0.1:$port" invoices | sed 's/^/  /'
 run --server "127.0.0.1:$port" next invoices
+
+say "A tally through the daemon: incr/decr on a tally:NAME key"
+# ask LINE: one request on its own connection; prints the reply lines.
+ask() {
+  echo "\$ printf '$1\\r\\n' | nc 127.0.0.1 $port"
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  printf '%s\r\n' "$1" >&3
+  local line
+  while IFS= read -r -t 5 line <&3; do
+    line=${line%$'\r'}
+    echo "  $line"
+    [[ $1 == get* && $line != END && $line != *ERROR* ]] || break
+  done
+  exec 3<&-
+}
+ask "incr tally:likes 10"
+ask "decr tally:likes 3"
+note "each answers the tally's total after the change"
+ask "get tally:likes"
+echo "\$ memccat --servers=127.0.0.1:$port tally:likes"
+memccat --servers="127.0.0.1:$port" tally:likes | sed 's/^/  /'
+applied=""
+for _ in $(seq 100); do     # the flusher runs every --flush-interval (1 s)
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  printf 'stats tally likes\r\n' >&3
+  stats=""
+  while IFS= read -r -t 5 line <&3; do
+    line=${line%$'\r'}
+    [ "$line" = END ] && break
+    stats+="$line"$'\n'
+  done
+  exec 3<&-
+  if grep -qx "STAT total 7" <<<"$stats" && grep -qx "STAT pending 0" <<<"$stats"; then
+    applied=1; break
+  fi
+  sleep 0.2
+done
+echo "\$ printf 'stats tally likes\\r\\n' | nc 127.0.0.1 $port"
+printf '%s' "$stats" | sed 's/^/  /'
+[ -n "$applied" ] || { echo "demo: the flusher did not apply the tally" >&2; exit 1; }
+note "the daemon's flusher (every --flush-interval, 1 s) applied the changes to its log"
 kill -TERM "$daemon"
 wait "$daemon"
 daemon=""
-note "SIGTERM: the daemon answered what it had read, closed its log, exited 0"
+note "SIGTERM: the daemon answered what it had read, flushed its tallies, closed its log, exited 0"
+run --db "$TMP/daemon-log" tally get likes
 
 printf '\nDone.  Try: %s --help\n' "$BUILD/logcounter"
