@@ -240,9 +240,10 @@ static int run(ch_run *r) {
     }
     r->faults[r->nfaults++] = f;
     if (sched)
-      fprintf(sched, "%zu +%lldms %s%s%s %lldms\n", i, (long long)gap,
+      fprintf(sched, "%zu +%lldms %s%s%s %lldms%s\n", i, (long long)gap,
               ch_fault_name(f.kind), f.target ? " " : "",
-              ch_target_name(f.target), (long long)f.arg_ms);
+              ch_target_name(f.target), (long long)f.arg_ms,
+              f.missed ? " (no allocation reached the seam)" : "");
     if (r->verbose)
       fprintf(stderr, "chaos: %6.1f s %s %s %lld ms\n",
               (double)(f.t_ns - r->start_ns) / 1e9, ch_fault_name(f.kind),

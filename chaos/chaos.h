@@ -97,6 +97,7 @@ typedef struct ch_fault {
   int64_t t_ns, end_ns;   /* when it began and ended */
   int kind, target;
   int64_t arg_ms;         /* duration or delay */
+  bool missed;            /* a pause no allocation reached: not injected */
 } ch_fault;
 
 typedef struct ch_run {

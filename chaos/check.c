@@ -25,6 +25,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static int owner_of(int obj) { return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD; }
 static int blame(const ch_run *r, int64_t t, int owner) {
   for (size_t i = r->nfaults; i-- > 0;) {
     const ch_fault *f = &r->faults[i];
-    if (f->t_ns > t || f->arg_ms < 0) continue;
+    if (f->t_ns > t || f->missed) continue;
     if (f->target == T_NONE || f->target == owner) return f->kind;
   }
   return F_KINDS;
@@ -102,7 +103,6 @@ static uint64_t load(const char *path, series *s, tally_sum *ts,
 static void line(const char *label, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#include <stdarg.h>
 static void line(const char *label, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -175,10 +175,9 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
 
   /* faults by kind and target */
   unsigned kinds[F_KINDS] = {0}, by_target[F_KINDS][3] = {{0}}, skipped = 0;
-  uint64_t digest = 1469598103934665603ull;
   for (size_t k = 0; k < r->nfaults; k++) {
     ch_fault *x = &r->faults[k];
-    if (x->arg_ms < 0) {
+    if (x->missed) {
       skipped++;
       continue;
     }
@@ -191,7 +190,6 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
          r->baseline ? "SEED-FAITHFUL BASELINE (the original, UNSAFE)"
                      : "logcounter",
          (unsigned long long)r->seed, (double)elapsed_ns / 1e9);
-  (void)digest;
   line("attempted", "%llu calls for %llu ids (embedded %llu calls, "
        "through logcounterd %llu); %llu calls failed",
        (unsigned long long)(e->calls + dc->calls),

@@ -111,7 +111,7 @@ static int pause_before_log(ch_run *r, ch_fault *f) {
     if (!paused) ch_sleep_ms(1);
   }
   if (!paused && atomic_exchange(&c->pause_req, 0) == 1) {
-    f->arg_ms = -1;   /* no allocation reached the seam: not injected */
+    f->missed = true;   /* no allocation reached the seam */
     return 0;
   }
   while (!atomic_load(&c->paused)) ch_sleep_ms(1);  /* taken just now */

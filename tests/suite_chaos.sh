@@ -1,0 +1,99 @@
+#!/bin/bash
+# suite_chaos.sh - the short chaos round of make test (about 30 s).
+#
+# Runs $BUILD/chaos (chaos/) twice under one seed: logcounter itself for
+# 20 s, then the seed-faithful baseline (the original algorithm) for 8 s,
+# and checks from their reports: logcounter's history is valid (no
+# duplicate, nothing out of order, tallies never above the true sum and
+# below it only with the loss reported, no owner died by itself), every
+# counter got ids, every fault kind was injected, the baseline's checker
+# found duplicates (the checker can fail), and both runs injected the same
+# faults in the same order (the seed replays the schedule).
+#
+# CHAOS_SEED=N replays a seed; LC_TEST_SCALE=N (sanitizer builds) divides
+# the client threads and connections, not the time.  Ends with
+# "chaos: N passed, M failed".
+set -u
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build}
+CHAOS=$BUILD/chaos
+SCALE=${LC_TEST_SCALE:-1}
+[ "$SCALE" -ge 1 ] 2>/dev/null || SCALE=1
+SEED=${CHAOS_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom | tr -d ' ') % 1000000000 ))}
+THREADS=$(( 6 / SCALE )); [ "$THREADS" -lt 2 ] && THREADS=2
+CONNS=$(( 3 / SCALE )); [ "$CONNS" -lt 1 ] && CONNS=1
+
+passed=0 failed=0
+check() {  # check NAME CONDITION...
+  local name=$1; shift
+  if "$@"; then
+    passed=$((passed + 1)); echo "ok   $name"
+  else
+    failed=$((failed + 1)); echo "FAIL $name"
+  fi
+}
+finish() {
+  echo "chaos: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+}
+
+if [ ! -x "$CHAOS" ] || [ ! -f "$BUILD/chaos_powercut.so" ]; then
+  echo "suite_chaos: $CHAOS not built (make $CHAOS $BUILD/chaos_powercut.so)" >&2
+  failed=1
+  finish
+fi
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/suite_chaos.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+
+echo "chaos: seed $SEED (CHAOS_SEED=$SEED replays it)"
+"$CHAOS" run --seconds 20 --seed "$SEED" --threads "$THREADS" \
+  --conns "$CONNS" --schedule "$TMP/lc.sched" >"$TMP/lc.out" 2>"$TMP/lc.err"
+lc_rc=$?
+cat "$TMP/lc.out"
+"$CHAOS" run --seconds 8 --seed "$SEED" --threads "$THREADS" \
+  --conns "$CONNS" --baseline seed --schedule "$TMP/seed.sched" \
+  >"$TMP/seed.out" 2>"$TMP/seed.err"
+seed_rc=$?
+cat "$TMP/seed.out"
+
+# field LABEL FILE: the first number after the label on its report line
+field() { sed -n "s/^$1 *\([0-9][0-9]*\).*/\1/p" "$2" | head -n 1; }
+lc_dups=$(field duplicated "$TMP/lc.out")
+lc_ooo=$(field "out of order" "$TMP/lc.out")
+lc_acked=$(field acknowledged "$TMP/lc.out")
+seed_dups=$(field duplicated "$TMP/seed.out")
+
+check "logcounter run exits 0 (valid history)" [ "$lc_rc" -eq 0 ]
+check "report says VALID" grep -q '^result *VALID' "$TMP/lc.out"
+check "ids acknowledged (${lc_acked:-none})" [ "${lc_acked:-0}" -gt 0 ]
+check "duplicated ids: ${lc_dups:-missing} (must be 0)" [ "${lc_dups:-x}" = 0 ]
+check "out of order: ${lc_ooo:-missing} (must be 0)" [ "${lc_ooo:-x}" = 0 ]
+for c in e0 e1 e2 d0 d1; do
+  n=$(sed -n "s/^.* $c ([a-z]*): \([0-9]*\) ids.*/\1/p" "$TMP/lc.out")
+  check "counter $c got ids (${n:-none})" [ "${n:-0}" -gt 0 ]
+done
+for t in t0 t1; do
+  l=$(grep -E "^ *(tallies)? *$t: durable total" "$TMP/lc.out")
+  check "tally $t within bounds" bash -c '[ -n "$1" ] && ! echo "$1" | grep -q FAIL' _ "$l"
+done
+for k in memcached-kill memcached-flush memcached-freeze owner-kill \
+         pause-before-log log-write-fail power-cut; do
+  n=$(sed -n "s/^faults.* $k \([0-9]*\).*/\1/p" "$TMP/lc.out")
+  check "fault $k injected (${n:-0})" [ "${n:-0}" -gt 0 ]
+done
+check "no findings (owners restarted and reopened their logs)" \
+  grep -q '^findings *none' "$TMP/lc.out"
+check "baseline run finished with a report" grep -q '^result' "$TMP/seed.out"
+check "baseline (seed algorithm) has duplicates: ${seed_dups:-missing}" \
+  [ "${seed_dups:-0}" -gt 0 ]
+check "baseline reported INVALID (exit $seed_rc)" [ "$seed_rc" -eq 1 ]
+n=$(wc -l <"$TMP/seed.sched")
+check "same seed, same schedule (first $n faults)" \
+  bash -c '[ "$3" -gt 0 ] && cmp -s <(head -n "$3" "$1" | sed "s/ (no allocation.*//") <(head -n "$3" "$2" | sed "s/ (no allocation.*//")' \
+  _ "$TMP/lc.sched" "$TMP/seed.sched" "$n"
+if [ "$failed" -ne 0 ]; then
+  echo "--- stderr of the logcounter run"; tail -n 20 "$TMP/lc.err"
+  echo "--- stderr of the baseline run"; tail -n 20 "$TMP/seed.err"
+fi
+finish
