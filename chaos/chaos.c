@@ -195,6 +195,27 @@ static bool wait_gap(ch_run *r, int64_t ms, int64_t *next_progress) {
   }
 }
 
+/* A sanitizer build's report in any child's log is a finding. */
+static void scan_logs(ch_run *r) {
+  static const char *logs[] = {"emb.log", "lcd.log", "dclient.log"};
+  static const char *marks[] = {"WARNING: ThreadSanitizer", "ERROR: AddressSanitizer",
+                                "ERROR: LeakSanitizer", "runtime error:"};
+  char path[1024], line[1024];
+  for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
+    ch_path(r, path, sizeof path, logs[i]);
+    FILE *f = fopen(path, "r");
+    unsigned found = 0;
+    while (f && fgets(line, sizeof line, f))
+      for (size_t m = 0; m < sizeof marks / sizeof *marks; m++)
+        if (strstr(line, marks[m])) found++;
+    if (f) fclose(f);
+    if (found) {
+      ch_note(r, "%u sanitizer reports in %s", found, logs[i]);
+      r->unexpected++;
+    }
+  }
+}
+
 static void remove_tree(const char *dir) {
   char cmd[1200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -273,6 +294,7 @@ static int run(ch_run *r) {
   }
   ch_kill_wait(&r->lcd_pid, SIGTERM);
   ch_stop_all(r);
+  scan_logs(r);
 
   int rc = ch_check(r, elapsed);
   if (interrupted) rc = 1;

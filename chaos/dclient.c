@@ -23,7 +23,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stopping;
+static atomic_int stopping;   /* set by SIGTERM, read by every thread */
 static int port, out_fd;
 static unsigned index_;
 static uint64_t seed;

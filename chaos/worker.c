@@ -28,7 +28,7 @@
 
 #include "internal.h"   /* the seam; record key and value formats */
 
-static volatile sig_atomic_t stopping;
+static atomic_int stopping;   /* set by SIGTERM, read by every thread */
 static ch_ctl *ctl;
 static lc_t *h;
 static int out_fd;
