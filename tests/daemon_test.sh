@@ -329,6 +329,26 @@ hear; check "stats tally: losses 0" reply_is "STAT losses 0"
 hear; check "stats tally: END" reply_is END
 check "stats tally: total + pending = -3" eval '[ $(( ${st_total:-99} + ${st_pending:-99} )) = -3 ]'
 conn_close
+# Pipelined changes of one tally share one library call (a run); each is
+# answered with the total after it, in order.
+conn
+for i in $(seq 50); do printf 'incr tally:seq 2\r\n'; done >&3
+got="" want=""
+for i in $(seq 50); do hear; got+="$REPLY_LINE,"; want+="$((2 * i)),"; done
+check "tally: 50 pipelined incr answer 2, 4, ... 100 in order" [ "$got" = "$want" ]
+printf 'incr tally:seq 5\r\nincr tally:seq x\r\ndecr tally:seq 2\r\ndecr tally:seq 1 noreply\r\nincr tally:seq 1\r\n' >&3
+got=""; for i in 1 2 3 4; do hear; got+="$REPLY_LINE,"; done
+check "tally: a bad line inside a pipelined run is refused alone" \
+  [ "$got" = "105,CLIENT_ERROR invalid numeric delta argument (a tally takes 1..9223372036854775807),103,103," ]
+# A run whose sum would overflow: its changes are made one by one, so only
+# the change that overflows on its own is refused.
+ask "incr tally:edge 9223372036854775800"
+printf 'incr tally:edge 5\r\nincr tally:edge 5\r\ndecr tally:edge 1\r\n' >&3
+got=""; for i in 1 2 3; do hear; got+="$(cut -d' ' -f1-2 <<<"$REPLY_LINE"),"; done
+check "tally: an overflowing run: only the overflowing change refused" \
+  [ "$got" = "9223372036854775805,CLIENT_ERROR ETALLYRANGE,9223372036854775804," ]
+conn_close
+check "stats: tally_merged counts the changes that shared a call" eval '[ "$(stats_value tally_merged)" -gt 0 ]'
 "$CLIENT" libmc-tally "$DPORT" stock >"$TMP/out" 2>&1
 check "libmemcached client: increment/decrement/get on tally:stock" grep -q "^ok libmemcached tally" "$TMP/out"
 grep -v '^ok' "$TMP/out" | sed 's/^/     /'
@@ -508,6 +528,12 @@ cat "$TMP/out"
 conn; say "stats"; nc_stats=""
 while hear && [ "$REPLY_LINE" != END ]; do nc_stats+=" ${REPLY_LINE#STAT } "; done
 conn_close
+conn
+for i in $(seq 10); do printf 'incr tally:nc 1\r\n'; done >&3
+got=""; for i in $(seq 10); do hear; got+="$REPLY_LINE,"; done
+conn_close
+check "--no-coalesce: 10 pipelined tally changes answer 1..10, none merged" \
+  eval '[ "$got" = "1,2,3,4,5,6,7,8,9,10," ] && [ "$(stats_value tally_merged)" = 0 ] && [ "$(stats_value tally_adds)" = 10 ]'
 nc_alloc=$(sed -n 's/.* allocations \([0-9]*\) .*/\1/p' <<<"$nc_stats")
 nc_incr=$(sed -n 's/.* increments \([0-9]*\) .*/\1/p' <<<"$nc_stats")
 echo "     --no-coalesce: ${nc_alloc:-?} allocations, ${nc_incr:-?} memcached increments"
@@ -539,7 +565,11 @@ done
 check "the flusher applies every change: each total = the computed sum, nothing pending" [ $all_exact = 1 ]
 runs=$(stats_value flusher_runs) written=$(stats_value tally_flushes)
 check "stats: flusher_runs and tally_flushes count" eval '[ "${runs:-0}" -ge 1 ] && [ "${written:-0}" -ge 4 ]'
-check "stats: tally_adds counts every change" eval '[ "$(stats_value tally_adds)" = $((tconns * tper)) ]'
+t_incr=$(stats_value cmd_tally_incr) t_decr=$(stats_value cmd_tally_decr)
+t_adds=$(stats_value tally_adds) t_merged=$(stats_value tally_merged)
+echo "     $((tconns * tper)) changes: ${t_adds:-?} library calls, ${t_merged:-?} merged into another's"
+check "stats: cmd_tally_incr + cmd_tally_decr = the changes sent = tally_adds + tally_merged" \
+  eval '[ $(( ${t_incr:-0} + ${t_decr:-0} )) = $((tconns * tper)) ] && [ $(( ${t_adds:-0} + ${t_merged:-0} )) = $((tconns * tper)) ]'
 # More changes right before SIGTERM: the final flush applies them.
 "$CLIENT" tally -p "$DPORT" -k mix -c 8 -n "$((500 / SCALE))" -K 4 -d 4 -s $(($$ + 1)) >"$TMP/out2" 2>&1
 stop_daemon TERM

@@ -32,8 +32,12 @@
  * pipelined run, the worker's same-counter take, and the library's, with
  * lc_options.batch_max = 1): every request costs its own memcached incr.
  *
- * Tallies: "incr/decr tally:NAME D" is a job of its own (one
- * lc__tally_add_total, never merged); get/gets answer tally keys with
+ * Tallies: "incr/decr tally:NAME D" is a job; like incr, a buffered run
+ * of changes of one tally becomes one job and a worker takes every queued
+ * job of the same tally, and the changes share ONE lc__tally_add_total of
+ * their sum (one by one if the sum is 0 or out of range, or the shared one
+ * is refused); each is answered with the total after it in queue order
+ * (--no-coalesce: one call per change).  get/gets answer tally keys with
  * lc_tally_get (durable + pending); "stats tally NAME" is a get job too.
  * A separate flusher thread (lcd_flush.c) applies pending changes every
  * --flush-interval seconds, sweeps now and then, and is stopped before
@@ -133,8 +137,13 @@ typedef struct lcd_job {
   size_t nkeys;
   int gets;
   int stats_tally;
-  /* TALLY: names holds the tally's name (without "tally:"). */
-  int64_t delta;
+  /* TALLY: names holds the tally's name (without "tally:"); nreq changes
+   * tdelta[i] (a pipelined run), each answered with tafter[i] or failed
+   * with trc[i]; merged: changes that shared another's lc_tally_add. */
+  int64_t tdelta[LCD_RUN_MAX];
+  int64_t tafter[LCD_RUN_MAX];
+  int trc[LCD_RUN_MAX];
+  int merged;
   /* Results, written by the worker. */
   int rc;                   /* 0 or the first LC_E* code */
   int64_t first;            /* INCR: first id of the whole block */
@@ -155,6 +164,7 @@ typedef struct lcd_counters {
   uint64_t client_errors, server_errors;
   uint64_t closed_idle, closed_garbage, closed_binary, closed_long;
   uint64_t cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
+  uint64_t tally_merged;
 } lcd_counters;
 
 /* The tally flusher (lcd_flush.c); its figures are read under mu. */
@@ -232,6 +242,12 @@ struct lcd_conn {
   uint64_t id;
   char peer[64];
 };
+
+/* A tally change refused because of what the client sent (nothing was
+ * applied): CLIENT_ERROR, not SERVER_ERROR. */
+static inline int lcd_client_caused(int rc) {
+  return rc == LC_ETALLYRANGE || rc == LC_EDELTA || rc == LC_ENAME;
+}
 
 /* lcd_conn.c */
 /* Takes over an accepted, non-blocking socket. */

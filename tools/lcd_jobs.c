@@ -1,7 +1,7 @@
 /*
- * lcd_jobs.c - logcounterd's replies and jobs: starting an incr or get job
- * for a connection (a buffered run of pipelined incr lines for one counter
- * becomes one job), and turning a finished job into reply lines, in
+ * lcd_jobs.c - logcounterd's replies and jobs: starting an incr, tally or
+ * get job for a connection (a buffered run of pipelined incr lines for one
+ * counter, or of changes of one tally, becomes one job), and turning a finished job into reply lines, in
  * request order ("<last id>", "VALUE ... END", "SERVER_ERROR <ERRNAME>
  * <message>: <detail>").  Tallies: "incr/decr tally:NAME D" answers the
  * total after the change, floored at 0 (memcached clients read incr/decr
@@ -70,11 +70,7 @@ static void server_error(lcd_conn *c, const lcd_job *j) {
                       j->detail);
 }
 
-/* A tally change refused because of what the client sent: nothing was
- * applied. */
-static int client_caused(int rc) {
-  return rc == LC_ETALLYRANGE || rc == LC_EDELTA || rc == LC_ENAME;
-}
+
 
 /* ---- jobs -------------------------------------------------------------- */
 
@@ -167,7 +163,8 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   submit(c, j);
 }
 
-/* incr/decr tally:NAME D: one job, one lc__tally_add_total. */
+/* incr/decr tally:NAME D: a job; buffered lines that follow and change
+ * the same tally join it. */
 void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                      size_t line_len) {
   lcd_job *j = job_get(c);
@@ -176,17 +173,39 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
     out_of_memory(c);
     return;
   }
+  lcd_counters *st = &c->srv->st;
+  size_t nlen = req->tally.len;
   j->kind = LCD_JOB_TALLY;
-  memcpy(j->names, req->tally.s, req->tally.len);
-  j->names[req->tally.len] = '\0';
-  j->delta = req->delta;
-  j->nreq = 1;
+  memcpy(j->names, req->tally.s, nlen);
+  j->names[nlen] = '\0';
+  j->tdelta[0] = req->delta;
   j->noreply[0] = (unsigned char)req->noreply;
+  j->nreq = 1;
   evbuffer_drain(in, line_len);
   if (req->delta > 0)
-    c->srv->st.cmd_tally_incr++;
+    st->cmd_tally_incr++;
   else
-    c->srv->st.cmd_tally_decr++;
+    st->cmd_tally_decr++;
+  while (c->srv->set->coalesce && j->nreq < LCD_RUN_MAX) {
+    size_t avail = evbuffer_get_length(in), len;
+    if (avail == 0)
+      break;
+    if (avail > LC__PROTO_LINE_MAX + 2)
+      avail = LC__PROTO_LINE_MAX + 2;
+    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
+    if (lc__proto_frame(p, avail, &len) != LC__PROTO_FRAME_LINE ||
+        lc__proto_parse(p, len, req) != LC__PROTO_TALLY ||
+        req->tally.len != nlen || memcmp(req->tally.s, j->names, nlen))
+      break;
+    j->tdelta[j->nreq] = req->delta;
+    j->noreply[j->nreq] = (unsigned char)req->noreply;
+    j->nreq++;
+    if (req->delta > 0)
+      st->cmd_tally_incr++;
+    else
+      st->cmd_tally_decr++;
+    evbuffer_drain(in, len);
+  }
   submit(c, j);
 }
 
@@ -208,27 +227,33 @@ void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
   submit(c, j);
 }
 
-/* The reply of a finished tally change. */
-static void tally_done(lcd_conn *c, const lcd_job *j) {
+/* The reply to change i of a finished tally job; 1 if it was an error
+ * caused by the client. */
+static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
   lcd_server *s = c->srv;
-  if (j->rc == 0) {
-    if (!j->noreply[0])
-      put_value_line(c, j->values[0] > 0 ? j->values[0] : 0);
-    return;
+  int rc = j->trc[i];
+  if (rc == 0) {
+    if (!j->noreply[i])
+      put_value_line(c, j->tafter[i] > 0 ? j->tafter[i] : 0);
+    return 0;
   }
   s->st.tally_errors++;
-  if (client_caused(j->rc)) {
+  if (lcd_client_caused(rc)) {
     s->st.client_errors++;
-    if (!j->noreply[0])
+    if (!j->noreply[i])
       evbuffer_add_printf(bufferevent_get_output(c->bev),
-                          "CLIENT_ERROR %s %s%s%s\r\n", lc_err_name(j->rc),
-                          lc_strerror(j->rc), j->detail[0] ? ": " : "",
+                          "CLIENT_ERROR %s %s%s%s\r\n", lc_err_name(rc),
+                          lc_strerror(rc), j->detail[0] ? ": " : "",
                           j->detail);
-    return;
+    return 1;
   }
   s->st.server_errors++;
-  if (!j->noreply[0])
-    server_error(c, j);
+  if (!j->noreply[i])
+    evbuffer_add_printf(bufferevent_get_output(c->bev),
+                        "SERVER_ERROR %s %s%s%s\r\n", lc_err_name(rc),
+                        lc_strerror(rc), j->detail[0] ? ": " : "",
+                        j->detail);
+  return 0;
 }
 
 static void stats_tally_done(lcd_conn *c, const lcd_job *j) {
@@ -244,7 +269,8 @@ void lcd_conn_job_done(lcd_job *j) {
   lcd_server *s = c->srv;
   c->busy = 0;
   if (j->kind == LCD_JOB_TALLY) {
-    if (j->rc && !client_caused(j->rc)) {
+    s->st.tally_merged += (uint64_t)j->merged;
+    if (j->rc && !lcd_client_caused(j->rc)) {
       time_t now = lcd_now();
       if (s->set->verbose >= 2 || now != s->last_error_log) {
         s->last_error_log = now;
@@ -253,18 +279,18 @@ void lcd_conn_job_done(lcd_job *j) {
                 j->detail[0] ? ": " : "", j->detail);
       }
     }
-    if (!c->bev) {            /* closed meanwhile: the change is made */
+    if (!c->bev) {            /* closed meanwhile: the changes are made */
       lcd_conn_free(c);
       return;
     }
     c->last_active = lcd_now();
-    tally_done(c, j);
-    if (j->rc == 0)
-      c->errors_in_row = 0;
-    else if (client_caused(j->rc) && ++c->errors_in_row >= LCD_GARBAGE_MAX &&
-             !c->closing) {
-      s->st.closed_garbage++;
-      lcd_close_later(c, "too many errors in a row");
+    for (int i = 0; i < j->nreq; i++) {
+      if (!tally_reply(c, j, i))
+        c->errors_in_row = 0;
+      else if (++c->errors_in_row >= LCD_GARBAGE_MAX && !c->closing) {
+        s->st.closed_garbage++;
+        lcd_close_later(c, "too many errors in a row");
+      }
     }
     lcd_conn_process(c);
     return;

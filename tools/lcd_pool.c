@@ -17,9 +17,16 @@
  * connection's answers still increase.  --no-coalesce: no take, one
  * lc_next_n per job (and the library merges nothing: batch_max = 1).
  *
- * Tally jobs (incr/decr tally:NAME) are never merged: each is one
- * lc__tally_add_total (one memcached incr, one read for the reply).  A get
- * job answers tally keys with lc_tally_get.
+ * Tally jobs (incr/decr tally:NAME) are merged the same way: a worker
+ * takes every queued tally job of the same tally, and all their changes
+ * (each job may hold a pipelined run) share ONE lc__tally_add_total of the
+ * sum (one memcached incr, one read for the reply); change i is answered
+ * with the total after the shared call minus the changes queued after it,
+ * i.e. as if they were applied one after another in queue order at that
+ * moment.  If the sum is 0 or does not fit int64, or the shared call is
+ * refused (ETALLYRANGE: nothing applied), each change is made on its own,
+ * so a change is refused only when it would be refused alone.  A get job
+ * answers tally keys with lc_tally_get.
  *
  * Invariant at stop: every submitted job has run and come back through
  * lcd_conn_job_done, so no id is allocated without its connection knowing.
@@ -40,6 +47,51 @@ static void keep_detail(lcd_job *j) {
   for (; d[i] && i < sizeof j->detail - 1; i++)
     j->detail[i] = (d[i] < 0x20 || d[i] == 0x7f) ? ' ' : d[i];
   j->detail[i] = '\0';
+}
+
+/* A chain of TALLY jobs of one tally (see the top of the file). */
+static void run_tally(lc_t *lc, lcd_job *j) {
+  __int128 sum = 0;
+  int n = 0;
+  for (lcd_job *k = j; k; k = k->next) {
+    k->rc = 0;
+    k->merged = 0;
+    k->detail[0] = '\0';
+    for (int i = 0; i < k->nreq; i++, n++)
+      sum += k->tdelta[i];
+  }
+  if (n > 1 && sum != 0 && sum >= -INT64_MAX && sum <= INT64_MAX) {
+    int64_t after = 0;
+    int rc = lc__tally_add_total(lc, j->names, (int64_t)sum, &after);
+    if (!lcd_client_caused(rc)) {
+      if (rc)
+        keep_detail(j);
+      __int128 cur = (__int128)after - sum;   /* the total before them */
+      for (lcd_job *k = j; k; k = k->next) {
+        k->rc = rc;
+        if (rc && k != j)
+          memcpy(k->detail, j->detail, sizeof k->detail);
+        for (int i = 0; i < k->nreq; i++) {
+          cur += k->tdelta[i];
+          k->trc[i] = rc;
+          k->tafter[i] = cur > INT64_MAX ? INT64_MAX
+                         : cur < INT64_MIN ? INT64_MIN : (int64_t)cur;
+        }
+      }
+      j->merged = n - 1;
+      return;
+    }
+  }
+  for (lcd_job *k = j; k; k = k->next) {
+    for (int i = 0; i < k->nreq; i++) {
+      k->trc[i] = lc__tally_add_total(lc, k->names, k->tdelta[i],
+                                      &k->tafter[i]);
+      if (k->trc[i] && !k->rc) {
+        k->rc = k->trc[i];
+        keep_detail(k);
+      }
+    }
+  }
 }
 
 /* Runs a chain of jobs (linked by next): several INCR jobs of one counter
@@ -65,9 +117,7 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
     return;
   }
   if (j->kind == LCD_JOB_TALLY) {
-    j->rc = lc__tally_add_total(lc, j->names, j->delta, &j->values[0]);
-    if (j->rc)
-      keep_detail(j);
+    run_tally(lc, j);
     return;
   }
   if (j->stats_tally) {
@@ -99,16 +149,17 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
   }
 }
 
-/* Unlinks the queued INCR jobs of j's counter that fit in one block, up to
- * LCD_MERGE_SCAN queue entries, and chains them after j in queue order.
- * Called with p->mu held. */
+/* Unlinks the queued INCR jobs of j's counter that fit in one block (or
+ * the TALLY jobs of j's tally), up to LCD_MERGE_SCAN queue entries, and
+ * chains them after j in queue order.  Called with p->mu held. */
 static void take_same_counter(lcd_pool *p, lcd_job *j) {
   uint64_t total = j->total;
   lcd_job **link = &p->head, *prev = NULL, *tail = j;
   int scanned = 0;
   while (*link && scanned++ < LCD_MERGE_SCAN) {
     lcd_job *k = *link;
-    if (k->kind == LCD_JOB_INCR && k->total <= LC_BLOCK_MAX - total &&
+    if (k->kind == j->kind &&
+        (j->kind == LCD_JOB_TALLY || k->total <= LC_BLOCK_MAX - total) &&
         strcmp(k->names, j->names) == 0) {
       *link = k->next;
       if (p->tail == k)
@@ -145,7 +196,8 @@ static void *worker(void *arg) {
       p->tail = NULL;
     p->queued--;
     j->next = NULL;
-    if (j->kind == LCD_JOB_INCR && s->set->coalesce)
+    if ((j->kind == LCD_JOB_INCR || j->kind == LCD_JOB_TALLY) &&
+        s->set->coalesce)
       take_same_counter(p, j);
     if (p->head && p->idle > 0)         /* more work: pass the wake-up on */
       pthread_cond_signal(&p->cv);

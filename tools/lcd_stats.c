@@ -74,6 +74,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
   lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
   evbuffer_add_printf(o,
       "STAT cmd_tally_incr %" PRIu64 "\r\nSTAT cmd_tally_decr %" PRIu64
+      "\r\nSTAT tally_merged %" PRIu64
       "\r\nSTAT tally_errors %" PRIu64 "\r\nSTAT get_tally %" PRIu64
       "\r\nSTAT tally_adds %" PRIu64 "\r\nSTAT tally_flushes %" PRIu64
       "\r\nSTAT tally_schedules %" PRIu64
@@ -82,7 +83,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       "\r\nSTAT flusher_runs %" PRIu64 "\r\nSTAT flusher_sweeps %" PRIu64
       "\r\nSTAT flusher_errors %" PRIu64 "\r\nSTAT flusher_written %"
       PRIu64 "\r\nEND\r\n",
-      d->cmd_tally_incr, d->cmd_tally_decr, d->tally_errors, d->get_tally,
+      d->cmd_tally_incr, d->cmd_tally_decr, d->tally_merged, d->tally_errors,
+      d->get_tally,
       ls.tally_adds, ls.tally_flushes, ls.tally_schedules,
       ls.tally_schedule_failures, ls.tally_losses, ls.tally_seeds, runs,
       sweeps, ferrors, flushed);
