@@ -63,6 +63,9 @@ static void usage(FILE *f) {
 "  --baseline seed   the embedded counters use the original, UNSAFE\n"
 "                    algorithm (set instead of add, no floor): the checker\n"
 "                    must find duplicates\n"
+"  --only KIND,...   inject only these kinds: memcached-kill,\n"
+"                    memcached-flush, memcached-freeze, owner-kill,\n"
+"                    pause-before-log, log-write-fail, power-cut\n"
 "  --threads N       embedded client threads (default 6)\n"
 "  --dclients N      daemon client processes, 1..8 (default 2)\n"
 "  --conns N         connections per daemon client (default 3)\n"
@@ -84,7 +87,7 @@ static int parse(ch_run *r, int argc, char **argv) {
       {"dclients", 1, 0, 'D'}, {"conns", 1, 0, 'c'}, {"timeout", 1, 0, 'T'},
       {"dir", 1, 0, 'd'}, {"keep", 0, 0, 'k'}, {"schedule", 1, 0, 'o'},
       {"daemon", 1, 0, 'L'}, {"shim", 1, 0, 'P'}, {"verbose", 0, 0, 'v'},
-      {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+      {"only", 1, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   r->seconds = 180;
   r->threads = 6;
   r->dclients = 2;
@@ -126,6 +129,17 @@ static int parse(ch_run *r, int argc, char **argv) {
     case 'L': snprintf(r->daemon, sizeof r->daemon, "%s", optarg); break;
     case 'P': snprintf(r->shim, sizeof r->shim, "%s", optarg); break;
     case 'v': r->verbose = true; break;
+    case 'O':
+      for (char *save, *k = strtok_r(optarg, ",", &save); k;
+           k = strtok_r(NULL, ",", &save)) {
+        int kind = ch_fault_kind(k);
+        if (kind < 0) {
+          fprintf(stderr, "chaos: --only: no fault kind '%s'\n", k);
+          return 2;
+        }
+        r->only |= 1u << kind;
+      }
+      break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); return 2;
     }
@@ -252,7 +266,7 @@ static int run(ch_run *r) {
   for (size_t i = 0;; i++) {
     ch_fault f;
     int64_t gap;
-    ch_schedule_next(&rng, i, r->timeout_ms, &f, &gap);
+    ch_schedule_next(&rng, i, r->timeout_ms, r->only, &f, &gap);
     if (!wait_gap(r, gap, &next_progress)) break;
     ch_inject(r, &f);
     if (r->nfaults == r->cap) {

@@ -105,6 +105,7 @@ typedef struct ch_run {
   uint64_t seed;
   int seconds, max_seconds, threads, dclients, conns, timeout_ms;
   uint64_t min_ids;
+  unsigned only;          /* fault kinds allowed, a bit each; 0: all */
   bool baseline, keep, verbose;
   char dir[512], self[512], daemon[512], shim[512];
   const char *schedule_out;
@@ -136,8 +137,10 @@ void ch_reap(ch_run *r);
 void ch_stop_all(ch_run *r);
 void ch_path(const ch_run *r, char *buf, size_t size, const char *name);
 /* nemesis.c */
+/* only: a bit per kind allowed (0: all). */
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
-                      ch_fault *f, int64_t *gap_ms);
+                      unsigned only, ch_fault *f, int64_t *gap_ms);
+int ch_fault_kind(const char *name);
 int ch_inject(ch_run *r, ch_fault *f);
 void ch_heal(ch_run *r);
 /* check.c: reads every record and prints the report; 0 when valid. */

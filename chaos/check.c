@@ -8,12 +8,11 @@
  *    not wholly above the previous one it received from that counter
  *    (must be 0);
  *  - gaps: ids between consecutive acknowledged blocks that nobody
- *    received.  Each run of missing ids is attributed to the most recent
- *    fault, among those that can touch the counter (memcached faults, and
- *    faults aimed at the counter's owner), that began before the block
- *    after the gap was acknowledged.  A heuristic: the fault that most
- *    plausibly burned the values (a call in flight when it struck, a
- *    failed write, a restart above the reservation), not a proof;
+ *    received, each run attributed to a fault (see blame(): the fault
+ *    that overlaps, in time, the acknowledgements on either side of the
+ *    gap, else the nearest one).  A heuristic, not a proof: it names the
+ *    fault that most plausibly burned the values (a call in flight when
+ *    it struck, a failed write, a restart above the reservation);
  *  - tallies: the durable total after a final sweep and flush, against
  *    the exact sum A of acknowledged changes and the sum U of changes
  *    attempted but not acknowledged (they may or may not have applied).
@@ -54,15 +53,25 @@ static int cmp_blk(const void *a, const void *b) {
 
 static int owner_of(int obj) { return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD; }
 
-/* The fault a gap is blamed on: the latest one that began before t and
- * could touch a counter of owner; F_KINDS when there was none. */
-static int blame(const ch_run *r, int64_t t, int owner) {
+/* The fault a gap is blamed on, among those that can touch a counter of
+ * owner: the ids were lost between the acknowledgements of the blocks on
+ * either side of the gap, at times a and b.  The latest fault that began
+ * by max(a, b) and had not ended before min(a, b); failing that the fault
+ * nearest in time (a call in flight when the owner was killed sits
+ * between two blocks acknowledged just before the kill).  F_KINDS when no
+ * fault could touch the counter at all. */
+static int blame(const ch_run *r, int64_t a, int64_t b, int owner) {
+  int64_t lo = a < b ? a : b, hi = a < b ? b : a;
+  int best = F_KINDS;
+  int64_t best_dist = INT64_MAX;
   for (size_t i = r->nfaults; i-- > 0;) {
     const ch_fault *f = &r->faults[i];
-    if (f->t_ns > t || f->missed) continue;
-    if (f->target == T_NONE || f->target == owner) return f->kind;
+    if (f->missed || (f->target != T_NONE && f->target != owner)) continue;
+    if (f->t_ns <= hi && f->end_ns >= lo) return f->kind;
+    int64_t d = f->t_ns > hi ? f->t_ns - hi : lo - f->end_ns;
+    if (d < best_dist) best_dist = d, best = f->kind;
   }
-  return F_KINDS;
+  return best;
 }
 
 /* Per file: the last block each of its clients got from each counter. */
@@ -134,6 +143,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     series *x = &s[c];
     qsort(x->b, x->n, sizeof *x->b, cmp_blk);
     int64_t end = 0;   /* every id <= end was acknowledged */
+    int64_t end_t = x->n ? x->b[0].t_ns : 0;   /* when end's block was */
     for (size_t i = 0; i < x->n; i++) {
       blk *b = &x->b[i];
       x->ids += (uint64_t)(b->last - b->first + 1);
@@ -146,13 +156,13 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
                    "e.g. %s: %lld..%lld acknowledged again",
                    ch_counter_name(c), (long long)b->first, (long long)hi);
       } else if (b->first > end + 1) {
-        int k = blame(r, b->t_ns, owner_of(c));
+        int k = blame(r, end_t, b->t_ns, owner_of(c));
         gap_runs[k]++;
         gap_ids[k] += (uint64_t)(b->first - end - 1);
         x->gap_runs++;
         x->gap_ids += (uint64_t)(b->first - end - 1);
       }
-      if (b->last > end) end = b->last;
+      if (b->last > end) end = b->last, end_t = b->t_ns;
     }
     x->max = end;
     ids += x->ids, dup_ids += x->dup_ids, dup_blocks += x->dup_blocks;
@@ -207,7 +217,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   for (int k = 0; k <= F_KINDS; k++)
     if (gap_runs[k])
       printf("%-13s   after %-18s %6llu runs %9llu ids\n", "",
-             k == F_KINDS ? "(no fault yet)" : ch_fault_name(k),
+             k == F_KINDS ? "(no fault)" : ch_fault_name(k),
              (unsigned long long)gap_runs[k], (unsigned long long)gap_ids[k]);
   for (int c = 0; c < CH_COUNTERS; c++)
     printf("%-13s %s (%s): %llu ids, up to %lld, %llu duplicated, %llu "

@@ -6,7 +6,8 @@
  * same seed replays the same faults in the same order with the same
  * timing, whatever the clients do.  The first F_KINDS faults are a seeded
  * permutation of every kind, so even a short run injects each at least
- * once; later ones are drawn by weight.  Each fault is injected to the end
+ * once; later ones are drawn by weight.  --only restricts the kinds (a
+ * different schedule, as reproducible).  Each fault is injected to the end
  * (a frozen memcached is resumed, a killed owner restarted) before the
  * next one's pause begins.
  */
@@ -30,20 +31,31 @@ const char *ch_target_name(int target) {
   return target == T_EMB ? "embedded" : target == T_LCD ? "logcounterd" : "";
 }
 
+int ch_fault_kind(const char *name) {
+  for (int i = 0; i < F_KINDS; i++)
+    if (strcmp(name, fault_names[i]) == 0) return i;
+  return -1;
+}
+
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
-                      ch_fault *f, int64_t *gap_ms) {
-  static int perm[F_KINDS];
-  static const int weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2};
+                      unsigned only, ch_fault *f, int64_t *gap_ms) {
+  static int perm[F_KINDS], nperm;
+  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2};
+  int weight[F_KINDS];
+  for (int i = 0; i < F_KINDS; i++)
+    weight[i] = !only || (only >> i & 1) ? base_weight[i] : 0;
   if (index == 0) {
-    for (int i = 0; i < F_KINDS; i++) perm[i] = i;
-    for (int i = F_KINDS - 1; i > 0; i--) {
+    nperm = 0;
+    for (int i = 0; i < F_KINDS; i++)
+      if (weight[i]) perm[nperm++] = i;
+    for (int i = nperm - 1; i > 0; i--) {
       int j = (int)(ch_rand(rng) % (uint64_t)(i + 1)), t = perm[i];
       perm[i] = perm[j], perm[j] = t;
     }
   }
   memset(f, 0, sizeof *f);
   *gap_ms = (int64_t)ch_rand_between(rng, 300, 1000);
-  if (index < F_KINDS) {
+  if (index < (size_t)nperm) {
     f->kind = perm[index];
   } else {
     int total = 0;
