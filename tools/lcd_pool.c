@@ -18,14 +18,15 @@
  * lc_next_n per job (and the library merges nothing: batch_max = 1).
  *
  * Tally jobs (incr/decr tally:NAME) are merged the same way: a worker
- * takes every queued tally job of the same tally, and all their changes
- * (each job may hold a pipelined run) share ONE lc__tally_add_total of the
- * sum (one memcached incr, one read for the reply); change i is answered
- * with the total after the shared call minus the changes queued after it,
- * i.e. as if they were applied one after another in queue order at that
- * moment.  If the sum is 0 or does not fit int64, or the shared call is
- * refused (ETALLYRANGE: nothing applied), each change is made on its own,
- * so a change is refused only when it would be refused alone.  A get job
+ * takes every queued tally job of the same tally, and each run of
+ * consecutive changes of one sign among them (each job may hold a
+ * pipelined run) shares ONE lc__tally_add_total of its sum (one memcached
+ * incr, one read for the reply); change i is answered with the total after
+ * the shared call minus the changes of the run after it, i.e. as if they
+ * were applied one after another in queue order at that moment.  One sign
+ * keeps the range check exact: the shared call is refused (ETALLYRANGE,
+ * nothing applied) exactly when some change alone would be, and then each
+ * change is made on its own.  A get job
  * answers tally keys with lc_tally_get.
  *
  * Invariant at stop: every submitted job has run and come back through
@@ -49,48 +50,79 @@ static void keep_detail(lcd_job *j) {
   j->detail[i] = '\0';
 }
 
-/* A chain of TALLY jobs of one tally (see the top of the file). */
+/* A position in a chain of TALLY jobs: change i of job k. */
+typedef struct tpos {
+  lcd_job *k;
+  int i;
+} tpos;
+
+static void tpos_next(tpos *p) {
+  if (++p->i >= p->k->nreq) {
+    p->k = p->k->next;
+    p->i = 0;
+  }
+}
+
+static void tally_result(const tpos *p, int rc, int64_t after) {
+  p->k->trc[p->i] = rc;
+  p->k->tafter[p->i] = after;
+  if (rc && !p->k->rc) {
+    p->k->rc = rc;
+    keep_detail(p->k);
+  }
+}
+
+/* A chain of TALLY jobs of one tally (see the top of the file): each run
+ * of consecutive changes of one sign whose sum fits int64 shares one
+ * call.  One sign only, so that every prefix of the run lies between the
+ * totals before and after it: the shared call is accepted exactly when
+ * each change, made alone in that order, would be. */
 static void run_tally(lc_t *lc, lcd_job *j) {
-  __int128 sum = 0;
-  int n = 0;
   for (lcd_job *k = j; k; k = k->next) {
     k->rc = 0;
     k->merged = 0;
     k->detail[0] = '\0';
-    for (int i = 0; i < k->nreq; i++, n++)
-      sum += k->tdelta[i];
   }
-  if (n > 1 && sum != 0 && sum >= -INT64_MAX && sum <= INT64_MAX) {
+  tpos p = {j, 0};
+  while (p.k) {
+    tpos start = p;
+    int64_t sum = 0;
+    int n = 0;
+    while (p.k) {
+      int64_t d = p.k->tdelta[p.i];
+      if (n > 0 && ((d > 0) != (sum > 0) ||
+                    (d > 0 ? d > INT64_MAX - sum : d < -INT64_MAX - sum)))
+        break;
+      sum += d;
+      n++;
+      tpos_next(&p);
+    }
     int64_t after = 0;
-    int rc = lc__tally_add_total(lc, j->names, (int64_t)sum, &after);
-    if (!lcd_client_caused(rc)) {
-      if (rc)
-        keep_detail(j);
-      __int128 cur = (__int128)after - sum;   /* the total before them */
-      for (lcd_job *k = j; k; k = k->next) {
-        k->rc = rc;
-        if (rc && k != j)
-          memcpy(k->detail, j->detail, sizeof k->detail);
-        for (int i = 0; i < k->nreq; i++) {
-          cur += k->tdelta[i];
-          k->trc[i] = rc;
-          k->tafter[i] = cur > INT64_MAX ? INT64_MAX
+    int rc = lc__tally_add_total(lc, j->names, sum, &after);
+    if (n > 1 && lcd_client_caused(rc)) {
+      /* refused as a whole (nothing applied): some prefix may fit */
+      for (tpos q = start; q.k != p.k || q.i != p.i; tpos_next(&q)) {
+        rc = lc__tally_add_total(lc, j->names, q.k->tdelta[q.i], &after);
+        tally_result(&q, rc, after);
+      }
+      continue;
+    }
+    if (rc)
+      keep_detail(start.k);
+    /* change by change, the total after each: the total before the run
+     * plus the changes up to it */
+    __int128 cur = (__int128)after - sum;
+    for (tpos q = start; q.k != p.k || q.i != p.i; tpos_next(&q)) {
+      cur += q.k->tdelta[q.i];
+      if (rc && q.k != start.k && !q.k->rc)
+        memcpy(q.k->detail, start.k->detail, sizeof q.k->detail);
+      q.k->trc[q.i] = rc;
+      q.k->tafter[q.i] = cur > INT64_MAX ? INT64_MAX
                          : cur < INT64_MIN ? INT64_MIN : (int64_t)cur;
-        }
-      }
-      j->merged = n - 1;
-      return;
+      if (rc && !q.k->rc)
+        q.k->rc = rc;
     }
-  }
-  for (lcd_job *k = j; k; k = k->next) {
-    for (int i = 0; i < k->nreq; i++) {
-      k->trc[i] = lc__tally_add_total(lc, k->names, k->tdelta[i],
-                                      &k->tafter[i]);
-      if (k->trc[i] && !k->rc) {
-        k->rc = k->trc[i];
-        keep_detail(k);
-      }
-    }
+    j->merged += n - 1;
   }
 }
 

@@ -19,11 +19,11 @@
  *     each still answers "version".
  *
  *   lcd_client tally -p PORT -k NAME -c CONNS -n COUNT [-K TALLIES]
- *              [-d DEPTH] [-s SEED]
+ *              [-d DEPTH] [-s SEED] [-U]
  *     CONNS threads, one connection each, send COUNT random changes each
  *     ("incr tally:NAMEi D" or "decr tally:NAMEi D", D 1..1000, a quarter
  *     of them noreply) over TALLIES tallies NAME0.. (default 1), DEPTH in
- *     flight.  Every reply must be a number; at the end each connection
+ *     flight; -U: incr only.  Every reply must be a number; at the end each connection
  *     sends "version" so that its noreply changes are done.  Prints
  *     "sum NAMEi S" per tally (the exact sum of the changes sent), then
  *     "ok ..." or "FAIL ..." with the rate.
@@ -357,7 +357,7 @@ static int libmc(const char *portarg, const char *key) {
 
 /* ---- tally: random signed changes over many connections ---------------- */
 
-static int ntallies = 1;
+static int ntallies = 1, up_only;
 static uint64_t seed = 1;
 
 typedef struct tworker {
@@ -391,7 +391,7 @@ static void *run_tally(void *arg) {
     if (w->sent < count && expect < depth) {
       uint64_t r = xorshift(&w->rng);
       int k = (int)(r % (uint64_t)ntallies);
-      int minus = (int)((r >> 16) & 1), noreply = ((r >> 17) & 3) == 0;
+      int minus = !up_only && ((r >> 16) & 1), noreply = ((r >> 17) & 3) == 0;
       int64_t d = (int64_t)((r >> 20) % 1000) + 1;
       int n = snprintf(req, sizeof req, "%s tally:%s%d %" PRId64 "%s\r\n",
                        minus ? "decr" : "incr", name, k, d,
@@ -545,7 +545,7 @@ static int usage(void) {
                   "[-e] [-r] [--raw]\n"
                   "       lcd_client hold -p PORT -c CONNS -t SECONDS\n"
                   "       lcd_client tally -p PORT -k NAME -c CONNS -n COUNT "
-                  "[-K TALLIES] [-d DEPTH] [-s SEED]\n"
+                  "[-K TALLIES] [-d DEPTH] [-s SEED] [-U]\n"
                   "       lcd_client libmc-tally PORT NAME\n"
                   "       lcd_client libmc PORT NAME\n");
   return 2;
@@ -564,7 +564,7 @@ int main(int argc, char **argv) {
                                      {NULL, 0, NULL, 0}};
   int opt;
   optind = 2;
-  while ((opt = getopt_long(argc, argv, "p:k:c:n:t:b:d:o:erK:s:", lo, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "p:k:c:n:t:b:d:o:erK:s:U", lo, NULL)) != -1) {
     switch (opt) {
     case 'p': port = atoi(optarg); break;
     case 'k': name = optarg; break;
@@ -579,6 +579,7 @@ int main(int argc, char **argv) {
     case 'R': raw = 1; break;
     case 'K': ntallies = atoi(optarg); break;
     case 's': seed = strtoull(optarg, NULL, 10); break;
+    case 'U': up_only = 1; break;
     default: return usage();
     }
   }
