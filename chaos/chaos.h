@@ -75,6 +75,8 @@ int ch_rec_write(int fd, const ch_rec *r);
 const char *ch_counter_name(int i);            /* "e0".."e2", "d0", "d1" */
 const char *ch_tally_name(int i);              /* "t0", "t1" */
 int ch_mc_command(int port, const char *cmd, char *reply, size_t size);
+long long ch_mc_get(int port, const char *key);
+int ch_mc_set(int port, const char *key, long long v);
 int ch_port_free(void);
 bool ch_port_open(int port);
 uint64_t ch_block_size(uint64_t *rng);         /* 1 .. 100, mostly 1 */
@@ -90,7 +92,7 @@ int ch_cut_apply(const char *state, const char *bak, char *summary,
 
 /* ---- the driver (chaos.c, procs.c, nemesis.c, check.c) ---- */
 enum { F_MC_KILL, F_MC_FLUSH, F_MC_FREEZE, F_OWNER_KILL, F_PAUSE,
-       F_WRITE_FAIL, F_POWER_CUT, F_KINDS };
+       F_WRITE_FAIL, F_POWER_CUT, F_MC_REWIND, F_KINDS };
 enum { T_NONE, T_EMB, T_LCD };   /* fault targets */
 
 typedef struct ch_fault {

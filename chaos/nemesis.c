@@ -21,7 +21,7 @@
 
 static const char *fault_names[F_KINDS] = {
     "memcached-kill", "memcached-flush", "memcached-freeze", "owner-kill",
-    "pause-before-log", "log-write-fail", "power-cut"};
+    "pause-before-log", "log-write-fail", "power-cut", "memcached-rewind"};
 
 const char *ch_fault_name(int kind) {
   return kind >= 0 && kind < F_KINDS ? fault_names[kind] : "none";
@@ -40,7 +40,7 @@ int ch_fault_kind(const char *name) {
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
                       unsigned only, ch_fault *f, int64_t *gap_ms) {
   static int perm[F_KINDS], nperm;
-  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2};
+  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2};
   int weight[F_KINDS];
   for (int i = 0; i < F_KINDS; i++)
     weight[i] = !only || (only >> i & 1) ? base_weight[i] : 0;
@@ -87,7 +87,27 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->target = coin ? T_LCD : T_EMB;
     f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
     break;
+  case F_MC_REWIND: f->arg_ms = (int64_t)ch_rand_between(rng, 50, 500); break;
   }
+}
+
+/* memcached goes backwards (a warm restart from an old memory file, a
+ * stray set): every counter's and tally sum's value is read, and after
+ * arg_ms set back to it while the clients go on. */
+static void rewind_keys(ch_run *r, ch_fault *f) {
+  char keys[CH_COUNTERS + CH_TALLIES][16];
+  long long v[CH_COUNTERS + CH_TALLIES];
+  int n = 0;
+  for (int i = 0; i < CH_COUNTERS; i++)
+    snprintf(keys[n++], sizeof keys[0], "%s:%s",
+             r->baseline && i < CH_EMB_COUNTERS ? "sd" : "lc", ch_counter_name(i));
+  for (int i = 0; i < CH_TALLIES; i++)
+    snprintf(keys[n++], sizeof keys[0], "lt+:%s", ch_tally_name(i));
+  for (int i = 0; i < n; i++) v[i] = ch_mc_get(r->mc_port, keys[i]);
+  ch_sleep_ms(f->arg_ms);
+  for (int i = 0; i < n; i++)
+    if (v[i] >= 0 && ch_mc_set(r->mc_port, keys[i], v[i]) != 0)
+      ch_note(r, "memcached-rewind: cannot set %s", keys[i]);
 }
 
 static int flush_all(ch_run *r) {
@@ -182,6 +202,9 @@ int ch_inject(ch_run *r, ch_fault *f) {
   }
   case F_POWER_CUT:
     power_cut(r, f);
+    break;
+  case F_MC_REWIND:
+    rewind_keys(r, f);
     break;
   }
   f->end_ns = ch_now_ns();

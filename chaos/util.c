@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -137,4 +138,37 @@ int ch_mc_command(int port, const char *cmd, char *reply, size_t size) {
   }
   close(fd);
   return rc;
+}
+
+/* The value of key (a number), or -1 if absent or on error. */
+long long ch_mc_get(int port, const char *key) {
+  int fd = connect_port(port, 2000);
+  if (fd < 0) return -1;
+  char buf[512];
+  int n = snprintf(buf, sizeof buf, "get %s\r\n", key);
+  long long v = -1;
+  size_t got = 0;
+  if (write(fd, buf, (size_t)n) == n) {
+    while (got + 1 < sizeof buf) {
+      ssize_t k = read(fd, buf + got, sizeof buf - 1 - got);
+      if (k <= 0) break;
+      got += (size_t)k;
+      buf[got] = '\0';
+      if (strstr(buf, "END\r\n")) break;
+    }
+    buf[got] = '\0';
+    char *nl = strstr(buf, "\r\n");
+    if (strncmp(buf, "VALUE ", 6) == 0 && nl) v = atoll(nl + 2);
+  }
+  close(fd);
+  return v;
+}
+
+/* Stores a number under key with a plain set; 0 when STORED. */
+int ch_mc_set(int port, const char *key, long long v) {
+  char cmd[300], num[24], reply[64];
+  int len = snprintf(num, sizeof num, "%lld", v);
+  snprintf(cmd, sizeof cmd, "set %s 0 0 %d\r\n%s", key, len, num);
+  return ch_mc_command(port, cmd, reply, sizeof reply) == 0 &&
+                 strcmp(reply, "STORED") == 0 ? 0 : -1;
 }

@@ -1,14 +1,18 @@
 #!/bin/bash
 # suite_chaos.sh - the short chaos round of make test (about 30 s).
 #
-# Runs $BUILD/chaos (chaos/) twice under one seed: logcounter itself for
-# 20 s, then the seed-faithful baseline (the original algorithm) for 8 s,
-# and checks from their reports: logcounter's history is valid (no
-# duplicate, nothing out of order, tallies never above the true sum and
-# below it only with the loss reported, no owner died by itself), every
-# counter got ids, every fault kind was injected, the baseline's checker
-# found duplicates (the checker can fail), and both runs injected the same
-# faults in the same order (the seed replays the schedule).
+# Runs $BUILD/chaos (chaos/) three times under one seed: logcounter under
+# every fault kind for 18 s; logcounter under only the faults that fail
+# nothing (memcached flushed or set back, an allocation paused before its
+# log write) for 5 s; the seed-faithful baseline (the original algorithm)
+# under the first schedule for 7 s.  Checks from their reports:
+# logcounter's histories are valid (no duplicate, nothing out of order,
+# tallies never above the true sum and below it only with the loss
+# reported, no owner died by itself), every counter got ids, every fault
+# kind was injected, no id was skipped where nothing failed (P4), the
+# baseline's checker found duplicates (the checker can fail), and the
+# baseline run injected the same faults in the same order (the seed
+# replays the schedule).
 #
 # CHAOS_SEED=N replays a seed; LC_TEST_SCALE=N (sanitizer builds) divides
 # the client threads and connections, not the time.  Ends with
@@ -47,11 +51,16 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/suite_chaos.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 
 echo "chaos: seed $SEED (CHAOS_SEED=$SEED replays it)"
-"$CHAOS" run --seconds 20 --seed "$SEED" --threads "$THREADS" \
+"$CHAOS" run --seconds 18 --seed "$SEED" --threads "$THREADS" \
   --conns "$CONNS" --schedule "$TMP/lc.sched" >"$TMP/lc.out" 2>"$TMP/lc.err"
 lc_rc=$?
 cat "$TMP/lc.out"
-"$CHAOS" run --seconds 8 --seed "$SEED" --threads "$THREADS" \
+"$CHAOS" run --seconds 5 --seed "$SEED" --threads "$THREADS" \
+  --conns "$CONNS" --only memcached-flush,memcached-rewind,pause-before-log \
+  >"$TMP/p4.out" 2>"$TMP/p4.err"
+p4_rc=$?
+cat "$TMP/p4.out"
+"$CHAOS" run --seconds 7 --seed "$SEED" --threads "$THREADS" \
   --conns "$CONNS" --baseline seed --schedule "$TMP/seed.sched" \
   >"$TMP/seed.out" 2>"$TMP/seed.err"
 seed_rc=$?
@@ -78,12 +87,19 @@ for t in t0 t1; do
   check "tally $t within bounds" bash -c '[ -n "$1" ] && ! echo "$1" | grep -q FAIL' _ "$l"
 done
 for k in memcached-kill memcached-flush memcached-freeze owner-kill \
-         pause-before-log log-write-fail power-cut; do
+         pause-before-log log-write-fail power-cut memcached-rewind; do
   n=$(sed -n "s/^faults.* $k \([0-9]*\).*/\1/p" "$TMP/lc.out")
   check "fault $k injected (${n:-0})" [ "${n:-0}" -gt 0 ]
 done
 check "no findings (owners restarted and reopened their logs)" \
   grep -q '^findings *none' "$TMP/lc.out"
+p4_gaps=$(field gaps "$TMP/p4.out")
+p4_acked=$(field acknowledged "$TMP/p4.out")
+check "flush/rewind/pause run valid (exit $p4_rc)" [ "$p4_rc" -eq 0 ]
+p4_ok=0
+[ "${p4_acked:-0}" -gt 0 ] && [ "${p4_gaps:-x}" = 0 ] && p4_ok=1
+check "flush/rewind/pause run: ${p4_acked:-no} ids, ${p4_gaps:-?} skipped (must be 0)" \
+  [ "$p4_ok" = 1 ]
 check "baseline run finished with a report" grep -q '^result' "$TMP/seed.out"
 check "baseline (seed algorithm) has duplicates: ${seed_dups:-missing}" \
   [ "${seed_dups:-0}" -gt 0 ]
@@ -94,6 +110,7 @@ check "same seed, same schedule (first $n faults)" \
   _ "$TMP/lc.sched" "$TMP/seed.sched" "$n"
 if [ "$failed" -ne 0 ]; then
   echo "--- stderr of the logcounter run"; tail -n 20 "$TMP/lc.err"
+  echo "--- stderr of the flush/rewind/pause run"; tail -n 20 "$TMP/p4.err"
   echo "--- stderr of the baseline run"; tail -n 20 "$TMP/seed.err"
 fi
 finish
