@@ -185,6 +185,10 @@ check "--help exits 0" [ $RC = 0 ]
 check "--help prints the defaults" grep -q "default 127.0.0.1:11311" "$TMP/out"
 check "--help says prune/verify/dump need the daemon stopped" \
   grep -q "prune', 'verify' and 'dump' need" "$TMP/out"
+check "--help documents --flush-interval and its default" eval 'grep -A2 -- "--flush-interval SECONDS" "$TMP/out" | grep -q "(default 1)"'
+check "--help documents incr/decr tally:NAME" grep -q "decr tally:NAME D" "$TMP/out"
+"$DAEMON" --db "$TMP/x" --flush-interval -1 >"$TMP/out2" 2>&1; RC=$?
+check "bad --flush-interval: usage error 2" eval '[ $RC = 2 ] && grep -q "invalid value .-1. for --flush-interval" "$TMP/out2"'
 "$DAEMON" --version >"$TMP/out" 2>&1; RC=$?
 check "--version" eval '[ $RC = 0 ] && grep -q "^logcounterd [0-9]" "$TMP/out"'
 "$DAEMON" >"$TMP/out" 2>&1; RC=$?
