@@ -7,7 +7,8 @@
  * called; the other CLI files are linked as they are, with cli_open
  * replaced (-Wl,--wrap=cli_open) by a stub that opens nothing and returns
  * OPENED, so a subcommand runs exactly up to the point where it would
- * touch memcached, a log or a daemon.  stdout and stderr go to /dev/null.
+ * touch memcached, a log or a daemon.  stdout goes to /dev/null, stderr
+ * to a memory stream that is checked after each input.
  *
  * Input: byte 0 picks the parser, byte 1 a variant, the rest is split at
  * NUL bytes into arguments (each an exact-size heap string).
@@ -23,7 +24,10 @@
  *  - the global options end in 0, help or a usage error, and on 0 every
  *    setting is in its documented range;
  *  - every subcommand returns 0, help, a usage error or OPENED, reaches
- *    cli_open at most once, and never reports a usage error after it.
+ *    cli_open at most once, and never reports a usage error after it;
+ *  - stderr (captured per input) is empty unless there is a usage error,
+ *    whose message starts with "logcounter: ", ends with the usage line,
+ *    and shows the user's bytes escaped (printable ASCII and '\n' only).
  */
 #define main lc_cli_main
 #include "../tools/logcounter.c"
@@ -46,14 +50,15 @@ int __wrap_cli_open(struct cli *c) {
   return OPENED;
 }
 
+static FILE *devnull;
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
-  FILE *null = fopen("/dev/null", "w");
-  if (null) {
-    stdout = null;
-    stderr = null;
-  }
+  devnull = fopen("/dev/null", "w");
+  FUZZ_CHECK(devnull != NULL);
+  stdout = devnull;
+  stderr = devnull;
   unsetenv("LOGCOUNTER_DURABILITY");
   return 0;
 }
@@ -120,7 +125,7 @@ static int ref_i64(const char *s, int64_t *out) {
 
 /* ---- the parsers ---- */
 
-static void fuzz_number(const char *text, unsigned variant) {
+static int fuzz_number(const char *text, unsigned variant) {
   static const uint64_t ranges[][2] = {
     {1, LC_BLOCK_MAX}, {1, LC_VALUE_MAX}, {0, UINT64_MAX},
     {1, UINT64_MAX}, {1, MAX_TIMEOUT_MS}, {0, MAX_WAIT_MS}, {1, UINT32_MAX}};
@@ -132,29 +137,34 @@ static void fuzz_number(const char *text, unsigned variant) {
   FUZZ_CHECK((rc == 0) == (ref == 0));
   FUZZ_CHECK(rc != 0 || got == want);
   FUZZ_CHECK(rc == 0 || got == 12345);    /* untouched on failure */
+  return rc;
 }
 
-static void fuzz_duration(const char *text) {
+static int fuzz_duration(const char *text) {
   int64_t got = -1, want = 0;
   int rc = cli_parse_duration(NULL, "--older-than", text, &got);
   int ref = ref_duration(text, &want);
   FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
   FUZZ_CHECK((rc == 0) == (ref == 0));
   FUZZ_CHECK(rc != 0 || (got == want && got >= 0));
+  return rc;
 }
 
-static void fuzz_i64(const char *text) {
+static int fuzz_i64(const char *text) {
   int64_t got = 0, want = 0;
   int rc = parse_i64(NULL, "delta", text, &got);
   int ref = ref_i64(text, &want);
   FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
   FUZZ_CHECK((rc == 0) == (ref == 0));
   FUZZ_CHECK(rc != 0 || got == want);
+  return rc;
 }
 
-static void fuzz_server(const char *text) {
-  if (cli_check_server(text, "--server") != 0)
-    return;
+static int fuzz_server(const char *text) {
+  int rc = cli_check_server(text, "--server");
+  FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
+  if (rc != 0)
+    return rc;
   size_t len = strlen(text);
   FUZZ_CHECK(len >= 1 && len <= MAX_SERVER_LEN);
   for (const unsigned char *p = (const unsigned char *)text; *p; p++)
@@ -165,6 +175,30 @@ static void fuzz_server(const char *text) {
     unsigned long port = strtoul(colon + 1, NULL, 10);
     FUZZ_CHECK(port >= 1 && port <= 65535);
   }
+  return 0;
+}
+
+/* What the CLI printed on stderr for status rc: nothing on success, help
+ * or reaching the open; for a usage error, lines that start with
+ * "logcounter: ", then the usage line.  Every message shows the user's
+ * bytes escaped: no control character but the line ends, nothing outside
+ * ASCII. */
+static void check_messages(int rc, const char *msg, size_t len) {
+  if (rc == 0 || rc == HELP_SHOWN || rc == OPENED) {
+    FUZZ_CHECK(len == 0);
+    return;
+  }
+  FUZZ_CHECK(rc == EXIT_USAGE);
+  FUZZ_CHECK(len > 0 && msg[len - 1] == '\n');
+  FUZZ_CHECK(strncmp(msg, PROG ": ", strlen(PROG ": ")) == 0);
+  const char *last = msg + len - 1;
+  while (last > msg && last[-1] != '\n')
+    last--;
+  FUZZ_CHECK(strncmp(last, "usage: " PROG " ", strlen("usage: " PROG " ")) ==
+             0);
+  for (size_t i = 0; i < len; i++)
+    FUZZ_CHECK(msg[i] == '\n' ||
+               ((unsigned char)msg[i] >= 0x20 && (unsigned char)msg[i] < 0x7f));
 }
 
 static void init_cli(struct cli *c) {
@@ -175,13 +209,13 @@ static void init_cli(struct cli *c) {
   c->wait_ms = DEFAULT_WAIT_MS;
 }
 
-static void fuzz_globals(int argc, char **argv) {
+static int fuzz_globals(int argc, char **argv) {
   struct cli c;
   init_cli(&c);
   int rc = parse_globals(&c, argc, argv);
   FUZZ_CHECK(rc == 0 || rc == HELP_SHOWN || rc == EXIT_USAGE);
   if (rc != 0)
-    return;
+    return rc;
   FUZZ_CHECK(optind >= 1 && optind <= argc);
   FUZZ_CHECK(c.timeout_ms >= 1 && c.timeout_ms <= MAX_TIMEOUT_MS);
   FUZZ_CHECK(c.wait_ms >= 0 && c.wait_ms <= MAX_WAIT_MS);
@@ -194,9 +228,10 @@ static void fuzz_globals(int argc, char **argv) {
   /* What main does next: the command word, if any, must be known. */
   if (optind < argc && find_command(argv[optind]))
     FUZZ_CHECK(strcmp(find_command(argv[optind])->name, argv[optind]) == 0);
+  return 0;
 }
 
-static void fuzz_command(unsigned variant, int argc, char **argv) {
+static int fuzz_command(unsigned variant, int argc, char **argv) {
   struct cli c;
   init_cli(&c);
   c.cmd = &commands[variant % NCOMMANDS];
@@ -209,6 +244,7 @@ static void fuzz_command(unsigned variant, int argc, char **argv) {
   FUZZ_CHECK((opens == 1) == (rc == OPENED));
   FUZZ_CHECK(c.h == NULL);
   free(c.db_alloc);
+  return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -239,14 +275,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   optind = 0;
   FUZZ_CHECK(getopt(1, none, "") == -1);
 
+  char *msg = NULL;
+  size_t msglen = 0;
+  FILE *err = open_memstream(&msg, &msglen);
+  FUZZ_CHECK(err != NULL);
+  stderr = err;
+  int rc;
   switch (mode) {
-  case 0: fuzz_number(argv[1], variant); break;
-  case 1: fuzz_duration(argv[1]); break;
-  case 2: fuzz_i64(argv[1]); break;
-  case 3: fuzz_server(argv[1]); break;
-  case 4: fuzz_globals(argc, argv); break;
-  default: fuzz_command(variant, argc, argv); break;
+  case 0: rc = fuzz_number(argv[1], variant); break;
+  case 1: rc = fuzz_duration(argv[1]); break;
+  case 2: rc = fuzz_i64(argv[1]); break;
+  case 3: rc = fuzz_server(argv[1]); break;
+  case 4: rc = fuzz_globals(argc, argv); break;
+  default: rc = fuzz_command(variant, argc, argv); break;
   }
+  stderr = devnull;
+  FUZZ_CHECK(fclose(err) == 0);
+  check_messages(rc, msg, msglen);
+  free(msg);
   /* getopt may have permuted argv: free what was allocated. */
   for (int k = 0; k < nowned; k++)
     free(saved[k]);

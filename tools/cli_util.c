@@ -73,12 +73,28 @@ int cli_usage_hint(const struct command *cmd) {
   return EXIT_USAGE;
 }
 
-/* "logcounter: <what>" and the usage hint; returns EXIT_USAGE. */
+/* "logcounter: <what>" and the usage hint; returns EXIT_USAGE.  <what>
+ * quotes the user's arguments, so it is written escaped like a bad name
+ * (cli_put_escaped): control bytes in an argument never reach the
+ * terminal raw. */
 int cli_usage_error(const struct command *cmd, const char *fmt, ...) {
+  char buf[512], *text = buf;
   va_list ap;
   va_start(ap, fmt);
-  vmessage(fmt, ap);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  if (n < 0)
+    buf[0] = '\0';
+  if (n >= (int)sizeof buf && (text = malloc((size_t)n + 1)) != NULL) {
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  fputs(PROG ": ", stderr);
+  cli_put_escaped(stderr, text ? text : buf);
+  fputc('\n', stderr);
+  if (text != buf)
+    free(text);
   return cli_usage_hint(cmd);
 }
 
