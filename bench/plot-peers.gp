@@ -5,11 +5,11 @@
 # setting dir and machine when the CSV has peer rows.
 set datafile separator ','
 csv = dir.'/latest.csv'
-is(c, m, b) = strcol(1) eq c && strcol(2) eq m && strcol(4) eq b
+is(c, m, b) = strcol(1) eq c && strcol(2) eq m && strcol(4) eq b && $3 <= 32
 
-set terminal pngcairo size 1500,650 font 'Sans,11' noenhanced
+set terminal pngcairo size 1500,800 font 'Sans,11' noenhanced
 set output dir.'/peers.png'
-set multiplot layout 1,2 margins 0.06,0.98,0.12,0.84 spacing 0.07,0 \
+set multiplot layout 1,2 margins 0.06,0.98,0.27,0.87 spacing 0.07,0 \
     title "logcounter and its peers: ids per second by thread (connection) count, median run\n".machine
 set logscale xy
 set xrange [0.8:40]
@@ -18,7 +18,7 @@ set format y '%.0s%c'
 set xlabel 'threads = client connections'
 set ylabel 'ids per second (log scale)'
 set grid xtics ytics mytics
-set key bottom right box opaque font ',10'
+set key at graph 0.5, -0.16 center top vertical maxrows 4 box font ',10' Left reverse
 
 set title 'one id per call'
 plot csv using (is('memcached-incr','raw','1') ? $3 : NaN):5 w lp lc rgb '#000000' lw 2 dt 3 pt 7 t 'memcached incr, raw (no log)', \
@@ -31,10 +31,11 @@ plot csv using (is('memcached-incr','raw','1') ? $3 : NaN):5 w lp lc rgb '#00000
 
 set title 'blocks: 100 or 1000 ids per call'
 unset ylabel
+set key maxrows 3
 plot csv using (is('next_n','default','100') ? $3 : NaN):5 w lp lc rgb '#1f77b4' lw 3 pt 9 t 'lc_next_n x100', \
-     ''  using (is('next_n','default','1000') ? $3 : NaN):5 w lp lc rgb '#1f77b4' lw 3 pt 8 t 'lc_next_n x1000', \
-     ''  using (is('redis-incrby','aof-everysec','100') ? $3 : NaN):5 w lp lc rgb '#d62728' lw 2 dt 2 pt 5 t 'Redis INCRBY 100, everysec', \
-     ''  using (is('redis-incrby','aof-everysec','1000') ? $3 : NaN):5 w lp lc rgb '#d62728' lw 2 dt 2 pt 4 t 'Redis INCRBY 1000, everysec', \
-     ''  using (is('pg-nextval-block','default','100') ? $3 : NaN):5 w lp lc rgb '#9467bd' lw 2 dt 2 pt 6 t 'PostgreSQL nextval() x100 (generate_series)', \
-     ''  using (is('pg-nextval-block','default','1000') ? $3 : NaN):5 w lp lc rgb '#9467bd' lw 2 dt 2 pt 7 t 'PostgreSQL nextval() x1000 (generate_series)'
+     ''  using (is('next_n','default','1000') ? $3 : NaN):5 w lp lc rgb '#0b3d91' lw 3 pt 11 t 'lc_next_n x1000', \
+     ''  using (is('redis-incrby','aof-everysec','100') ? $3 : NaN):5 w lp lc rgb '#d62728' lw 2 dt 2 pt 5 t 'Redis INCRBY 100 (everysec)', \
+     ''  using (is('redis-incrby','aof-everysec','1000') ? $3 : NaN):5 w lp lc rgb '#8b0000' lw 2 dt 2 pt 4 t 'Redis INCRBY 1000 (everysec)', \
+     ''  using (is('pg-nextval-block','default','100') ? $3 : NaN):5 w lp lc rgb '#9467bd' lw 2 dt 2 pt 6 t 'PostgreSQL nextval() x100', \
+     ''  using (is('pg-nextval-block','default','1000') ? $3 : NaN):5 w lp lc rgb '#4b2a7b' lw 2 dt 2 pt 7 t 'PostgreSQL nextval() x1000'
 unset multiplot

@@ -43,6 +43,9 @@ static void pg_err(char *err, size_t n, const char *what, const char *msg) {
   snprintf(err, n, "%s: %.*s", what, (int)strcspn(msg, "\n"), msg);
 }
 
+/* Notices ("sequence ... does not exist, skipping") are not news here. */
+static void quiet(void *arg, const char *message) { (void)arg, (void)message; }
+
 static PGconn *pg_connect(const char *conninfo, char *err, size_t n) {
   PGconn *c = PQconnectdb(conninfo);
   if (c == NULL || PQstatus(c) != CONNECTION_OK) {
@@ -51,6 +54,7 @@ static PGconn *pg_connect(const char *conninfo, char *err, size_t n) {
     PQfinish(c);
     return NULL;
   }
+  PQsetNoticeProcessor(c, quiet, NULL);
   return c;
 }
 
