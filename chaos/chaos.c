@@ -292,7 +292,21 @@ static int run(ch_run *r) {
   ch_heal(r);
   ch_sleep_ms(1000);
   ch_reap(r);
-  for (int i = 0; i < r->dclients; i++) ch_kill_wait(&r->dcl_pid[i], SIGKILL);
+  /* the clients finish the request in flight: no id left unacknowledged
+   * by the harness itself */
+  for (int i = 0; i < r->dclients; i++)
+    if (r->dcl_pid[i] > 0) kill(r->dcl_pid[i], SIGTERM);
+  for (int i = 0; i < r->dclients; i++) {
+    int waited = 0;
+    while (r->dcl_pid[i] > 0 && waitpid(r->dcl_pid[i], NULL, WNOHANG) == 0 &&
+           waited++ < 200)
+      ch_sleep_ms(50);
+    if (waited > 200) {
+      ch_note(r, "daemon client %d did not finish in 10 s", i);
+      ch_kill_wait(&r->dcl_pid[i], SIGKILL);
+    }
+    r->dcl_pid[i] = 0;
+  }
   if (r->emb_pid > 0) {
     kill(r->emb_pid, SIGTERM);
     int status = 0, waited = 0;

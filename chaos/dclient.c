@@ -4,7 +4,8 @@
  * request at a time and appending an acknowledgement record for every
  * number it reads back.  An error reply, a timeout or a dropped connection
  * is a failed call (unacknowledged); the thread reconnects and goes on, so
- * one client's sequence spans the daemon's restarts.  SIGTERM ends it.
+ * one client's sequence spans the daemon's restarts.  SIGTERM ends it once
+ * each connection has its answer to the request in flight.
  *
  *   chaos dclient PORT CTL OUT INDEX CONNS SEED
  */

@@ -57,6 +57,7 @@ lc_rc=$?
 cat "$TMP/lc.out"
 "$CHAOS" run --seconds 5 --seed "$SEED" --threads "$THREADS" \
   --conns "$CONNS" --only memcached-flush,memcached-rewind,pause-before-log \
+  --timeout 2000 \
   >"$TMP/p4.out" 2>"$TMP/p4.err"
 p4_rc=$?
 cat "$TMP/p4.out"
@@ -93,12 +94,18 @@ for k in memcached-kill memcached-flush memcached-freeze owner-kill \
 done
 check "no findings (owners restarted and reopened their logs)" \
   grep -q '^findings *none' "$TMP/lc.out"
+# Nothing fails in this run (a long timeout: the machine may be loaded),
+# so no id may be skipped; a call that failed anyway (timed out) may burn
+# one run of ids, no more.
 p4_gaps=$(field gaps "$TMP/p4.out")
+p4_runs=$(sed -n 's/^gaps .* ids in \([0-9]*\) runs.*/\1/p' "$TMP/p4.out")
+p4_failed=$(sed -n 's/^attempted .*; \([0-9]*\) calls failed.*/\1/p' "$TMP/p4.out")
 p4_acked=$(field acknowledged "$TMP/p4.out")
 check "flush/rewind/pause run valid (exit $p4_rc)" [ "$p4_rc" -eq 0 ]
 p4_ok=0
-[ "${p4_acked:-0}" -gt 0 ] && [ "${p4_gaps:-x}" = 0 ] && p4_ok=1
-check "flush/rewind/pause run: ${p4_acked:-no} ids, ${p4_gaps:-?} skipped (must be 0)" \
+[ "${p4_acked:-0}" -gt 0 ] && [ -n "$p4_gaps" ] && [ -n "$p4_failed" ] &&
+  [ "${p4_runs:-0}" -le "$p4_failed" ] && p4_ok=1
+check "flush/rewind/pause run: ${p4_acked:-no} ids, ${p4_gaps:-?} skipped in ${p4_runs:-?} runs, ${p4_failed:-?} calls failed (P4: no skip without a failure)" \
   [ "$p4_ok" = 1 ]
 check "baseline run finished with a report" grep -q '^result' "$TMP/seed.out"
 check "baseline (seed algorithm) has duplicates: ${seed_dups:-missing}" \
