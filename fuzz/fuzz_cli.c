@@ -27,7 +27,8 @@
  *    cli_open at most once, and never reports a usage error after it;
  *  - stderr (captured per input) is empty unless there is a usage error,
  *    whose message starts with "logcounter: ", ends with the usage line,
- *    and shows the user's bytes escaped (printable ASCII and '\n' only).
+ *    and shows the user's bytes escaped (printable ASCII and '\n' only);
+ *    an option it names is one the user typed.
  */
 #define main lc_cli_main
 #include "../tools/logcounter.c"
@@ -183,7 +184,35 @@ static int fuzz_server(const char *text) {
  * "logcounter: ", then the usage line.  Every message shows the user's
  * bytes escaped: no control character but the line ends, nothing outside
  * ASCII. */
-static void check_messages(int rc, const char *msg, size_t len) {
+/* An option named by "unknown option 'Q'" or "option 'Q' ..." (Q without
+ * escapes) was typed by the user: Q starts one of the arguments ("--long"
+ * or "--long=value", or a whole argument), or Q is "-c" and c is a byte of
+ * a short-option cluster.  argv[0] is not an argument. */
+static void check_option_named(const char *msg, char **argv) {
+  const char *p;
+  if (!strncmp(msg, PROG ": unknown option '", strlen(PROG ": unknown "
+                                                     "option '")))
+    p = msg + strlen(PROG ": unknown option '");
+  else if (!strncmp(msg, PROG ": option '", strlen(PROG ": option '")))
+    p = msg + strlen(PROG ": option '");
+  else
+    return;
+  const char *end = strchr(p, '\'');
+  if (!end || memchr(p, '\\', (size_t)(end - p)) || end - p < 2)
+    return;
+  size_t n = (size_t)(end - p);
+  int found = 0;
+  for (int i = 1; argv[i] && !found; i++)
+    found = strncmp(argv[i], p, n) == 0 ||
+            (p[1] != '-' && n == 2 && argv[i][0] == '-' &&
+             argv[i][1] != '-' && strchr(argv[i] + 1, p[1]) != NULL);
+  if (!found)
+    dprintf(2, "the message: %s", msg);
+  FUZZ_CHECK(found);
+}
+
+static void check_messages(int rc, const char *msg, size_t len,
+                           char **argv) {
   if (rc == 0 || rc == HELP_SHOWN || rc == OPENED) {
     FUZZ_CHECK(len == 0);
     return;
@@ -199,6 +228,7 @@ static void check_messages(int rc, const char *msg, size_t len) {
   for (size_t i = 0; i < len; i++)
     FUZZ_CHECK(msg[i] == '\n' ||
                ((unsigned char)msg[i] >= 0x20 && (unsigned char)msg[i] < 0x7f));
+  check_option_named(msg, argv);
 }
 
 static void init_cli(struct cli *c) {
@@ -270,10 +300,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(saved, owned, (size_t)nowned * sizeof *saved);
   /* A fresh process: getopt's state (optind, and inside glibc the
    * position within a cluster of short options) starts over.  optind = 0
-   * makes glibc's next getopt call reinitialize everything. */
+   * makes glibc's next getopt call reinitialize everything, including the
+   * ordering, which the CLI sets with its first optstring ("+": stop at
+   * the first non-option) and which later calls keep. */
   static char *none[] = {"logcounter", NULL};
   optind = 0;
-  FUZZ_CHECK(getopt(1, none, "") == -1);
+  FUZZ_CHECK(getopt(1, none, "+") == -1);
 
   char *msg = NULL;
   size_t msglen = 0;
@@ -291,7 +323,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   stderr = devnull;
   FUZZ_CHECK(fclose(err) == 0);
-  check_messages(rc, msg, msglen);
+  check_messages(rc, msg, msglen, argv);
   free(msg);
   /* getopt may have permuted argv: free what was allocated. */
   for (int k = 0; k < nowned; k++)

@@ -111,8 +111,9 @@ int cli_parse_number(const struct command *cmd, const char *what,
 int cli_parse_duration(const struct command *cmd, const char *where,
                        const char *text, int64_t *out);
 int cli_check_name(const struct command *cmd, const char *name);
-/* getopt's '?' or ':'; last is the argument getopt looked at last. */
-int cli_bad_option(const struct command *cmd, int opt, const char *last);
+/* getopt's '?' or ':'; arg is the argument getopt was reading
+ * (argv[optind] before the call). */
+int cli_bad_option(const struct command *cmd, int opt, const char *arg);
 /* Called for each option of a subcommand other than --help and --json. */
 typedef int (*option_fn)(struct cli *c, int opt, const char *arg, void *ctx);
 /* A subcommand's arguments: options anywhere, "--" ends them, the rest go

@@ -223,18 +223,23 @@ int cli_check_name(const struct command *cmd, const char *name) {
   return cli_usage_hint(cmd);
 }
 
-/* Reports getopt's '?' (unknown option) or ':' (missing value); last is
- * the argument getopt looked at last. */
-int cli_bad_option(const struct command *cmd, int opt, const char *last) {
-  bool is_long = last[0] == '-' && last[1] == '-';
+/* Reports getopt's '?' (unknown option, or a value given to a long
+ * option that takes none) or ':' (missing value); arg is the argument
+ * getopt was reading (argv[optind] before the call: argv[optind - 1]
+ * after it is another argument when the error is inside "-xy"). */
+int cli_bad_option(const struct command *cmd, int opt, const char *arg) {
+  bool is_long = arg[0] == '-' && arg[1] == '-';
   if (opt == ':') {
     if (is_long)
-      return cli_usage_error(cmd, "option '%s' needs a value", last);
+      return cli_usage_error(cmd, "option '%s' needs a value", arg);
     return cli_usage_error(cmd, "option '-%c' needs a value", optopt);
   }
-  if (optopt || !is_long)
+  if (is_long && optopt)        /* glibc: a known option, but "--opt=v" */
+    return cli_usage_error(cmd, "option '%.*s' takes no value",
+                           (int)strcspn(arg, "="), arg);
+  if (!is_long)
     return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-  return cli_usage_error(cmd, "unknown option '%s'", last);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
 static int unexpected(const struct command *cmd, const char *arg) {
@@ -279,7 +284,7 @@ int cli_parse_args(struct cli *c, int argc, char **argv,
     if (opt == -1)
       break;
     if (opt == '?' || opt == ':')
-      return cli_bad_option(cmd, opt, argv[optind - 1]);
+      return cli_bad_option(cmd, opt, a);
     if (opt == 'h') {
       cli_print_command_help(cmd);
       return HELP_SHOWN;

@@ -206,6 +206,9 @@ static int parse_globals(struct cli *c, int argc, char **argv) {
   uint64_t v;
   int opt;
   opterr = 0;
+  /* The argument getopt reads next, for cli_bad_option: the only short
+   * option, -h, ends the parse, so an error is never inside a cluster. */
+  const char *arg = argc > 1 ? argv[1] : "";
   while ((opt = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
     switch (opt) {
     case 'R': c->server = optarg; server_from = "--server"; break;
@@ -228,8 +231,9 @@ static int parse_globals(struct cli *c, int argc, char **argv) {
       c->wait_ms = (int)v;
       break;
     default:
-      return cli_bad_option(NULL, opt, argv[optind - 1]);
+      return cli_bad_option(NULL, opt, arg);
     }
+    arg = optind < argc ? argv[optind] : "";
   }
   if (version) {
     if (c->json)
