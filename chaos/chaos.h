@@ -62,6 +62,7 @@ typedef struct ch_ctl {
   _Atomic uint64_t pauses;          /* allocations actually paused */
   _Atomic int ready;                /* worker: log open, clients running */
   _Atomic uint64_t calls, calls_failed, ids_attempted, ids_acked;
+  _Atomic uint64_t calls_lost;      /* failed: connection closed under it */
   _Atomic uint64_t tally_calls, tally_failed;
 } ch_ctl;
 
@@ -92,7 +93,7 @@ int ch_cut_apply(const char *state, const char *bak, char *summary,
 
 /* ---- the driver (chaos.c, procs.c, nemesis.c, check.c) ---- */
 enum { F_MC_KILL, F_MC_FLUSH, F_MC_FREEZE, F_OWNER_KILL, F_PAUSE,
-       F_WRITE_FAIL, F_POWER_CUT, F_MC_REWIND, F_KINDS };
+       F_WRITE_FAIL, F_POWER_CUT, F_MC_REWIND, F_OWNER_RESTART, F_KINDS };
 enum { T_NONE, T_EMB, T_LCD };   /* fault targets */
 
 typedef struct ch_fault {

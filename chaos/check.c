@@ -201,11 +201,13 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
                      : "logcounter",
          (unsigned long long)r->seed, (double)elapsed_ns / 1e9);
   line("attempted", "%llu calls for %llu ids (embedded %llu calls, "
-       "through logcounterd %llu); %llu calls failed",
+       "through logcounterd %llu); %llu calls failed, %llu of them by a "
+       "connection closed under them",
        (unsigned long long)(e->calls + dc->calls),
        (unsigned long long)(e->ids_attempted + dc->ids_attempted),
        (unsigned long long)e->calls, (unsigned long long)dc->calls,
-       (unsigned long long)(e->calls_failed + dc->calls_failed));
+       (unsigned long long)(e->calls_failed + dc->calls_failed),
+       (unsigned long long)dc->calls_lost);
   line("acknowledged", "%llu ids in %llu blocks", (unsigned long long)ids,
        (unsigned long long)blocks);
   line("duplicated", "%llu ids in %llu blocks (must be 0)%s%s",

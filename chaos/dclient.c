@@ -12,6 +12,7 @@
 #include "chaos.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -52,12 +53,14 @@ static int dial(void) {
   return fd;
 }
 
-/* Reads the one-line reply (without CRLF); -1 on EOF, error or timeout.
- * One request is in flight at a time, so nothing follows the line. */
+/* Reads the one-line reply (without CRLF); -1 when the connection was
+ * closed or broke, -2 on a timeout.  One request is in flight at a time,
+ * so nothing follows the line. */
 static int read_line(int fd, char *buf, size_t size) {
   size_t n = 0;
   while (n + 1 < size) {
     ssize_t k = read(fd, buf + n, size - 1 - n);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -2;
     if (k <= 0) return -1;
     char *nl = memchr(buf + n, '\n', (size_t)k);
     n += (size_t)k;
@@ -90,8 +93,11 @@ static void *conn(void *arg) {
                        ch_counter_name(obj), (unsigned long long)n);
     atomic_fetch_add(&ctl->calls, 1);
     atomic_fetch_add(&ctl->ids_attempted, n);
-    if (write(fd, req, (size_t)len) != len || read_line(fd, line, sizeof line)) {
+    int rc = write(fd, req, (size_t)len) == len ? read_line(fd, line, sizeof line)
+                                                : -1;
+    if (rc != 0) {
       atomic_fetch_add(&ctl->calls_failed, 1);
+      if (rc == -1) atomic_fetch_add(&ctl->calls_lost, 1);
       close(fd);
       fd = -1;
       continue;

@@ -21,7 +21,8 @@
 
 static const char *fault_names[F_KINDS] = {
     "memcached-kill", "memcached-flush", "memcached-freeze", "owner-kill",
-    "pause-before-log", "log-write-fail", "power-cut", "memcached-rewind"};
+    "pause-before-log", "log-write-fail", "power-cut", "memcached-rewind",
+    "owner-restart"};
 
 const char *ch_fault_name(int kind) {
   return kind >= 0 && kind < F_KINDS ? fault_names[kind] : "none";
@@ -40,7 +41,7 @@ int ch_fault_kind(const char *name) {
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
                       unsigned only, ch_fault *f, int64_t *gap_ms) {
   static int perm[F_KINDS], nperm;
-  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2};
+  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2, 2};
   int weight[F_KINDS];
   for (int i = 0; i < F_KINDS; i++)
     weight[i] = !only || (only >> i & 1) ? base_weight[i] : 0;
@@ -54,7 +55,7 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     }
   }
   memset(f, 0, sizeof *f);
-  *gap_ms = (int64_t)ch_rand_between(rng, 300, 1000);
+  *gap_ms = (int64_t)ch_rand_between(rng, 250, 900);
   if (index < (size_t)nperm) {
     f->kind = perm[index];
   } else {
@@ -88,6 +89,10 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
     break;
   case F_MC_REWIND: f->arg_ms = (int64_t)ch_rand_between(rng, 50, 500); break;
+  case F_OWNER_RESTART:
+    f->target = coin ? T_LCD : T_EMB;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
+    break;
   }
 }
 
@@ -121,6 +126,26 @@ static int flush_all(ch_run *r) {
 
 static void kill_owner(ch_run *r, int target) {
   ch_kill_wait(target == T_EMB ? &r->emb_pid : &r->lcd_pid, SIGKILL);
+}
+
+/* A clean stop: SIGTERM, and the owner must exit 0 by itself. */
+static void stop_owner(ch_run *r, int target) {
+  int *pid = target == T_EMB ? &r->emb_pid : &r->lcd_pid;
+  if (*pid <= 0) return;
+  kill(*pid, SIGTERM);
+  int status = 0, waited = 0;
+  while (waitpid(*pid, &status, WNOHANG) == 0 && waited++ < 600)
+    ch_sleep_ms(50);
+  if (waited > 600) {
+    ch_note(r, "%s did not stop within 30 s of SIGTERM", ch_target_name(target));
+    ch_kill_wait(pid, SIGKILL);
+    r->unexpected++;
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ch_note(r, "%s failed its clean stop (status %d)", ch_target_name(target),
+            status);
+    r->unexpected++;
+  }
+  *pid = 0;
 }
 
 static void start_owner(ch_run *r, int target) {
@@ -205,6 +230,11 @@ int ch_inject(ch_run *r, ch_fault *f) {
     break;
   case F_MC_REWIND:
     rewind_keys(r, f);
+    break;
+  case F_OWNER_RESTART:
+    stop_owner(r, f->target);
+    ch_sleep_ms(f->arg_ms);
+    start_owner(r, f->target);
     break;
   }
   f->end_ns = ch_now_ns();
