@@ -41,6 +41,7 @@ for bin in "$@"; do
     continue
   fi
   start=$(date +%s)
+  : >"$log"
   timeout -k 10 "$limit" "$bin" >"$log" 2>&1 &
   pid=$!
   tail -f --pid=$pid -n +1 "$log" 2>/dev/null &
@@ -79,6 +80,8 @@ extra=""
 run_suite() {
   local name=$1; shift
   echo "=== $name"
+  local start=$SECONDS
+  : >"$log"   # before tail starts, so that it never shows the last suite's
   "$@" >"$log" 2>&1 &
   local pid=$!
   tail -f --pid=$pid -n +1 "$log" 2>/dev/null &
@@ -97,7 +100,7 @@ run_suite() {
   [ "$rc" -ne 0 ] && [ "$cf" -eq 0 ] && cf=1
   passed=$((passed + cp))
   failed=$((failed + cf))
-  extra+="$name: $cp passed, $cf failed"$'\n'
+  extra+="$name: $cp passed, $cf failed ($((SECONDS - start))s)"$'\n'
 }
 
 [ -f "$here/cli_test.sh" ] && run_suite cli bash "$here/cli_test.sh"
