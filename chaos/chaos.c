@@ -276,9 +276,9 @@ static int run(ch_run *r) {
     }
     r->faults[r->nfaults++] = f;
     if (sched)
-      fprintf(sched, "%zu +%lldms %s%s%s %lldms%s\n", i, (long long)gap,
-              ch_fault_name(f.kind), f.target ? " " : "",
-              ch_target_name(f.target), (long long)f.arg_ms,
+      fprintf(sched, "%zu +%lldms %s%s%s %lldms back %d%s\n", i,
+              (long long)gap, ch_fault_name(f.kind), f.target ? " " : "",
+              ch_target_name(f.target), (long long)f.arg_ms, f.back,
               f.missed ? " (no allocation reached the seam)" : "");
     if (r->verbose)
       fprintf(stderr, "chaos: %6.1f s %s %s %lld ms\n",

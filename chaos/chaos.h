@@ -100,6 +100,8 @@ typedef struct ch_fault {
   int64_t t_ns, end_ns;   /* when it began and ended */
   int kind, target;
   int64_t arg_ms;         /* duration or delay */
+  int back;               /* memcached-rewind: to values read this many
+                             faults ago (0: read now, set after arg_ms) */
   bool missed;            /* a pause no allocation reached: not injected */
 } ch_fault;
 
@@ -122,6 +124,8 @@ typedef struct ch_run {
   size_t nfaults, cap;
   unsigned unexpected;    /* owner exits nobody caused */
   unsigned open_failures; /* owner could not open its log */
+  long long snap[4][CH_COUNTERS + CH_TALLIES];  /* memcached's values at */
+  size_t nsnap;                                 /* the last faults' starts */
   char findings[2048];
   int64_t start_ns;
 } ch_run;

@@ -88,7 +88,10 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->target = coin ? T_LCD : T_EMB;
     f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
     break;
-  case F_MC_REWIND: f->arg_ms = (int64_t)ch_rand_between(rng, 50, 500); break;
+  case F_MC_REWIND:
+    f->arg_ms = (int64_t)ch_rand_between(rng, 50, 500);
+    f->back = (int)(ch_rand(rng) % 4);
+    break;
   case F_OWNER_RESTART:
     f->target = coin ? T_LCD : T_EMB;
     f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
@@ -96,20 +99,40 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
   }
 }
 
-/* memcached goes backwards (a warm restart from an old memory file, a
- * stray set): every counter's and tally sum's value is read, and after
- * arg_ms set back to it while the clients go on. */
-static void rewind_keys(ch_run *r, ch_fault *f) {
-  char keys[CH_COUNTERS + CH_TALLIES][16];
-  long long v[CH_COUNTERS + CH_TALLIES];
+/* The memcached keys of the counters and tally sums, in snapshot order. */
+static int rewind_key_names(const ch_run *r, char keys[][16]) {
   int n = 0;
   for (int i = 0; i < CH_COUNTERS; i++)
-    snprintf(keys[n++], sizeof keys[0], "%s:%s",
+    snprintf(keys[n++], 16, "%s:%s",
              r->baseline && i < CH_EMB_COUNTERS ? "sd" : "lc", ch_counter_name(i));
   for (int i = 0; i < CH_TALLIES; i++)
-    snprintf(keys[n++], sizeof keys[0], "lt+:%s", ch_tally_name(i));
+    snprintf(keys[n++], 16, "lt+:%s", ch_tally_name(i));
+  return n;
+}
+
+/* Reads every counter's and tally sum's value (-1: absent). */
+static void snapshot(ch_run *r, long long *v) {
+  char keys[CH_COUNTERS + CH_TALLIES][16];
+  int n = rewind_key_names(r, keys);
   for (int i = 0; i < n; i++) v[i] = ch_mc_get(r->mc_port, keys[i]);
-  ch_sleep_ms(f->arg_ms);
+}
+
+/* memcached goes backwards (a warm restart from an old memory file, a
+ * stray set): every counter and tally sum is set back to the value read
+ * at the start of the fault `back` faults ago (across owner restarts and
+ * power cuts, then), or with back 0 read now and set back after arg_ms
+ * while the clients go on. */
+static void rewind_keys(ch_run *r, ch_fault *f) {
+  char keys[CH_COUNTERS + CH_TALLIES][16];
+  int n = rewind_key_names(r, keys);
+  long long now[CH_COUNTERS + CH_TALLIES], *v = now;
+  size_t back = (size_t)f->back;
+  if (back == 0 || back > r->nsnap) {
+    snapshot(r, now);
+    ch_sleep_ms(f->arg_ms);
+  } else {
+    v = r->snap[(r->nsnap - back) % 4];
+  }
   for (int i = 0; i < n; i++)
     if (v[i] >= 0 && ch_mc_set(r->mc_port, keys[i], v[i]) != 0)
       ch_note(r, "memcached-rewind: cannot set %s", keys[i]);
@@ -195,6 +218,8 @@ static void power_cut(ch_run *r, ch_fault *f) {
 
 int ch_inject(ch_run *r, ch_fault *f) {
   f->t_ns = ch_now_ns();
+  if (f->kind == F_MC_REWIND) rewind_keys(r, f);
+  if (r->mc_pid > 0) snapshot(r, r->snap[r->nsnap++ % 4]);
   switch (f->kind) {
   case F_MC_KILL:
     ch_kill_wait(&r->mc_pid, SIGKILL);
@@ -228,8 +253,7 @@ int ch_inject(ch_run *r, ch_fault *f) {
   case F_POWER_CUT:
     power_cut(r, f);
     break;
-  case F_MC_REWIND:
-    rewind_keys(r, f);
+  case F_MC_REWIND:   /* above, before this fault's snapshot */
     break;
   case F_OWNER_RESTART:
     stop_owner(r, f->target);
