@@ -225,9 +225,10 @@ static void check_messages(int rc, const char *msg, size_t len,
     last--;
   FUZZ_CHECK(strncmp(last, "usage: " PROG " ", strlen("usage: " PROG " ")) ==
              0);
-  for (size_t i = 0; i < len; i++)
-    FUZZ_CHECK(msg[i] == '\n' ||
-               ((unsigned char)msg[i] >= 0x20 && (unsigned char)msg[i] < 0x7f));
+  for (size_t i = 0; i < len; i++) {
+    unsigned char b = (unsigned char)msg[i];
+    FUZZ_CHECK(b == '\n' || (b >= 0x20 && b < 0x7f));
+  }
   check_option_named(msg, argv);
 }
 

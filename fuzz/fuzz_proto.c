@@ -10,13 +10,16 @@
  *    before "\r\n", and is framed the same whatever follows it; a proper
  *    prefix of a line asks for more; 0x80 first means binary;
  *  - parsing: tokens lie inside the line, are non-empty and hold no space;
- *    incr has one name that lc_check_name accepts and a count in
- *    1..LC_BLOCK_MAX; get has 1..LC__PROTO_MAX_KEYS valid names; refused
- *    and bad requests carry a reason; a refused data block is at most
- *    LC__PROTO_DATA_MAX + 2 bytes; noreply is only set by a last token
- *    "noreply";
- *  - round trip: an incr or get printed back canonically parses to the
- *    same request;
+ *    incr has one name that lc_check_name accepts (never "tally:...") and
+ *    a count in 1..LC_BLOCK_MAX; incr/decr tally:NAME has a valid NAME and
+ *    a delta of +-1..INT64_MAX; get has 1..LC__PROTO_MAX_KEYS valid
+ *    counter names or "tally:" names; stats tally names a valid tally;
+ *    refused and bad requests carry a reason; a refused data block is at
+ *    most LC__PROTO_DATA_MAX + 2 bytes; noreply is only set by a last
+ *    token "noreply"; the line's terminator changes nothing (the same
+ *    request with "\r\n", "\n" or none);
+ *  - round trip: an incr, a tally change or a get printed back canonically
+ *    parses to the same request;
  *  - lc__proto_number agrees with a strtoull-based reference on every
  *    token.
  */
@@ -28,7 +31,7 @@
 #include <errno.h>
 
 static int tok_eq(const lc__proto_token *a, const lc__proto_token *b) {
-  return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+  return a->len == b->len && (a->len == 0 || memcmp(a->s, b->s, a->len) == 0);
 }
 
 /* The reference: 1..20 decimal digits whose value fits 64 bits. */
@@ -68,6 +71,16 @@ static int valid_name(const lc__proto_token *t) {
   return lc_check_name(buf) == 0;
 }
 
+static int is_tally_key(const lc__proto_token *t) {
+  return t->len >= 6 && memcmp(t->s, "tally:", 6) == 0;
+}
+
+/* A key of a get: "tally:" and a valid tally name, or a counter name. */
+static int valid_key(const lc__proto_token *t) {
+  lc__proto_token rest = {t->s + 6, t->len - 6};
+  return is_tally_key(t) ? valid_name(&rest) : valid_name(t);
+}
+
 static void check_token(const lc__proto_token *t, const char *line,
                         size_t len) {
   FUZZ_CHECK(t->s >= line && t->len > 0 && t->len <= len &&
@@ -84,6 +97,13 @@ static void round_trip(const lc__proto_req *req) {
                          (int)req->keys[0].len, req->keys[0].s,
                          (unsigned long long)req->count,
                          req->noreply ? " noreply" : "");
+  } else if (req->cmd == LC__PROTO_TALLY) {
+    n = (size_t)snprintf(buf, sizeof buf, "%s tally:%.*s %llu%s\r\n",
+                         req->delta < 0 ? "decr" : "incr",
+                         (int)req->tally.len, req->tally.s,
+                         req->delta < 0 ? (unsigned long long)-req->delta
+                                        : (unsigned long long)req->delta,
+                         req->noreply ? " noreply" : "");
   } else {
     n = (size_t)snprintf(buf, sizeof buf, "%s", req->gets ? "gets" : "get");
     for (size_t i = 0; i < req->nkeys; i++)
@@ -96,7 +116,8 @@ static void round_trip(const lc__proto_req *req) {
   lc__proto_req again;
   FUZZ_CHECK(lc__proto_parse(line, n, &again) == req->cmd);
   FUZZ_CHECK(again.nkeys == req->nkeys && again.count == req->count &&
-             again.noreply == req->noreply && again.gets == req->gets);
+             again.noreply == req->noreply && again.gets == req->gets &&
+             again.delta == req->delta && tok_eq(&again.tally, &req->tally));
   for (size_t i = 0; i < req->nkeys; i++)
     FUZZ_CHECK(tok_eq(&again.keys[i], &req->keys[i]));
   free(line);
@@ -124,13 +145,25 @@ static void check_request(const char *line, size_t len, lc__proto_req *req) {
     FUZZ_CHECK(ends_with_noreply(line, len));
   if (cmd == LC__PROTO_INCR) {
     FUZZ_CHECK(req->nkeys == 1 && valid_name(&req->keys[0]));
+    FUZZ_CHECK(!is_tally_key(&req->keys[0]));
     FUZZ_CHECK(req->count >= 1 && req->count <= LC_BLOCK_MAX);
+    round_trip(req);
+  } else if (cmd == LC__PROTO_TALLY) {
+    FUZZ_CHECK(req->nkeys == 1 && is_tally_key(&req->keys[0]));
+    check_token(&req->tally, line, len);
+    FUZZ_CHECK(req->tally.s == req->keys[0].s + 6 &&
+               req->tally.len == req->keys[0].len - 6);
+    FUZZ_CHECK(valid_name(&req->tally));
+    FUZZ_CHECK(req->delta != 0 && req->delta != INT64_MIN);
     round_trip(req);
   } else if (cmd == LC__PROTO_GET) {
     FUZZ_CHECK(req->nkeys >= 1);
     for (size_t i = 0; i < req->nkeys; i++)
-      FUZZ_CHECK(valid_name(&req->keys[i]));
+      FUZZ_CHECK(valid_key(&req->keys[i]));
     round_trip(req);
+  } else if (cmd == LC__PROTO_STATS && req->stats_tally) {
+    FUZZ_CHECK(req->nkeys == 1 && valid_name(&req->tally) &&
+               tok_eq(&req->tally, &req->keys[0]));
   } else if (cmd == LC__PROTO_REFUSED || cmd == LC__PROTO_BAD) {
     FUZZ_CHECK(req->error != NULL && req->error[0] != '\0');
   }
@@ -200,11 +233,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(p);
     check_frame(line, look, len);
     check_numbers(line, len - 1);
-    lc__proto_req req;
-    /* The parser also accepts a line without its terminator. */
+    lc__proto_req req, bare_req;
+    /* The parser also accepts a line without its terminator, and the
+     * terminator is not part of the last token. */
     size_t bare = len - 1 - (len >= 2 && line[len - 2] == '\r');
-    check_request(line, bare, &req);
+    check_request(line, bare, &bare_req);
     check_request(line, len, &req);
+    if (bare == 0 || line[bare - 1] != '\r')
+      FUZZ_CHECK(req.cmd == bare_req.cmd && req.nkeys == bare_req.nkeys &&
+                 req.count == bare_req.count &&
+                 req.delta == bare_req.delta &&
+                 req.noreply == bare_req.noreply &&
+                 req.data_len == bare_req.data_len &&
+                 req.close == bare_req.close && req.error == bare_req.error);
     int stop = req.cmd == LC__PROTO_QUIT ||
                (req.cmd == LC__PROTO_BAD && req.close);
     if (req.cmd == LC__PROTO_REFUSED)
