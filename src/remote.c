@@ -9,6 +9,7 @@
  * (e.g. "SERVER_ERROR EOVERFLOW ..."), which is mapped back to its code.
  */
 #include "internal.h"
+#include "proto.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -34,9 +35,21 @@ int lc__remote_config(const char *server, char *buf, size_t size) {
   return 0;
 }
 
+/* logcounterd treats every key starting with "tally:" as a tally: such a
+ * name cannot be a serial counter through it. */
+static int check_serial_name(const char *name) {
+  if (strncmp(name, LC__PROTO_TALLY_PREFIX, LC__PROTO_TALLY_PREFIX_LEN) == 0)
+    return lc__fail(LC_ENAME, "\"%s\": names starting with \"%s\" are "
+                    "tallies in logcounterd, not serial counters", name,
+                    LC__PROTO_TALLY_PREFIX);
+  return 0;
+}
+
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   uint64_t v = 0;
-  int rc = lc__cache_incr(&h->cache, name, strlen(name), n, &v);
+  int rc = check_serial_name(name);
+  if (rc) return rc;
+  rc = lc__cache_incr(&h->cache, name, strlen(name), n, &v);
   if (rc == LC__MISS)
     return lc__fail(LC_EMEMCACHED, "%s answered NOT_FOUND: is it a "
                     "logcounterd?", h->opt.server);
@@ -51,7 +64,9 @@ int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
 
 int lc__remote_current(lc_t *h, const char *name, int64_t *value) {
   uint64_t v = 0;
-  int rc = lc__cache_get(&h->cache, name, strlen(name), &v);
+  int rc = check_serial_name(name);
+  if (rc) return rc;
+  rc = lc__cache_get(&h->cache, name, strlen(name), &v);
   if (rc < 0) return code_from_detail(rc);
   if (rc == LC__MISS) v = 0;  /* the daemon omits counters never used */
   if (v > (uint64_t)LC_VALUE_MAX)

@@ -501,6 +501,12 @@ else
   srv current never-used
   check "current through --server of an unused counter is 0" eval 'rc_is 0 && out_is 0'
   check "--server needs no log directory (none created)" eval '[ ! -e "$TMP/srvhome" ]'
+  srv next tally:x
+  check "next tally:NAME through --server is refused (a tally in the daemon)" \
+    eval '[ "$RC" -ne 0 ] && [ -z "$OUT" ] && err_has "are tallies in logcounterd"'
+  srv current tally:x
+  check "current tally:NAME through --server is refused" \
+    eval '[ "$RC" -ne 0 ] && [ -z "$OUT" ] && err_has "are tallies in logcounterd"'
   run --server "$TMP/lcd.sock" next r
   check "--server with the daemon's unix socket" eval 'rc_is 0 && out_is $((last + 1))'
   last=$(num "$OUT")
