@@ -322,10 +322,10 @@ static int run(ch_run *r) {
     r->emb_pid = 0;
   }
   ch_kill_wait(&r->lcd_pid, SIGTERM);
-  ch_stop_all(r);
   scan_logs(r);
 
-  int rc = ch_check(r, elapsed);
+  int rc = ch_check(r, elapsed);   /* memcached still up: it opens logs */
+  ch_stop_all(r);
   if (interrupted) rc = 1;
   if (rc == 0 && !r->keep)
     remove_tree(r->dir);

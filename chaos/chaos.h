@@ -36,9 +36,10 @@
 
 enum { REC_ID = 1, REC_TALLY_TRY = 2, REC_TALLY_ACK = 3 };
 
-/* One acknowledgement (or tally attempt), 32 bytes, one write(2) each. */
+/* One acknowledgement (or tally attempt), 40 bytes, one write(2) each. */
 typedef struct ch_rec {
   int64_t t_ns;      /* CLOCK_MONOTONIC when it happened */
+  int64_t t0_ns;     /* REC_ID: when the call began */
   int64_t value;     /* REC_ID: the block's last id; tallies: the delta */
   uint32_t n;        /* REC_ID: the block's length */
   uint32_t client;   /* the client (thread or connection) */
@@ -122,6 +123,12 @@ typedef struct ch_run {
   ch_ctl *emb_ctl, *lcd_ctl, *dcl_ctl;
   ch_fault *faults;
   size_t nfaults, cap;
+  struct ch_start {       /* each start of an owner, and its durability */
+    int64_t t_ns;
+    int target;
+    bool sync;
+  } *starts;
+  size_t nstarts, scap;
   unsigned unexpected;    /* owner exits nobody caused */
   unsigned open_failures; /* owner could not open its log */
   long long snap[4][CH_COUNTERS + CH_TALLIES];  /* memcached's values at */
@@ -135,6 +142,7 @@ const char *ch_target_name(int target);
 void ch_note(ch_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* procs.c */
+void ch_started(ch_run *r, int target, bool sync);
 int ch_start_memcached(ch_run *r);
 int ch_start_emb(ch_run *r);
 int ch_start_lcd(ch_run *r);

@@ -93,6 +93,8 @@ static void *conn(void *arg) {
                        ch_counter_name(obj), (unsigned long long)n);
     atomic_fetch_add(&ctl->calls, 1);
     atomic_fetch_add(&ctl->ids_attempted, n);
+    int64_t t0 = ch_now_ns();   /* the connection's daemon is the one
+                                   running now */
     int rc = write(fd, req, (size_t)len) == len ? read_line(fd, line, sizeof line)
                                                 : -1;
     if (rc != 0) {
@@ -109,7 +111,7 @@ static void *conn(void *arg) {
       ch_sleep_ms(1);
       continue;
     }
-    ch_rec r = {.t_ns = ch_now_ns(), .value = (int64_t)v, .n = (uint32_t)n,
+    ch_rec r = {.t_ns = ch_now_ns(), .t0_ns = t0, .value = (int64_t)v, .n = (uint32_t)n,
                 .client = me, .kind = REC_ID, .obj = (uint8_t)obj};
     ch_rec_write(out_fd, &r);
     atomic_fetch_add(&ctl->ids_acked, n);

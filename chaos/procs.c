@@ -89,6 +89,14 @@ static void owner_env(const ch_run *r, const char *who, char env[6][1100]) {
            a ? a : "", a && *a ? ":" : "");
 }
 
+void ch_started(ch_run *r, int target, bool sync) {
+  if (r->nstarts == r->scap) {
+    r->scap = r->scap ? 2 * r->scap : 64;
+    r->starts = realloc(r->starts, r->scap * sizeof *r->starts);
+  }
+  r->starts[r->nstarts++] = (struct ch_start){ch_now_ns(), target, sync};
+}
+
 int ch_start_emb(ch_run *r) {
   char dir[1024], ctl[1024], out[1024], fin[1024], mc[64], inc[16], thr[16],
       to[16], seed[32];
@@ -109,6 +117,7 @@ int ch_start_emb(ch_run *r) {
                   seed, r->emb_inc % 2 ? "default" : "sync",
                   r->baseline ? "1" : "0", NULL};
   atomic_store(&r->emb_ctl->ready, 0);
+  ch_started(r, T_EMB, r->emb_inc % 2 == 0);
   r->emb_pid = spawn(r, argv, "emb.log", envp);
   return r->emb_pid > 0 ? 0 : -1;
 }
@@ -127,6 +136,7 @@ int ch_start_lcd(ch_run *r) {
   char *argv[] = {r->daemon, "--db", db, "--memcached", mc, "--timeout", to,
                   "-l", listen, "-t", "4", "--durability",
                   starts % 2 ? "default" : "sync", NULL};
+  ch_started(r, T_LCD, starts % 2 == 0);
   r->lcd_pid = spawn(r, argv, "lcd.log", envp);
   if (r->lcd_pid > 0 && wait_port(r->lcd_port, r->lcd_pid, 10000)) return 0;
   return -1;

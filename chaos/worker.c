@@ -148,6 +148,7 @@ static void *client(void *arg) {
     atomic_fetch_add(&ctl->ids_attempted, n);
     int64_t first = 0;
     int rc = 0;
+    r.t0_ns = ch_now_ns();
     if (baseline)
       first = seed_next(mc, obj);
     else
