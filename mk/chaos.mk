@@ -31,5 +31,4 @@ $(CHAOS_SHIM): chaos/powercut.c chaos/chaos.h
 
 chaos: deps
 	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
-	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) \
-	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(CHAOS_FLAGS)
+	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED)) $(CHAOS_FLAGS)
