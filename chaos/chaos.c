@@ -66,7 +66,7 @@ static void usage(FILE *f) {
 "  --only KIND,...   inject only these kinds: memcached-kill,\n"
 "                    memcached-flush, memcached-freeze, owner-kill,\n"
 "                    pause-before-log, log-write-fail, power-cut,\n"
-"                    memcached-rewind, owner-restart\n"
+"                    memcached-rewind, owner-restart, prune\n"
 "  --threads N       embedded client threads (default 6)\n"
 "  --dclients N      daemon client processes, 1..8 (default 2)\n"
 "  --conns N         connections per daemon client (default 3)\n"

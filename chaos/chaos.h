@@ -62,6 +62,9 @@ typedef struct ch_ctl {
   _Atomic int pause_release;
   _Atomic uint64_t pauses;          /* allocations actually paused */
   _Atomic int ready;                /* worker: log open, clients running */
+  _Atomic int prune_req;            /* worker: prune now (1), done (2) */
+  _Atomic int64_t pruned_below[CH_EMB_COUNTERS];  /* records below these
+                                       values may have been pruned */
   _Atomic uint64_t calls, calls_failed, ids_attempted, ids_acked;
   _Atomic uint64_t calls_lost;      /* failed: connection closed under it */
   _Atomic uint64_t tally_calls, tally_failed;
@@ -94,7 +97,8 @@ int ch_cut_apply(const char *state, const char *bak, char *summary,
 
 /* ---- the driver (chaos.c, procs.c, nemesis.c, check.c) ---- */
 enum { F_MC_KILL, F_MC_FLUSH, F_MC_FREEZE, F_OWNER_KILL, F_PAUSE,
-       F_WRITE_FAIL, F_POWER_CUT, F_MC_REWIND, F_OWNER_RESTART, F_KINDS };
+       F_WRITE_FAIL, F_POWER_CUT, F_MC_REWIND, F_OWNER_RESTART, F_PRUNE,
+       F_KINDS };
 enum { T_NONE, T_EMB, T_LCD };   /* fault targets */
 
 typedef struct ch_fault {

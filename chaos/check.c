@@ -17,7 +17,8 @@
  *    iterator); every block acknowledged after that owner's last power
  *    cut must lie within one logged record (P2: logged before returned);
  *    so must earlier ones served with durability sync; earlier ones of
- *    default durability a power cut may take (they are counted);
+ *    default durability a power cut may take, and the prune fault deletes
+ *    those below a published point (both are counted);
  *  - tallies: the durable total after a final sweep and flush, against
  *    the exact sum A of acknowledged changes and the sum U of changes
  *    attempted but not acknowledged (they may or may not have applied).
@@ -258,7 +259,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
 
   /* logged before returned: read each owner's log back */
   uint64_t unlogged = 0, cut_away = 0, log_errors = 0, corrupt = 0;
-  uint64_t synced_lost = 0;
+  uint64_t synced_lost = 0, pruned = 0;
   char unlogged_example[200] = "", log_error[1400] = "";
   for (int c = 0; c < CH_COUNTERS && !r->baseline; c++) {
     recs l = {0};
@@ -273,6 +274,11 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     for (size_t i = 0; i < s[c].n; i++) {
       blk *b = &s[c].b[i];
       if (logged(&l, b->first, b->last)) continue;
+      if (c < CH_EMB_COUNTERS &&
+          b->last < atomic_load(&r->emb_ctl->pruned_below[c])) {
+        pruned++;
+        continue;
+      }
       if (b->t_ns <= cut && !served_synced(r, b, owner_of(c))) {
         cut_away++;
       } else if (b->t_ns <= cut) {
@@ -343,11 +349,11 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   else
     line("logged", "%llu acknowledged blocks missing from the log (must be "
          "0; %llu of them synced before a power cut)%s%s; %llu taken by a "
-         "power cut (unsynced records of default durability); %llu corrupt "
-         "records (must be 0)", (unsigned long long)unlogged,
+         "power cut (unsynced records of default durability), %llu pruned; "
+         "%llu corrupt records (must be 0)", (unsigned long long)unlogged,
          (unsigned long long)synced_lost, unlogged ? "; " : "",
          unlogged_example, (unsigned long long)cut_away,
-         (unsigned long long)corrupt);
+         (unsigned long long)pruned, (unsigned long long)corrupt);
   line("gaps", "%llu ids in %llu runs", (unsigned long long)gids,
        (unsigned long long)gruns);
   for (int k = 0; k <= F_KINDS; k++)
@@ -388,7 +394,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     printf(k + 1 < F_KINDS ? "," : "\n");
   }
   printf("%-13s %llu log writes failed on purpose, %llu allocations paused "
-         "before their log write, %u pauses found no allocation\n", "",
+         "before their log write, %u faults not carried out (a pause that no "
+         "allocation reached, a prune with no worker up)\n", "",
          (unsigned long long)(e->writes_failed + r->lcd_ctl->writes_failed),
          (unsigned long long)e->pauses, skipped);
   printf("%-13s %s\n", "findings", r->findings[0] ? r->findings : "none");

@@ -6,7 +6,8 @@
  * same seed replays the same faults in the same order with the same
  * timing, whatever the clients do.  The first F_KINDS faults are a seeded
  * permutation of every kind, so even a short run injects each at least
- * once; later ones are drawn by weight.  --only restricts the kinds (a
+ * once (they come 0.15 to 0.4 s apart, later ones 0.25 to 0.9 s); later
+ * ones are drawn by weight.  --only restricts the kinds (a
  * different schedule, as reproducible).  Each fault is injected to the end
  * (a frozen memcached is resumed, a killed owner restarted) before the
  * next one's pause begins.
@@ -22,7 +23,7 @@
 static const char *fault_names[F_KINDS] = {
     "memcached-kill", "memcached-flush", "memcached-freeze", "owner-kill",
     "pause-before-log", "log-write-fail", "power-cut", "memcached-rewind",
-    "owner-restart"};
+    "owner-restart", "prune"};
 
 const char *ch_fault_name(int kind) {
   return kind >= 0 && kind < F_KINDS ? fault_names[kind] : "none";
@@ -41,7 +42,7 @@ int ch_fault_kind(const char *name) {
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
                       unsigned only, ch_fault *f, int64_t *gap_ms) {
   static int perm[F_KINDS], nperm;
-  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2, 2};
+  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2, 2, 2};
   int weight[F_KINDS];
   for (int i = 0; i < F_KINDS; i++)
     weight[i] = !only || (only >> i & 1) ? base_weight[i] : 0;
@@ -55,7 +56,9 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     }
   }
   memset(f, 0, sizeof *f);
-  *gap_ms = (int64_t)ch_rand_between(rng, 250, 900);
+  /* the first round, one of each kind, comes faster */
+  *gap_ms = index < (size_t)nperm ? (int64_t)ch_rand_between(rng, 150, 400)
+                                  : (int64_t)ch_rand_between(rng, 250, 900);
   if (index < (size_t)nperm) {
     f->kind = perm[index];
   } else {
@@ -96,6 +99,7 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->target = coin ? T_LCD : T_EMB;
     f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
     break;
+  case F_PRUNE: f->target = T_EMB; break;
   }
 }
 
@@ -260,6 +264,16 @@ int ch_inject(ch_run *r, ch_fault *f) {
     ch_sleep_ms(f->arg_ms);
     start_owner(r, f->target);
     break;
+  case F_PRUNE: {   /* the embedded owner prunes old records, then memcached
+                       is flushed: restores must find the newest record */
+    ch_ctl *c = r->emb_ctl;
+    atomic_store(&c->prune_req, 1);
+    for (int i = 0; i < 5000 && atomic_load(&c->prune_req) == 1; i++)
+      ch_sleep_ms(1);
+    if (atomic_exchange(&c->prune_req, 0) != 2) f->missed = true;
+    flush_all(r);
+    break;
+  }
   }
   f->end_ns = ch_now_ns();
   return 0;

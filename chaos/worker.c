@@ -168,6 +168,27 @@ static void *client(void *arg) {
   return NULL;
 }
 
+/* The prune fault: each counter's records below a point up to 5000 under
+ * where it stands are deleted (the newest record and the reservation must
+ * survive: the nemesis flushes memcached next).  The point is published
+ * before the prune starts, so the checker never expects those records. */
+static void prune(uint64_t *rng) {
+  for (int c = 0; c < CH_EMB_COUNTERS && !baseline; c++) {
+    int64_t cur = 0;
+    if (lc_current(h, ch_counter_name(c), &cur) != 0) continue;
+    int64_t below = cur - (int64_t)ch_rand_between(rng, 0, 5000);
+    if (below < 1) continue;
+    int64_t old = atomic_load(&ctl->pruned_below[c]);
+    while (below > old &&
+           !atomic_compare_exchange_weak(&ctl->pruned_below[c], &old, below)) {
+    }
+    lc_prune_opts o = {.below = below};
+    lc_prune_result res;
+    lc_prune(h, ch_counter_name(c), &o, &res);
+  }
+  atomic_store(&ctl->prune_req, 2);
+}
+
 /* Applies every tally's pending changes every 100 ms.  It sweeps: a
  * forced flush alone only sees tallies scheduled, and a tally changed again
  * within the window of its last flush is not scheduled anew (nor is the
@@ -175,9 +196,11 @@ static void *client(void *arg) {
  * up to a window of changes rather than 100 ms of them. */
 static void *flusher(void *arg) {
   (void)arg;
+  uint64_t rng = seed ^ 0x5eed ^ incarnation;
   while (!stopping) {
     ch_sleep_ms(100);
     lc_tally_flush(h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, NULL);
+    if (atomic_load(&ctl->prune_req) == 1) prune(&rng);
   }
   return NULL;
 }

@@ -4,7 +4,8 @@
 # Runs $BUILD/chaos (chaos/) three times under one seed: logcounter under
 # every fault kind for 20 s; logcounter under only the faults that fail
 # nothing (memcached flushed or set back, an allocation paused before its
-# log write, an owner stopped cleanly and restarted) for 6 s; the
+# log write, an owner stopped cleanly and restarted, old records pruned)
+# for 6 s; the
 # seed-faithful baseline (the original algorithm) under the first schedule
 # for 6 s.  Checks from their reports:
 # logcounter's histories are valid (no duplicate, nothing out of order,
@@ -58,7 +59,7 @@ lc_rc=$?
 cat "$TMP/lc.out"
 "$CHAOS" run --seconds 6 --seed "$SEED" --threads "$THREADS" \
   --conns "$CONNS" \
-  --only memcached-flush,memcached-rewind,pause-before-log,owner-restart \
+  --only memcached-flush,memcached-rewind,pause-before-log,owner-restart,prune \
   --timeout 2000 \
   >"$TMP/p4.out" 2>"$TMP/p4.err"
 p4_rc=$?
@@ -91,7 +92,7 @@ for t in t0 t1; do
 done
 for k in memcached-kill memcached-flush memcached-freeze owner-kill \
          pause-before-log log-write-fail power-cut memcached-rewind \
-         owner-restart; do
+         owner-restart prune; do
   n=$(sed -n "s/^faults.* $k \([0-9]*\).*/\1/p" "$TMP/lc.out")
   check "fault $k injected (${n:-0})" [ "${n:-0}" -gt 0 ]
 done
@@ -106,11 +107,11 @@ p4_runs=$(sed -n 's/^gaps .* ids in \([0-9]*\) runs.*/\1/p' "$TMP/p4.out")
 p4_failed=$(sed -n 's/^attempted .*; \([0-9]*\) calls failed, \([0-9]*\) of them.*/\1 - \2/p' "$TMP/p4.out")
 [ -n "$p4_failed" ] && p4_failed=$(( p4_failed ))
 p4_acked=$(field acknowledged "$TMP/p4.out")
-check "flush/rewind/pause/restart run valid (exit $p4_rc)" [ "$p4_rc" -eq 0 ]
+check "no-failure run valid (exit $p4_rc)" [ "$p4_rc" -eq 0 ]
 p4_ok=0
 [ "${p4_acked:-0}" -gt 0 ] && [ -n "$p4_gaps" ] && [ -n "$p4_failed" ] &&
   [ "${p4_runs:-0}" -le "$p4_failed" ] && p4_ok=1
-check "flush/rewind/pause/restart run: ${p4_acked:-no} ids, ${p4_gaps:-?} skipped in ${p4_runs:-?} runs, ${p4_failed:-?} calls failed (P4: no skip without a failure)" \
+check "no-failure run (flush, rewind, pause, restart, prune): ${p4_acked:-no} ids, ${p4_gaps:-?} skipped in ${p4_runs:-?} runs, ${p4_failed:-?} calls failed (P4: no skip without a failure)" \
   [ "$p4_ok" = 1 ]
 check "baseline run finished with a report" grep -q '^result' "$TMP/seed.out"
 check "baseline (seed algorithm) has duplicates: ${seed_dups:-missing}" \
@@ -122,7 +123,7 @@ check "same seed, same schedule (first $n faults)" \
   _ "$TMP/lc.sched" "$TMP/seed.sched" "$n"
 if [ "$failed" -ne 0 ]; then
   echo "--- stderr of the logcounter run"; tail -n 20 "$TMP/lc.err"
-  echo "--- stderr of the flush/rewind/pause/restart run"; tail -n 20 "$TMP/p4.err"
+  echo "--- stderr of the no-failure run"; tail -n 20 "$TMP/p4.err"
   echo "--- stderr of the baseline run"; tail -n 20 "$TMP/seed.err"
 fi
 finish
