@@ -10,6 +10,7 @@
  *               or the seed algorithm with --baseline seed)
  *   dclient.c   "chaos dclient": connections to logcounterd
  *   check.c     the checker and its report
+ *   logged.c    the checker's read-back of the owners' logs
  *   util.c      time, random numbers, the shared control block
  *   powercut.c  the LD_PRELOAD shim (its own .so): records what each file
  *               of a log directory had made durable, fails log writes
@@ -164,5 +165,19 @@ int ch_inject(ch_run *r, ch_fault *f);
 void ch_heal(ch_run *r);
 /* check.c: reads every record and prints the report; 0 when valid. */
 int ch_check(ch_run *r, int64_t elapsed_ns);
+int ch_owner_of(int obj);                  /* T_EMB or T_LCD */
+/* One acknowledged block, as the checker sees it. */
+typedef struct ch_blk {
+  int64_t first, last, t_ns, t0_ns;
+  uint32_t client;
+} ch_blk;
+/* logged.c: reads counter c's records back from its owner's log and
+ * accounts for each acknowledged block (sorted by first). */
+typedef struct ch_logged {
+  uint64_t unlogged, synced_lost, cut_away, pruned, corrupt, errors;
+  char example[200], error[1400];
+} ch_logged;
+void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
+                     ch_logged *out);
 
 #endif

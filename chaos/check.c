@@ -13,12 +13,7 @@
  *    gap, else the nearest one).  A heuristic, not a proof: it names the
  *    fault that most plausibly burned the values (a call in flight when
  *    it struck, a failed write, a restart above the reservation);
- *  - logged: after the run, each owner's log is read back (the library's
- *    iterator); every block acknowledged after that owner's last power
- *    cut must lie within one logged record (P2: logged before returned);
- *    so must earlier ones served with durability sync; earlier ones of
- *    default durability a power cut may take, and the prune fault deletes
- *    those below a published point (both are counted);
+ *  - logged: each owner's log read back (logged.c);
  *  - tallies: the durable total after a final sweep and flush, against
  *    the exact sum A of acknowledged changes and the sum U of changes
  *    attempted but not acknowledged (they may or may not have applied).
@@ -28,8 +23,6 @@
  */
 #include "chaos.h"
 
-#include <logcounter.h>
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -38,13 +31,9 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct blk {
-  int64_t first, last, t_ns, t0_ns;
-  uint32_t client;
-} blk;
 
 typedef struct series {
-  blk *b;
+  ch_blk *b;
   size_t n, cap;
   uint64_t ids, dup_ids, dup_blocks, gap_ids, gap_runs;
   int64_t max;
@@ -55,12 +44,12 @@ typedef struct tally_sum {
 } tally_sum;
 
 static int cmp_blk(const void *a, const void *b) {
-  const blk *x = a, *y = b;
+  const ch_blk *x = a, *y = b;
   if (x->first != y->first) return x->first < y->first ? -1 : 1;
   return (x->last > y->last) - (x->last < y->last);
 }
 
-static int owner_of(int obj) { return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD; }
+int ch_owner_of(int obj) { return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD; }
 
 /* The fault a gap is blamed on, among those that can touch a counter of
  * owner: the ids were lost between the acknowledgements of the blocks on
@@ -101,7 +90,7 @@ static uint64_t load(const char *path, series *s, tally_sum *ts,
       if (r->kind == REC_TALLY_ACK && r->obj < CH_TALLIES)
         ts[r->obj].acked += r->value;
       if (r->kind != REC_ID || r->obj >= CH_COUNTERS || r->n == 0) continue;
-      blk b = {r->value - (int64_t)r->n + 1, r->value, r->t_ns, r->t0_ns,
+      ch_blk b = {r->value - (int64_t)r->n + 1, r->value, r->t_ns, r->t0_ns,
                r->client};
       int64_t *l = &last[r->client & 0xff][r->obj];
       if (b.first <= *l) (*ooo)++;
@@ -117,84 +106,6 @@ static uint64_t load(const char *path, series *s, tally_sum *ts,
   }
   close(fd);
   return n;
-}
-
-/* Logged records of one counter, sorted by first value. */
-typedef struct recs {
-  lc_record *r;
-  size_t n, cap;
-  uint64_t corrupt;   /* records that did not decode */
-} recs;
-
-static int read_log(const ch_run *r, const char *who, int obj, recs *out,
-                    char *err, size_t size) {
-  char path[1024], mc[64];
-  snprintf(path, sizeof path, "%s/%s/log", r->dir, who);
-  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
-  lc_options o;
-  lc_options_init(&o);
-  o.db_path = path;
-  o.memcached = mc;
-  o.lock_wait_ms = 5000;
-  lc_t *h = NULL;
-  lc_iter *it = NULL;
-  int rc = lc_open(&o, &h);
-  if (!rc) rc = lc_iter_open(h, ch_counter_name(obj), &it);
-  lc_record rec;
-  int k;
-  while (!rc && (k = lc_iter_next(it, &rec)) != 0) {
-    if (k == LC_ECORRUPT) {   /* reported, and the next one follows */
-      out->corrupt++;
-      continue;
-    }
-    if (k < 0) {
-      rc = k;
-      break;
-    }
-    if (out->n == out->cap) {
-      out->cap = out->cap ? 2 * out->cap : 4096;
-      out->r = realloc(out->r, out->cap * sizeof *out->r);
-    }
-    out->r[out->n++] = rec;
-  }
-  if (rc) snprintf(err, size, "%s: %s (%s)", path, lc_err_name(rc), lc_last_detail());
-  lc_iter_close(it);
-  lc_close(h);
-  return rc;
-}
-
-/* Is [first, last] inside one record? */
-static bool logged(const recs *l, int64_t first, int64_t last) {
-  size_t lo = 0, hi = l->n;   /* the first record with first > block's */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (l->r[mid].first <= first) lo = mid + 1; else hi = mid;
-  }
-  return lo > 0 && l->r[lo - 1].last >= last;
-}
-
-/* Did the owner that served b run with durability sync?  The embedded
- * client's number names its incarnation; a daemon connection talks to the
- * daemon that was running when the call began. */
-static bool served_synced(const ch_run *r, const blk *b, int owner) {
-  uint32_t n = 0;
-  bool sync = false;
-  for (size_t i = 0; i < r->nstarts; i++) {
-    const struct ch_start *s = &r->starts[i];
-    if (s->target != owner) continue;
-    n++;
-    if (owner == T_EMB && n == b->client >> 8) return s->sync;
-    if (owner == T_LCD && s->t_ns <= b->t0_ns) sync = s->sync;  /* latest */
-  }
-  return sync;
-}
-
-/* The end of the owner's last power cut (0 if none). */
-static int64_t last_cut(const ch_run *r, int owner) {
-  for (size_t i = r->nfaults; i-- > 0;)
-    if (r->faults[i].kind == F_POWER_CUT && r->faults[i].target == owner)
-      return r->faults[i].end_ns;
-  return 0;
 }
 
 static void line(const char *label, const char *fmt, ...)
@@ -233,7 +144,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     int64_t end = 0;   /* every id <= end was acknowledged */
     int64_t end_t = x->n ? x->b[0].t_ns : 0;   /* when end's block was */
     for (size_t i = 0; i < x->n; i++) {
-      blk *b = &x->b[i];
+      ch_blk *b = &x->b[i];
       x->ids += (uint64_t)(b->last - b->first + 1);
       if (b->first <= end) {
         int64_t hi = b->last < end ? b->last : end;
@@ -244,7 +155,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
                    "e.g. %s: %lld..%lld acknowledged again",
                    ch_counter_name(c), (long long)b->first, (long long)hi);
       } else if (b->first > end + 1) {
-        int k = blame(r, end_t, b->t_ns, owner_of(c));
+        int k = blame(r, end_t, b->t_ns, ch_owner_of(c));
         gap_runs[k]++;
         gap_ids[k] += (uint64_t)(b->first - end - 1);
         x->gap_runs++;
@@ -258,44 +169,9 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   }
 
   /* logged before returned: read each owner's log back */
-  uint64_t unlogged = 0, cut_away = 0, log_errors = 0, corrupt = 0;
-  uint64_t synced_lost = 0, pruned = 0;
-  char unlogged_example[200] = "", log_error[1400] = "";
-  for (int c = 0; c < CH_COUNTERS && !r->baseline; c++) {
-    recs l = {0};
-    if (read_log(r, owner_of(c) == T_EMB ? "emb" : "lcd", c, &l, log_error,
-                 sizeof log_error) != 0) {
-      log_errors++;
-      free(l.r);
-      continue;
-    }
-    corrupt += l.corrupt;
-    int64_t cut = last_cut(r, owner_of(c));
-    for (size_t i = 0; i < s[c].n; i++) {
-      blk *b = &s[c].b[i];
-      if (logged(&l, b->first, b->last)) continue;
-      if (c < CH_EMB_COUNTERS &&
-          b->last < atomic_load(&r->emb_ctl->pruned_below[c])) {
-        pruned++;
-        continue;
-      }
-      if (b->t_ns <= cut && !served_synced(r, b, owner_of(c))) {
-        cut_away++;
-      } else if (b->t_ns <= cut) {
-        synced_lost++;   /* durability sync: every record was synced */
-        unlogged++;
-        if (!unlogged_example[0])
-          snprintf(unlogged_example, sizeof unlogged_example,
-                   "e.g. %s: %lld..%lld (synced)", ch_counter_name(c),
-                   (long long)b->first, (long long)b->last);
-      } else if (unlogged++ == 0) {
-        snprintf(unlogged_example, sizeof unlogged_example,
-                 "e.g. %s: %lld..%lld", ch_counter_name(c),
-                 (long long)b->first, (long long)b->last);
-      }
-    }
-    free(l.r);
-  }
+  ch_logged lg = {0};
+  for (int c = 0; c < CH_COUNTERS && !r->baseline; c++)
+    ch_check_logged(r, c, s[c].b, s[c].n, &lg);
 
   /* the tallies' final state, as the last worker wrote it */
   int64_t total[CH_TALLIES] = {0}, pending[CH_TALLIES] = {0};
@@ -344,16 +220,16 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   line("out of order", "%llu (must be 0)", (unsigned long long)ooo);
   if (r->baseline)
     line("logged", "not checked (the seed algorithm writes after returning)");
-  else if (log_errors)
-    line("logged", "FAIL: cannot read a log: %s", log_error);
+  else if (lg.errors)
+    line("logged", "FAIL: cannot read a log: %s", lg.error);
   else
     line("logged", "%llu acknowledged blocks missing from the log (must be "
          "0; %llu of them synced before a power cut)%s%s; %llu taken by a "
          "power cut (unsynced records of default durability), %llu pruned; "
-         "%llu corrupt records (must be 0)", (unsigned long long)unlogged,
-         (unsigned long long)synced_lost, unlogged ? "; " : "",
-         unlogged_example, (unsigned long long)cut_away,
-         (unsigned long long)pruned, (unsigned long long)corrupt);
+         "%llu corrupt records (must be 0)", (unsigned long long)lg.unlogged,
+         (unsigned long long)lg.synced_lost, lg.unlogged ? "; " : "",
+         lg.example, (unsigned long long)lg.cut_away,
+         (unsigned long long)lg.pruned, (unsigned long long)lg.corrupt);
   line("gaps", "%llu ids in %llu runs", (unsigned long long)gids,
        (unsigned long long)gruns);
   for (int k = 0; k <= F_KINDS; k++)
@@ -364,7 +240,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   for (int c = 0; c < CH_COUNTERS; c++)
     printf("%-13s %s (%s): %llu ids, up to %lld, %llu duplicated, %llu "
            "missing in %llu gaps\n", c ? "" : "counters", ch_counter_name(c),
-           ch_target_name(owner_of(c)), (unsigned long long)s[c].ids,
+           ch_target_name(ch_owner_of(c)), (unsigned long long)s[c].ids,
            (long long)s[c].max, (unsigned long long)s[c].dup_ids,
            (unsigned long long)s[c].gap_ids, (unsigned long long)s[c].gap_runs);
   bool tally_ok = true;
@@ -403,7 +279,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   bool all_kinds = true;
   for (int k = 0; k < F_KINDS; k++) all_kinds = all_kinds && kinds[k] > 0;
   bool valid = dup_ids == 0 && ooo == 0 && tally_ok && r->unexpected == 0 &&
-               unlogged == 0 && log_errors == 0 && corrupt == 0;
+               lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0;
   printf("%-13s %s%s\n", "result", valid ? "VALID" : "INVALID",
          all_kinds ? "" : " (not every fault kind was injected)");
   for (int c = 0; c < CH_COUNTERS; c++) free(s[c].b);

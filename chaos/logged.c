@@ -1,0 +1,128 @@
+/*
+ * logged.c - the checker's read-back of the owners' logs (P2: logged
+ * before returned).  After the run each owner's log is read with the
+ * library's iterator; every acknowledged block must lie within one logged
+ * record, except:
+ *  - blocks a power cut took: acknowledged before the owner's last power
+ *    cut and served with default durability, whose records were unsynced
+ *    (with durability sync every record was synced: none may be missing);
+ *  - blocks below the point the prune fault published before pruning.
+ * Both exceptions are counted, not hidden; so are records that do not
+ * decode (must be none).
+ */
+#include "chaos.h"
+
+#include <logcounter.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Logged records of one counter, sorted by first value. */
+typedef struct recs {
+  lc_record *r;
+  size_t n, cap;
+  uint64_t corrupt;   /* records that did not decode */
+} recs;
+
+static int read_log(const ch_run *r, const char *who, int obj, recs *out,
+                    char *err, size_t size) {
+  char path[1024], mc[64];
+  snprintf(path, sizeof path, "%s/%s/log", r->dir, who);
+  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
+  lc_options o;
+  lc_options_init(&o);
+  o.db_path = path;
+  o.memcached = mc;
+  o.lock_wait_ms = 5000;
+  lc_t *h = NULL;
+  lc_iter *it = NULL;
+  int rc = lc_open(&o, &h);
+  if (!rc) rc = lc_iter_open(h, ch_counter_name(obj), &it);
+  lc_record rec;
+  int k;
+  while (!rc && (k = lc_iter_next(it, &rec)) != 0) {
+    if (k == LC_ECORRUPT) {   /* reported, and the next one follows */
+      out->corrupt++;
+      continue;
+    }
+    if (k < 0) {
+      rc = k;
+      break;
+    }
+    if (out->n == out->cap) {
+      out->cap = out->cap ? 2 * out->cap : 4096;
+      out->r = realloc(out->r, out->cap * sizeof *out->r);
+    }
+    out->r[out->n++] = rec;
+  }
+  if (rc) snprintf(err, size, "%s: %s (%s)", path, lc_err_name(rc), lc_last_detail());
+  lc_iter_close(it);
+  lc_close(h);
+  return rc;
+}
+
+/* Is [first, last] inside one record? */
+static bool logged(const recs *l, int64_t first, int64_t last) {
+  size_t lo = 0, hi = l->n;   /* the first record with first > block's */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->r[mid].first <= first) lo = mid + 1; else hi = mid;
+  }
+  return lo > 0 && l->r[lo - 1].last >= last;
+}
+
+/* Did the owner that served b run with durability sync?  The embedded
+ * client's number names its incarnation; a daemon connection talks to the
+ * daemon that was running when the call began. */
+static bool served_synced(const ch_run *r, const ch_blk *b, int owner) {
+  uint32_t n = 0;
+  bool sync = false;
+  for (size_t i = 0; i < r->nstarts; i++) {
+    const struct ch_start *s = &r->starts[i];
+    if (s->target != owner) continue;
+    n++;
+    if (owner == T_EMB && n == b->client >> 8) return s->sync;
+    if (owner == T_LCD && s->t_ns <= b->t0_ns) sync = s->sync;  /* latest */
+  }
+  return sync;
+}
+
+/* The end of the owner's last power cut (0 if none). */
+static int64_t last_cut(const ch_run *r, int owner) {
+  for (size_t i = r->nfaults; i-- > 0;)
+    if (r->faults[i].kind == F_POWER_CUT && r->faults[i].target == owner)
+      return r->faults[i].end_ns;
+  return 0;
+}
+
+void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
+                     ch_logged *out) {
+  recs l = {0};
+  if (read_log(r, ch_owner_of(c) == T_EMB ? "emb" : "lcd", c, &l, out->error,
+               sizeof out->error) != 0) {
+    out->errors++;
+    free(l.r);
+    return;
+  }
+  out->corrupt += l.corrupt;
+  int64_t cut = last_cut(r, ch_owner_of(c));
+  for (size_t i = 0; i < n; i++) {
+    const ch_blk *b = &blocks[i];
+    if (logged(&l, b->first, b->last)) continue;
+    if (c < CH_EMB_COUNTERS &&
+        b->last < atomic_load(&r->emb_ctl->pruned_below[c])) {
+      out->pruned++;
+      continue;
+    }
+    if (b->t_ns <= cut && !served_synced(r, b, ch_owner_of(c))) {
+      out->cut_away++;
+      continue;
+    }
+    if (b->t_ns <= cut) out->synced_lost++;  /* every record was synced */
+    if (out->unlogged++ == 0)
+      snprintf(out->example, sizeof out->example, "e.g. %s: %lld..%lld%s",
+               ch_counter_name(c), (long long)b->first, (long long)b->last,
+               b->t_ns <= cut ? " (synced)" : "");
+  }
+  free(l.r);
+}
