@@ -29,11 +29,13 @@
 #include <stdint.h>
 
 /* Counters: 0..2 owned by the embedded worker, 3..4 by logcounterd.
- * Tallies 0..1 belong to the embedded worker. */
+ * Tallies: 0..1 (t0, t1) the embedded worker's, 2..3 (u0, u1) changed
+ * through logcounterd ("incr tally:u0 D"). */
 #define CH_EMB_COUNTERS 3
 #define CH_LCD_COUNTERS 2
 #define CH_COUNTERS (CH_EMB_COUNTERS + CH_LCD_COUNTERS)
-#define CH_TALLIES 2
+#define CH_EMB_TALLIES 2
+#define CH_TALLIES 4
 
 enum { REC_ID = 1, REC_TALLY_TRY = 2, REC_TALLY_ACK = 3 };
 
@@ -79,7 +81,7 @@ uint64_t ch_rand_between(uint64_t *state, uint64_t lo, uint64_t hi);
 ch_ctl *ch_ctl_map(const char *path, bool create);
 int ch_rec_write(int fd, const ch_rec *r);
 const char *ch_counter_name(int i);            /* "e0".."e2", "d0", "d1" */
-const char *ch_tally_name(int i);              /* "t0", "t1" */
+const char *ch_tally_name(int i);              /* "t0" "t1" "u0" "u1" */
 int ch_mc_command(int port, const char *cmd, char *reply, size_t size);
 long long ch_mc_get(int port, const char *key);
 int ch_mc_set(int port, const char *key, long long v);
@@ -179,5 +181,8 @@ typedef struct ch_logged {
 } ch_logged;
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
                      ch_logged *out);
+/* A tally's total, pending and losses, from the log of who ("lcd"). */
+int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
+                 int64_t *pending, uint64_t *losses);
 
 #endif

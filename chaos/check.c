@@ -176,16 +176,22 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   /* the tallies' final state, as the last worker wrote it */
   int64_t total[CH_TALLIES] = {0}, pending[CH_TALLIES] = {0};
   unsigned long long losses[CH_TALLIES] = {0};
-  int trc[CH_TALLIES] = {-1, -1};
+  int trc[CH_TALLIES];
+  for (int t = 0; t < CH_TALLIES; t++) trc[t] = -1;
   ch_path(r, path, sizeof path, "emb.final");
   FILE *f = fopen(path, "r");
   int i, rc;
   long long tt, pp;
   unsigned long long ll;
   while (f && fscanf(f, "%d %d %lld %lld %llu", &i, &rc, &tt, &pp, &ll) == 5)
-    if (i >= 0 && i < CH_TALLIES)
+    if (i >= 0 && i < CH_EMB_TALLIES)
       trc[i] = rc, total[i] = tt, pending[i] = pp, losses[i] = ll;
   if (f) fclose(f);
+  for (int t = CH_EMB_TALLIES; t < CH_TALLIES; t++) {  /* the daemon's */
+    uint64_t lo = 0;
+    trc[t] = ch_log_tally(r, "lcd", t, &total[t], &pending[t], &lo);
+    losses[t] = lo;
+  }
 
   /* faults by kind and target */
   unsigned kinds[F_KINDS] = {0}, by_target[F_KINDS][3] = {{0}}, skipped = 0;
@@ -249,9 +255,10 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     bool ok = trc[t] == 0 && total[t] <= a + u &&
               (total[t] >= a || losses[t] > 0);
     tally_ok = tally_ok && ok;
-    printf("%-13s %s: durable total %lld; acknowledged changes sum to %lld, "
+    printf("%-13s %s (%s): durable total %lld; acknowledged changes sum to %lld, "
            "%lld more attempted unacknowledged; %llu losses reported, "
            "%lld pending: %s\n", t ? "" : "tallies", ch_tally_name(t),
+           t < CH_EMB_TALLIES ? "embedded" : "logcounterd",
            (long long)total[t], (long long)a, (long long)u, losses[t],
            (long long)pending[t],
            trc[t] != 0 ? "FAIL (no final reading)"

@@ -1,8 +1,9 @@
 /*
  * dclient.c - "chaos dclient": one process of CONNS connections to
- * logcounterd, each a thread sending "incr NAME N" (counters d0, d1) one
- * request at a time and appending an acknowledgement record for every
- * number it reads back.  An error reply, a timeout or a dropped connection
+ * logcounterd, each a thread sending "incr NAME N" (counters d0, d1) and
+ * now and then "incr tally:u0 D" (tallies u0, u1), one request at a time,
+ * and appending an acknowledgement record for every number it reads back
+ * (for a tally change, a record of the attempt before it too).  An error reply, a timeout or a dropped connection
  * is a failed call (unacknowledged); the thread reconnects and goes on, so
  * one client's sequence spans the daemon's restarts.  SIGTERM ends it once
  * each connection has its answer to the request in flight.
@@ -86,35 +87,55 @@ static void *conn(void *arg) {
       continue;
     }
     backoff = 1;
-    int obj = CH_EMB_COUNTERS + (int)(ch_rand(&rng) % CH_LCD_COUNTERS);
-    uint64_t n = ch_block_size(&rng);
-    char req[64], line[256];
-    int len = snprintf(req, sizeof req, "incr %s %llu\r\n",
-                       ch_counter_name(obj), (unsigned long long)n);
-    atomic_fetch_add(&ctl->calls, 1);
-    atomic_fetch_add(&ctl->ids_attempted, n);
-    int64_t t0 = ch_now_ns();   /* the connection's daemon is the one
-                                   running now */
+    char req[96], line[256];
+    ch_rec r = {.client = me};
+    bool tally = ch_rand(&rng) % 100 < 15;
+    uint64_t n = 0;
+    int len;
+    if (tally) {   /* a tally change through the daemon */
+      r.kind = REC_TALLY_TRY;
+      r.obj = (uint8_t)(CH_EMB_TALLIES + ch_rand(&rng) % 2);
+      r.value = (int64_t)ch_rand_between(&rng, 1, 100);
+      len = snprintf(req, sizeof req, "incr tally:%s %lld\r\n",
+                     ch_tally_name(r.obj), (long long)r.value);
+      r.t_ns = ch_now_ns();
+      ch_rec_write(out_fd, &r);
+      atomic_fetch_add(&ctl->tally_calls, 1);
+    } else {
+      r.kind = REC_ID;
+      r.obj = (uint8_t)(CH_EMB_COUNTERS + ch_rand(&rng) % CH_LCD_COUNTERS);
+      n = ch_block_size(&rng);
+      len = snprintf(req, sizeof req, "incr %s %llu\r\n",
+                     ch_counter_name(r.obj), (unsigned long long)n);
+      atomic_fetch_add(&ctl->calls, 1);
+      atomic_fetch_add(&ctl->ids_attempted, n);
+    }
+    r.t0_ns = ch_now_ns();   /* the connection's daemon is the one running */
     int rc = write(fd, req, (size_t)len) == len ? read_line(fd, line, sizeof line)
                                                 : -1;
-    if (rc != 0) {
-      atomic_fetch_add(&ctl->calls_failed, 1);
-      if (rc == -1) atomic_fetch_add(&ctl->calls_lost, 1);
-      close(fd);
-      fd = -1;
+    char *end = line;
+    unsigned long long v = rc ? 0 : strtoull(line, &end, 10);
+    bool number = rc == 0 && line[0] >= '0' && line[0] <= '9' && *end == '\0';
+    if (!number) {   /* lost, timed out, or SERVER_ERROR ... */
+      atomic_fetch_add(tally ? &ctl->tally_failed : &ctl->calls_failed, 1);
+      if (rc == -1 && !tally) atomic_fetch_add(&ctl->calls_lost, 1);
+      if (rc != 0) {
+        close(fd);
+        fd = -1;
+      } else {
+        ch_sleep_ms(1);
+      }
       continue;
     }
-    char *end;
-    unsigned long long v = strtoull(line, &end, 10);
-    if (line[0] < '0' || line[0] > '9' || *end != '\0') {
-      atomic_fetch_add(&ctl->calls_failed, 1);  /* SERVER_ERROR ... */
-      ch_sleep_ms(1);
-      continue;
+    r.t_ns = ch_now_ns();
+    if (tally) {
+      r.kind = REC_TALLY_ACK;
+    } else {
+      r.value = (int64_t)v;
+      r.n = (uint32_t)n;
     }
-    ch_rec r = {.t_ns = ch_now_ns(), .t0_ns = t0, .value = (int64_t)v, .n = (uint32_t)n,
-                .client = me, .kind = REC_ID, .obj = (uint8_t)obj};
     ch_rec_write(out_fd, &r);
-    atomic_fetch_add(&ctl->ids_acked, n);
+    if (!tally) atomic_fetch_add(&ctl->ids_acked, n);
   }
   if (fd >= 0) close(fd);
   return NULL;

@@ -8,7 +8,7 @@
  *    (with durability sync every record was synced: none may be missing);
  *  - blocks below the point the prune fault published before pruning.
  * Both exceptions are counted, not hidden; so are records that do not
- * decode (must be none).
+ * decode (must be none).  It also reads the daemon's tallies' final totals.
  */
 #include "chaos.h"
 
@@ -93,6 +93,23 @@ static int64_t last_cut(const ch_run *r, int owner) {
     if (r->faults[i].kind == F_POWER_CUT && r->faults[i].target == owner)
       return r->faults[i].end_ns;
   return 0;
+}
+
+int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
+                 int64_t *pending, uint64_t *losses) {
+  char path[1024], mc[64];
+  snprintf(path, sizeof path, "%s/%s/log", r->dir, who);
+  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
+  lc_options o;
+  lc_options_init(&o);
+  o.db_path = path;
+  o.memcached = mc;
+  o.lock_wait_ms = 5000;
+  lc_t *h = NULL;
+  int rc = lc_open(&o, &h);
+  if (!rc) rc = lc_tally_get(h, ch_tally_name(t), total, pending, losses);
+  lc_close(h);
+  return rc;
 }
 
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,

@@ -74,7 +74,7 @@ const char *ch_counter_name(int i) {
 }
 
 const char *ch_tally_name(int i) {
-  static const char *names[CH_TALLIES] = {"t0", "t1"};
+  static const char *names[CH_TALLIES] = {"t0", "t1", "u0", "u1"};
   return i >= 0 && i < CH_TALLIES ? names[i] : "?";
 }
 

@@ -126,7 +126,7 @@ static void *client(void *arg) {
   while (!stopping) {
     ch_rec r = {.client = me};
     if (ch_rand(&rng) % 100 < 15) {   /* a tally change */
-      int obj = (int)(ch_rand(&rng) % CH_TALLIES);
+      int obj = (int)(ch_rand(&rng) % CH_EMB_TALLIES);
       int64_t delta = (int64_t)ch_rand_between(&rng, 1, 100);
       r.kind = REC_TALLY_TRY, r.obj = (uint8_t)obj, r.value = delta;
       r.t_ns = ch_now_ns();
@@ -289,7 +289,7 @@ int ch_worker_main(int argc, char **argv) {
     ch_sleep_ms(100);
   }
   FILE *f = fopen(final_path, "w");
-  for (int i = 0; f && i < CH_TALLIES; i++) {
+  for (int i = 0; f && i < CH_EMB_TALLIES; i++) {
     int64_t total = 0, pending = 0;
     uint64_t losses = 0;
     rc = lc_tally_get(h, ch_tally_name(i), &total, &pending, &losses);

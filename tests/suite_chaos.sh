@@ -86,8 +86,8 @@ for c in e0 e1 e2 d0 d1; do
   n=$(sed -n "s/^.* $c ([a-z]*): \([0-9]*\) ids.*/\1/p" "$TMP/lc.out")
   check "counter $c got ids (${n:-none})" [ "${n:-0}" -gt 0 ]
 done
-for t in t0 t1; do
-  l=$(grep -E "^ *(tallies)? *$t: durable total" "$TMP/lc.out")
+for t in t0 t1 u0 u1; do
+  l=$(grep -E "^(tallies)? *$t \([a-z]*\): durable total" "$TMP/lc.out")
   check "tally $t within bounds" bash -c '[ -n "$1" ] && ! echo "$1" | grep -q FAIL' _ "$l"
 done
 for k in memcached-kill memcached-flush memcached-freeze owner-kill \
