@@ -10,8 +10,9 @@
  * The driver runs until both --seconds and --min-ids are reached (or
  * --max-seconds), heals every fault, lets the clients run a moment more,
  * stops everything and checks.  Exit status: 0 when the history is valid
- * (no duplicate, nothing out of order, tallies within their bounds, no
- * owner that died by itself), 1 when not, 2 on a usage error.
+ * (no duplicate, nothing out of order, every acknowledged block logged,
+ * no corrupt record, tallies within their bounds, no owner that died by
+ * itself, no sanitizer report), 1 when not, 2 on a usage error.
  */
 #include "chaos.h"
 
