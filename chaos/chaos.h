@@ -138,6 +138,8 @@ typedef struct ch_run {
   size_t nstarts, scap;
   unsigned unexpected;    /* owner exits nobody caused */
   unsigned open_failures; /* owner could not open its log */
+  unsigned flush_failed_stops;  /* logcounterd's clean stops that exited 1
+                                   because the final tally flush failed */
   long long snap[4][CH_COUNTERS + CH_TALLIES];  /* memcached's values at */
   size_t nsnap;                                 /* the last faults' starts */
   char findings[2048];

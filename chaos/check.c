@@ -278,9 +278,11 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   }
   printf("%-13s %llu log writes failed on purpose, %llu allocations paused "
          "before their log write, %u faults not carried out (a pause that no "
-         "allocation reached, a prune with no worker up)\n", "",
+         "allocation reached, a prune with no worker up), %u clean stops of "
+         "logcounterd with exit status 1 because memcached failed its final "
+         "tally flush (as documented)\n", "",
          (unsigned long long)(e->writes_failed + r->lcd_ctl->writes_failed),
-         (unsigned long long)e->pauses, skipped);
+         (unsigned long long)e->pauses, skipped, r->flush_failed_stops);
   printf("%-13s %s\n", "findings", r->findings[0] ? r->findings : "none");
 
   bool all_kinds = true;

@@ -155,6 +155,26 @@ static void kill_owner(ch_run *r, int target) {
   ch_kill_wait(target == T_EMB ? &r->emb_pid : &r->lcd_pid, SIGKILL);
 }
 
+/* Did logcounterd pid say, in lcd.log, that only its final tally flush
+ * failed?  Then its exit status 1 is what it documents (the changes stay
+ * pending in memcached for the next start's sweep). */
+static bool only_flush_failed(const ch_run *r, int pid) {
+  char path[1024], line[1024], tag[48];
+  ch_path(r, path, sizeof path, "lcd.log");
+  snprintf(tag, sizeof tag, "logcounterd[%d]: ", pid);
+  FILE *f = fopen(path, "r");
+  bool flush = false, other = false;
+  while (f && fgets(line, sizeof line, f)) {
+    char *p = strstr(line, tag);
+    if (p == NULL) continue;
+    p += strlen(tag);
+    if (strncmp(p, "final tally flush failed", 24) == 0) flush = true;
+    if (strncmp(p, "cannot close", 12) == 0) other = true;
+  }
+  if (f) fclose(f);
+  return flush && !other;
+}
+
 /* A clean stop: SIGTERM, and the owner must exit 0 by itself. */
 static void stop_owner(ch_run *r, int target) {
   int *pid = target == T_EMB ? &r->emb_pid : &r->lcd_pid;
@@ -167,6 +187,9 @@ static void stop_owner(ch_run *r, int target) {
     ch_note(r, "%s did not stop within 30 s of SIGTERM", ch_target_name(target));
     ch_kill_wait(pid, SIGKILL);
     r->unexpected++;
+  } else if (target == T_LCD && WIFEXITED(status) &&
+             WEXITSTATUS(status) == 1 && only_flush_failed(r, *pid)) {
+    r->flush_failed_stops++;
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     ch_note(r, "%s failed its clean stop (status %d)", ch_target_name(target),
             status);
