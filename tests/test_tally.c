@@ -82,8 +82,14 @@ static void test_add_get_flush(void **state) {
   uint64_t n = 99;
   assert_ok(lc_tally_flush(f->h, 0, 0, &n));
   assert_i64_eq(n, 0);
+  lc_stats a, b;
+  assert_ok(lc_get_stats(f->h, &a));
   assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, &n));
   assert_i64_eq(n, 1);
+  /* a flush is synced even under default durability (a power cut plus a
+   * memcached loss must not take applied changes) */
+  assert_ok(lc_get_stats(f->h, &b));
+  assert_i64_eq(b.log_syncs - a.log_syncs, 1);
   assert_i64_eq(total_of(f->h, "views", &pend, &losses), 3);
   assert_i64_eq(pend, 0);
   assert_i64_eq(losses, 0);
