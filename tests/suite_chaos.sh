@@ -53,18 +53,18 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/suite_chaos.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 
 echo "chaos: seed $SEED (CHAOS_SEED=$SEED replays it)"
-"$CHAOS" run --seconds 20 --seed "$SEED" --threads "$THREADS" \
+"$CHAOS" run --seconds 20 --seed "$SEED" --threads "$THREADS" --dir "$TMP/lc.run" \
   --conns "$CONNS" --schedule "$TMP/lc.sched" >"$TMP/lc.out" 2>"$TMP/lc.err"
 lc_rc=$?
 cat "$TMP/lc.out"
-"$CHAOS" run --seconds 6 --seed "$SEED" --threads "$THREADS" \
+"$CHAOS" run --seconds 6 --seed "$SEED" --threads "$THREADS" --dir "$TMP/p4.run" \
   --conns "$CONNS" \
   --only memcached-flush,memcached-rewind,pause-before-log,owner-restart,prune \
   --timeout 2000 \
   >"$TMP/p4.out" 2>"$TMP/p4.err"
 p4_rc=$?
 cat "$TMP/p4.out"
-"$CHAOS" run --seconds 6 --seed "$SEED" --threads "$THREADS" \
+"$CHAOS" run --seconds 6 --seed "$SEED" --threads "$THREADS" --dir "$TMP/seed.run" \
   --conns "$CONNS" --baseline seed --schedule "$TMP/seed.sched" \
   >"$TMP/seed.out" 2>"$TMP/seed.err"
 seed_rc=$?
