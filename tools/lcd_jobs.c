@@ -1,14 +1,15 @@
 /*
  * lcd_jobs.c - logcounterd's replies and jobs: starting an incr, tally or
  * get job for a connection (a buffered run of pipelined incr lines for one
- * counter, or of changes of one tally, becomes one job), and turning a finished job into reply lines, in
- * request order ("<last id>", "VALUE ... END", "SERVER_ERROR <ERRNAME>
- * <message>: <detail>").  Tallies: "incr/decr tally:NAME D" answers the
- * total after the change, floored at 0 (memcached clients read incr/decr
- * answers as unsigned; memcached's own decr stops at 0), a refused change
- * "CLIENT_ERROR <ERRNAME> <message>: <detail>"; get answers the signed
- * total (durable + pending); "stats tally NAME" its three figures.  Loop thread only; lcd_conn.c owns the
- * connections and calls in here.
+ * counter, or of changes of one tally, becomes one job), and turning a
+ * finished job into reply lines, in request order ("<last id>",
+ * "VALUE ... END", "SERVER_ERROR <ERRNAME> <message>: <detail>").
+ * Tallies: "incr/decr tally:NAME D" answers the total after the change,
+ * floored at 0 (memcached clients read incr/decr answers as unsigned;
+ * memcached's own decr stops at 0), a refused change "CLIENT_ERROR
+ * <ERRNAME> <message>: <detail>"; get answers the signed total (durable +
+ * pending); "stats tally NAME" its three figures.  Loop thread only;
+ * lcd_conn.c owns the connections and calls in here.
  */
 #include "lcd.h"
 
@@ -63,14 +64,28 @@ void lcd_client_error(lcd_conn *c, const char *why, int noreply) {
   }
 }
 
-static void server_error(lcd_conn *c, const lcd_job *j) {
-  evbuffer_add_printf(bufferevent_get_output(c->bev),
-                      "SERVER_ERROR %s %s%s%s\r\n", lc_err_name(j->rc),
-                      lc_strerror(j->rc), j->detail[0] ? ": " : "",
-                      j->detail);
+/* "<kind> <ERRNAME> <message>[: <detail>]" for rc. */
+static void put_error(lcd_conn *c, const char *kind, int rc,
+                      const char *detail) {
+  evbuffer_add_printf(bufferevent_get_output(c->bev), "%s %s %s%s%s\r\n",
+                      kind, lc_err_name(rc), lc_strerror(rc),
+                      detail[0] ? ": " : "", detail);
 }
 
+static void server_error(lcd_conn *c, const lcd_job *j) {
+  put_error(c, "SERVER_ERROR", j->rc, j->detail);
+}
 
+/* Logs a failed job: every one at -vv, else at most one a second. */
+static void log_failure(lcd_server *s, const char *what, const lcd_job *j) {
+  time_t now = lcd_now();
+  if (s->set->verbose < 2 && now == s->last_error_log)
+    return;
+  s->last_error_log = now;
+  lcd_log(s, 0, "%s '%s' failed: %s %s%s%s", what, j->names,
+          lc_err_name(j->rc), lc_strerror(j->rc), j->detail[0] ? ": " : "",
+          j->detail);
+}
 
 /* ---- jobs -------------------------------------------------------------- */
 
@@ -93,39 +108,63 @@ static void submit(lcd_conn *c, lcd_job *j) {
   lcd_pool_submit(c->srv, j);
 }
 
-static void out_of_memory(lcd_conn *c) {
-  c->srv->st.server_errors++;
-  lcd_puts(c, "SERVER_ERROR ENOMEM out of memory\r\n");
+/* The connection's job, reset, of this kind, for the request line of
+ * line_len bytes at the head of in (not consumed); names[0] is name if
+ * given.  NULL after consuming the line and answering ENOMEM. */
+static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
+                          lcd_job_kind kind, const lc__proto_token *name) {
+  lcd_job *j = job_get(c);
+  if (!j) {
+    evbuffer_drain(in, line_len);
+    c->srv->st.server_errors++;
+    lcd_puts(c, "SERVER_ERROR ENOMEM out of memory\r\n");
+    return NULL;
+  }
+  j->kind = kind;
+  if (name) {                           /* fits: a name < the line */
+    memcpy(j->names, name->s, name->len);
+    j->names[name->len] = '\0';
+  }
+  return j;
+}
+
+/* The next buffered request line, parsed into *req: its command, with
+ * *len its length; -1 when no complete line is buffered. */
+static int next_line(struct evbuffer *in, lc__proto_req *req, size_t *len) {
+  size_t avail = evbuffer_get_length(in);
+  if (avail == 0)
+    return -1;
+  if (avail > LC__PROTO_LINE_MAX + 2)
+    avail = LC__PROTO_LINE_MAX + 2;
+  const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
+  if (lc__proto_frame(p, avail, len) != LC__PROTO_FRAME_LINE)
+    return -1;
+  return (int)lc__proto_parse(p, *len, req);
+}
+
+static void count_tally_change(lcd_counters *st, int64_t delta) {
+  if (delta > 0)
+    st->cmd_tally_incr++;
+  else
+    st->cmd_tally_decr++;
 }
 
 /* incr: the line is req (in the input, line_len bytes).  Buffered lines
  * that follow and are incr of the same counter join the same job. */
 void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                        size_t line_len) {
-  lcd_job *j = job_get(c);
-  if (!j) {
-    evbuffer_drain(in, line_len);
-    out_of_memory(c);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_INCR, &req->keys[0]);
+  if (!j)
     return;
-  }
   size_t nlen = req->keys[0].len;
-  j->kind = LCD_JOB_INCR;
-  memcpy(j->names, req->keys[0].s, nlen);
-  j->names[nlen] = '\0';
   j->count[0] = req->count;
   j->noreply[0] = (unsigned char)req->noreply;
   j->total = req->count;
   j->nreq = 1;
   evbuffer_drain(in, line_len);
+  size_t len;
   while (c->srv->set->coalesce && j->nreq < LCD_RUN_MAX) {
-    size_t avail = evbuffer_get_length(in), len;
-    if (avail == 0)
-      break;
-    if (avail > LC__PROTO_LINE_MAX + 2)
-      avail = LC__PROTO_LINE_MAX + 2;
-    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
-    if (lc__proto_frame(p, avail, &len) != LC__PROTO_FRAME_LINE ||
-        lc__proto_parse(p, len, req) != LC__PROTO_INCR ||
+    if (next_line(in, req, &len) != LC__PROTO_INCR ||
         req->keys[0].len != nlen || memcmp(req->keys[0].s, j->names, nlen) ||
         req->count > LC_BLOCK_MAX - j->total)
       break;
@@ -142,13 +181,9 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
 
 void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                       size_t line_len) {
-  lcd_job *j = job_get(c);
-  if (!j) {
-    evbuffer_drain(in, line_len);
-    out_of_memory(c);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, NULL);
+  if (!j)
     return;
-  }
-  j->kind = LCD_JOB_GET;
   j->gets = req->gets;
   size_t off = 0;
   for (size_t i = 0; i < req->nkeys; i++) {   /* fits: names < the line */
@@ -167,43 +202,25 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
  * the same tally join it. */
 void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                      size_t line_len) {
-  lcd_job *j = job_get(c);
-  if (!j) {
-    evbuffer_drain(in, line_len);
-    out_of_memory(c);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_TALLY, &req->tally);
+  if (!j)
     return;
-  }
   lcd_counters *st = &c->srv->st;
   size_t nlen = req->tally.len;
-  j->kind = LCD_JOB_TALLY;
-  memcpy(j->names, req->tally.s, nlen);
-  j->names[nlen] = '\0';
   j->tdelta[0] = req->delta;
   j->noreply[0] = (unsigned char)req->noreply;
   j->nreq = 1;
   evbuffer_drain(in, line_len);
-  if (req->delta > 0)
-    st->cmd_tally_incr++;
-  else
-    st->cmd_tally_decr++;
+  count_tally_change(st, req->delta);
+  size_t len;
   while (c->srv->set->coalesce && j->nreq < LCD_RUN_MAX) {
-    size_t avail = evbuffer_get_length(in), len;
-    if (avail == 0)
-      break;
-    if (avail > LC__PROTO_LINE_MAX + 2)
-      avail = LC__PROTO_LINE_MAX + 2;
-    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
-    if (lc__proto_frame(p, avail, &len) != LC__PROTO_FRAME_LINE ||
-        lc__proto_parse(p, len, req) != LC__PROTO_TALLY ||
+    if (next_line(in, req, &len) != LC__PROTO_TALLY ||
         req->tally.len != nlen || memcmp(req->tally.s, j->names, nlen))
       break;
     j->tdelta[j->nreq] = req->delta;
     j->noreply[j->nreq] = (unsigned char)req->noreply;
     j->nreq++;
-    if (req->delta > 0)
-      st->cmd_tally_incr++;
-    else
-      st->cmd_tally_decr++;
+    count_tally_change(st, req->delta);
     evbuffer_drain(in, len);
   }
   submit(c, j);
@@ -211,16 +228,10 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
 
 void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
                            lc__proto_req *req, size_t line_len) {
-  lcd_job *j = job_get(c);
-  if (!j) {
-    evbuffer_drain(in, line_len);
-    out_of_memory(c);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, &req->tally);
+  if (!j)
     return;
-  }
-  j->kind = LCD_JOB_GET;
   j->stats_tally = 1;
-  memcpy(j->names, req->tally.s, req->tally.len);
-  j->names[req->tally.len] = '\0';
   j->name_off[0] = 0;
   j->nkeys = 1;
   evbuffer_drain(in, line_len);
@@ -241,18 +252,12 @@ static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
   if (lcd_client_caused(rc)) {
     s->st.client_errors++;
     if (!j->noreply[i])
-      evbuffer_add_printf(bufferevent_get_output(c->bev),
-                          "CLIENT_ERROR %s %s%s%s\r\n", lc_err_name(rc),
-                          lc_strerror(rc), j->detail[0] ? ": " : "",
-                          j->detail);
+      put_error(c, "CLIENT_ERROR", rc, j->detail);
     return 1;
   }
   s->st.server_errors++;
   if (!j->noreply[i])
-    evbuffer_add_printf(bufferevent_get_output(c->bev),
-                        "SERVER_ERROR %s %s%s%s\r\n", lc_err_name(rc),
-                        lc_strerror(rc), j->detail[0] ? ": " : "",
-                        j->detail);
+    put_error(c, "SERVER_ERROR", rc, j->detail);
   return 0;
 }
 
@@ -270,20 +275,28 @@ void lcd_conn_job_done(lcd_job *j) {
   c->busy = 0;
   if (j->kind == LCD_JOB_TALLY) {
     s->st.tally_merged += (uint64_t)j->merged;
-    if (j->rc && !lcd_client_caused(j->rc)) {
-      time_t now = lcd_now();
-      if (s->set->verbose >= 2 || now != s->last_error_log) {
-        s->last_error_log = now;
-        lcd_log(s, 0, "tally change of '%s' failed: %s %s%s%s", j->names,
-                lc_err_name(j->rc), lc_strerror(j->rc),
-                j->detail[0] ? ": " : "", j->detail);
-      }
+    if (j->rc && !lcd_client_caused(j->rc))
+      log_failure(s, "tally change of", j);
+  } else {
+    if (j->kind == LCD_JOB_INCR) {
+      if (j->rc == 0)
+        s->st.incr_ids += j->total;
+      else
+        s->st.incr_errors += (uint64_t)j->nreq;
     }
-    if (!c->bev) {            /* closed meanwhile: the changes are made */
-      lcd_conn_free(c);
-      return;
+    if (j->rc) {
+      s->st.server_errors++;
+      log_failure(s, j->kind == LCD_JOB_INCR ? "incr" : "get", j);
     }
-    c->last_active = lcd_now();
+  }
+  /* Closed meanwhile: the answers are lost (the tally changes are made,
+   * the ids are logged and become a gap). */
+  if (!c->bev) {
+    lcd_conn_free(c);
+    return;
+  }
+  c->last_active = lcd_now();
+  if (j->kind == LCD_JOB_TALLY) {
     for (int i = 0; i < j->nreq; i++) {
       if (!tally_reply(c, j, i))
         c->errors_in_row = 0;
@@ -295,28 +308,6 @@ void lcd_conn_job_done(lcd_job *j) {
     lcd_conn_process(c);
     return;
   }
-  if (j->kind == LCD_JOB_INCR) {
-    if (j->rc == 0)
-      s->st.incr_ids += j->total;
-    else
-      s->st.incr_errors += (uint64_t)j->nreq;
-  }
-  if (j->rc) {
-    s->st.server_errors++;
-    time_t now = lcd_now();
-    if (s->set->verbose >= 2 || now != s->last_error_log) {
-      s->last_error_log = now;
-      lcd_log(s, 0, "%s '%s' failed: %s %s%s%s",
-              j->kind == LCD_JOB_INCR ? "incr" : "get", j->names,
-              lc_err_name(j->rc), lc_strerror(j->rc),
-              j->detail[0] ? ": " : "", j->detail);
-    }
-  }
-  if (!c->bev) {              /* closed meanwhile: the answers are lost */
-    lcd_conn_free(c);
-    return;
-  }
-  c->last_active = lcd_now();
   if (j->kind == LCD_JOB_INCR) {
     int64_t end = j->first - 1;
     for (int i = 0; i < j->nreq; i++) {
