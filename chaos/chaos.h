@@ -87,6 +87,9 @@ long long ch_mc_get(int port, const char *key);
 int ch_mc_set(int port, const char *key, long long v);
 int ch_port_free(void);
 bool ch_port_open(int port);
+/* A socket connected to the loopback port with send and receive timeouts
+ * of timeout_ms, or -1. */
+int ch_connect_port(int port, int timeout_ms);
 uint64_t ch_block_size(uint64_t *rng);         /* 1 .. 100, mostly 1 */
 
 /* worker.c, dclient.c */

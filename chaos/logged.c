@@ -24,19 +24,27 @@ typedef struct recs {
   uint64_t corrupt;   /* records that did not decode */
 } recs;
 
-static int read_log(const ch_run *r, const char *who, int obj, recs *out,
-                    char *err, size_t size) {
-  char path[1024], mc[64];
-  snprintf(path, sizeof path, "%s/%s/log", r->dir, who);
+/* Opens the log of owner who ("emb" or "lcd"), its path in path. */
+static int open_log(const ch_run *r, const char *who, char path[1024],
+                    lc_t **h) {
+  char mc[64];
+  snprintf(path, 1024, "%s/%s/log", r->dir, who);
   snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
   lc_options o;
   lc_options_init(&o);
   o.db_path = path;
   o.memcached = mc;
   o.lock_wait_ms = 5000;
-  lc_t *h = NULL;
+  *h = NULL;
+  return lc_open(&o, h);
+}
+
+static int read_log(const ch_run *r, const char *who, int obj, recs *out,
+                    char *err, size_t size) {
+  char path[1024];
+  lc_t *h;
   lc_iter *it = NULL;
-  int rc = lc_open(&o, &h);
+  int rc = open_log(r, who, path, &h);
   if (!rc) rc = lc_iter_open(h, ch_counter_name(obj), &it);
   lc_record rec;
   int k;
@@ -97,16 +105,9 @@ static int64_t last_cut(const ch_run *r, int owner) {
 
 int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
                  int64_t *pending, uint64_t *losses) {
-  char path[1024], mc[64];
-  snprintf(path, sizeof path, "%s/%s/log", r->dir, who);
-  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
-  lc_options o;
-  lc_options_init(&o);
-  o.db_path = path;
-  o.memcached = mc;
-  o.lock_wait_ms = 5000;
-  lc_t *h = NULL;
-  int rc = lc_open(&o, &h);
+  char path[1024];
+  lc_t *h;
+  int rc = open_log(r, who, path, &h);
   if (!rc) rc = lc_tally_get(h, ch_tally_name(t), total, pending, losses);
   lc_close(h);
   return rc;

@@ -78,7 +78,7 @@ const char *ch_tally_name(int i) {
   return i >= 0 && i < CH_TALLIES ? names[i] : "?";
 }
 
-static int connect_port(int port, int timeout_ms) {
+int ch_connect_port(int port, int timeout_ms) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
@@ -94,7 +94,7 @@ static int connect_port(int port, int timeout_ms) {
 }
 
 bool ch_port_open(int port) {
-  int fd = connect_port(port, 200);
+  int fd = ch_connect_port(port, 200);
   if (fd < 0) return false;
   close(fd);
   return true;
@@ -117,7 +117,7 @@ int ch_port_free(void) {
 
 /* Sends one command line (without CRLF) and reads one reply line. */
 int ch_mc_command(int port, const char *cmd, char *reply, size_t size) {
-  int fd = connect_port(port, 2000);
+  int fd = ch_connect_port(port, 2000);
   if (fd < 0) return -1;
   char line[256];
   int n = snprintf(line, sizeof line, "%s\r\n", cmd);
@@ -142,7 +142,7 @@ int ch_mc_command(int port, const char *cmd, char *reply, size_t size) {
 
 /* The value of key (a number), or -1 if absent or on error. */
 long long ch_mc_get(int port, const char *key) {
-  int fd = connect_port(port, 2000);
+  int fd = ch_connect_port(port, 2000);
   if (fd < 0) return -1;
   char buf[512];
   int n = snprintf(buf, sizeof buf, "get %s\r\n", key);
