@@ -42,6 +42,35 @@ static int tok_eq(const lc__proto_token *t, const char *s) {
                (text));                                                    \
   } while (0)
 
+/* Lines that must parse as want, each with a reason and noreply. */
+typedef struct err_case {
+  const char *line, *why;
+  int noreply;
+} err_case;
+
+static void check_error_cases(const err_case *cases, size_t n,
+                              lc__proto_cmd want) {
+  lc__proto_req r;
+  for (size_t i = 0; i < n; i++) {
+    if (parse(cases[i].line, &r) != want)
+      fail_msg("'%s' parsed as %d, expected %d", cases[i].line, (int)r.cmd,
+               (int)want);
+    assert_error_has(r, cases[i].why);
+    assert_int_equal(r.noreply, cases[i].noreply);
+    assert_int_equal(r.data_len, 0);
+    assert_int_equal(r.close, 0);
+  }
+}
+
+/* "incr tally:" and a name of len bytes, then " 1\r\n", in buf. */
+static const char *tally_line(char *buf, size_t size, size_t len) {
+  int n = snprintf(buf, size, "incr tally:");
+  assert_true((size_t)n + len + 5 <= size);
+  memset(buf + n, 'n', len);
+  snprintf(buf + n + len, 5, " 1\r\n");
+  return buf;
+}
+
 /* ---- framing ----------------------------------------------------------- */
 
 static void test_frame_lines(void **state) {
@@ -280,8 +309,7 @@ static void test_unknown(void **state) {
 
 static void test_refused_without_data(void **state) {
   (void)state;
-  lc__proto_req r;
-  struct { const char *line, *why; int noreply; } cases[] = {
+  const err_case cases[] = {
     {"decr a 1\r\n", "not supported on serial counters", 0},
     {"decr a 1 noreply\r\n", "only move forward", 1},
     {"decr tallyx 1\r\n", "decr works on tally:<name>", 0},
@@ -297,13 +325,8 @@ static void test_refused_without_data(void **state) {
     {"ma a\r\n", "meta commands", 0},
     {"mn\r\n", "meta commands", 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (parse(cases[i].line, &r) != LC__PROTO_REFUSED)
-      fail_msg("'%s' is not REFUSED", cases[i].line);
-    assert_error_has(r, cases[i].why);
-    assert_int_equal(r.noreply, cases[i].noreply);
-    assert_int_equal(r.data_len, 0);
-  }
+  check_error_cases(cases, sizeof cases / sizeof cases[0],
+                    LC__PROTO_REFUSED);
 }
 
 static void test_refused_storage(void **state) {
@@ -401,18 +424,15 @@ static void test_tally_incr_decr(void **state) {
   assert_int_equal(parse("incr tally:a:b:c 1\r\n", &r), LC__PROTO_TALLY);
   assert_tok(r.tally, "a:b:c");
   char longest[LC_NAME_MAX + 40];
-  memset(longest, 'n', sizeof longest);
-  int n = snprintf(longest, sizeof longest, "incr tally:");
-  memset(longest + n, 'n', LC_NAME_MAX);
-  snprintf(longest + n + LC_NAME_MAX, 8, " 1\r\n");
-  assert_int_equal(parse(longest, &r), LC__PROTO_TALLY);
+  assert_int_equal(parse(tally_line(longest, sizeof longest, LC_NAME_MAX),
+                         &r), LC__PROTO_TALLY);
   assert_int_equal(r.tally.len, LC_NAME_MAX);
 }
 
 static void test_tally_bad(void **state) {
   (void)state;
   lc__proto_req r;
-  struct { const char *line, *why; int noreply; } cases[] = {
+  const err_case cases[] = {
     {"incr tally:v 0\r\n", "a tally takes 1..", 0},
     {"decr tally:v 0\r\n", "a tally takes 1..", 0},
     {"incr tally:v -1\r\n", "a tally takes 1..", 0},
@@ -436,19 +456,11 @@ static void test_tally_bad(void **state) {
     {"stats tally tally:\r\n", "invalid tally name", 0},
     {"stats tally a b\r\n", "unknown stats group", 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (parse(cases[i].line, &r) != LC__PROTO_BAD)
-      fail_msg("'%s' is not BAD", cases[i].line);
-    assert_error_has(r, cases[i].why);
-    assert_int_equal(r.noreply, cases[i].noreply);
-    assert_int_equal(r.close, 0);
-  }
+  check_error_cases(cases, sizeof cases / sizeof cases[0], LC__PROTO_BAD);
   /* A name longer than LC_NAME_MAX after the prefix. */
   char line[LC_NAME_MAX + 40];
-  int n = snprintf(line, sizeof line, "incr tally:");
-  memset(line + n, 'n', LC_NAME_MAX + 1);
-  snprintf(line + n + LC_NAME_MAX + 1, 8, " 1\r\n");
-  assert_int_equal(parse(line, &r), LC__PROTO_BAD);
+  assert_int_equal(parse(tally_line(line, sizeof line, LC_NAME_MAX + 1), &r),
+                   LC__PROTO_BAD);
   assert_error_has(r, "invalid tally name");
 }
 

@@ -306,14 +306,20 @@ static int load(void) {
 
 /* ---- libmemcached, a client this project did not write ----------------- */
 
-static int libmc(const char *portarg, const char *key) {
+/* A libmemcached handle for the daemon on port; NULL after saying why. */
+static memcached_st *libmc_open(const char *portarg) {
   char cfg[64];
   snprintf(cfg, sizeof cfg, "--SERVER=127.0.0.1:%s", portarg);
   memcached_st *m = memcached(cfg, strlen(cfg));
-  if (!m) {
+  if (!m)
     printf("FAIL cannot create a libmemcached handle\n");
+  return m;
+}
+
+static int libmc(const char *portarg, const char *key) {
+  memcached_st *m = libmc_open(portarg);
+  if (!m)
     return 1;
-  }
   int bad = 0;
   uint64_t a = 0, b = 0, c = 0;
   memcached_return_t rc = memcached_increment(m, key, strlen(key), 1, &a);
@@ -472,14 +478,11 @@ static int tally_load(void) {
 }
 
 static int libmc_tally(const char *portarg, const char *tname) {
-  char cfg[64], key[256];
-  snprintf(cfg, sizeof cfg, "--SERVER=127.0.0.1:%s", portarg);
+  char key[256];
   snprintf(key, sizeof key, "tally:%s", tname);
-  memcached_st *m = memcached(cfg, strlen(cfg));
-  if (!m) {
-    printf("FAIL cannot create a libmemcached handle\n");
+  memcached_st *m = libmc_open(portarg);
+  if (!m)
     return 1;
-  }
   int bad = 0;
   size_t kl = strlen(key);
   uint64_t v = 99;
