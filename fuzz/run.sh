@@ -7,7 +7,8 @@
 # regression inputs (fuzz/regress/T) with its dictionary (fuzz/dict/T.dict);
 # inputs that reach new code are kept in $FUZZ_BUILD/corpus/T (never in the
 # committed seeds), crashing inputs in $FUZZ_BUILD/crashes/T/ and the log
-# in $FUZZ_BUILD/logs/T.log.  Exits 1 if any target crashed or broke a
+# in $FUZZ_BUILD/logs/T.log.  The table gives, per target, executions,
+# seconds, coverage edges and inputs kept in $FUZZ_BUILD/corpus/T.  Exits 1 if any target crashed or broke a
 # property: fix the bug, then copy the input into fuzz/regress/T/ so that
 # make test replays it from then on.
 set -u
@@ -56,7 +57,7 @@ for t in "$@"; do
     failed=1
     grep -m 5 -E 'ERROR|property broken|runtime error|SUMMARY' "$log" >&2
   fi
-  report+=$(printf '%-8s %12s execs %6ss %8s edges %6s corpus  %s' \
+  report+=$(printf '%-8s %12s execs %6ss %8s edges %6s kept  %s' \
             "$t" "${runs:-?}" "$took" "${cov:-?}" "$kept" "$status")$'\n'
 done
 echo
