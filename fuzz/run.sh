@@ -8,9 +8,10 @@
 # inputs that reach new code are kept in $FUZZ_BUILD/corpus/T (never in the
 # committed seeds), crashing inputs in $FUZZ_BUILD/crashes/T/ and the log
 # in $FUZZ_BUILD/logs/T.log.  The table gives, per target, executions,
-# seconds, coverage edges and inputs kept in $FUZZ_BUILD/corpus/T.  Exits 1 if any target crashed or broke a
-# property: fix the bug, then copy the input into fuzz/regress/T/ so that
-# make test replays it from then on.
+# seconds, coverage edges and inputs kept in $FUZZ_BUILD/corpus/T.
+# Exits 1 if any target crashed or broke a property: fix the bug, then
+# copy the input into fuzz/regress/T/ so that make test replays it from
+# then on.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
