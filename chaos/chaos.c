@@ -7,8 +7,9 @@
  *   chaos worker ...        the embedded owner (worker.c), run by the driver
  *   chaos dclient ...       logcounterd's clients (dclient.c), run by it
  *
- * The driver runs until both --seconds and --min-ids are reached (or
- * --max-seconds), heals every fault, lets the clients run a moment more,
+ * The driver runs until both --seconds and --min-ids are reached and the
+ * first round of faults (one of each kind) is injected, or --max-seconds,
+ * heals every fault, lets the clients run a moment more,
  * stops everything and checks.  Exit status: 0 when the history is valid
  * (no duplicate, nothing out of order, every acknowledged block logged,
  * no corrupt record, tallies within their bounds, no owner that died by
@@ -57,6 +58,7 @@ static void usage(FILE *f) {
 "\n"
 "  --seconds N       run at least this long (default 180)\n"
 "  --min-ids N       and until this many ids were acknowledged (default 0)\n"
+"                    and one fault of each kind was injected\n"
 "  --max-seconds N   but never longer (default 4 x seconds + 600)\n"
 "  --seed N          the fault schedule's seed (default: from the clock;\n"
 "                    the report prints it: the same seed replays the same\n"
@@ -191,8 +193,10 @@ static uint64_t acked(const ch_run *r) {
   return atomic_load(&r->emb_ctl->ids_acked) + atomic_load(&r->dcl_ctl->ids_acked);
 }
 
-/* Waits ms, reaping children; false when the run should end. */
-static bool wait_gap(ch_run *r, int64_t ms, int64_t *next_progress) {
+/* Waits ms, reaping children; false when the run should end (not before
+ * the first round is done, unless --max-seconds or trouble). */
+static bool wait_gap(ch_run *r, int64_t ms, bool first_round,
+                     int64_t *next_progress) {
   int64_t until = ch_now_ns() + ms * 1000000;
   for (;;) {
     ch_reap(r);
@@ -200,7 +204,8 @@ static bool wait_gap(ch_run *r, int64_t ms, int64_t *next_progress) {
     double el = (double)(now - r->start_ns) / 1e9;
     if (interrupted || el >= r->max_seconds || r->unexpected >= 20)
       return false;
-    if (el >= r->seconds && acked(r) >= r->min_ids) return false;
+    if (el >= r->seconds && acked(r) >= r->min_ids && !first_round)
+      return false;
     if (now >= *next_progress) {
       fprintf(stderr, "chaos: %.0f s, %llu ids acknowledged, %zu faults\n",
               el, (unsigned long long)acked(r), r->nfaults);
@@ -265,11 +270,15 @@ static int run(ch_run *r) {
   r->start_ns = ch_now_ns();
   int64_t next_progress = r->start_ns + 10 * 1000000000ll;
   uint64_t rng = r->seed;
+  /* A loaded machine or a sanitizer build makes restarts slow: every kind
+   * is still injected once, however long the first round takes. */
+  size_t kinds = 0;
+  for (int k = 0; k < F_KINDS; k++) kinds += !r->only || (r->only >> k & 1);
   for (size_t i = 0;; i++) {
     ch_fault f;
     int64_t gap;
     ch_schedule_next(&rng, i, r->timeout_ms, r->only, &f, &gap);
-    if (!wait_gap(r, gap, &next_progress)) break;
+    if (!wait_gap(r, gap, i < kinds, &next_progress)) break;
     ch_inject(r, &f);
     if (r->nfaults == r->cap) {
       r->cap = r->cap ? 2 * r->cap : 256;
