@@ -351,6 +351,14 @@ printf 'incr tally:edge 5\r\nincr tally:edge 5\r\ndecr tally:edge 1\r\n' >&3
 got=""; for i in 1 2 3; do hear; got+="$(cut -d' ' -f1-2 <<<"$REPLY_LINE"),"; done
 check "tally: an overflowing run: only the overflowing change refused" \
   [ "$got" = "9223372036854775805,CLIENT_ERROR ETALLYRANGE,9223372036854775804," ]
+# Refused changes of one job (one write: env printf): a reply's detail
+# is its own change's (a job keeps one detail; its other refusals are
+# answered without).
+ask "incr tally:det 9223372036854775806"
+env printf 'incr tally:det 2\r\ndecr tally:det 1\r\nincr tally:det 3\r\n' >&3
+got=""; for i in 1 2 3; do hear; got+="$(sed 's/^CLIENT_ERROR ETALLYRANGE .*, \(delta [0-9]*\)$/\1/; s/^CLIENT_ERROR ETALLYRANGE [^:]*$/no detail/' <<<"$REPLY_LINE"),"; done
+check "tally: two refused changes in one job, no detail of another's" \
+  eval '[ "$got" = "delta 2,9223372036854775805,no detail," ] || [ "$got" = "delta 2,9223372036854775805,delta 3," ]'
 conn_close
 check "stats: tally_merged counts the changes that shared a call" eval '[ "$(stats_value tally_merged)" -gt 0 ]'
 "$CLIENT" libmc-tally "$DPORT" stock >"$TMP/out" 2>&1

@@ -139,13 +139,17 @@ typedef struct lcd_job {
   int stats_tally;
   /* TALLY: names holds the tally's name (without "tally:"); nreq changes
    * tdelta[i] (a pipelined run), each answered with tafter[i] or failed
-   * with trc[i]; merged: changes that shared another's lc_tally_add. */
+   * with trc[i]; merged: changes that shared another's lc_tally_add.
+   * detail belongs to changes tdet_lo..tdet_hi-1 (one library call's
+   * failure, the one in rc); other failed changes are answered without. */
   int64_t tdelta[LCD_RUN_MAX];
   int64_t tafter[LCD_RUN_MAX];
   int trc[LCD_RUN_MAX];
   int merged;
+  int tdet_lo, tdet_hi, tdet_call;
   /* Results, written by the worker. */
-  int rc;                   /* 0 or the first LC_E* code */
+  int rc;                   /* 0 or the first LC_E* code (TALLY: the first
+                               that the server caused, else the first) */
   int64_t first;            /* INCR: first id of the whole block */
   int64_t values[LC__PROTO_MAX_KEYS];   /* GET: value (tally: total +
                                            pending), TALLY: the total

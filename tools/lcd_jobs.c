@@ -243,6 +243,7 @@ void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
 static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
   lcd_server *s = c->srv;
   int rc = j->trc[i];
+  const char *detail = i >= j->tdet_lo && i < j->tdet_hi ? j->detail : "";
   if (rc == 0) {
     if (!j->noreply[i])
       put_value_line(c, j->tafter[i] > 0 ? j->tafter[i] : 0);
@@ -252,12 +253,12 @@ static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
   if (lcd_client_caused(rc)) {
     s->st.client_errors++;
     if (!j->noreply[i])
-      put_error(c, "CLIENT_ERROR", rc, j->detail);
+      put_error(c, "CLIENT_ERROR", rc, detail);
     return 1;
   }
   s->st.server_errors++;
   if (!j->noreply[i])
-    put_error(c, "SERVER_ERROR", rc, j->detail);
+    put_error(c, "SERVER_ERROR", rc, detail);
   return 0;
 }
 

@@ -40,15 +40,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies the failure detail of this thread's last lc_ call into the job,
- * without control characters (it goes into a protocol line). */
-static void keep_detail(lcd_job *j) {
+/* Copies the failure detail of this thread's last lc_ call into out
+ * (sizeof lcd_job.detail bytes), without control characters (it goes
+ * into a protocol line). */
+static void copy_detail(char *out) {
   const char *d = lc_last_detail();
   size_t i = 0;
-  for (; d[i] && i < sizeof j->detail - 1; i++)
-    j->detail[i] = (d[i] < 0x20 || d[i] == 0x7f) ? ' ' : d[i];
-  j->detail[i] = '\0';
+  for (; d[i] && i < sizeof ((lcd_job *)0)->detail - 1; i++)
+    out[i] = (d[i] < 0x20 || d[i] == 0x7f) ? ' ' : d[i];
+  out[i] = '\0';
 }
+
+static void keep_detail(lcd_job *j) { copy_detail(j->detail); }
 
 /* A position in a chain of TALLY jobs: change i of job k. */
 typedef struct tpos {
@@ -63,13 +66,19 @@ static void tpos_next(tpos *p) {
   }
 }
 
-static void tally_result(const tpos *p, int rc, int64_t after) {
-  p->k->trc[p->i] = rc;
-  p->k->tafter[p->i] = after;
-  if (rc && !p->k->rc) {
-    p->k->rc = rc;
-    keep_detail(p->k);
+/* Change p failed with rc in library call number call (detail d).  Its
+ * job keeps one detail: of its first failure that the server caused, else
+ * of its first; tdet_lo..tdet_hi are its changes that share that call. */
+static void tally_failed(const tpos *p, int rc, int call, const char *d) {
+  lcd_job *k = p->k;
+  if (!k->rc || (lcd_client_caused(k->rc) && !lcd_client_caused(rc))) {
+    k->rc = rc;
+    memcpy(k->detail, d, sizeof k->detail);
+    k->tdet_call = call;
+    k->tdet_lo = p->i;
   }
+  if (k->tdet_call == call)
+    k->tdet_hi = p->i + 1;
 }
 
 /* A chain of TALLY jobs of one tally (see the top of the file): each run
@@ -82,7 +91,10 @@ static void run_tally(lc_t *lc, lcd_job *j) {
     k->rc = 0;
     k->merged = 0;
     k->detail[0] = '\0';
+    k->tdet_lo = k->tdet_hi = 0;
   }
+  char d[sizeof j->detail];
+  int call = 0;
   tpos p = {j, 0};
   while (p.k) {
     tpos start = p;
@@ -99,28 +111,33 @@ static void run_tally(lc_t *lc, lcd_job *j) {
     }
     int64_t after = 0;
     int rc = lc__tally_add_total(lc, j->names, sum, &after);
+    call++;
     if (n > 1 && lcd_client_caused(rc)) {
       /* refused as a whole (nothing applied): some prefix may fit */
       for (tpos q = start; q.k != p.k || q.i != p.i; tpos_next(&q)) {
         rc = lc__tally_add_total(lc, j->names, q.k->tdelta[q.i], &after);
-        tally_result(&q, rc, after);
+        call++;
+        q.k->trc[q.i] = rc;
+        q.k->tafter[q.i] = after;
+        if (rc) {
+          copy_detail(d);
+          tally_failed(&q, rc, call, d);
+        }
       }
       continue;
     }
     if (rc)
-      keep_detail(start.k);
+      copy_detail(d);
     /* change by change, the total after each: the total before the run
      * plus the changes up to it */
     __int128 cur = (__int128)after - sum;
     for (tpos q = start; q.k != p.k || q.i != p.i; tpos_next(&q)) {
       cur += q.k->tdelta[q.i];
-      if (rc && q.k != start.k && !q.k->rc)
-        memcpy(q.k->detail, start.k->detail, sizeof q.k->detail);
       q.k->trc[q.i] = rc;
       q.k->tafter[q.i] = cur > INT64_MAX ? INT64_MAX
                          : cur < INT64_MIN ? INT64_MIN : (int64_t)cur;
-      if (rc && !q.k->rc)
-        q.k->rc = rc;
+      if (rc)
+        tally_failed(&q, rc, call, d);
     }
     j->merged += n - 1;
   }
