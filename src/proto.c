@@ -145,9 +145,12 @@ static lc__proto_cmd refused(lc__proto_req *req, const char *why) {
 static const char *const tally_delta_why =
     "invalid numeric delta argument (a tally takes 1..9223372036854775807)";
 
-/* incr/decr tally:NAME D [noreply]: n tokens before noreply. */
+/* incr/decr tally:NAME D [noreply]: n tokens before noreply; req->tally
+ * already holds NAME. */
 static lc__proto_cmd parse_tally(const toks *tk, size_t n, int minus,
                                  lc__proto_req *req) {
+  req->keys[0] = tk->t[1];
+  req->nkeys = 1;
   if (n != 3)
     return bad(req, minus ? "bad command line format: usage: decr "
                             "tally:<name> <delta> [noreply]"
@@ -166,11 +169,8 @@ static lc__proto_cmd parse_tally(const toks *tk, size_t n, int minus,
 
 static lc__proto_cmd parse_incr(const toks *tk, lc__proto_req *req) {
   size_t n = take_noreply(tk, req);
-  if (n >= 2 && lc__proto_tally_name(&tk->t[1], &req->tally)) {
-    req->keys[0] = tk->t[1];
-    req->nkeys = 1;
+  if (n >= 2 && lc__proto_tally_name(&tk->t[1], &req->tally))
     return parse_tally(tk, n, 0, req);
-  }
   if (n != 3)
     return bad(req, "bad command line format: usage: incr <name> <count> "
                     "[noreply]");
@@ -189,11 +189,8 @@ static lc__proto_cmd parse_incr(const toks *tk, lc__proto_req *req) {
 /* decr: only tallies go down. */
 static lc__proto_cmd parse_decr(const toks *tk, lc__proto_req *req) {
   size_t n = take_noreply(tk, req);
-  if (n >= 2 && lc__proto_tally_name(&tk->t[1], &req->tally)) {
-    req->keys[0] = tk->t[1];
-    req->nkeys = 1;
+  if (n >= 2 && lc__proto_tally_name(&tk->t[1], &req->tally))
     return parse_tally(tk, n, 1, req);
-  }
   return refused(req, "decr is not supported on serial counters: they only "
                       "move forward (decr works on tally:<name>)");
 }
