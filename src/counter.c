@@ -75,8 +75,30 @@ static unsigned hash(const char *s, size_t n) {
   return h % 256;
 }
 
-/* Finds or creates the counter; validates the name. */
-static int lookup(lc_t *h, const char *name, lc__counter **out) {
+/* A new counter's state, not in any table; NULL when out of memory. */
+static lc__counter *counter_new(const char *name, size_t n) {
+  size_t plen = strlen(LC__MC_PREFIX);
+  lc__counter *c = calloc(1, sizeof *c + plen + n + 1);
+  if (c == NULL) return NULL;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  memcpy(c->key, LC__MC_PREFIX, plen);
+  memcpy(c->key + plen, name, n + 1);
+  c->name = c->key + plen;
+  c->nlen = n;
+  c->klen = plen + n;
+  return c;
+}
+
+static void counter_free(lc__counter *c) {
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+/* Finds the counter, creating it when create (else *out may be NULL);
+ * validates the name. */
+static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   int rc = lc_check_name(name);
   if (rc) return lc__fail(rc, rc == LC_EINVAL ? "counter name is NULL" :
                           "invalid counter name");
@@ -86,26 +108,21 @@ static int lookup(lc_t *h, const char *name, lc__counter **out) {
   pthread_mutex_lock(&t->mu);
   lc__counter *c = t->buckets[b];
   while (c && !(c->nlen == n && memcmp(c->name, name, n) == 0)) c = c->next;
-  if (c == NULL) {
-    size_t plen = strlen(LC__MC_PREFIX);
-    c = calloc(1, sizeof *c + plen + n + 1);
-    if (c == NULL) {
+  if (c == NULL && create) {
+    if ((c = counter_new(name, n)) == NULL) {
       pthread_mutex_unlock(&t->mu);
       return lc__fail(LC_ENOMEM, "cannot allocate counter state");
     }
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
-    memcpy(c->key, LC__MC_PREFIX, plen);
-    memcpy(c->key + plen, name, n + 1);
-    c->name = c->key + plen;
-    c->nlen = n;
-    c->klen = plen + n;
     c->next = t->buckets[b];
     t->buckets[b] = c;
   }
   pthread_mutex_unlock(&t->mu);
   *out = c;
   return 0;
+}
+
+static int lookup(lc_t *h, const char *name, lc__counter **out) {
+  return find(h, name, true, out);
 }
 
 /* Gives up the leader role and wakes whoever may take it; c->mu held. */
@@ -444,7 +461,24 @@ int lc_current(lc_t *h, const char *name, int64_t *value) {
     return rc ? lc__fail(rc, "invalid counter name")
               : lc__remote_current(h, name, value);
   }
-  return exclusive(h, name, 0, value, op_current);
+  if (h == NULL) return exclusive(h, name, 0, value, op_current);
+  lc__detail_clear();
+  lc__counter *c;
+  int rc = find(h, name, false, &c);
+  if (!rc && c) return exclusive(h, name, 0, value, op_current);
+  if (!rc) {
+    /* Not used by this handle: read it without keeping any state, so
+     * that reading many names (a daemon's "get NAME") costs no memory. */
+    if ((c = counter_new(name, strlen(name))) == NULL) {
+      rc = lc__fail(LC_ENOMEM, "cannot allocate counter state");
+    } else {
+      rc = load(h, c);
+      if (!rc) rc = op_current(h, c, 0, value);
+      counter_free(c);
+    }
+  }
+  if (rc) LC__STAT(h, errors, 1);
+  return rc;
 }
 
 int lc_restore(lc_t *h, const char *name, int64_t *value) {
@@ -482,9 +516,7 @@ int lc__table_close(lc__table *t, lc__log *log) {
         leveldb_writebatch_put(b, key, klen, (const char *)val, sizeof val);
         any = true;
       }
-      pthread_mutex_destroy(&c->mu);
-      pthread_cond_destroy(&c->cv);
-      free(c);
+      counter_free(c);
     }
     t->buckets[i] = NULL;
   }

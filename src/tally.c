@@ -149,7 +149,9 @@ static void grow(lc__tallies *tb) {
   tb->nbuckets = nb;
 }
 
-int lc__tally_lookup(lc_t *h, const char *name, lc__tally **out) {
+/* Finds the state of a tally; creates it when create, else *out may be
+ * NULL.  Checks handle and name. */
+static int find(lc_t *h, const char *name, bool create, lc__tally **out) {
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
@@ -167,7 +169,7 @@ int lc__tally_lookup(lc_t *h, const char *name, lc__tally **out) {
   size_t b = hash(name, n) & (tb->nbuckets - 1);
   lc__tally *t = tb->buckets[b];
   while (t && !(t->nlen == n && memcmp(t->name, name, n) == 0)) t = t->next;
-  if (t == NULL) {
+  if (t == NULL && create) {
     t = calloc(1, sizeof *t + n + 1);
     if (t == NULL) {
       pthread_mutex_unlock(&tb->mu);
@@ -184,6 +186,10 @@ int lc__tally_lookup(lc_t *h, const char *name, lc__tally **out) {
   pthread_mutex_unlock(&tb->mu);
   *out = t;
   return 0;
+}
+
+int lc__tally_lookup(lc_t *h, const char *name, lc__tally **out) {
+  return find(h, name, true, out);
 }
 
 void lc__tally_enqueue(lc_t *h, lc__tally *t, int64_t due) {
@@ -465,27 +471,48 @@ int lc__tally_add_total(lc_t *h, const char *name, int64_t delta,
   return 0;
 }
 
+/* The durable total and what memcached holds beyond what t has applied:
+ * the sums are read after t's record, and only grow. */
+static int report(lc_t *h, lc__tally *t, int64_t *total, int64_t *pending,
+                  uint64_t *losses) {
+  uint64_t p = 0, m = 0;
+  int rp = side_get(h, t, true, &p);
+  int rm = rp < 0 ? rp : side_get(h, t, false, &m);
+  if (rp < 0 || rm < 0) return rp < 0 ? rp : rm;
+  uint64_t dp = rp == 0 && p > t->ap ? p - t->ap : 0;
+  uint64_t dm = rm == 0 && m > t->am ? m - t->am : 0;
+  __int128 pend = (__int128)dp - dm;
+  if (total) *total = t->total;
+  if (pending) *pending = pend > INT64_MAX ? INT64_MAX
+                        : pend < INT64_MIN ? INT64_MIN : (int64_t)pend;
+  if (losses) *losses = t->losses;
+  return 0;
+}
+
 int lc_tally_get(lc_t *h, const char *name, int64_t *total, int64_t *pending,
                  uint64_t *losses) {
   lc__detail_clear();
   lc__tally *t;
-  int rc = lc__tally_lookup(h, name, &t);
+  int rc = find(h, name, false, &t);
   if (rc) return rc;
+  if (t == NULL) {
+    /* Not used by this handle: read it without keeping any state, so that
+     * reading many names (a daemon's "get tally:...") costs no memory. */
+    size_t n = strlen(name);
+    if ((t = calloc(1, sizeof *t + n + 1)) == NULL)
+      return lc__fail(LC_ENOMEM, "cannot allocate tally state");
+    pthread_mutex_init(&t->mu, NULL);
+    memcpy(t->name, name, n + 1);
+    t->nlen = n;
+    rc = lc__tally_rec_read(h, t);
+    if (!rc) rc = report(h, t, total, pending, losses);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    return rc;
+  }
   lc__tally_acquire(t);
   rc = lc__tally_load(h, t);
-  uint64_t p = 0, m = 0;
-  int rp = rc ? rc : side_get(h, t, true, &p);
-  int rm = rp < 0 ? rp : side_get(h, t, false, &m);
-  if (!rc) rc = rp < 0 ? rp : rm < 0 ? rm : 0;
-  if (!rc) {
-    uint64_t dp = rp == 0 && p > t->ap ? p - t->ap : 0;
-    uint64_t dm = rm == 0 && m > t->am ? m - t->am : 0;
-    __int128 pend = (__int128)dp - dm;
-    if (total) *total = t->total;
-    if (pending) *pending = pend > INT64_MAX ? INT64_MAX
-                          : pend < INT64_MIN ? INT64_MIN : (int64_t)pend;
-    if (losses) *losses = t->losses;
-  }
+  if (!rc) rc = report(h, t, total, pending, losses);
   lc__tally_release(t);
   return rc;
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "mcd.h"
 
 
@@ -172,6 +173,39 @@ static void test_current_changes_nothing(void **state) {
   char buf[64];
   assert_int_equal(mcd_get(&mc, "lc:cur", buf, sizeof buf), 0);
   assert_i64_eq(next1(f->h, "cur"), 4);
+}
+
+static long table_entries(lc_t *h) {
+  long n = 0;
+  for (size_t i = 0; i < 256; i++) n += h->counters.buckets[i] != NULL;
+  return n;
+}
+
+/* lc_current keeps no state for counters the handle has not used (a
+ * daemon answering "get <any name>" must not grow), and still answers
+ * from the log and memcached. */
+static void test_current_keeps_no_state(void **state) {
+  fx_t *f = *state;
+  for (int i = 0; i < 5; i++) next1(f->h, "used");
+  assert_ok(lc_close(f->h));
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+  int64_t v = -1;
+  assert_ok(lc_current(f->h, "used", &v));
+  assert_i64_eq(v, 5);
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(lc_current(f->h, "used", &v));
+  assert_i64_eq(v, 5);                     /* from the log alone */
+  char name[32];
+  for (int i = 0; i < 1000; i++) {
+    snprintf(name, sizeof name, "never-%d", i);
+    assert_ok(lc_current(f->h, name, &v));
+    assert_i64_eq(v, 0);
+  }
+  assert_int_equal(table_entries(f->h), 0);
+  assert_i64_eq(next1(f->h, "used"), 6);
+  assert_int_equal(table_entries(f->h), 1);
+  assert_ok(lc_current(f->h, "used", &v));
+  assert_i64_eq(v, 6);
 }
 
 static void test_advance(void **state) {
@@ -872,6 +906,7 @@ int main(void) {
       T(test_flush_continues_without_gap),
       T(test_restore),
       T(test_current_changes_nothing),
+      T(test_current_keeps_no_state),
       T(test_advance),
       T(test_overflow),
       T(test_overflow_block),

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "mcd.h"
 
 
@@ -105,6 +106,35 @@ static void test_add_get_flush(void **state) {
   assert_ok(lc_get_stats(f->h, &s));
   assert_i64_eq(s.tally_flushes, 1);
   assert_i64_eq(s.tally_adds, 0);
+}
+
+/* Reading tallies keeps no state for names the handle has not changed or
+ * flushed: a daemon answering "get tally:<any name>" must not grow. */
+static void test_get_keeps_no_state(void **state) {
+  fx_t *f = *state;
+  assert_ok(lc_tally_add(f->h, "seen", 4));
+  assert_i64_eq(flush_all(f->h), 1);
+  assert_ok(lc_tally_add(f->h, "seen", 2));
+  reopen(f);
+  size_t before = f->h->tallies.count;
+  int64_t pend = -1;
+  uint64_t losses = 9;
+  /* known to the log and memcached, not to this handle: exact answers */
+  assert_i64_eq(total_of(f->h, "seen", &pend, &losses), 4);
+  assert_i64_eq(pend, 2);
+  assert_i64_eq(losses, 0);
+  char name[32];
+  for (int i = 0; i < 1000; i++) {
+    snprintf(name, sizeof name, "never-%d", i);
+    assert_i64_eq(total_of(f->h, name, &pend, NULL), 0);
+    assert_i64_eq(pend, 0);
+  }
+  assert_int_equal(f->h->tallies.count, before);
+  /* a change still makes one entry, and reads of it are unchanged */
+  assert_ok(lc_tally_add(f->h, "seen", -1));
+  assert_int_equal(f->h->tallies.count, before + 1);
+  assert_i64_eq(total_of(f->h, "seen", &pend, NULL), 4);
+  assert_i64_eq(pend, 1);
 }
 
 static void test_bad_input(void **state) {
@@ -737,6 +767,8 @@ static void test_list_brute_force(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_add_get_flush, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_get_keeps_no_state, tu_setup,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_bad_input, tu_setup, tu_teardown),
       cmocka_unit_test_setup_teardown(test_sync_and_remote, tu_setup, tu_teardown),
       cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup, tu_teardown),
