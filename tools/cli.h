@@ -133,6 +133,11 @@ int cli_name_only(struct cli *c, int argc, char **argv, const char **name);
 int cli_open(struct cli *c);
 /* Closes c->h (if open); a failure turns a success into EXIT_RUNTIME. */
 int cli_close(struct cli *c, int status);
+/* Ends a command's use of c->h: reports a failed call (rc != 0) as
+ * cli_runtime_error does, then closes.  Returns 0 only when the call and
+ * the close both succeeded, else the exit status. */
+int cli_finish(struct cli *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- the subcommands (cli_cmds.c, cli_audit.c, cli_stats.c) */
 int cmd_next(struct cli *c, int argc, char **argv);

@@ -123,10 +123,8 @@ int cmd_verify(struct cli *c, int argc, char **argv) {
     }
   }
   lc_iter_close(it);
-  if ((rc = lc_reservation(c->h, name, &r.reservation)))
-    return cli_close(c, cli_runtime_error(rc, "read the reservation of "
-                                              "'%s'", name));
-  if ((rc = cli_close(c, 0)))
+  rc = lc_reservation(c->h, name, &r.reservation);
+  if ((rc = cli_finish(c, rc, "read the reservation of '%s'", name)))
     return rc;
   bool ok = !r.undecodable && !r.overlaps && !r.inconsistent;
   print_verify(c, name, &r, ok);

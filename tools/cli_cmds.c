@@ -99,10 +99,8 @@ static int value_command(struct cli *c, int argc, char **argv,
   int rc;
   if ((rc = cli_name_only(c, argc, argv, &name)) || (rc = cli_open(c)))
     return rc;
-  if ((rc = op(c->h, name, &v)))
-    return cli_close(c, cli_runtime_error(rc, "%s counter '%s'%s", what,
-                                          name, c->via));
-  if ((rc = cli_close(c, 0)))
+  rc = op(c->h, name, &v);
+  if ((rc = cli_finish(c, rc, "%s counter '%s'%s", what, name, c->via)))
     return rc;
   if (c->json) {
     fputs("{\"counter\":", stdout);
@@ -140,10 +138,7 @@ int cmd_advance(struct cli *c, int argc, char **argv) {
       (rc = cli_open(c)))
     return rc;
   rc = lc_advance(c->h, pos[0], (int64_t)min_next);
-  if (rc)
-    return cli_close(c, cli_runtime_error(rc, "advance counter '%s'",
-                                          pos[0]));
-  if ((rc = cli_close(c, 0)))
+  if ((rc = cli_finish(c, rc, "advance counter '%s'", pos[0])))
     return rc;
   if (c->json) {
     fputs("{\"counter\":", stdout);
@@ -244,10 +239,7 @@ int cmd_prune(struct cli *c, int argc, char **argv) {
     show_progress(&p);
     fputc('\n', stderr);
   }
-  if (rc)
-    return cli_close(c, cli_runtime_error(rc, "prune counter '%s'",
-                                          pos[0]));
-  if ((rc = cli_close(c, 0)))
+  if ((rc = cli_finish(c, rc, "prune counter '%s'", pos[0])))
     return rc;
   if (c->json) {
     fputs("{\"counter\":", stdout);

@@ -71,9 +71,7 @@ static int tally_add(struct cli *c, int argc, char **argv) {
   if (delta == 0) return cli_usage_error(c->cmd, "delta must not be 0");
   if ((rc = cli_open(c))) return rc;
   rc = lc_tally_add(c->h, pos[0], delta);
-  if (rc)
-    return cli_close(c, cli_runtime_error(rc, "change tally '%s'", pos[0]));
-  if ((rc = cli_close(c, 0))) return rc;
+  if ((rc = cli_finish(c, rc, "change tally '%s'", pos[0]))) return rc;
   if (c->json) {
     fputs("{\"tally\":", stdout);
     cli_put_json(stdout, pos[0]);
@@ -94,8 +92,7 @@ static int tally_get(struct cli *c, int argc, char **argv) {
   int64_t total, pending;
   uint64_t losses;
   rc = lc_tally_get(c->h, name, &total, &pending, &losses);
-  if (rc) return cli_close(c, cli_runtime_error(rc, "read tally '%s'", name));
-  if ((rc = cli_close(c, 0))) return rc;
+  if ((rc = cli_finish(c, rc, "read tally '%s'", name))) return rc;
   if (c->json) {
     fputs("{\"tally\":", stdout);
     cli_put_json(stdout, name);
@@ -132,8 +129,7 @@ static int tally_flush(struct cli *c, int argc, char **argv) {
     return rc;
   uint64_t n = 0;
   rc = lc_tally_flush(c->h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, &n);
-  if (rc) return cli_close(c, cli_runtime_error(rc, "flush tallies"));
-  if ((rc = cli_close(c, 0))) return rc;
+  if ((rc = cli_finish(c, rc, "flush tallies"))) return rc;
   if (c->json) printf("{\"flushed\":%" PRIu64 "}\n", n);
   else printf("flushed %" PRIu64 " tall%s\n", n, n == 1 ? "y" : "ies");
   return 0;
@@ -226,11 +222,7 @@ static int tally_list(struct cli *c, int argc, char **argv) {
   l.o.arg = &l;
   rc = lc_tally_list(c->h, &l.o, NULL);
   if (!rc && l.nomem) rc = LC_ENOMEM;
-  if (rc) {
-    free(l.v);
-    return cli_close(c, cli_runtime_error(rc, "list tallies"));
-  }
-  if ((rc = cli_close(c, 0))) {
+  if ((rc = cli_finish(c, rc, "list tallies"))) {
     free(l.v);
     return rc;
   }

@@ -98,21 +98,25 @@ int cli_usage_error(const struct command *cmd, const char *fmt, ...) {
   return cli_usage_hint(cmd);
 }
 
-/* "logcounter: cannot <what>: <lc_strerror(rc)> (<detail>)"; returns
- * EXIT_RUNTIME.  Call it right after the failing call: the detail is only
- * valid until the next lc_ call. */
-int cli_runtime_error(int rc, const char *fmt, ...) {
+/* "logcounter: cannot <what>: <lc_strerror(rc)> (<detail>)".  Call it
+ * right after the failing call: the detail is only valid until the next
+ * lc_ call. */
+static void vruntime_error(int rc, const char *fmt, va_list ap) {
   char detail[512];
   snprintf(detail, sizeof detail, "%s", lc_last_detail());
-  va_list ap;
   fputs(PROG ": cannot ", stderr);
-  va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
-  va_end(ap);
   fprintf(stderr, ": %s", lc_strerror(rc));
   if (*detail)
     fprintf(stderr, " (%s)", detail);
   fputc('\n', stderr);
+}
+
+int cli_runtime_error(int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vruntime_error(rc, fmt, ap);
+  va_end(ap);
   return EXIT_RUNTIME;
 }
 
@@ -435,4 +439,15 @@ int cli_close(struct cli *c, int status) {
     return cli_runtime_error(rc, "close the log '%s'", c->db);
   }
   return status;
+}
+
+int cli_finish(struct cli *c, int rc, const char *fmt, ...) {
+  if (rc) {
+    va_list ap;
+    va_start(ap, fmt);
+    vruntime_error(rc, fmt, ap);
+    va_end(ap);
+    return cli_close(c, EXIT_RUNTIME);
+  }
+  return cli_close(c, 0);
 }
