@@ -483,14 +483,19 @@ size_t first_non_increasing(const int64_t *v, size_t n) {
 
 /* ---- logcounter helpers ----------------------------------------------- */
 
+void tu_options(lc_options *o, const mcd_t *m, const char *dir,
+                char path[TU_PATH_MAX]) {
+  snprintf(path, TU_PATH_MAX, "%s/db", dir);
+  lc_options_init(o);
+  o->memcached = mcd_config(m);
+  o->db_path = path;
+}
+
 int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
             int timeout_ms, lc_t **out) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/db", dir);
+  char path[TU_PATH_MAX];
   lc_options o;
-  lc_options_init(&o);
-  o.memcached = mcd_config(m);
-  o.db_path = path;
+  tu_options(&o, m, dir, path);
   o.durability = d;
   o.timeout_ms = timeout_ms;
   return lc_open(&o, out);

@@ -77,6 +77,11 @@ size_t count_duplicates(int64_t *v, size_t n);
  * increasing. */
 size_t first_non_increasing(const int64_t *v, size_t n);
 
+/* Default options for the log DIR/db on m; path receives that path and
+ * must outlive o. */
+#define TU_PATH_MAX 512
+void tu_options(lc_options *o, const mcd_t *m, const char *dir,
+                char path[TU_PATH_MAX]);
 /* Opens a handle on DIR/db against m with the given durability and
  * timeout (0: the library's default); returns the lc_open code. */
 int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,

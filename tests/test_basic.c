@@ -847,12 +847,9 @@ static void test_reservation_ahead(void **state) {
   fx_t *f = *state;
   lc_close(f->h);
   f->h = NULL;
-  char path[512];
-  snprintf(path, sizeof path, "%s/db", f->dir);
+  char path[TU_PATH_MAX];
   lc_options o;
-  lc_options_init(&o);
-  o.memcached = mcd_config(&mc);
-  o.db_path = path;
+  tu_options(&o, &mc, f->dir, path);
   o.reserve = 10;                 /* small: crossed many times below */
   assert_ok(lc_open(&o, &f->h));
   int64_t r = -1;

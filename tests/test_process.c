@@ -40,12 +40,10 @@ static const char *self_exe = "/proc/self/exe";
 
 static int child_open(const char *dir, const char *config, lc_durability_t d,
                       int lock_wait_ms, const char *owner, lc_t **h) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/db", dir);
+  char path[TU_PATH_MAX];
   lc_options o;
-  lc_options_init(&o);
+  tu_options(&o, &mc, dir, path);
   o.memcached = config;
-  o.db_path = path;
   o.durability = d;
   o.lock_wait_ms = lock_wait_ms;
   o.reserve = CHILD_RESERVE;
@@ -331,12 +329,9 @@ static open_report run_open_child(const char *dir, int lock_wait_ms,
 }
 
 static int open_owner(const char *dir, const char *owner, int lock_wait_ms, lc_t **h) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/db", dir);
+  char path[TU_PATH_MAX];
   lc_options o;
-  lc_options_init(&o);
-  o.memcached = mcd_config(&mc);
-  o.db_path = path;
+  tu_options(&o, &mc, dir, path);
   o.owner = owner;
   o.lock_wait_ms = lock_wait_ms;
   return lc_open(&o, h);

@@ -382,12 +382,9 @@ static void *kid_flusher(void *p) {
 }
 
 static void kid_main(const char *dir, int fd) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/db", dir);
+  char path[TU_PATH_MAX];
   lc_options o;
-  lc_options_init(&o);
-  o.memcached = mcd_config(&mc);
-  o.db_path = path;
+  tu_options(&o, &mc, dir, path);
   o.lock_wait_ms = 5000;
   lc_t *h;
   if (lc_open(&o, &h)) _exit(2);
