@@ -105,7 +105,7 @@ int cmd_verify(struct cli *c, int argc, char **argv) {
   memset(&r, 0, sizeof r);
   lc_iter *it;
   if ((rc = lc_iter_open(c->h, name, &it)))
-    return cli_close(c, cli_runtime_error(rc, "read the log of '%s'", name));
+    return cli_finish(c, rc, "read the log of '%s'", name);
   int64_t prev_last = 0;
   lc_record rec;
   memset(&rec, 0, sizeof rec);
@@ -140,7 +140,7 @@ int cmd_dump(struct cli *c, int argc, char **argv) {
     return rc;
   lc_iter *it;
   if ((rc = lc_iter_open(c->h, name, &it)))
-    return cli_close(c, cli_runtime_error(rc, "read the log of '%s'", name));
+    return cli_finish(c, rc, "read the log of '%s'", name);
   uint64_t bad = 0;
   lc_record rec;
   memset(&rec, 0, sizeof rec);
