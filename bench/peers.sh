@@ -17,16 +17,10 @@
 # superuser is "bench", trusted on loopback only; the unix socket is in its
 # private directory.
 set -u
+. "$(dirname "$0")/../tests/port.sh"
 cmd=${1:?usage: peers.sh start|stop DIR}
 dir=${2:?usage: peers.sh start|stop DIR}
 
-free_port() {
-  local p
-  while :; do
-    p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
 
 # start_redis NAME FSYNC VAR: a redis-server with appendfsync FSYNC.
 start_redis() {

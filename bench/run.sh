@@ -27,6 +27,7 @@
 # environment: see `$BUILD/bench --help`.  The smoke run ignores them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tests/port.sh
 BUILD=${BUILD:-build}
 bin=$BUILD/bench
 lcd=$BUILD/logcounterd
@@ -87,8 +88,7 @@ start_daemon() {
   mkdir -p "$dlogs"
   while [ $tries -lt 20 ]; do
     tries=$((tries + 1))
-    dport=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-    if (exec 3<>"/dev/tcp/127.0.0.1/$dport") 2>/dev/null; then continue; fi
+    dport=$(free_port) || continue
     "$lcd" --db "$dlogs/$name" --memcached "$BENCH_MEMCACHED" \
       -l "127.0.0.1:$dport" "$@" 2>>"$work/daemon-$name.log" &
     pid=$!

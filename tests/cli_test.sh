@@ -15,6 +15,7 @@
 # shellcheck disable=SC2016,SC2034
 set -u
 cd "$(dirname "$0")/.." || exit 1
+. tests/port.sh
 BUILD=${BUILD:-build}
 BIN=$PWD/$BUILD/logcounter
 LCD=$PWD/$BUILD/logcounterd
@@ -457,8 +458,7 @@ start_daemon() {
   local tries=0
   while [ $tries -lt 20 ]; do
     tries=$((tries + 1))
-    DPORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-    if (exec 3<>"/dev/tcp/127.0.0.1/$DPORT") 2>/dev/null; then continue; fi
+    DPORT=$(free_port) || continue
     "$LCD" -l "127.0.0.1:$DPORT" -s "$TMP/lcd.sock" --memcached "$MC" \
       --db "$TMP/dd" </dev/null >/dev/null 2>>"$TMP/lcd.err" &
     LCD_PID=$!

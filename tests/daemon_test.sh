@@ -18,6 +18,7 @@
 # shellcheck disable=SC2016,SC2034
 set -u
 cd "$(dirname "$0")/.." || exit 1
+. tests/port.sh
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) B=$BUILD ;; *) B=$PWD/$BUILD ;; esac
 DAEMON=$B/logcounterd CLIENT=$B/tests/lcd_client CLI=$B/logcounter
@@ -64,8 +65,7 @@ start_daemon() {
   while [ $tries -lt 20 ]; do
     tries=$((tries + 1))
     if [ "${SAME_PORT:-0}" = 0 ]; then
-      DPORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-      if (exec 3<>"/dev/tcp/127.0.0.1/$DPORT") 2>/dev/null; then continue; fi
+      DPORT=$(free_port) || continue
     fi
     "$DAEMON" --db "$TMP/$db" --memcached "$MC" -l "127.0.0.1:$DPORT" \
       --pidfile "$TMP/daemon.pid" "$@" 2>>"$TMP/daemon.log" &
@@ -474,10 +474,7 @@ check "daemon killed mid-run: the clients reconnected" eval '! grep -q "reconnec
 
 # ==== memcached wiped and restarted under load (64 connections) ============
 
-while :; do   # a second memcached, on a port of our choosing (restarts)
-  mc2port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-  (exec 5<>"/dev/tcp/127.0.0.1/$mc2port") 2>/dev/null || break
-done
+# A second memcached, on a port of our choosing (it is restarted on it).
 user=""; [ "$(id -u)" = 0 ] && user="-u root"
 mc2() {  # starts memcached #2 on mc2port; 0 once it accepts connections
   local i=0
@@ -489,6 +486,13 @@ mc2() {  # starts memcached #2 on mc2port; 0 once it accepts connections
   done
   return 1
 }
+mc2_new() {  # picks mc2port and starts memcached #2 there
+  local t
+  for t in 1 2 3 4 5; do
+    mc2port=$(free_port) && mc2 && return 0
+  done
+  return 1
+}
 mc2_kill9() {  # SIGKILL, and wait until it is gone (its port free)
   local pid i=0
   pid=$(cat "$TMP/mc2.pid" 2>/dev/null) || return 0
@@ -496,7 +500,7 @@ mc2_kill9() {  # SIGKILL, and wait until it is gone (its port free)
   while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 }
 stop_daemon TERM
-if mc2; then
+if mc2_new; then
   MC_SAVED=$MC MC="--SERVER=127.0.0.1:$mc2port"
   start_daemon db2 --timeout 200
   conns=64 per=$((5000 / SCALE))
@@ -528,7 +532,7 @@ if mc2; then
   kill "$(cat "$TMP/mc2.pid")" 2>/dev/null; rm -f "$TMP/mc2.pid"
   MC=$MC_SAVED
 else
-  bad "second memcached" "cannot start on port $mc2port"
+  bad "second memcached" "cannot start one"
 fi
 
 # ==== --no-coalesce ==========================================================
@@ -627,7 +631,7 @@ stop_daemon TERM
 # memcached restarted while changes are pending: the loss is detected,
 # reported (stats, stats tally, logcounter tally get), the durable total
 # stays below the true sum, and later changes count normally.
-if mc2; then
+if mc2_new; then
   MC_SAVED=$MC MC="--SERVER=127.0.0.1:$mc2port"
   start_daemon db7 --flush-interval 0 --timeout 200
   flusher_ran 1 >/dev/null
@@ -658,7 +662,7 @@ if mc2; then
   kill "$(cat "$TMP/mc2.pid")" 2>/dev/null; rm -f "$TMP/mc2.pid"
   MC=$MC_SAVED
 else
-  bad "second memcached (tally loss)" "cannot start on port $mc2port"
+  bad "second memcached (tally loss)" "cannot start one"
 fi
 
 # ==== timeouts, connection limit, unix socket ================================

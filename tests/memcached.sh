@@ -4,6 +4,7 @@
 #   memcached.sh stop DIR    stops the one started with DIR
 # It listens on 127.0.0.1 only, without UDP, and with -M (no eviction).
 set -eu
+. "$(dirname "$0")/port.sh"
 cmd=${1:?usage: memcached.sh start|stop DIR}
 dir=${2:?usage: memcached.sh start|stop DIR}
 case "$cmd" in
@@ -13,9 +14,7 @@ start)
   tries=0
   while [ $tries -lt 20 ]; do
     tries=$((tries + 1))
-    port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-    # A port is free when nothing answers on it.
-    if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then continue; fi
+    port=$(free_port) || continue
     # shellcheck disable=SC2086
     memcached -l 127.0.0.1 -p "$port" -U 0 -M -m 64 $user -d -P "$dir/memcached.pid" 2>"$dir/memcached.err" || continue
     i=0

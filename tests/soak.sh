@@ -13,6 +13,7 @@
 # `make test` (it takes a minute).  Ends with "soak: N passed, M failed".
 set -u
 cd "$(dirname "$0")/.." || exit 1
+. tests/port.sh
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 SECS=${SOAK_SECONDS:-60} EVERY=${SOAK_FAULT_EVERY:-4} SLACK=${SOAK_RSS_SLACK_KB:-16384}
@@ -37,10 +38,7 @@ check() {  # check NAME COMMAND...
   else failed=$((failed + 1)); echo "FAIL - $name"; fi
 }
 
-for _ in $(seq 20); do
-  DPORT=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-  (exec 3<>"/dev/tcp/127.0.0.1/$DPORT") 2>/dev/null || break
-done
+DPORT=$(free_port) || { echo "soak: no free port" >&2; exit 1; }
 "$BUILD/logcounterd" --db "$TMP/db" --memcached "--SERVER=127.0.0.1:$MPORT" \
   --timeout 500 -l "127.0.0.1:$DPORT" 2>"$TMP/daemon.log" &
 DPID=$!
