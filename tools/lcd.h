@@ -23,11 +23,26 @@
  * woken with event_active (thread-safe after evthread_use_pthreads); the
  * loop writes the replies.
  *
- * Ordering: a connection has at most one job in flight and reads no
- * further request until that job is answered, so replies go out in request
- * order and each connection's incr answers strictly increase.  A run of
+ * Ordering: a connection keeps its jobs in request order (c->jobs) and
+ * writes a job's replies only once every job before it is answered, so
+ * replies go out in request order.  Up to LCD_CONN_JOBS jobs of one
+ * connection are in flight at once, but never two of the same counter or
+ * tally (a later request of it waits, unparsed, until the earlier job is
+ * answered), so each connection's incr answers of a counter strictly
+ * increase; a get waits until nothing else is in flight and holds the next
+ * request back until it is answered; a request answered on the spot
+ * (stats, version, an error) waits until no job is in flight.  A run of
  * pipelined "incr NAME n" lines for the same counter that is already
  * buffered becomes one job (one lc_next_n for the total, split in order).
+ *
+ * Back-pressure (lcd_conn.c): a connection is read only while fewer than
+ * LCD_INPUT_MAX bytes of it are buffered (reading is switched off, not
+ * spun on: the rest waits in the kernel's socket buffer and the client's
+ * writes block); parsing stops while more than LCD_OUTPUT_MAX bytes of
+ * replies wait to be written; a client whose replies make no progress for
+ * --reply-timeout seconds is closed and logged.  So one connection never
+ * holds more than about LCD_INPUT_MAX + LCD_OUTPUT_MAX bytes and
+ * LCD_CONN_JOBS jobs, and never delays another.
  * --no-coalesce (settings.coalesce = 0) turns off all three merges (the
  * pipelined run, the worker's same-counter take, and the library's, with
  * lc_options.batch_max = 1): every request costs its own memcached incr.
@@ -72,6 +87,8 @@ struct evbuffer;
                                    jobs of the same counter */
 #define LCD_GARBAGE_MAX 16      /* error replies in a row before closing */
 #define LCD_INPUT_MAX (64 * 1024)     /* stop reading above this */
+#define LCD_CONN_JOBS 16        /* jobs of one connection in flight */
+#define LCD_CONN_SPARE 2        /* finished jobs a connection keeps */
 #define LCD_OUTPUT_MAX (256 * 1024)   /* stop parsing above this */
 /* Event priorities: everything runs at the default (1) except the submit
  * event, which runs after all I/O of a loop iteration. */
@@ -98,6 +115,9 @@ typedef struct lcd_settings {
                                (default 10) */
   int drain_timeout;        /* seconds SIGTERM waits for replies to be
                                read before closing anyway (default 10) */
+  int reply_timeout;        /* seconds a client may leave its replies
+                               unread (no progress) before it is closed
+                               (default 10) */
   int backlog;              /* listen backlog (default 1024) */
   int verbose;              /* 0: start/stop/errors, 1: connections,
                                2: every failed request (default 0) */
@@ -122,8 +142,10 @@ typedef struct lcd_server lcd_server;
 /* One unit of work for the pool; owned by its connection and reused. */
 typedef struct lcd_job {
   struct lcd_job *next;     /* queue / done-list link */
+  struct lcd_job *cnext;    /* the connection's jobs, in request order */
   lcd_conn *conn;
   lcd_job_kind kind;
+  int done;                 /* back from the pool, not yet answered */
   /* Names, each NUL-terminated, one after another. */
   char names[LC__PROTO_LINE_MAX + 2];
   uint16_t name_off[LC__PROTO_MAX_KEYS];
@@ -167,6 +189,9 @@ typedef struct lcd_counters {
   uint64_t cmd_get, get_hits, get_misses;
   uint64_t client_errors, server_errors;
   uint64_t closed_idle, closed_garbage, closed_binary, closed_long;
+  uint64_t closed_unread;   /* replies unread for --reply-timeout */
+  uint64_t read_paused;     /* times a connection's reading was paused */
+  uint64_t output_paused;   /* times parsing paused for unread replies */
   uint64_t cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
   uint64_t tally_merged;
 } lcd_counters;
@@ -228,12 +253,17 @@ struct lcd_conn {
   lcd_conn *prev, *next;      /* the server's list */
   lcd_server *srv;
   struct bufferevent *bev;    /* NULL once the socket is closed */
-  lcd_job *job;               /* allocated at the first job, then reused */
-  int busy;                   /* the job is in flight */
+  lcd_job *jobs, *jobs_tail;  /* unanswered jobs, request order (cnext) */
+  int njobs;                  /* how many */
+  int inflight;               /* of them, not yet back from the pool */
+  lcd_job *spare;             /* answered jobs kept for reuse (cnext) */
+  int nspare;
+  int reading;                /* EV_READ is on */
   int closing;                /* close once the replies are written */
   int eof;                    /* the peer closed its side */
   int draining;               /* SIGTERM: read nothing more */
   int out_blocked;            /* parsing paused until the output drains */
+  size_t blocked_len;         /* output left at the last progress check */
   int lingering;              /* replies sent and write side shut: reading
                                  and discarding until the peer closes */
   uint64_t swallow;           /* bytes of a refused data block to discard */
@@ -241,7 +271,7 @@ struct lcd_conn {
   time_t last_active;         /* last read or answer */
   time_t partial_since;       /* an unfinished request is waiting; 0: none */
   time_t closing_since;       /* waiting to write the last replies */
-  time_t blocked_since;
+  time_t blocked_since;       /* paused, or the output last shrank */
   const char *why;            /* why it is being closed */
   uint64_t id;
   char peer[64];
@@ -287,8 +317,16 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                     size_t line_len);
 void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                    size_t line_len);
-/* The loop thread gets a finished job back. */
+/* The loop thread gets a finished job back; the replies of every job
+ * whose turn has come are written, and parsing goes on.  May free the
+ * connection. */
 void lcd_conn_job_done(lcd_job *j);
+/* 1 if a request needing a job of this kind for name (len bytes; ignored
+ * for GET) may start now (see Ordering above). */
+int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
+                  size_t len);
+/* Frees the connection's jobs (none may be in flight). */
+void lcd_conn_free_jobs(lcd_conn *c);
 
 void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
                      size_t line_len);

@@ -2,19 +2,23 @@
  * lcd_conn.c - logcounterd's client connections: reading request lines,
  * answering them in order, and closing connections that misbehave.
  *
- * Runs in the event-loop thread only.  Per connection, at most one job is
- * in flight (c->busy); while it is, no further request is parsed, so the
- * replies keep request order and a connection's incr answers strictly
- * increase.  Requests that need no library call that blocks (stats but
- * "stats tally NAME",
+ * Runs in the event-loop thread only.  Per connection, up to LCD_CONN_JOBS
+ * jobs are in flight, answered in request order (lcd.h, Ordering): a
+ * request that may not start yet (its counter already has a job in flight,
+ * the window is full, or it is answered on the spot while jobs are in
+ * flight) stays unparsed in the input until a job comes back.  Requests
+ * that need no library call that blocks (stats but "stats tally NAME",
  * version, verbosity, quit, errors) are answered on the spot.
  *
  * Bounds: a request line is at most LC__PROTO_LINE_MAX bytes (longer:
- * CLIENT_ERROR line too long, then close); at most LCD_INPUT_MAX bytes are
- * buffered (libevent stops reading above it); parsing pauses while more
- * than LCD_OUTPUT_MAX bytes of replies wait for the client to read them;
- * LCD_GARBAGE_MAX error replies in a row close the connection; the first
- * byte 0x80 (binary protocol) closes it at once.
+ * CLIENT_ERROR line too long, then close); reading is switched off while
+ * LCD_INPUT_MAX bytes or more are buffered (update_reading; no libevent
+ * watermark, whose suspend/resume spun the loop when a job held the
+ * input), so the rest waits in the kernel; parsing pauses while more
+ * than LCD_OUTPUT_MAX bytes of replies wait for the client to read them,
+ * and a client whose replies make no progress for --reply-timeout is
+ * closed; LCD_GARBAGE_MAX error replies in a row close the connection;
+ * the first byte 0x80 (binary protocol) closes it at once.
  *
  * A run of pipelined "incr NAME n" lines for one counter that is already
  * buffered becomes one job (LCD_RUN_MAX lines at most, lcd_jobs.c).
@@ -52,7 +56,7 @@ void lcd_conn_free(lcd_conn *c) {
     s->conns = c->next;
   if (c->next)
     c->next->prev = c->prev;
-  free(c->job);
+  lcd_conn_free_jobs(c);
   free(c);
   s->nlive--;
   lcd_server_check_drained(s);
@@ -67,7 +71,7 @@ static void close_now(lcd_conn *c, const char *why) {
   bufferevent_free(c->bev);
   c->bev = NULL;
   c->srv->nopen--;
-  if (!c->busy)
+  if (!c->inflight)
     lcd_conn_free(c);
 }
 
@@ -95,13 +99,14 @@ void lcd_close_later(lcd_conn *c, const char *why) {
  * EOF) and the rest of the input is discarded until the client closes or
  * --line-timeout passes ("lingering close"). */
 static void finish(lcd_conn *c) {
-  if (!c->bev || c->busy || c->lingering)
+  if (!c->bev || c->njobs || c->lingering)
     return;
   if (!c->closing_since)
     c->closing_since = lcd_now();
   flush_out(c);
   if (evbuffer_get_length(bufferevent_get_output(c->bev)) != 0) {
     bufferevent_disable(c->bev, EV_READ);
+    c->reading = 0;
     return;                             /* write_cb comes back here */
   }
   evutil_socket_t fd = bufferevent_getfd(c->bev);
@@ -117,28 +122,66 @@ static void finish(lcd_conn *c) {
   evbuffer_drain(bufferevent_get_input(c->bev),
                  evbuffer_get_length(bufferevent_get_input(c->bev)));
   bufferevent_enable(c->bev, EV_READ);
+  c->reading = 1;
+}
+
+/* Reads from the socket only while less than LCD_INPUT_MAX bytes wait to
+ * be parsed; above it the client's further bytes stay in the kernel. */
+static void update_reading(lcd_conn *c) {
+  int want = !c->eof && !c->draining &&
+             evbuffer_get_length(bufferevent_get_input(c->bev)) <
+                 LCD_INPUT_MAX;
+  if (want == c->reading)
+    return;
+  c->reading = want;
+  if (want) {
+    bufferevent_enable(c->bev, EV_READ);
+  } else {
+    bufferevent_disable(c->bev, EV_READ);
+    if (!c->eof && !c->draining)
+      c->srv->st.read_paused++;
+  }
 }
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* One complete line of line_len bytes at the head of the input. */
-static void handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
-                        size_t line_len) {
+/* 1 if the request req may be handled now (lcd.h, Ordering). */
+static int may_start(const lcd_conn *c, const lc__proto_req *req,
+                     lc__proto_cmd kind) {
+  switch (kind) {
+  case LC__PROTO_INCR:
+    return lcd_may_start(c, LCD_JOB_INCR, req->keys[0].s, req->keys[0].len);
+  case LC__PROTO_TALLY:
+    return lcd_may_start(c, LCD_JOB_TALLY, req->tally.s, req->tally.len);
+  case LC__PROTO_GET:
+    return lcd_may_start(c, LCD_JOB_GET, NULL, 0);
+  default:          /* answered on the spot, after every job before it */
+    return c->njobs == 0;
+  }
+}
+
+/* One complete line of line_len bytes at the head of the input; 0 if it
+ * must wait (left in the input) until a job comes back. */
+static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
+                       size_t line_len) {
   lc__proto_req req;
-  switch (lc__proto_parse(line, line_len, &req)) {
+  lc__proto_cmd kind = lc__proto_parse(line, line_len, &req);
+  if (!may_start(c, &req, kind))
+    return 0;
+  switch (kind) {
   case LC__PROTO_INCR:
     lcd_start_incr(c, in, &req, line_len);
-    return;
+    return 1;
   case LC__PROTO_GET:
     lcd_start_get(c, in, &req, line_len);
-    return;
+    return 1;
   case LC__PROTO_TALLY:
     lcd_start_tally(c, in, &req, line_len);
-    return;
+    return 1;
   case LC__PROTO_STATS:
     if (req.stats_tally) {
       lcd_start_stats_tally(c, in, &req, line_len);
-      return;
+      return 1;
     }
     break;
   default:
@@ -162,37 +205,40 @@ static void handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
     break;
   case LC__PROTO_QUIT:
     lcd_close_later(c, "quit");
-    return;
+    return 1;
   case LC__PROTO_REFUSED:
     c->swallow = req.data_len;
     lcd_client_error(c, req.error, req.noreply);
-    return;
+    return 1;
   case LC__PROTO_BAD:
     lcd_client_error(c, req.error, req.noreply && !req.close);
     if (req.close)
       lcd_close_later(c, req.error);
-    return;
+    return 1;
   default:                              /* LC__PROTO_UNKNOWN */
     lcd_client_error(c, NULL, 0);
-    return;
+    return 1;
   }
   c->errors_in_row = 0;
+  return 1;
 }
 
 void lcd_conn_process(lcd_conn *c) {
   lcd_server *s = c->srv;
-  if (!c->bev || c->busy)
+  if (!c->bev || c->lingering)
     return;
   struct evbuffer *in = bufferevent_get_input(c->bev);
   struct evbuffer *out = bufferevent_get_output(c->bev);
-  while (!c->busy && !c->closing) {
+  int waiting = 0;                      /* a request waits for a job */
+  while (!c->closing && !c->out_blocked) {
     if (evbuffer_get_length(out) > LCD_OUTPUT_MAX)
       flush_out(c);
     if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) {
-      if (!c->out_blocked)
-        c->blocked_since = lcd_now();
-      c->out_blocked = 1;
-      return;                           /* write_cb resumes */
+      c->out_blocked = 1;               /* write_cb resumes */
+      c->blocked_since = lcd_now();
+      c->blocked_len = evbuffer_get_length(out);
+      s->st.output_paused++;
+      break;
     }
     size_t avail = evbuffer_get_length(in), len = 0;
     if (c->swallow) {
@@ -221,6 +267,10 @@ void lcd_conn_process(lcd_conn *c) {
       return;
     }
     if (fr == LC__PROTO_FRAME_TOO_LONG) {
+      if (c->njobs) {                   /* the error's turn comes later */
+        waiting = 1;
+        break;
+      }
       s->st.closed_long++;
       s->st.client_errors++;
       lcd_puts(c, "CLIENT_ERROR line too long\r\n");
@@ -228,25 +278,27 @@ void lcd_conn_process(lcd_conn *c) {
       break;
     }
     c->partial_since = 0;
-    handle_line(c, in, p, len);
+    if (!handle_line(c, in, p, len)) {
+      waiting = 1;
+      break;
+    }
   }
   if (c->closing) {
     finish(c);
     return;
   }
-  if (c->busy) {
-    flush_out(c);
-    return;
+  if (!waiting && !c->out_blocked && c->njobs == 0) {
+    if ((evbuffer_get_length(in) || c->swallow) && !c->partial_since)
+      c->partial_since = lcd_now();
+    if (c->eof || c->draining) {
+      lcd_close_later(c, c->draining ? "shutting down"
+                     : evbuffer_get_length(in) || c->swallow
+                         ? "input ended inside a request" : "client closed");
+      finish(c);
+      return;
+    }
   }
-  if ((evbuffer_get_length(in) || c->swallow) && !c->partial_since)
-    c->partial_since = lcd_now();
-  if (c->eof || c->draining) {
-    lcd_close_later(c, c->draining ? "shutting down"
-                   : evbuffer_get_length(in) || c->swallow
-                       ? "input ended inside a request" : "client closed");
-    finish(c);
-    return;
-  }
+  update_reading(c);
   flush_out(c);
 }
 
@@ -266,6 +318,8 @@ static void read_cb(struct bufferevent *bev, void *arg) {
 static void write_cb(struct bufferevent *bev, void *arg) {
   lcd_conn *c = arg;
   bufferevent_disable(bev, EV_WRITE);   /* flush_out writes directly */
+  if (c->lingering)
+    return;
   if (c->closing) {
     finish(c);
   } else if (c->out_blocked) {
@@ -281,6 +335,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg) {
   } else if (what & BEV_EVENT_EOF) {
     c->eof = 1;
     bufferevent_disable(bev, EV_READ);
+    c->reading = 0;
     lcd_conn_process(c);
   } else if (what & BEV_EVENT_ERROR) {
     close_now(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
@@ -309,9 +364,28 @@ void lcd_conn_new(lcd_server *s, int fd, const char *peer) {
   s->nopen++;
   s->nlive++;
   bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
-  bufferevent_setwatermark(bev, EV_READ, 0, LCD_INPUT_MAX);
   bufferevent_enable(bev, EV_READ);      /* EV_WRITE: see flush_out */
+  c->reading = 1;
   lcd_log(s, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
+}
+
+/* 1 (after closing c) if c's replies made no progress for
+ * --reply-timeout: the client sends but does not read. */
+static int unread_too_long(lcd_conn *c, time_t now) {
+  size_t len = evbuffer_get_length(bufferevent_get_output(c->bev));
+  if (len < c->blocked_len) {           /* the client read some */
+    c->blocked_len = len;
+    c->blocked_since = now;
+    return 0;
+  }
+  if (now - c->blocked_since < c->srv->set->reply_timeout)
+    return 0;
+  c->srv->st.closed_unread++;
+  lcd_log(c->srv, 0, "connection %" PRIu64 " (%s): closed: %zu bytes of "
+          "replies not read for %d s (--reply-timeout)", c->id, c->peer, len,
+          c->srv->set->reply_timeout);
+  close_now(c, "replies not read (--reply-timeout)");
+  return 1;
 }
 
 void lcd_conn_sweep(lcd_server *s) {
@@ -320,13 +394,14 @@ void lcd_conn_sweep(lcd_server *s) {
   lcd_conn *next;
   for (lcd_conn *c = s->conns; c; c = next) {
     next = c->next;
-    if (!c->bev || c->busy)
+    if (!c->bev)
       continue;
-    if (c->closing) {
+    if (c->out_blocked) {
+      unread_too_long(c, now);
+    } else if (c->njobs) {
+      continue;                         /* busy, not idle */
+    } else if (c->closing) {
       if (c->closing_since && now - c->closing_since >= set->line_timeout)
-        close_now(c, "replies not read in time");
-    } else if (c->out_blocked) {
-      if (now - c->blocked_since >= set->line_timeout)
         close_now(c, "replies not read in time");
     } else if (c->partial_since && set->line_timeout &&
                now - c->partial_since >= set->line_timeout) {
@@ -345,7 +420,10 @@ void lcd_conn_drain_all(lcd_server *s) {
     if (!c->bev)
       continue;
     c->draining = 1;
-    bufferevent_disable(c->bev, EV_READ);
+    if (!c->lingering) {
+      bufferevent_disable(c->bev, EV_READ);
+      c->reading = 0;
+    }
     lcd_conn_process(c);
   }
 }

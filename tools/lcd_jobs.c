@@ -89,12 +89,18 @@ static void log_failure(lcd_server *s, const char *what, const lcd_job *j) {
 
 /* ---- jobs -------------------------------------------------------------- */
 
+/* A job for c: a spare one, else a new one; reset. */
 static lcd_job *job_get(lcd_conn *c) {
-  if (!c->job && !(c->job = malloc(sizeof *c->job)))
+  lcd_job *j = c->spare;
+  if (j) {
+    c->spare = j->cnext;
+    c->nspare--;
+  } else if (!(j = malloc(sizeof *j))) {
     return NULL;
-  lcd_job *j = c->job;
-  j->next = NULL;
+  }
+  j->next = j->cnext = NULL;
   j->conn = c;
+  j->done = 0;
   j->nreq = 0;
   j->total = 0;
   j->nkeys = 0;
@@ -103,9 +109,56 @@ static lcd_job *job_get(lcd_conn *c) {
   return j;
 }
 
+/* An answered job goes back to c's spares, or is freed. */
+static void job_put(lcd_conn *c, lcd_job *j) {
+  if (c->nspare >= LCD_CONN_SPARE) {
+    free(j);
+    return;
+  }
+  j->cnext = c->spare;
+  c->spare = j;
+  c->nspare++;
+}
+
+/* Appends j to c's unanswered jobs and hands it to the pool. */
 static void submit(lcd_conn *c, lcd_job *j) {
-  c->busy = 1;
+  if (c->jobs_tail)
+    c->jobs_tail->cnext = j;
+  else
+    c->jobs = j;
+  c->jobs_tail = j;
+  c->njobs++;
+  c->inflight++;
   lcd_pool_submit(c->srv, j);
+}
+
+int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
+                  size_t len) {
+  if (c->njobs == 0)
+    return 1;
+  if (kind == LCD_JOB_GET || c->njobs >= LCD_CONN_JOBS)
+    return 0;
+  for (const lcd_job *j = c->jobs; j; j = j->cnext)
+    if (j->kind == LCD_JOB_GET ||
+        (j->kind == kind && strncmp(j->names, name, len) == 0 &&
+         j->names[len] == '\0'))
+      return 0;
+  return 1;
+}
+
+void lcd_conn_free_jobs(lcd_conn *c) {
+  for (lcd_job *l = c->jobs; l;) {
+    lcd_job *n = l->cnext;
+    free(l);
+    l = n;
+  }
+  for (lcd_job *l = c->spare; l;) {
+    lcd_job *n = l->cnext;
+    free(l);
+    l = n;
+  }
+  c->jobs = c->jobs_tail = c->spare = NULL;
+  c->njobs = c->nspare = 0;
 }
 
 /* The connection's job, reset, of this kind, for the request line of
@@ -270,32 +323,51 @@ static void stats_tally_done(lcd_conn *c, const lcd_job *j) {
                       j->tally_pending, j->tally_losses);
 }
 
-void lcd_conn_job_done(lcd_job *j) {
-  lcd_conn *c = j->conn;
-  lcd_server *s = c->srv;
-  c->busy = 0;
+/* The figures and the log line of a finished job (answered or not). */
+static void account(lcd_server *s, const lcd_job *j) {
   if (j->kind == LCD_JOB_TALLY) {
     s->st.tally_merged += (uint64_t)j->merged;
     if (j->rc && !lcd_client_caused(j->rc))
       log_failure(s, "tally change of", j);
-  } else {
-    if (j->kind == LCD_JOB_INCR) {
-      if (j->rc == 0)
-        s->st.incr_ids += j->total;
-      else
-        s->st.incr_errors += (uint64_t)j->nreq;
-    }
-    if (j->rc) {
-      s->st.server_errors++;
-      log_failure(s, j->kind == LCD_JOB_INCR ? "incr" : "get", j);
-    }
-  }
-  /* Closed meanwhile: the answers are lost (the tally changes are made,
-   * the ids are logged and become a gap). */
-  if (!c->bev) {
-    lcd_conn_free(c);
     return;
   }
+  if (j->kind == LCD_JOB_INCR) {
+    if (j->rc == 0)
+      s->st.incr_ids += j->total;
+    else
+      s->st.incr_errors += (uint64_t)j->nreq;
+  }
+  if (j->rc) {
+    s->st.server_errors++;
+    log_failure(s, j->kind == LCD_JOB_INCR ? "incr" : "get", j);
+  }
+}
+
+static void answer_get(lcd_conn *c, const lcd_job *j) {
+  lcd_server *s = c->srv;
+  struct evbuffer *o = bufferevent_get_output(c->bev);
+  for (size_t i = 0; i < j->nkeys; i++) {
+    if (!j->hit[i]) {
+      s->st.get_misses++;
+      continue;
+    }
+    s->st.get_hits++;
+    if (strncmp(j->names + j->name_off[i], LC__PROTO_TALLY_PREFIX,
+                LC__PROTO_TALLY_PREFIX_LEN) == 0)
+      s->st.get_tally++;
+    char v[24];
+    int n = snprintf(v, sizeof v, "%" PRId64, j->values[i]);
+    evbuffer_add_printf(o, "VALUE %s 0 %d", j->names + j->name_off[i], n);
+    if (j->gets)                /* cas: unsigned (a tally may be < 0) */
+      evbuffer_add_printf(o, " %s", j->values[i] >= 0 ? v : "0");
+    evbuffer_add_printf(o, "\r\n%s\r\n", v);
+  }
+  lcd_puts(c, "END\r\n");
+}
+
+/* Writes the replies of j, whose turn it is. */
+static void answer(lcd_conn *c, const lcd_job *j) {
+  lcd_server *s = c->srv;
   c->last_active = lcd_now();
   if (j->kind == LCD_JOB_TALLY) {
     for (int i = 0; i < j->nreq; i++) {
@@ -306,7 +378,6 @@ void lcd_conn_job_done(lcd_job *j) {
         lcd_close_later(c, "too many errors in a row");
       }
     }
-    lcd_conn_process(c);
     return;
   }
   if (j->kind == LCD_JOB_INCR) {
@@ -325,27 +396,33 @@ void lcd_conn_job_done(lcd_job *j) {
   } else if (j->stats_tally) {
     stats_tally_done(c, j);
   } else {
-    struct evbuffer *o = bufferevent_get_output(c->bev);
-    for (size_t i = 0; i < j->nkeys; i++) {
-      if (!j->hit[i]) {
-        s->st.get_misses++;
-        continue;
-      }
-      s->st.get_hits++;
-      if (strncmp(j->names + j->name_off[i], LC__PROTO_TALLY_PREFIX,
-                  LC__PROTO_TALLY_PREFIX_LEN) == 0)
-        s->st.get_tally++;
-      char v[24];
-      int n = snprintf(v, sizeof v, "%" PRId64, j->values[i]);
-      evbuffer_add_printf(o, "VALUE %s 0 %d", j->names + j->name_off[i], n);
-      if (j->gets)              /* cas: unsigned (a tally may be < 0) */
-        evbuffer_add_printf(o, " %s", j->values[i] >= 0 ? v : "0");
-      evbuffer_add_printf(o, "\r\n%s\r\n", v);
-    }
-    lcd_puts(c, "END\r\n");
+    answer_get(c, j);
   }
   if (j->rc == 0)
     c->errors_in_row = 0;
-  lcd_conn_process(c);
 }
 
+void lcd_conn_job_done(lcd_job *j) {
+  lcd_conn *c = j->conn;
+  j->done = 1;
+  c->inflight--;
+  account(c->srv, j);
+  /* Closed meanwhile: the answers are lost (the tally changes are made,
+   * the ids are logged and become a gap). */
+  if (!c->bev) {
+    if (c->inflight == 0)
+      lcd_conn_free(c);
+    return;
+  }
+  /* Answer, in request order, every job whose turn has come. */
+  while (c->jobs && c->jobs->done) {
+    lcd_job *k = c->jobs;
+    c->jobs = k->cnext;
+    if (!c->jobs)
+      c->jobs_tail = NULL;
+    c->njobs--;
+    answer(c, k);
+    job_put(c, k);
+  }
+  lcd_conn_process(c);
+}

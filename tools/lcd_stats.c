@@ -23,7 +23,9 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         "STAT memcached %s\r\nSTAT db %s\r\nSTAT durability %s\r\n"
         "STAT timeout_ms %d\r\nSTAT threads %d\r\nSTAT max_connections %d"
         "\r\nSTAT idle_timeout %d\r\nSTAT line_timeout %d\r\n"
-        "STAT drain_timeout %d\r\nSTAT backlog %d\r\nSTAT verbosity %d\r\n"
+        "STAT drain_timeout %d\r\nSTAT reply_timeout %d\r\n"
+        "STAT input_max %d\r\nSTAT output_max %d\r\n"
+        "STAT conn_jobs_max %d\r\nSTAT backlog %d\r\nSTAT verbosity %d\r\n"
         "STAT pidfile %s\r\nSTAT line_max %d\r\nSTAT max_keys %d\r\n"
         "STAT block_max %llu\r\nSTAT flush_interval %d\r\n"
         "STAT sweep_interval %d\r\nEND\r\n",
@@ -31,7 +33,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         set->socket_mode, set->memcached, set->db,
         lc_durability_name(set->durability), set->timeout_ms, set->threads,
         set->max_connections, set->idle_timeout, set->line_timeout,
-        set->drain_timeout, set->backlog, set->verbose,
+        set->drain_timeout, set->reply_timeout, LCD_INPUT_MAX, LCD_OUTPUT_MAX,
+        LCD_CONN_JOBS, set->backlog, set->verbose,
         set->pidfile ? set->pidfile : "none", LC__PROTO_LINE_MAX,
         LC__PROTO_MAX_KEYS, (unsigned long long)LC_BLOCK_MAX,
         set->flush_interval, set->sweep_interval);
@@ -70,6 +73,10 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       ls.backwards, ls.log_writes, ls.log_syncs, ls.errors,
       d->client_errors, d->server_errors, d->closed_idle, d->closed_garbage,
       d->closed_binary, d->closed_long, lcd_pool_queued(s));
+  evbuffer_add_printf(o,
+      "STAT closed_unread %" PRIu64 "\r\nSTAT read_paused %" PRIu64
+      "\r\nSTAT output_paused %" PRIu64 "\r\n",
+      d->closed_unread, d->read_paused, d->output_paused);
   uint64_t runs, sweeps, ferrors, flushed;
   lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
   evbuffer_add_printf(o,

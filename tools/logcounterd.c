@@ -54,6 +54,7 @@ static void settings_init(lcd_settings *set) {
   set->idle_timeout = 0;
   set->line_timeout = 10;
   set->drain_timeout = 10;
+  set->reply_timeout = 10;
   set->backlog = 1024;
   set->verbose = 0;
   set->pidfile = NULL;
@@ -145,6 +146,12 @@ static void usage(FILE *f) {
     "                          unfinished this long, 1..3600 (default %d)\n"
     "  --drain-timeout SECONDS on SIGTERM, wait this long for clients to\n"
     "                          read their last replies (default %d)\n"
+    "  --reply-timeout SECONDS close a client that leaves %d KiB of replies\n"
+    "                          unread this long, 1..3600 (default %d): a\n"
+    "                          client that pipelines without reading is\n"
+    "                          read no further once %d KiB of its requests\n"
+    "                          wait (the rest stays in the kernel and its\n"
+    "                          writes block); others are not delayed\n"
     "  --flush-interval SECONDS  apply pending tally changes to the log\n"
     "                          this often, 0..86400; 0: only at shutdown\n"
     "                          (default %d); it bounds what a memcached\n"
@@ -166,7 +173,8 @@ static void usage(FILE *f) {
     (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
     lc_durability_name(d.durability), d.timeout_ms, d.threads,
     d.coalesce ? "coalescing on" : "off", d.max_connections,
-    d.idle_timeout, d.line_timeout, d.drain_timeout, d.flush_interval,
+    d.idle_timeout, d.line_timeout, d.drain_timeout, LCD_OUTPUT_MAX / 1024,
+    d.reply_timeout, LCD_INPUT_MAX / 1024, d.flush_interval,
     d.sweep_interval);
 }
 
@@ -196,7 +204,8 @@ static int parse_int(const char *opt, const char *text, long min, long max,
 /* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
 static int parse_options(lcd_settings *set, int argc, char **argv) {
   enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
-         O_PID, O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP };
+         O_PID, O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP,
+         O_REPLY };
   static const struct option lo[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
@@ -210,6 +219,7 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     {"idle-timeout", required_argument, NULL, O_IDLE},
     {"line-timeout", required_argument, NULL, O_LINE},
     {"drain-timeout", required_argument, NULL, O_DRAIN},
+    {"reply-timeout", required_argument, NULL, O_REPLY},
     {"pidfile", required_argument, NULL, O_PID},
     {"flush-interval", required_argument, NULL, O_FLUSH},
     {"sweep-interval", required_argument, NULL, O_SWEEP},
@@ -258,6 +268,8 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                                 &set->line_timeout); break;
     case O_DRAIN: rc = parse_int("--drain-timeout", optarg, 0, 3600,
                                  &set->drain_timeout); break;
+    case O_REPLY: rc = parse_int("--reply-timeout", optarg, 1, 3600,
+                                 &set->reply_timeout); break;
     case O_FLUSH: rc = parse_int("--flush-interval", optarg, 0, 86400,
                                  &set->flush_interval); break;
     case O_SWEEP: rc = parse_int("--sweep-interval", optarg, 0, 86400 * 30,
