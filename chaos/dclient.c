@@ -6,7 +6,10 @@
  * (for a tally change, a record of the attempt before it too).  An error reply, a timeout or a dropped connection
  * is a failed call (unacknowledged); the thread reconnects and goes on, so
  * one client's sequence spans the daemon's restarts.  SIGTERM ends it once
- * each connection has its answer to the request in flight.
+ * each connection has its answer to the request in flight.  Connection 0
+ * of client 0 pipelines instead: it writes CH_PIPE_DEPTH "incr" lines at
+ * once (counters d0, d1 at random), then reads their replies in order; a
+ * connection lost mid-batch loses the rest of the batch (unacknowledged).
  *
  *   chaos dclient PORT CTL OUT INDEX CONNS SEED
  */
@@ -65,6 +68,88 @@ static int read_line(int fd, char *buf, size_t size) {
   return -1;
 }
 
+/* Connection 0 of client 0: batches of CH_PIPE_DEPTH pipelined requests. */
+#define CH_PIPE_DEPTH 1000
+
+typedef struct pipe_buf {
+  char b[1 << 15];
+  size_t start, end;
+} pipe_buf;
+
+/* The next reply line of a pipelined batch; -1 closed, -2 timeout. */
+static int pipe_line(int fd, pipe_buf *p, char *line, size_t size) {
+  for (;;) {
+    char *nl = memchr(p->b + p->start, '\n', p->end - p->start);
+    if (nl) {
+      size_t n = (size_t)(nl - (p->b + p->start));
+      size_t k = n && nl[-1] == '\r' ? n - 1 : n;
+      if (k >= size) k = size - 1;
+      memcpy(line, p->b + p->start, k);
+      line[k] = '\0';
+      p->start += n + 1;
+      return 0;
+    }
+    memmove(p->b, p->b + p->start, p->end - p->start);
+    p->end -= p->start;
+    p->start = 0;
+    if (p->end == sizeof p->b) return -1;
+    ssize_t k = read(fd, p->b + p->end, sizeof p->b - p->end);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -2;
+    if (k <= 0) return -1;
+    p->end += (size_t)k;
+  }
+}
+
+/* One batch on fd: 0, or -1 when the connection must be dropped. */
+static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
+  static __thread char req[CH_PIPE_DEPTH * 32];
+  static __thread ch_rec recs[CH_PIPE_DEPTH];
+  size_t len = 0;
+  for (int i = 0; i < CH_PIPE_DEPTH; i++) {
+    ch_rec *r = &recs[i];
+    memset(r, 0, sizeof *r);
+    r->client = me;
+    r->kind = REC_ID;
+    r->obj = (uint8_t)(CH_EMB_COUNTERS + ch_rand(rng) % CH_LCD_COUNTERS);
+    r->n = (uint32_t)ch_block_size(rng);
+    len += (size_t)snprintf(req + len, sizeof req - len, "incr %s %u\r\n",
+                            ch_counter_name(r->obj), r->n);
+    atomic_fetch_add(&ctl->calls, 1);
+    atomic_fetch_add(&ctl->ids_attempted, r->n);
+  }
+  int64_t t0 = ch_now_ns();
+  size_t off = 0;
+  while (off < len) {
+    ssize_t w = write(fd, req + off, len - off);
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  int i = 0, rc = off == len ? 0 : -1;
+  p->start = p->end = 0;
+  for (; rc == 0 && i < CH_PIPE_DEPTH; i++) {
+    char line[256], *end;
+    rc = pipe_line(fd, p, line, sizeof line);
+    if (rc) break;
+    unsigned long long v = strtoull(line, &end, 10);
+    if (line[0] < '0' || line[0] > '9' || *end) {   /* SERVER_ERROR ... */
+      atomic_fetch_add(&ctl->calls_failed, 1);
+      continue;
+    }
+    recs[i].t0_ns = t0;
+    recs[i].t_ns = ch_now_ns();
+    recs[i].value = (int64_t)v;
+    ch_rec_write(out_fd, &recs[i]);
+    atomic_fetch_add(&ctl->ids_acked, recs[i].n);
+  }
+  if (rc == 0) return 0;
+  /* The rest of the batch is lost: burned or never made, not acked. */
+  for (; i < CH_PIPE_DEPTH; i++) {
+    atomic_fetch_add(&ctl->calls_failed, 1);
+    atomic_fetch_add(&ctl->calls_lost, 1);
+  }
+  return -1;
+}
+
 static void *conn(void *arg) {
   unsigned c = (unsigned)(uintptr_t)arg;
   uint32_t me = CH_DCLIENT_BASE + index_ * 256 + c;
@@ -78,6 +163,14 @@ static void *conn(void *arg) {
       continue;
     }
     backoff = 1;
+    if (c == 0 && index_ == 0) {      /* the pipelining connection */
+      static __thread pipe_buf pb;
+      if (pipe_batch(fd, me, &rng, &pb) != 0) {
+        close(fd);
+        fd = -1;
+      }
+      continue;
+    }
     char req[96], line[256];
     ch_rec r = {.client = me};
     bool tally = ch_rand(&rng) % 100 < 15;

@@ -5,8 +5,9 @@
 # restart on the same port.  Samples the daemon's resident memory every
 # second and reports it after a warm-up (the first half of the run:
 # LevelDB fills its 4 MB memtable first) and at the end.  Passes when:
-# the load client saw its replies strictly increase per connection and no
-# id twice across all connections; the daemon still answers "stats" at the
+# the load client (SOAK_CONNS connections, 4 requests deep, and one more
+# connection 1,000 deep) saw its replies strictly increase per connection
+# and no id twice across all connections; the daemon still answers "stats" at the
 # end; it exits 0 on SIGTERM; `logcounter verify`
 # finds the log sound; and resident memory grew less than SOAK_RSS_SLACK_KB
 # (default 16384) after the warm-up.  Run by `make soak`; not part of
@@ -20,8 +21,10 @@ SECS=${SOAK_SECONDS:-60} EVERY=${SOAK_FAULT_EVERY:-4} SLACK=${SOAK_RSS_SLACK_KB:
 CONNS=${SOAK_CONNS:-32}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/soak.XXXXXX") || exit 1
 DPID="" LPID=""
+PPID_=""
 cleanup() {
   [ -n "$LPID" ] && kill "$LPID" 2>/dev/null
+  [ -n "$PPID_" ] && kill "$PPID_" 2>/dev/null
   [ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null
   [ -f "$TMP/memcached.pid" ] && kill -CONT "$(cat "$TMP/memcached.pid")" 2>/dev/null
   tests/memcached.sh stop "$TMP" 2>/dev/null
@@ -47,6 +50,10 @@ for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$DPORT") 2>/dev/null && bre
 "$BUILD/tests/lcd_client" load -p "$DPORT" -k soak -c "$CONNS" -d 4 -t "$SECS" -e \
   -o "$TMP/ids" >"$TMP/load.out" 2>&1 &
 LPID=$!
+# One more connection pipelines 1,000 requests deep on the same counter.
+"$BUILD/tests/lcd_client" load -p "$DPORT" -k soak -c 1 -d 1000 -t "$SECS" -e \
+  -o "$TMP/ids.pipe" >"$TMP/pipe.out" 2>&1 &
+PPID_=$!
 
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$DPID/status" 2>/dev/null; }
 faults=(flush stop kill) nf=0 warm_at=$((SECS / 2)) warm="" max=0
@@ -71,8 +78,11 @@ end=$(rss)
 wait "$LPID"; lrc=$?; LPID=""
 cat "$TMP/load.out"
 check "load client: per-connection order and replies (exit $lrc)" test "$lrc" -eq 0
-total=$(wc -l <"$TMP/ids")
-dups=$(sort -n "$TMP/ids" | uniq -d | wc -l)
+wait "$PPID_"; prc=$?; PPID_=""
+cat "$TMP/pipe.out"
+check "pipelining client (depth 1000): order and replies (exit $prc)" test "$prc" -eq 0
+total=$(cat "$TMP/ids" "$TMP/ids.pipe" | wc -l)
+dups=$(sort -n "$TMP/ids" "$TMP/ids.pipe" | uniq -d | wc -l)
 check "no id twice among $total acknowledged ids ($dups repeated)" test "$total" -gt 0 -a "$dups" -eq 0
 stats=$(printf 'stats\r\nquit\r\n' | timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$DPORT; cat >&3; cat <&3")
 check "the daemon answers stats at the end" grep -q '^END' <<<"$stats"
