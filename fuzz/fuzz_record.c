@@ -10,8 +10,9 @@
  *
  * Properties checked:
  *  - lc__record_decode accepts exactly a key of p + 8 bytes whose value is
- *    1..LC_VALUE_MAX and a 17-byte value of version 1 whose count is
- *    1..last, and then first = last - count + 1 >= 1, version 1;
+ *    1..LC_VALUE_MAX and a 17-byte value of version 1..3 (a block, an
+ *    open or a finished segment) whose count is 1..last, and then
+ *    first = last - count + 1 >= 1, the version as given;
  *    re-encoding count and time gives the value bytes back;
  *  - a refusal is LC_ECORRUPT with a detail text;
  *  - lc__tally_decode accepts exactly 33 bytes starting with version 1 and
@@ -111,7 +112,8 @@ static void check_record(const char *key, size_t klen, size_t plen,
   uint64_t last = klen == plen + 8 ? lc__be64_get(k + plen) : 0;
   uint64_t count = vlen == LC__RECORD_LEN ? lc__be64_get(v + 1) : 0;
   int ok = klen == plen + 8 && last >= 1 && last <= (uint64_t)LC_VALUE_MAX &&
-           vlen == LC__RECORD_LEN && v[0] == LC__RECORD_VERSION &&
+           vlen == LC__RECORD_LEN && v[0] >= LC_RECORD_BLOCK &&
+           v[0] <= LC_RECORD_SEGMENT &&
            count >= 1 && count <= last;
   FUZZ_CHECK((rc == 0) == ok);
   if (rc) {
@@ -121,9 +123,10 @@ static void check_record(const char *key, size_t klen, size_t plen,
   FUZZ_CHECK(rec.last == (int64_t)last && rec.count == count);
   FUZZ_CHECK(rec.first >= 1 && rec.first <= rec.last &&
              (uint64_t)(rec.last - rec.first) + 1 == rec.count);
-  FUZZ_CHECK(rec.version == LC__RECORD_VERSION);
+  FUZZ_CHECK(rec.version == v[0]);
   unsigned char again[LC__RECORD_LEN];
   lc__record_encode(again, rec.count, rec.time_us);
+  again[0] = (unsigned char)rec.version;
   FUZZ_CHECK(memcmp(again, val, LC__RECORD_LEN) == 0);
 }
 

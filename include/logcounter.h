@@ -133,7 +133,28 @@ typedef struct lc_options {
    * (they queue while an increment is in flight).  0: no limit; 1: no
    * merging (one increment per call, for comparison). */
   unsigned batch_max;
+  /* Prefetched segments.  0 (the default): off, every lc_next_n call
+   * costs a memcached increment and a log record.  N (1..LC_BLOCK_MAX):
+   * the handle takes segments of N values with one memcached "incr N" and
+   * one synced record each, and hands values out of memory; the next
+   * segment is fetched by a background thread when the current one is
+   * half used.  LC_PREFETCH_AUTO: N adapts so that a segment lasts about
+   * a second (LC_PREFETCH_AUTO_MIN..LC_PREFETCH_AUTO_MAX).  Values still
+   * strictly increase per handle; lc_close writes the exact last value
+   * handed out (and sets memcached back to it), so a clean restart goes on
+   * at last+1; after a crash the unused rest of the held segments (two, rarely
+   * three) is skipped, never reissued, and their records stay marked
+   * LC_RECORD_SEGMENT_OPEN.  A record's time is when its segment was
+   * taken.  lc_prefetch_parse reads "off", "auto" or N. */
+  uint64_t prefetch;
 } lc_options;
+
+#define LC_PREFETCH_AUTO UINT64_MAX
+#define LC_PREFETCH_AUTO_MIN 16ULL
+#define LC_PREFETCH_AUTO_MAX (1ULL << 23)
+/* "off" or "0": 0; "auto": LC_PREFETCH_AUTO; N: 1..LC_BLOCK_MAX.  0 or
+ * LC_EINVAL. */
+LC_EXTERN int lc_prefetch_parse(const char *text, uint64_t *out);
 
 /* Fills *o with the defaults above (db_path stays NULL). */
 LC_EXTERN void lc_options_init(lc_options *o);
@@ -184,8 +205,15 @@ typedef struct lc_record {
   int64_t last;
   uint64_t count;
   int64_t time_us;
-  int version;        /* record format version */
+  int version;        /* what the record is, LC_RECORD_*: */
 } lc_record;
+
+#define LC_RECORD_BLOCK 1         /* a block handed out by lc_next_n */
+#define LC_RECORD_SEGMENT_OPEN 2  /* a prefetched segment still held, or
+                                     left by a crash: how much of it went
+                                     out is unknown (at most all of it) */
+#define LC_RECORD_SEGMENT 3       /* a prefetched segment, finished: every
+                                     value of it went out */
 
 typedef struct lc_iter lc_iter;
 
@@ -231,6 +259,8 @@ typedef struct lc_stats {
   uint64_t log_writes;    /* LevelDB write batches */
   uint64_t log_syncs;     /* synced LevelDB writes */
   uint64_t errors;        /* calls that failed */
+  uint64_t segments;      /* prefetched segments taken */
+  uint64_t segment_waits; /* calls that found no segment and waited */
   /* Tallies (added in 0.1; see "Tallies" below). */
   uint64_t tally_adds;              /* successful lc_tally_add calls */
   uint64_t tally_flushes;           /* tally records written by flushes */

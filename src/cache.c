@@ -184,3 +184,49 @@ int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v) {
   give(c, mc);
   return err;
 }
+
+int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
+                    uint64_t expect, uint64_t to) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SUPPORT_CAS, 1);
+  const char *keys[1] = {key};
+  size_t lens[1] = {klen};
+  memcached_return_t rc = memcached_mget(mc, keys, lens, 1);
+  memcached_result_st *r = rc == MEMCACHED_SUCCESS
+                               ? memcached_fetch_result(mc, NULL, &rc) : NULL;
+  if (r == NULL) {
+    err = rc == MEMCACHED_NOTFOUND || rc == MEMCACHED_END
+              ? LC__MISS : map_error(mc, rc, "gets");
+  } else {
+    uint64_t cas = memcached_result_cas(r);
+    char buf[32];
+    size_t n = memcached_result_length(r);
+    const char *v = memcached_result_value(r);
+    while (n > 0 && v[n - 1] == ' ') n--;
+    err = LC__EXISTS;
+    if (n > 0 && n < sizeof buf) {
+      memcpy(buf, v, n);
+      buf[n] = '\0';
+      char *end;
+      errno = 0;
+      unsigned long long x = strtoull(buf, &end, 10);
+      if (errno == 0 && *end == '\0' && x == expect) err = 0;
+    }
+    memcached_result_free(r);
+    /* the end of the answer */
+    while ((r = memcached_fetch_result(mc, NULL, &rc)) != NULL)
+      memcached_result_free(r);
+    if (err == 0) {
+      n = (size_t)snprintf(buf, sizeof buf, "%llu", (unsigned long long)to);
+      rc = memcached_cas(mc, key, klen, buf, n, 0, 0, cas);
+      err = rc == MEMCACHED_SUCCESS ? 0
+            : rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTFOUND
+                ? LC__EXISTS : map_error(mc, rc, "cas");
+    }
+  }
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SUPPORT_CAS, 0);
+  give(c, mc);
+  return err;
+}

@@ -26,7 +26,7 @@
  *    write, so several batches may be syncing at once; their values are
  *    all below floor already, so a restore meanwhile starts above them.
  */
-#include "internal.h"
+#include "counter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +38,7 @@
  * memcached increment and its log write.  NULL outside tests. */
 void (*lc__test_before_commit)(const char *name);
 
-typedef struct req {
+struct lc__req {
   uint64_t n;
   int64_t first;
   int rc;
@@ -46,23 +46,9 @@ typedef struct req {
   bool done;
   pthread_cond_t cv;          /* signalled when done, or to lead */
   char detail[LC__DETAIL_MAX];
-  struct req *next;
-} req;
-
-struct lc__counter {
-  lc__counter *next;          /* hash chain */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;          /* for exclusive operations waiting */
-  int excl_waiting;
-  bool busy;                  /* a leader is at work */
-  req *head, *tail;           /* waiting lc_next_n calls */
-  bool loaded;
-  bool used;                  /* allocated or advanced by this handle */
-  int64_t floor, reserved;
-  size_t nlen, klen;
-  char *name;                 /* points into key, past the prefix */
-  char key[];                 /* "lc:" NAME */
+  struct lc__req *next;
 };
+typedef lc__req req;
 
 void lc__table_init(lc__table *t) {
   pthread_mutex_init(&t->mu, NULL);
@@ -82,6 +68,7 @@ static lc__counter *counter_new(const char *name, size_t n) {
   if (c == NULL) return NULL;
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
+  lc__seg_init(c);
   memcpy(c->key, LC__MC_PREFIX, plen);
   memcpy(c->key + plen, name, n + 1);
   c->name = c->key + plen;
@@ -91,6 +78,7 @@ static lc__counter *counter_new(const char *name, size_t n) {
 }
 
 static void counter_free(lc__counter *c) {
+  lc__seg_destroy(c);
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
   free(c);
@@ -121,9 +109,10 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   return 0;
 }
 
-static int lookup(lc_t *h, const char *name, lc__counter **out) {
+int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out) {
   return find(h, name, true, out);
 }
+
 
 /* Gives up the leader role and wakes whoever may take it; c->mu held. */
 static void handoff(lc__counter *c) {
@@ -133,7 +122,7 @@ static void handoff(lc__counter *c) {
 }
 
 /* Leader role for operations that are not batched. */
-static void acquire(lc__counter *c) {
+void lc__counter_acquire(lc__counter *c) {
   pthread_mutex_lock(&c->mu);
   c->excl_waiting++;
   while (c->busy) pthread_cond_wait(&c->cv, &c->mu);
@@ -142,14 +131,13 @@ static void acquire(lc__counter *c) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static void release(lc__counter *c) {
+void lc__counter_release(lc__counter *c) {
   pthread_mutex_lock(&c->mu);
   handoff(c);
   pthread_mutex_unlock(&c->mu);
 }
 
-/* Leader only: floor and reserved from the log on first use. */
-static int load(lc_t *h, lc__counter *c) {
+int lc__counter_load(lc_t *h, lc__counter *c) {
   if (c->loaded) return 0;
   int64_t max = 0, res = 0;
   int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
@@ -175,12 +163,8 @@ static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
   return rc;  /* LC__EXISTS: someone else seeded it; go back to incr */
 }
 
-/*
- * Leader only: obtains a block of n values wholly above floor from
- * memcached, restoring or raising the key as needed.  *last is the block's
- * last value.
- */
-static int increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
+int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
+                          int64_t *last) {
   uint64_t delta = n;
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     uint64_t v = 0;
@@ -220,12 +204,12 @@ typedef struct block {
 /* Leader only: obtains a block of n values above floor from memcached and
  * decides how its record must be written. */
 static int obtain(lc_t *h, lc__counter *c, uint64_t n, block *b) {
-  int rc = load(h, c);
+  int rc = lc__counter_load(h, c);
   if (rc) return rc;
   if (n > (uint64_t)(LC_VALUE_MAX - c->floor))
     return lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
                     (long long)c->floor);
-  rc = increment(h, c, n, &b->last);
+  rc = lc__counter_increment(h, c, n, &b->last);
   if (rc) return rc;
   b->n = n;
   b->reservation = 0;
@@ -286,7 +270,7 @@ static bool serve(lc_t *h, lc__counter *c) {
   lc__detail_clear();
   if (!c->loaded) {  /* load first, so that the batch can respect floor */
     pthread_mutex_unlock(&c->mu);
-    rc = load(h, c);
+    rc = lc__counter_load(h, c);
     pthread_mutex_lock(&c->mu);
   }
   uint64_t total;
@@ -358,7 +342,8 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     return count_call(h, rc, n);
   }
   lc__counter *c;
-  if ((rc = lookup(h, name, &c)) != 0) return count_call(h, rc, n);
+  if ((rc = lc__counter_lookup(h, name, &c)) != 0) return count_call(h, rc, n);
+  if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
   pthread_mutex_lock(&c->mu);
@@ -390,12 +375,12 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
   lc__counter *c;
   int rc = LC__LOCAL_ONLY(h);
-  if (!rc) rc = lookup(h, name, &c);
+  if (!rc) rc = lc__counter_lookup(h, name, &c);
   if (!rc) {
-    acquire(c);
-    rc = load(h, c);
+    lc__counter_acquire(c);
+    rc = lc__counter_load(h, c);
     if (!rc) rc = op(h, c, arg, out);
-    release(c);
+    lc__counter_release(c);
   }
   if (rc) LC__STAT(h, errors, 1);
   return rc;
@@ -403,6 +388,11 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
 
 static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   (void)arg;
+  int64_t handed = lc__seg_current(c);
+  if (handed) {               /* memcached and floor run ahead of it */
+    *out = handed;
+    return 0;
+  }
   uint64_t v = 0;
   int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
   if (rc < 0) return rc;
@@ -438,10 +428,12 @@ static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
 static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   (void)out;
   int64_t target = min_next - 1;  /* the value the counter must stand at */
+  int rc = lc__seg_drop(h, c, target);   /* held values below min_next */
+  if (rc) return rc;
   if (target > c->floor) {
     /* durable first: after this, no restore can start below target */
     if (target > c->reserved) {
-      int rc = lc__log_put_reservation(&h->log, c->name, c->nlen, target);
+      rc = lc__log_put_reservation(&h->log, c->name, c->nlen, target);
       LC__STAT(h, log_syncs, 1);
       if (rc) return rc;
       c->reserved = target;
@@ -472,7 +464,7 @@ int lc_current(lc_t *h, const char *name, int64_t *value) {
     if ((c = counter_new(name, strlen(name))) == NULL) {
       rc = lc__fail(LC_ENOMEM, "cannot allocate counter state");
     } else {
-      rc = load(h, c);
+      rc = lc__counter_load(h, c);
       if (!rc) rc = op_current(h, c, 0, value);
       counter_free(c);
     }
@@ -500,28 +492,37 @@ int lc_reservation(lc_t *h, const char *name, int64_t *value) {
   return rc ? rc : lc__log_get_reservation(&h->log, name, strlen(name), value);
 }
 
-int lc__table_close(lc__table *t, lc__log *log) {
+int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
   leveldb_writebatch_t *b = log->db ? leveldb_writebatch_create() : NULL;
   bool any = false;
   for (int i = 0; i < 256; i++) {
-    for (lc__counter *c = t->buckets[i], *next; c; c = next) {
-      next = c->next;
-      if (b && c->used && c->floor != c->reserved) {
+    for (lc__counter *c = t->buckets[i]; b && c; c = c->next) {
+      int64_t stands = lc__seg_close(c, b);
+      if (stands < 0) stands = c->floor;
+      else any = true;        /* segment records rewritten */
+      if (c->used && stands != c->reserved) {
         /* exact: a restart after a clean close skips nothing */
-        char key[LC_NAME_MAX + 10];
-        unsigned char val[9];
-        size_t klen = lc__reservation_key(key, c->name, c->nlen);
-        val[0] = LC__RECORD_VERSION;
-        lc__be64_put(val + 1, (uint64_t)c->floor);
-        leveldb_writebatch_put(b, key, klen, (const char *)val, sizeof val);
+        lc__log_batch_reservation(b, c->name, c->nlen, stands);
         any = true;
       }
+      c->reserved = stands;
+    }
+  }
+  int rc = any ? lc__log_write(log, b, true) : 0;
+  if (b) leveldb_writebatch_destroy(b);
+  for (int i = 0; i < 256; i++) {
+    for (lc__counter *c = t->buckets[i], *next; c; c = next) {
+      next = c->next;
+      /* Segments: memcached still holds floor, ahead of what went out;
+       * set it back (only if untouched since) so that a restart goes on
+       * at the next value.  Not possible: a gap, nothing worse. */
+      if (!rc && b && c->used && c->reserved < c->floor)
+        lc__cache_lower(cache, c->key, c->klen, (uint64_t)c->floor,
+                        (uint64_t)c->reserved);
       counter_free(c);
     }
     t->buckets[i] = NULL;
   }
-  int rc = any ? lc__log_write(log, b, true) : 0;
-  if (b) leveldb_writebatch_destroy(b);
   pthread_mutex_destroy(&t->mu);
   return rc;
 }

@@ -22,6 +22,26 @@ int lc_durability_parse(const char *s, lc_durability_t *out) {
   return 0;
 }
 
+int lc_prefetch_parse(const char *s, uint64_t *out) {
+  if (s == NULL || out == NULL)
+    return lc__fail(LC_EINVAL, "prefetch: NULL argument");
+  if (strcmp(s, "off") == 0 || strcmp(s, "0") == 0) {
+    *out = 0;
+  } else if (strcmp(s, "auto") == 0) {
+    *out = LC_PREFETCH_AUTO;
+  } else {
+    uint64_t v = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9' && v <= LC_BLOCK_MAX; p++)
+      v = v * 10 + (uint64_t)(*p - '0');
+    if (p == s || *p || v < 1 || v > LC_BLOCK_MAX)
+      return lc__fail(LC_EINVAL, "prefetch '%s': use off, auto or a segment "
+                      "size 1..%llu", s, (unsigned long long)LC_BLOCK_MAX);
+    *out = v;
+  }
+  return 0;
+}
+
 const char *lc_durability_name(lc_durability_t d) {
   return d == LC_DURABILITY_SYNC ? "sync" : "default";
 }
@@ -71,6 +91,10 @@ int lc_open(const lc_options *o, lc_t **out) {
     return lc__fail(LC_EINVAL, "unknown durability %d", (int)o->durability);
   if (o->timeout_ms < 0 || o->lock_wait_ms < 0 || o->pool_size < 0)
     return lc__fail(LC_EINVAL, "negative timeout, lock wait or pool size");
+  if (o->prefetch > LC_BLOCK_MAX && o->prefetch != LC_PREFETCH_AUTO)
+    return lc__fail(LC_EINVAL, "prefetch %llu: at most %llu, or "
+                    "LC_PREFETCH_AUTO", (unsigned long long)o->prefetch,
+                    (unsigned long long)LC_BLOCK_MAX);
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
   bool failed = false;
@@ -99,8 +123,12 @@ int lc_open(const lc_options *o, lc_t **out) {
                                    h->opt.pool_size);
   if (!rc && !remote)
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
+  if (!rc && !remote && h->opt.prefetch) {
+    rc = lc__prefetcher_start(h);
+    if (rc) lc__log_close(&h->log);
+  }
   if (rc) {  /* the log is closed already when its open failed */
-    lc__table_close(&h->counters, &h->log);
+    lc__table_close(&h->counters, &h->log, &h->cache);
     lc__tallies_close(&h->tallies);
     lc__cache_close(&h->cache);
     free_handle(h);
@@ -113,7 +141,8 @@ int lc_open(const lc_options *o, lc_t **out) {
 int lc_close(lc_t *h) {
   if (h == NULL) return 0;
   lc__detail_clear();
-  int rc = lc__table_close(&h->counters, &h->log);
+  lc__prefetcher_stop(h);
+  int rc = lc__table_close(&h->counters, &h->log, &h->cache);
   lc__tallies_close(&h->tallies);
   if (!h->remote) lc__log_close(&h->log);
   lc__cache_close(&h->cache);
@@ -126,7 +155,8 @@ int lc_get_stats(lc_t *h, lc_stats *s) {
 #define LC__LOAD(f) s->f = atomic_load_explicit(&h->st.f, memory_order_relaxed)
   LC__LOAD(allocations); LC__LOAD(ids); LC__LOAD(increments);
   LC__LOAD(restores); LC__LOAD(backwards); LC__LOAD(log_writes);
-  LC__LOAD(log_syncs); LC__LOAD(errors);
+  LC__LOAD(log_syncs); LC__LOAD(errors); LC__LOAD(segments);
+  LC__LOAD(segment_waits);
   LC__LOAD(tally_adds); LC__LOAD(tally_flushes); LC__LOAD(tally_schedules);
   LC__LOAD(tally_schedule_failures); LC__LOAD(tally_losses);
   LC__LOAD(tally_seeds);

@@ -8,6 +8,7 @@
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
+ *   segment.c  prefetched segments: ids handed out from memory
  *   iter.c     reading a counter's records in order
  *   tally*.c   tallies: write-behind counts (tally.c: add, get, state;
  *              tally_flush.c, tally_list.c, tally_rec.c)
@@ -75,6 +76,11 @@ void lc__cache_close(lc__cache *c);
 int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
                    uint64_t delta, uint64_t *out);
 int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out);
+/* Sets key to `to` if it still holds exactly `expect` (gets + cas): 0,
+ * LC__EXISTS when it holds something else or changed meanwhile,
+ * LC__MISS, or negative. */
+int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
+                    uint64_t expect, uint64_t to);
 /* 0 when stored, LC__EXISTS when the key is present, or negative. */
 int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v);
 
@@ -96,6 +102,15 @@ void lc__log_close(lc__log *l);
  * non-zero, the new reservation, in one write. */
 int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
                    uint64_t count, int64_t reservation, bool sync);
+/* Batch pieces: a record of the given version (LC_RECORD_*), the deletion
+ * of the record whose last value is last, the reservation. */
+void lc__log_batch_record(leveldb_writebatch_t *b, const char *name,
+                          size_t nlen, int64_t last, int version,
+                          uint64_t count, int64_t time_us);
+void lc__log_batch_unrecord(leveldb_writebatch_t *b, const char *name,
+                            size_t nlen, int64_t last);
+void lc__log_batch_reservation(leveldb_writebatch_t *b, const char *name,
+                               size_t nlen, int64_t reservation);
 int lc__log_put_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t reservation);
 int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
@@ -111,8 +126,14 @@ typedef struct lc__table {
   lc__counter *buckets[256];
 } lc__table;
 void lc__table_init(lc__table *t);
-/* Writes each counter's exact reservation (one synced batch) and frees. */
-int lc__table_close(lc__table *t, lc__log *log);
+/* Writes each counter's exact reservation (one synced batch), with the
+ * records of its prefetched segments cut to what went out, lowers
+ * memcached to match where it still holds what this handle left there,
+ * and frees. */
+int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache);
+/* segment.c: the prefetcher thread of a handle with prefetch on. */
+int lc__prefetcher_start(lc_t *h);
+void lc__prefetcher_stop(lc_t *h);
 /* Test seam: called between a block's increment and its log write (with
  * durability sync, after the leader role was handed on); NULL normally. */
 extern void (*lc__test_before_commit)(const char *name);
@@ -163,9 +184,16 @@ struct lc {
   lc__log log;
   lc__table counters;
   lc__tallies tallies;
+  struct {                /* segment.c: the prefetcher (prefetch on) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    lc__counter *head, *tail;   /* counters waiting for a segment */
+    bool started, stop;
+    pthread_t thread;
+  } pf;
   struct {
     atomic_uint_fast64_t allocations, ids, increments, restores, backwards,
-        log_writes, log_syncs, errors;
+        log_writes, log_syncs, errors, segments, segment_waits;
     atomic_uint_fast64_t tally_adds, tally_flushes, tally_schedules,
         tally_schedule_failures, tally_losses, tally_seeds;
   } st;

@@ -10,7 +10,8 @@
  * bytewise, so a counter's records are contiguous and in value order, and
  * the newest is found by one reverse seek.  Because NAME has no '\0', one
  * name's prefix is never a prefix of another's.  The reservation is under
- * 'v' NAME.  Record values are versioned: version byte, count, time.
+ * 'v' NAME.  Record values: version byte (what the record is: a block, an
+ * open or a finished prefetched segment, LC_RECORD_*), count, time.
  */
 #include "internal.h"
 
@@ -72,7 +73,7 @@ int lc__record_decode(const char *key, size_t klen, size_t plen,
                     (unsigned long long)last);
   rec->last = (int64_t)last;
   const unsigned char *v = (const unsigned char *)val;
-  if (vlen < 1 || v[0] != LC__RECORD_VERSION)
+  if (vlen < 1 || v[0] < LC_RECORD_BLOCK || v[0] > LC_RECORD_SEGMENT)
     return lc__fail(LC_ECORRUPT, "record %lld: unknown format version %d",
                     (long long)last, vlen ? v[0] : -1);
   if (vlen != LC__RECORD_LEN)

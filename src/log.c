@@ -165,8 +165,8 @@ int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
   return err ? log_error(err, "write") : 0;
 }
 
-static void put_reservation(leveldb_writebatch_t *b, const char *name,
-                            size_t nlen, int64_t reservation) {
+void lc__log_batch_reservation(leveldb_writebatch_t *b, const char *name,
+                               size_t nlen, int64_t reservation) {
   char key[LC_NAME_MAX + 10];
   unsigned char val[9];
   size_t klen = lc__reservation_key(key, name, nlen);
@@ -175,16 +175,32 @@ static void put_reservation(leveldb_writebatch_t *b, const char *name,
   leveldb_writebatch_put(b, key, klen, (const char *)val, sizeof val);
 }
 
-int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
-                   uint64_t count, int64_t reservation, bool sync) {
+void lc__log_batch_record(leveldb_writebatch_t *b, const char *name,
+                          size_t nlen, int64_t last, int version,
+                          uint64_t count, int64_t time_us) {
   char key[LC_NAME_MAX + 10];
   unsigned char val[LC__RECORD_LEN];
   size_t plen = lc__record_prefix(key, name, nlen);
   lc__be64_put((unsigned char *)key + plen, (uint64_t)last);
-  lc__record_encode(val, count, lc__now_us());
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  lc__record_encode(val, count, time_us);
+  val[0] = (unsigned char)version;
   leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
-  if (reservation) put_reservation(b, name, nlen, reservation);
+}
+
+void lc__log_batch_unrecord(leveldb_writebatch_t *b, const char *name,
+                            size_t nlen, int64_t last) {
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__record_prefix(key, name, nlen);
+  lc__be64_put((unsigned char *)key + plen, (uint64_t)last);
+  leveldb_writebatch_delete(b, key, plen + 8);
+}
+
+int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
+                   uint64_t count, int64_t reservation, bool sync) {
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  lc__log_batch_record(b, name, nlen, last, LC_RECORD_BLOCK, count,
+                       lc__now_us());
+  if (reservation) lc__log_batch_reservation(b, name, nlen, reservation);
   int rc = lc__log_write(l, b, sync);
   leveldb_writebatch_destroy(b);
   return rc;
@@ -193,7 +209,7 @@ int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
 int lc__log_put_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t reservation) {
   leveldb_writebatch_t *b = leveldb_writebatch_create();
-  put_reservation(b, name, nlen, reservation);
+  lc__log_batch_reservation(b, name, nlen, reservation);
   int rc = lc__log_write(l, b, true);
   leveldb_writebatch_destroy(b);
   return rc;

@@ -5,7 +5,8 @@
  *    demand ("injected failure") without writing.  The call gets LC_ELOG,
  *    the value is never returned, later ids are unique and greater; also
  *    under threads (every 5th write fails), in the synced mode, in
- *    lc_advance and in lc_close's final write.
+ *    lc_advance, in lc_close's final write, and for a prefetched segment
+ *    (none of its values goes out).
  *  - memcached stopped and frozen (SIGSTOP): a clear error within the
  *    timeout (300 ms here; each call must return within 3 s: a "never
  *    hangs" bound, not a speed threshold), and allocation resumes with
@@ -137,6 +138,44 @@ static void test_log_write_failure(void **state) {
   assert_ok(mcd_flush_all(&mc));
   int64_t w = next1(f->h, "lw");
   assert_i64_op(w, >, v);
+}
+
+/* Prefetch: a segment whose record cannot be written hands out none of
+ * its values; the next segment starts above it. */
+static void test_segment_write_failure(void **state) {
+  fx_t *f = *state;
+  lc_options o;
+  char path[TU_PATH_MAX];
+  tu_options(&o, &mc, f->dir, path);
+  char db[TU_PATH_MAX + 8];
+  snprintf(db, sizeof db, "%s/pf", f->dir);
+  o.db_path = db;
+  o.prefetch = 100;
+  lc_t *h;
+  assert_ok(lc_open(&o, &h));
+  int64_t v = 0;
+  assert_ok(lc_next(h, "seg", &v));
+  assert_i64_eq(v, 1);
+  atomic_store(&fail_all, 1);
+  int64_t burned = 0;
+  for (int i = 0; i < 200; i++) {             /* past the held segment */
+    int64_t w = 42;
+    int rc = lc_next(h, "seg", &w);
+    if (rc) {
+      assert_rc(rc, LC_ELOG);
+      assert_i64_eq(w, 42);                   /* never returned */
+      burned = mc_value("seg");
+      break;
+    }
+    assert_i64_eq(w, v + 1);
+    v = w;
+  }
+  assert_i64_op(burned, >, v);
+  atomic_store(&fail_all, 0);
+  int64_t w = 0;
+  assert_ok(lc_next(h, "seg", &w));
+  assert_i64_op(w, >, burned);
+  assert_ok(lc_close(h));
 }
 
 /* A failing write on a fresh counter, with a reservation to write. */
@@ -510,6 +549,7 @@ int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
       T(test_log_write_failure),
       T(test_log_write_failure_first_use),
+      T(test_segment_write_failure),
       cmocka_unit_test_setup_teardown(test_log_write_failure_sync, setup_sync, teardown),
       T(test_log_write_failure_threads),
       T(test_advance_log_failure),

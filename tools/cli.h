@@ -56,6 +56,7 @@ struct cli {
   const char *server;           /* a logcounterd's address; NULL: local */
   char via[MAX_SERVER_LEN + 32];/* " through logcounterd 'ADDR'", or "" */
   lc_durability_t durability;
+  uint64_t prefetch;            /* lc_options.prefetch */
   int timeout_ms;
   int wait_ms;
   bool json;

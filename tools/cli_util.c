@@ -411,6 +411,7 @@ int cli_open(struct cli *c) {
   o.memcached = c->memcached;
   o.db_path = c->db;
   o.durability = c->durability;
+  o.prefetch = c->prefetch;
   o.timeout_ms = c->timeout_ms;
   o.lock_wait_ms = c->wait_ms;
   snprintf(c->owner, sizeof c->owner, PROG " %s (pid %ld)", c->cmd->name,

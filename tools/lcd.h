@@ -106,6 +106,8 @@ typedef struct lcd_settings {
   const char *db;           /* the log directory (required: --db or
                                $LOGCOUNTER_DB) */
   lc_durability_t durability;   /* default LC_DURABILITY_DEFAULT */
+  uint64_t prefetch;        /* lc_options.prefetch (default
+                               $LOGCOUNTER_PREFETCH, else 0: off) */
   int timeout_ms;           /* memcached timeout (default 1000) */
   int threads;              /* worker threads (default 4) */
   int max_connections;      /* open client connections (default 1024) */

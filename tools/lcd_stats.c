@@ -12,15 +12,23 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
   const lcd_settings *set = s->set;
   if (settings) {
+    char prefetch[24] = "off";
+    if (set->prefetch == LC_PREFETCH_AUTO)
+      snprintf(prefetch, sizeof prefetch, "auto");
+    else if (set->prefetch)
+      snprintf(prefetch, sizeof prefetch, "%llu",
+               (unsigned long long)set->prefetch);
     evbuffer_add_printf(o,
         "STAT listen %s\r\nSTAT socket %s\r\nSTAT socket_mode %04o\r\n"
         "STAT memcached %s\r\nSTAT db %s\r\nSTAT durability %s\r\n"
+        "STAT prefetch %s\r\n"
         "STAT timeout_ms %d\r\nSTAT threads %d\r\nSTAT max_connections %d"
         "\r\nSTAT idle_timeout %d\r\nSTAT line_timeout %d\r\n"
         "STAT drain_timeout %d\r\nSTAT reply_timeout %d\r\n"
@@ -31,7 +39,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         "STAT sweep_interval %d\r\nEND\r\n",
         set->listen, set->socket_path ? set->socket_path : "none",
         set->socket_mode, set->memcached, set->db,
-        lc_durability_name(set->durability), set->timeout_ms, set->threads,
+        lc_durability_name(set->durability), prefetch, set->timeout_ms, set->threads,
         set->max_connections, set->idle_timeout, set->line_timeout,
         set->drain_timeout, set->reply_timeout, LCD_INPUT_MAX, LCD_OUTPUT_MAX,
         LCD_CONN_JOBS, set->backlog, set->verbose,
@@ -59,6 +67,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       "STAT increments %" PRIu64 "\r\nSTAT restores %" PRIu64 "\r\n"
       "STAT backwards %" PRIu64 "\r\nSTAT log_writes %" PRIu64 "\r\n"
       "STAT log_syncs %" PRIu64 "\r\nSTAT errors %" PRIu64 "\r\n"
+      "STAT segments %" PRIu64 "\r\nSTAT segment_waits %" PRIu64 "\r\n"
       "STAT client_errors %" PRIu64 "\r\nSTAT server_errors %" PRIu64 "\r\n"
       "STAT closed_idle %" PRIu64 "\r\nSTAT closed_garbage %" PRIu64 "\r\n"
       "STAT closed_binary %" PRIu64 "\r\nSTAT closed_line_too_long %" PRIu64
@@ -70,7 +79,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       d->rejected_connections, set->max_connections, d->cmd_incr,
       d->incr_ids, d->incr_merged, d->incr_errors, d->cmd_get, d->get_hits,
       d->get_misses, ls.allocations, ls.ids, ls.increments, ls.restores,
-      ls.backwards, ls.log_writes, ls.log_syncs, ls.errors,
+      ls.backwards, ls.log_writes, ls.log_syncs, ls.errors, ls.segments,
+      ls.segment_waits,
       d->client_errors, d->server_errors, d->closed_idle, d->closed_garbage,
       d->closed_binary, d->closed_long, lcd_pool_queued(s));
   evbuffer_add_printf(o,

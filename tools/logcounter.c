@@ -169,6 +169,10 @@ static void print_general_help(FILE *f) {
     "  --durability MODE    default (a synced reservation keeps ids unique\n"
     "                       after an OS crash) or sync (every record synced)\n"
     "                       (default: $LOGCOUNTER_DURABILITY, else default)\n"
+    "  --prefetch off|auto|N  hand ids out of prefetched segments of N\n"
+    "                       values (auto: sized to last about a second);\n"
+    "                       the unused rest is given back at exit (default:\n"
+    "                       $LOGCOUNTER_PREFETCH, else off)\n"
     "  --timeout MS         memcached (or logcounterd) timeout, 1..%d\n"
     "                       (default %d)\n"
     "  --wait MS            wait this long for a log directory in use by\n"
@@ -178,7 +182,8 @@ static void print_general_help(FILE *f) {
     "  -h, --help           this help ('" PROG " CMD --help': one command)\n"
     "  --version            print the version\n\n"
     "Environment: LOGCOUNTER_SERVER, LOGCOUNTER_MEMCACHED, LOGCOUNTER_DB,\n"
-    "LOGCOUNTER_DURABILITY, XDG_STATE_HOME, HOME (see above).\n\n"
+    "LOGCOUNTER_DURABILITY, LOGCOUNTER_PREFETCH, XDG_STATE_HOME, HOME (see\n"
+    "above).\n\n"
     "Exit status: 0 success, 1 runtime error (or corruption found by verify\n"
     "or dump), 2 usage error.\n",
     MAX_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, MAX_WAIT_MS, DEFAULT_WAIT_MS);
@@ -193,6 +198,7 @@ static int parse_globals(struct cli *c, int argc, char **argv) {
     {"memcached", required_argument, NULL, 'M'},
     {"db", required_argument, NULL, 'D'},
     {"durability", required_argument, NULL, 'S'},
+    {"prefetch", required_argument, NULL, 'P'},
     {"timeout", required_argument, NULL, 'T'},
     {"wait", required_argument, NULL, 'W'},
     {"json", no_argument, NULL, 'J'},
@@ -202,6 +208,8 @@ static int parse_globals(struct cli *c, int argc, char **argv) {
   bool version = false;
   const char *durability = getenv("LOGCOUNTER_DURABILITY");
   const char *durability_from = "LOGCOUNTER_DURABILITY";
+  const char *prefetch = getenv("LOGCOUNTER_PREFETCH");
+  const char *prefetch_from = "LOGCOUNTER_PREFETCH";
   const char *server_from = "LOGCOUNTER_SERVER";
   uint64_t v;
   int opt;
@@ -215,6 +223,7 @@ static int parse_globals(struct cli *c, int argc, char **argv) {
     case 'M': c->memcached = optarg; break;
     case 'D': c->db = optarg; break;
     case 'S': durability = optarg; durability_from = "--durability"; break;
+    case 'P': prefetch = optarg; prefetch_from = "--prefetch"; break;
     case 'J': c->json = true; break;
     case 'V': version = true; break;
     case 'h': print_general_help(stdout); return HELP_SHOWN;
@@ -247,6 +256,10 @@ static int parse_globals(struct cli *c, int argc, char **argv) {
     return cli_usage_error(NULL, "invalid durability '%s' for %s (must be "
                                  "default or sync)", durability,
                            durability_from);
+  if (prefetch && *prefetch && lc_prefetch_parse(prefetch, &c->prefetch) != 0)
+    return cli_usage_error(NULL, "invalid prefetch '%s' for %s (must be off, "
+                                 "auto or a segment size 1..%llu)", prefetch,
+                           prefetch_from, (unsigned long long)LC_BLOCK_MAX);
   if (c->server && !*c->server)         /* --server '': a local log */
     c->server = NULL;
   if (c->server) {

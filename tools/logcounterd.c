@@ -48,6 +48,7 @@ static void settings_init(lcd_settings *set) {
     set->memcached = DEFAULT_MEMCACHED;
   set->db = getenv("LOGCOUNTER_DB");
   set->durability = LC_DURABILITY_DEFAULT;
+  set->prefetch = 0;        /* LOGCOUNTER_PREFETCH: parse_options */
   set->timeout_ms = 1000;
   set->threads = 4;
   set->max_connections = 1024;
@@ -132,6 +133,10 @@ static void usage(FILE *f) {
     "  --durability MODE       default (a synced reservation keeps ids\n"
     "                          unique after an OS crash) or sync (every\n"
     "                          record synced) (default %s)\n"
+    "  --prefetch off|auto|N   hand ids out of prefetched segments of N\n"
+    "                          values (auto: sized to last about a\n"
+    "                          second); SIGTERM gives the unused rest back\n"
+    "                          (default: $LOGCOUNTER_PREFETCH, else off)\n"
     "  --timeout MS            memcached timeout, 1..600000 (default %d)\n"
     "  -t, --threads N         worker threads making library calls, 1..1024\n"
     "                          (default %d); concurrent requests for one\n"
@@ -205,7 +210,7 @@ static int parse_int(const char *opt, const char *text, long min, long max,
 static int parse_options(lcd_settings *set, int argc, char **argv) {
   enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
          O_PID, O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP,
-         O_REPLY };
+         O_REPLY, O_PREFETCH };
   static const struct option lo[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
@@ -213,6 +218,7 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     {"memcached", required_argument, NULL, O_MC},
     {"db", required_argument, NULL, O_DB},
     {"durability", required_argument, NULL, O_DUR},
+    {"prefetch", required_argument, NULL, O_PREFETCH},
     {"timeout", required_argument, NULL, O_TIMEOUT},
     {"threads", required_argument, NULL, 't'},
     {"max-connections", required_argument, NULL, 'c'},
@@ -229,6 +235,8 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0}};
   int opt, rc = 0;
+  const char *prefetch = getenv("LOGCOUNTER_PREFETCH");
+  const char *prefetch_from = "LOGCOUNTER_PREFETCH";
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":l:s:t:c:vh", lo, NULL)) != -1) {
     switch (opt) {
@@ -239,6 +247,7 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     case O_PID: set->pidfile = optarg; break;
     case 'v': set->verbose++; break;
     case O_NO_COALESCE: set->coalesce = 0; break;
+    case O_PREFETCH: prefetch = optarg; prefetch_from = "--prefetch"; break;
     case 'h': usage(stdout); return -1;
     case O_VERSION: printf(LCD_PROG " %s\n", lc_version()); return -1;
     case O_DUR:
@@ -286,6 +295,10 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
   }
   if (optind < argc)
     return usage_error("unexpected argument '%s'", argv[optind]);
+  if (prefetch && *prefetch && lc_prefetch_parse(prefetch, &set->prefetch))
+    return usage_error("invalid prefetch '%s' for %s (must be off, auto or "
+                       "a segment size 1..%llu)", prefetch, prefetch_from,
+                       (unsigned long long)LC_BLOCK_MAX);
   if (!set->db || !*set->db)
     return usage_error("no log directory: give --db DIR or set "
                        "LOGCOUNTER_DB");
@@ -388,6 +401,7 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.memcached = s->set->memcached;
   o.db_path = s->set->db;
   o.durability = s->set->durability;
+  o.prefetch = s->set->prefetch;
   o.timeout_ms = s->set->timeout_ms;
   snprintf(owner, size, LCD_PROG " (pid %ld)", (long)getpid());
   o.owner = owner;
@@ -456,11 +470,17 @@ int main(int argc, char **argv) {
   }
   s.started = lcd_now();
   s.started_wall = time(NULL);
-  lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s), memcached %s, "
+  char pf[32] = "";
+  if (set.prefetch == LC_PREFETCH_AUTO)
+    snprintf(pf, sizeof pf, ", prefetch auto");
+  else if (set.prefetch)
+    snprintf(pf, sizeof pf, ", prefetch %llu",
+             (unsigned long long)set.prefetch);
+  lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s%s), memcached %s, "
           "%d threads%s, tally flush every %d s", lc_version(), set.listen,
           set.socket_path ? " and " : "",
           set.socket_path ? set.socket_path : "", set.db,
-          lc_durability_name(set.durability), set.memcached, set.threads,
+          lc_durability_name(set.durability), pf, set.memcached, set.threads,
           set.coalesce ? "" : ", no coalescing", set.flush_interval);
   if (event_base_dispatch(s.base) < 0) {
     lcd_log(&s, 0, "event loop failed");

@@ -1,0 +1,84 @@
+/*
+ * counter.h - one counter's state, shared by counter.c (allocation by
+ * memcached increment, restore, advance) and segment.c (prefetched
+ * segments).  Private to those two files.
+ *
+ * Locking: mu guards the request queue, the leader flag (busy) and every
+ * segment field; floor, reserved and loaded belong to the leader (the one
+ * thread with busy set, see counter.c).  The prefetcher and a caller that
+ * fetches a segment itself take the leader role with lc__counter_acquire.
+ */
+#ifndef LC_COUNTER_H
+#define LC_COUNTER_H
+
+#include "internal.h"
+
+typedef struct lc__req lc__req;
+
+/* A range of values taken from memcached for this handle's memory:
+ * first..end, of which next..end are not handed out yet.  time_us: when
+ * its record was written (kept when the record is rewritten). */
+typedef struct lc__seg {
+  int64_t first, next, end, time_us;
+} lc__seg;
+
+#define LC__SEGS 3          /* held at once: current, prefetched, one more */
+#define LC__SEG_CLOSES 8    /* finished segments whose records wait to be
+                               rewritten with what went out */
+
+struct lc__counter {
+  lc__counter *next;          /* hash chain */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;          /* for exclusive operations waiting */
+  int excl_waiting;
+  bool busy;                  /* a leader is at work */
+  lc__req *head, *tail;       /* waiting lc_next_n calls */
+  bool loaded;
+  bool used;                  /* allocated or advanced by this handle */
+  int64_t floor, reserved;
+  /* segment.c, under mu */
+  lc__seg seg[LC__SEGS];      /* held segments, in value order */
+  int nseg;
+  lc__seg closes[LC__SEG_CLOSES];   /* finished: next-1 went out last */
+  int nclose;
+  bool fetching;              /* a segment fetch is queued or running */
+  bool queued;                /* on the prefetcher's queue */
+  lc__counter *qnext;         /* the prefetcher's queue */
+  pthread_cond_t seg_cv;      /* a fetch finished */
+  int64_t handed;             /* the last value handed out of a segment */
+  uint64_t seg_size;          /* the next segment's size (auto: adapts) */
+  int64_t sized_us, sized_handed;   /* auto sizing: at the last fetch */
+  size_t nlen, klen;
+  char *name;                 /* points into key, past the prefix */
+  char key[];                 /* "lc:" NAME */
+};
+
+/* counter.c */
+int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out);
+void lc__counter_acquire(lc__counter *c);
+void lc__counter_release(lc__counter *c);
+/* Leader only: floor and reserved from the log on first use. */
+int lc__counter_load(lc_t *h, lc__counter *c);
+/* Leader only: a block of n values wholly above floor from memcached
+ * (restoring or raising the key as needed); *last is its last value.
+ * floor is not moved. */
+int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
+                          int64_t *last);
+
+/* segment.c */
+/* lc_next_n for a handle with prefetch on. */
+int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first);
+/* Leader, mu not held: if the next held value is <= below, gives up every
+ * held segment (advance), writing what went out of each; 0 or the write's
+ * error. */
+int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below);
+/* At close (no other thread left): adds to b the rewritten records of
+ * every segment, and returns the value the counter stands at (the last
+ * value handed out), or -1 if this handle took no segment of it. */
+int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b);
+/* The last value handed out when segments are in use, else 0 (mu). */
+int64_t lc__seg_current(lc__counter *c);
+void lc__seg_init(lc__counter *c);
+void lc__seg_destroy(lc__counter *c);
+
+#endif

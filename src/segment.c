@@ -1,0 +1,320 @@
+/*
+ * segment.c - prefetched segments (lc_options.prefetch): ids handed out
+ * from memory.
+ *
+ * A segment is a block of S values taken with one memcached "incr S" and
+ * written to the log, synced, as an LC_RECORD_SEGMENT_OPEN record before
+ * any of its values goes out.  lc_next_n then hands values out of the held
+ * segments under the counter's mutex alone: no memcached, no LevelDB.
+ * When the current segment is half used, the handle's prefetcher thread
+ * fetches the next one (a double buffer), so in steady state no caller
+ * waits; a caller that finds nothing to take (the first call, a burst
+ * faster than a fetch, n larger than what is held) fetches a segment of at
+ * least n itself, or waits for the fetch under way.
+ *
+ * Invariants, per counter:
+ *  - held segments lie above everything handed out and above each other
+ *    (a fetch goes through lc__counter_increment, whose block lies above
+ *    floor, and floor moves to the segment's end), so values strictly
+ *    increase per handle;
+ *  - a segment is installed while its fetcher still holds the leader role,
+ *    so an lc_advance (also a leader) sees it and can drop it;
+ *  - every finished segment (used up, dropped, or held at lc_close) gets
+ *    its record rewritten with exactly what went out (LC_RECORD_SEGMENT,
+ *    keyed by the last value handed out; no record if none), riding along
+ *    with the next fetch's synced write or lc_close's; a crash leaves them
+ *    LC_RECORD_SEGMENT_OPEN, which verify reports as a prefetch gap, and
+ *    the restart starts above them (never reissues);
+ *  - a failed fetch write burns the block (floor moved); nothing of it
+ *    goes out.
+ */
+#include "counter.h"
+
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+static int64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void lc__seg_init(lc__counter *c) { pthread_cond_init(&c->seg_cv, NULL); }
+
+void lc__seg_destroy(lc__counter *c) { pthread_cond_destroy(&c->seg_cv); }
+
+/* mu held: the oldest held segment is finished; it waits in closes for
+ * its record to be rewritten (the oldest waiting one is dropped when full:
+ * its record stays open, which is safe). */
+static void finish_oldest(lc__counter *c) {
+  if (c->nclose == LC__SEG_CLOSES) {
+    memmove(c->closes, c->closes + 1, sizeof c->closes[0] * (LC__SEG_CLOSES - 1));
+    c->nclose--;
+  }
+  c->closes[c->nclose++] = c->seg[0];
+  memmove(c->seg, c->seg + 1, sizeof c->seg[0] * (size_t)(c->nseg - 1));
+  c->nseg--;
+}
+
+/* mu held: takes n values from the held segments when they hold n
+ * contiguous values from the next one on; false otherwise. */
+static bool take(lc__counter *c, uint64_t n, int64_t *first) {
+  uint64_t have = 0;
+  for (int k = 0; k < c->nseg && have < n; k++) {
+    if (k > 0 && c->seg[k].next != c->seg[k - 1].end + 1) break;
+    have += (uint64_t)(c->seg[k].end - c->seg[k].next) + 1;
+  }
+  if (have < n) return false;
+  *first = c->seg[0].next;
+  for (uint64_t left = n; left;) {
+    lc__seg *s = &c->seg[0];
+    uint64_t avail = (uint64_t)(s->end - s->next) + 1;
+    uint64_t t = avail < left ? avail : left;
+    s->next += (int64_t)t;
+    left -= t;
+    if (s->next > s->end) finish_oldest(c);
+  }
+  c->handed = *first + (int64_t)n - 1;
+  return true;
+}
+
+/* mu held: queues a background fetch once the last held segment is half
+ * used. */
+static void schedule(lc_t *h, lc__counter *c) {
+  if (c->fetching || c->nseg > 1 || !h->pf.started) return;
+  if (c->nseg == 1) {
+    const lc__seg *s = &c->seg[0];
+    if ((uint64_t)(s->end - s->next + 1) * 2 > (uint64_t)(s->end - s->first + 1))
+      return;
+  }
+  c->fetching = true;
+  pthread_mutex_lock(&h->pf.mu);
+  c->qnext = NULL;
+  if (h->pf.tail) h->pf.tail->qnext = c; else h->pf.head = c;
+  h->pf.tail = c;
+  pthread_cond_signal(&h->pf.cv);
+  pthread_mutex_unlock(&h->pf.mu);
+}
+
+/* mu held: the size of the next segment.  Auto: the rate since the last
+ * fetch times one second, within half to 16 times the last size and
+ * within LC_PREFETCH_AUTO_MIN..MAX. */
+static uint64_t next_size(lc_t *h, lc__counter *c) {
+  if (h->opt.prefetch != LC_PREFETCH_AUTO)
+    return h->opt.prefetch < LC_BLOCK_MAX ? h->opt.prefetch : LC_BLOCK_MAX;
+  int64_t now = mono_us();
+  if (c->seg_size == 0) {
+    c->seg_size = LC_PREFETCH_AUTO_MIN;
+  } else {
+    int64_t dt = now - c->sized_us;
+    if (dt < 1000) dt = 1000;
+    double rate = (double)(c->handed - c->sized_handed) * 1e6 / (double)dt;
+    double lo = (double)c->seg_size / 2, hi = (double)c->seg_size * 16;
+    double want = rate < lo ? lo : rate > hi ? hi : rate;
+    if (want < (double)LC_PREFETCH_AUTO_MIN) want = (double)LC_PREFETCH_AUTO_MIN;
+    if (want > (double)LC_PREFETCH_AUTO_MAX) want = (double)LC_PREFETCH_AUTO_MAX;
+    c->seg_size = (uint64_t)want;
+  }
+  c->sized_us = now;
+  c->sized_handed = c->handed;
+  return c->seg_size;
+}
+
+/* Adds to b the rewrite of finished segment s's record: exactly what went
+ * out of it (next - 1 was the last), or no record if nothing did. */
+static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
+                    const lc__seg *s) {
+  int64_t used_end = s->next - 1;
+  if (used_end != s->end) lc__log_batch_unrecord(b, c->name, c->nlen, s->end);
+  if (used_end >= s->first)
+    lc__log_batch_record(b, c->name, c->nlen, used_end, LC_RECORD_SEGMENT,
+                         (uint64_t)(used_end - s->first + 1), s->time_us);
+}
+
+/*
+ * Takes a segment of at least need values (0: the usual size) as leader,
+ * writes its record (synced, with the rewrites of finished segments) and
+ * installs it.  The caller has set c->fetching; it is cleared here and
+ * waiters are woken.
+ */
+static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
+  lc__counter_acquire(c);
+  int rc = lc__counter_load(h, c);
+  lc__seg closes[LC__SEG_CLOSES];
+  pthread_mutex_lock(&c->mu);
+  uint64_t size = next_size(h, c);
+  if (size < need) size = need;
+  int nclose = c->nclose;
+  memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
+  c->nclose = 0;
+  pthread_mutex_unlock(&c->mu);
+
+  int64_t last = 0, now = lc__now_us();
+  if (!rc) {
+    uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
+    if (room == 0 || room < need)
+      rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+                    (long long)c->floor);
+    else if (size > room)
+      size = room;            /* never past the end */
+  }
+  if (!rc) rc = lc__counter_increment(h, c, size, &last);
+  if (!rc) {
+    c->floor = last;          /* handed out, held or burned: never again */
+    c->used = true;
+    if (lc__test_before_commit) lc__test_before_commit(c->name);
+    leveldb_writebatch_t *b = leveldb_writebatch_create();
+    lc__log_batch_record(b, c->name, c->nlen, last, LC_RECORD_SEGMENT_OPEN,
+                         size, now);
+    for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i]);
+    rc = lc__log_write(&h->log, b, true);
+    leveldb_writebatch_destroy(b);
+    LC__STAT(h, log_writes, 1);
+    LC__STAT(h, log_syncs, 1);
+    if (!rc) {
+      LC__STAT(h, segments, 1);
+      nclose = 0;
+    }
+  }
+  pthread_mutex_lock(&c->mu);
+  if (!rc) {
+    if (c->nseg == LC__SEGS) finish_oldest(c);
+    c->seg[c->nseg++] = (lc__seg){last - (int64_t)size + 1,
+                                  last - (int64_t)size + 1, last, now};
+  }
+  /* rewrites not written: back in front (their records stay open if
+   * they do not fit, which is safe) */
+  while (nclose > 0 && c->nclose < LC__SEG_CLOSES) {
+    memmove(c->closes + 1, c->closes, sizeof c->closes[0] * (size_t)c->nclose);
+    c->closes[0] = closes[--nclose];
+    c->nclose++;
+  }
+  c->fetching = false;
+  pthread_cond_broadcast(&c->seg_cv);
+  pthread_mutex_unlock(&c->mu);
+  lc__counter_release(c);
+  return rc;
+}
+
+int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
+  int rc = 0;
+  bool fetched = false;
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    if (take(c, n, first)) {
+      schedule(h, c);
+      break;
+    }
+    if (fetched) {
+      /* what is held before the new segment is not contiguous with it:
+       * give it up (a gap), the new segment alone holds n */
+      while (c->nseg > 1) finish_oldest(c);
+      fetched = false;
+      continue;
+    }
+    if (c->fetching) {
+      LC__STAT(h, segment_waits, 1);
+      pthread_cond_wait(&c->seg_cv, &c->mu);
+      continue;
+    }
+    c->fetching = true;
+    pthread_mutex_unlock(&c->mu);
+    rc = fetch(h, c, n);
+    pthread_mutex_lock(&c->mu);
+    if (rc) break;
+    fetched = true;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
+  lc__seg closes[LC__SEG_CLOSES];
+  int nclose = 0;
+  pthread_mutex_lock(&c->mu);
+  if (c->nseg > 0 && c->seg[0].next <= below) {
+    while (c->nseg > 0) finish_oldest(c);
+    nclose = c->nclose;
+    memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
+    c->nclose = 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (nclose == 0) return 0;
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i]);
+  int rc = lc__log_write(&h->log, b, false);  /* lost: records stay open */
+  leveldb_writebatch_destroy(b);
+  LC__STAT(h, log_writes, 1);
+  return rc;
+}
+
+int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
+  while (c->nseg > 0) finish_oldest(c);
+  int64_t stands = c->handed ? c->handed : -1;
+  for (int i = 0; i < c->nclose; i++) {
+    rewrite(b, c, &c->closes[i]);
+    if (!c->handed && (stands < 0 || c->closes[i].first - 1 < stands))
+      stands = c->closes[i].first - 1;   /* nothing went out */
+  }
+  c->nclose = 0;
+  return stands;
+}
+
+int64_t lc__seg_current(lc__counter *c) {
+  pthread_mutex_lock(&c->mu);
+  int64_t v = c->handed;
+  pthread_mutex_unlock(&c->mu);
+  return v;
+}
+
+/* ---- the prefetcher thread -------------------------------------------- */
+
+static void *prefetcher(void *arg) {
+  lc_t *h = arg;
+  pthread_mutex_lock(&h->pf.mu);
+  for (;;) {
+    while (!h->pf.head && !h->pf.stop) pthread_cond_wait(&h->pf.cv, &h->pf.mu);
+    if (h->pf.stop) break;
+    lc__counter *c = h->pf.head;
+    h->pf.head = c->qnext;
+    if (!h->pf.head) h->pf.tail = NULL;
+    pthread_mutex_unlock(&h->pf.mu);
+    /* A failure is left for the next caller that finds nothing held: it
+     * fetches itself and gets the error. */
+    fetch(h, c, 0);
+    pthread_mutex_lock(&h->pf.mu);
+  }
+  pthread_mutex_unlock(&h->pf.mu);
+  return NULL;
+}
+
+int lc__prefetcher_start(lc_t *h) {
+  pthread_mutex_init(&h->pf.mu, NULL);
+  pthread_cond_init(&h->pf.cv, NULL);
+  /* The application's threads take the signals, not this one. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(&h->pf.thread, NULL, prefetcher, h);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    pthread_cond_destroy(&h->pf.cv);
+    pthread_mutex_destroy(&h->pf.mu);
+    return lc__fail(LC_ENOMEM, "cannot start the prefetch thread");
+  }
+  h->pf.started = true;
+  return 0;
+}
+
+void lc__prefetcher_stop(lc_t *h) {
+  if (!h->pf.started) return;
+  pthread_mutex_lock(&h->pf.mu);
+  h->pf.stop = true;
+  pthread_cond_signal(&h->pf.cv);
+  pthread_mutex_unlock(&h->pf.mu);
+  pthread_join(h->pf.thread, NULL);
+  pthread_cond_destroy(&h->pf.cv);
+  pthread_mutex_destroy(&h->pf.mu);
+  h->pf.started = false;
+}

@@ -1,0 +1,316 @@
+/*
+ * test_prefetch.c - prefetched segments (lc_options.prefetch), against a
+ * real memcached:
+ *  - 8 threads on one counter: every value unique, each thread's
+ *    increasing, and far fewer memcached increments than values;
+ *  - a fixed size: memcached runs one segment ahead; lc_next_n larger than
+ *    a segment gets one contiguous block;
+ *  - a clean close gives the rest back: the next handle goes on at exactly
+ *    last+1, with memcached intact (it was set back) and with it wiped;
+ *    the segment records are cut to what went out;
+ *  - a child process SIGKILLed in the middle of a segment, memcached
+ *    wiped: the next handle never repeats a value, and the crash's
+ *    segment record stays LC_RECORD_SEGMENT_OPEN (a prefetch gap);
+ *  - memcached flushed in the middle of a segment: the handle finishes its
+ *    segment and the next fetch restores above it;
+ *  - lc_advance while a segment is held: the next value is at least V;
+ *  - the end of the range: segments never run past LC_VALUE_MAX, then
+ *    LC_EOVERFLOW;
+ *  - lc_prefetch_parse and the option's bounds.
+ * A failed segment write is in test_faults.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mcd.h"
+
+static int open_pf(const char *dir, uint64_t prefetch, lc_t **h) {
+  lc_options o;
+  char path[TU_PATH_MAX];
+  tu_options(&o, &mc, dir, path);
+  o.prefetch = prefetch;
+  return lc_open(&o, h);
+}
+
+static int setup(void **state) {
+  fx_t *f = calloc(1, sizeof *f);
+  if (!f || !(f->dir = tmpdir_make()) || mcd_flush_all(&mc) != 0) return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *f = *state;
+  lc_close(f->h);
+  tmpdir_free(f->dir);
+  free(f);
+  return 0;
+}
+
+static int64_t next1(lc_t *h, const char *name) {
+  int64_t v = -1;
+  assert_ok(lc_next(h, name, &v));
+  return v;
+}
+
+static int64_t mc_value(const char *name) {
+  char key[256], buf[64];
+  snprintf(key, sizeof key, "lc:%s", name);
+  if (mcd_get(&mc, key, buf, sizeof buf) != 1) return -1;
+  return strtoll(buf, NULL, 10);
+}
+
+/* ---- many threads --------------------------------------------------------- */
+
+typedef struct th {
+  pthread_t t;
+  lc_t *h;
+  long n;
+  int64_t *v;
+  int rc;
+} th;
+
+static void *th_main(void *p) {
+  th *a = p;
+  for (long i = 0; i < a->n && !a->rc; i++) a->rc = lc_next(a->h, "mt", &a->v[i]);
+  return NULL;
+}
+
+static void test_threads_unique(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
+  enum { T = 8 };
+  long n = scaled(100000, 1000);
+  th a[T];
+  int64_t *all = malloc(sizeof *all * (size_t)(n * T));
+  for (int i = 0; i < T; i++) {
+    a[i] = (th){.h = f->h, .n = n, .v = all + i * n};
+    assert_int_equal(pthread_create(&a[i].t, NULL, th_main, &a[i]), 0);
+  }
+  for (int i = 0; i < T; i++) {
+    pthread_join(a[i].t, NULL);
+    assert_ok(a[i].rc);
+    assert_true(first_non_increasing(a[i].v, (size_t)n) == (size_t)-1);
+  }
+  assert_int_equal(count_duplicates(all, (size_t)(n * T)), 0);
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.ids, (uint64_t)(n * T));
+  assert_true(st.segments >= 1);
+  /* segments, not one increment per value */
+  assert_true(st.increments * 10 < st.ids);
+  free(all);
+}
+
+/* ---- fixed size, big blocks ------------------------------------------------ */
+
+static void test_fixed_size(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_pf(f->dir, 100, &f->h));
+  assert_i64_eq(next1(f->h, "fx"), 1);
+  assert_i64_op(mc_value("fx"), >=, 100);     /* a segment ahead */
+  for (int i = 2; i <= 1000; i++) assert_i64_eq(next1(f->h, "fx"), i);
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_true(st.segments >= 10 && st.segments <= 11);
+  int64_t cur = 0;
+  assert_ok(lc_current(f->h, "fx", &cur));
+  assert_i64_eq(cur, 1000);                   /* what went out, not mc */
+  /* n larger than a segment: one contiguous block, still increasing */
+  int64_t first = 0;
+  assert_ok(lc_next_n(f->h, "fx", 250, &first));
+  assert_i64_op(first, >, 1000);
+  assert_i64_op(next1(f->h, "fx"), >, first + 249);
+}
+
+/* ---- clean close ---------------------------------------------------------- */
+
+static void close_then_reopen(fx_t *f, bool wipe) {
+  assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
+  int64_t last = 0;
+  for (int i = 0; i < 1234; i++) last = next1(f->h, "cc");
+  assert_i64_eq(last, 1234);
+  assert_i64_op(mc_value("cc"), >, 1234);     /* ran ahead */
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  assert_i64_eq(mc_value("cc"), 1234);        /* set back */
+  if (wipe) assert_ok(mcd_flush_all(&mc));
+  assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
+  assert_i64_eq(next1(f->h, "cc"), 1235);     /* no gap */
+  /* the records cover 1..1235 exactly, without a hole */
+  lc_record *r;
+  long n = tu_records(f->h, "cc", &r);
+  assert_true(n >= 2);
+  int64_t expect = 1;
+  for (long i = 0; i < n; i++) {
+    assert_i64_eq(r[i].first, expect);
+    expect = r[i].last + 1;
+    assert_true(r[i].version == LC_RECORD_SEGMENT ||
+                (i == n - 1 && r[i].version == LC_RECORD_SEGMENT_OPEN));
+  }
+  free(r);
+}
+
+static void test_clean_close(void **state) { close_then_reopen(*state, false); }
+static void test_clean_close_wiped(void **state) { close_then_reopen(*state, true); }
+
+/* ---- a crash in the middle of a segment ----------------------------------- */
+
+static void test_kill_mid_segment(void **state) {
+  fx_t *f = *state;
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    lc_t *h;
+    if (open_pf(f->dir, 1000, &h) != 0) _exit(1);
+    for (int i = 0; i < 10; i++) {
+      int64_t v;
+      if (lc_next(h, "kill", &v) != 0) _exit(1);
+      if (write(p[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
+    }
+    pause();                                  /* killed in the segment */
+    _exit(0);
+  }
+  close(p[1]);
+  int64_t got[10], max = 0;
+  for (int i = 0; i < 10; i++) {
+    assert_int_equal(read(p[0], &got[i], sizeof got[i]), (ssize_t)sizeof got[i]);
+    if (got[i] > max) max = got[i];
+  }
+  close(p[0]);
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFSIGNALED(st));
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(open_pf(f->dir, 1000, &f->h));
+  int64_t v = next1(f->h, "kill");
+  assert_i64_op(v, >, max);
+  assert_i64_op(v, >, 1000);                  /* the held rest is skipped */
+  lc_record *r;
+  long n = tu_records(f->h, "kill", &r);
+  assert_true(n >= 2);
+  assert_int_equal(r[0].version, LC_RECORD_SEGMENT_OPEN);   /* the crash's */
+  assert_i64_eq(r[0].first, 1);
+  free(r);
+}
+
+/* ---- memcached lost in the middle of a segment ----------------------------- */
+
+static void test_memcached_lost(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_pf(f->dir, 1000, &f->h));
+  int64_t last = 0;
+  for (int i = 0; i < 10; i++) last = next1(f->h, "ml");
+  lc_stats a, b;
+  assert_ok(lc_get_stats(f->h, &a));
+  assert_ok(mcd_flush_all(&mc));
+  for (int i = 0; i < 400; i++) {             /* from the held segment */
+    int64_t v = next1(f->h, "ml");
+    assert_i64_eq(v, last + 1);
+    last = v;
+  }
+  assert_ok(lc_get_stats(f->h, &b));
+  assert_int_equal(b.increments, a.increments);   /* memcached untouched */
+  for (int i = 0; i < 3000; i++) {            /* past it: restored above */
+    int64_t v = next1(f->h, "ml");
+    assert_i64_op(v, >, last);
+    last = v;
+  }
+  assert_ok(lc_get_stats(f->h, &b));
+  assert_true(b.restores >= 1);
+  assert_i64_op(mc_value("ml"), >=, last);
+}
+
+/* ---- advance --------------------------------------------------------------- */
+
+static void test_advance_while_held(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_i64_eq(next1(f->h, "adv"), 1);
+  assert_ok(lc_advance(f->h, "adv", 500));    /* inside the held segment */
+  int64_t v = next1(f->h, "adv");
+  assert_i64_op(v, >=, 500);
+  assert_ok(lc_advance(f->h, "adv", 5000));   /* above it */
+  int64_t w = next1(f->h, "adv");
+  assert_i64_op(w, >=, 5000);
+  assert_ok(lc_advance(f->h, "adv", 10));     /* below: nothing moves back */
+  assert_i64_op(next1(f->h, "adv"), >, w);
+}
+
+/* ---- the end of the range -------------------------------------------------- */
+
+static void test_end_of_range(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(lc_advance(f->h, "end", LC_VALUE_MAX - 49));
+  int64_t v = 0, prev = 0;
+  int got = 0;
+  int rc;
+  while ((rc = lc_next(f->h, "end", &v)) == 0) {
+    assert_i64_op(v, >, prev);
+    assert_i64_op(v, <=, LC_VALUE_MAX);
+    prev = v;
+    got++;
+    assert_true(got <= 50);
+  }
+  assert_rc(rc, LC_EOVERFLOW);
+  assert_i64_eq(prev, LC_VALUE_MAX);
+  assert_int_equal(got, 50);
+  assert_rc(lc_next_n(f->h, "end", 2, &v), LC_EOVERFLOW);
+}
+
+/* ---- parsing ---------------------------------------------------------------- */
+
+static void test_parse(void **state) {
+  (void)state;
+  uint64_t v = 7;
+  assert_ok(lc_prefetch_parse("off", &v));
+  assert_int_equal(v, 0);
+  assert_ok(lc_prefetch_parse("auto", &v));
+  assert_true(v == LC_PREFETCH_AUTO);
+  assert_ok(lc_prefetch_parse("4096", &v));
+  assert_int_equal(v, 4096);
+  const char *bad[] = {"", "-1", "1x", "auto1", "1000000001", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_rc(lc_prefetch_parse(bad[i], &v), LC_EINVAL);
+  lc_options o;
+  lc_options_init(&o);
+  assert_int_equal(o.prefetch, 0);            /* off by default */
+  o.db_path = "/nonexistent-never-opened";
+  o.prefetch = LC_BLOCK_MAX + 1;
+  lc_t *h = NULL;
+  assert_rc(lc_open(&o, &h), LC_EINVAL);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+      T(test_threads_unique),
+      T(test_fixed_size),
+      T(test_clean_close),
+      T(test_clean_close_wiped),
+      T(test_kill_mid_segment),
+      T(test_memcached_lost),
+      T(test_advance_while_held),
+      T(test_end_of_range),
+      T(test_parse),
+#undef T
+  };
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
+}
