@@ -59,6 +59,7 @@ static void usage(FILE *f) {
       "                      coalescing (bench/run.sh starts one); unset:\n"
       "                      daemon-incr is skipped\n"
       "  BENCH_DAEMON_NOCOALESCE  the same for a logcounterd --no-coalesce\n"
+      "  BENCH_DAEMON_PREFETCH    the same for a logcounterd --prefetch auto\n"
       "  BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS  HOST:PORT of a redis-server\n"
       "                      with appendonly yes and appendfsync everysec /\n"
       "                      always (build/bench-peers only; bench/run.sh\n"
@@ -126,6 +127,7 @@ static int parse_cfg(bench_cfg *c) {
   c->memcached = env("BENCH_MEMCACHED", "--SERVER=127.0.0.1:11211");
   c->daemon = env("BENCH_DAEMON", NULL);
   c->daemon_nc = env("BENCH_DAEMON_NOCOALESCE", NULL);
+  c->daemon_pf = env("BENCH_DAEMON_PREFETCH", NULL);
   c->redis_everysec = env("BENCH_REDIS_EVERYSEC", NULL);
   c->redis_always = env("BENCH_REDIS_ALWAYS", NULL);
   c->pg = env("BENCH_PG", NULL);

@@ -59,6 +59,7 @@ typedef struct bench_cfg {
   const char *memcached;   /* libmemcached configuration string */
   const char *daemon;      /* logcounterd, coalescing (NULL: no daemon) */
   const char *daemon_nc;   /* logcounterd --no-coalesce (NULL: none) */
+  const char *daemon_pf;   /* logcounterd --prefetch auto (NULL: none) */
   /* The peers (build/bench-peers only): an address, "none: WHY" when
    * bench/run.sh could not start it, or NULL when not asked for. */
   const char *redis_everysec;  /* redis-server, AOF appendfsync everysec */
@@ -161,6 +162,9 @@ int bench_fresh_dir(const bench_cfg *cfg, const char *name, char *path,
                     size_t size);
 /* A handle on the log at path; NULL (and a message) on failure. */
 lc_t *bench_open(const bench_cfg *cfg, const char *path, lc_durability_t d);
+/* The same with lc_options.prefetch set. */
+lc_t *bench_open_prefetch(const bench_cfg *cfg, const char *path,
+                          lc_durability_t d, uint64_t prefetch);
 int cases_open(const bench_cfg *cfg, case_set *cs);
 void cases_close(case_set *cs);
 

@@ -10,7 +10,9 @@
  *                   restorers can hand out the same value, and a value
  *                   can be returned without its record.
  *   next            lc_next, default and sync durability, one lc_t shared
- *                   by all threads (the intended use).
+ *                   by all threads (the intended use); mode prefetch:
+ *                   default durability with lc_options.prefetch =
+ *                   LC_PREFETCH_AUTO (ids from segments held in memory).
  *   next_n          lc_next_n with blocks of 10, 100, 1000 (ids = calls x
  *                   block).
  *   next and next_n x100, x1000 also run at the wide thread counts up to
@@ -63,8 +65,8 @@ typedef struct put_shared {
 typedef struct priv {
   mc_shared incr;
   seed_shared seed;
-  lc_t *h[3];               /* next default, next sync, next_n */
-  next_shared next[2], next_n[3];
+  lc_t *h[4];               /* next default, next sync, next_n, prefetch */
+  next_shared next[3], next_n[3];
   put_shared put[2];
 } priv;
 
@@ -184,11 +186,17 @@ int bench_fresh_dir(const bench_cfg *cfg, const char *name, char *path,
 }
 
 lc_t *bench_open(const bench_cfg *cfg, const char *path, lc_durability_t d) {
+  return bench_open_prefetch(cfg, path, d, 0);
+}
+
+lc_t *bench_open_prefetch(const bench_cfg *cfg, const char *path,
+                          lc_durability_t d, uint64_t prefetch) {
   lc_options o;
   lc_options_init(&o);
   o.memcached = cfg->memcached;
   o.db_path = path;
   o.durability = d;
+  o.prefetch = prefetch;
   o.owner = "bench";
   lc_t *h = NULL;
   int rc = lc_open(&o, &h);
@@ -199,10 +207,10 @@ lc_t *bench_open(const bench_cfg *cfg, const char *path, lc_durability_t d) {
 }
 
 static lc_t *open_handle(const bench_cfg *cfg, const char *name,
-                         lc_durability_t d) {
+                         lc_durability_t d, uint64_t prefetch) {
   char path[4096];
   if (bench_fresh_dir(cfg, name, path, sizeof path)) return NULL;
-  return bench_open(cfg, path, d);
+  return bench_open_prefetch(cfg, path, d, prefetch);
 }
 
 static leveldb_t *open_db(const bench_cfg *cfg, const char *name) {
@@ -258,19 +266,25 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
         0);
   }
   if (bench_case_selected(cfg, "next")) {
-    static const char *dirs[2] = {"next-default", "next-sync"};
-    for (int i = 0; i < 2; i++) {
-      lc_durability_t d = i ? LC_DURABILITY_SYNC : LC_DURABILITY_DEFAULT;
-      if ((p->h[i] = open_handle(cfg, dirs[i], d)) == NULL) return -1;
-      p->next[i] = (next_shared){p->h[i], "bench", 1};
-      add(cs, "next", lc_durability_name(d), 1, &p->next[i],
-          next_thread_open, free, next_op, BENCH_PEER_WIDE_MAX);
+    static const char *dirs[3] = {"next-default", "next-sync",
+                                  "next-prefetch"};
+    static const int slot[3] = {0, 1, 3};
+    for (int i = 0; i < 3; i++) {
+      lc_durability_t d = i == 1 ? LC_DURABILITY_SYNC : LC_DURABILITY_DEFAULT;
+      lc_t **h = &p->h[slot[i]];
+      if ((*h = open_handle(cfg, dirs[i], d, i == 2 ? LC_PREFETCH_AUTO : 0)) ==
+          NULL)
+        return -1;
+      p->next[i] = (next_shared){*h, "bench", 1};
+      add(cs, "next", i == 2 ? "prefetch" : lc_durability_name(d), 1,
+          &p->next[i], next_thread_open, free, next_op, BENCH_PEER_WIDE_MAX);
     }
   }
   if (bench_case_selected(cfg, "next_n")) {
     static const char *names[3] = {"bench-10", "bench-100", "bench-1000"};
     static const uint64_t blocks[3] = {10, 100, 1000};
-    if ((p->h[2] = open_handle(cfg, "next_n", LC_DURABILITY_DEFAULT)) == NULL)
+    if ((p->h[2] = open_handle(cfg, "next_n", LC_DURABILITY_DEFAULT, 0)) ==
+        NULL)
       return -1;
     for (int i = 0; i < 3; i++) {
       p->next_n[i] = (next_shared){p->h[2], names[i], blocks[i]};
@@ -299,12 +313,14 @@ void cases_close(case_set *cs) {
   tally_cases_close(cs);
   priv *p = cs->priv;
   if (p == NULL) return;
-  static const char *what[3] = {"next default", "next sync", "next_n"};
-  for (int i = 0; i < 3; i++) {
+  static const char *what[4] = {"next default", "next sync", "next_n",
+                                "next prefetch"};
+  for (int i = 0; i < 4; i++) {
     lc_stats st;
     if (p->h[i] && lc_get_stats(p->h[i], &st) == 0 && st.increments)
-      printf("library stats, %-12s: %llu calls, %llu memcached incr (%.2f calls "
-             "per incr), %llu log writes, %llu syncs, %llu restores\n", what[i],
+      printf("library stats, %-13s: %llu calls, %llu memcached incr (%.2f "
+             "calls per incr), %llu log writes, %llu syncs, %llu restores\n",
+             what[i],
              (unsigned long long)st.allocations, (unsigned long long)st.increments,
              (double)st.allocations / (double)st.increments,
              (unsigned long long)st.log_writes, (unsigned long long)st.log_syncs,

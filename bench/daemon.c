@@ -8,6 +8,8 @@
  *                            merged into one memcached incr)
  *   daemon-incr no-coalesce  the same against a logcounterd started with
  *                            --no-coalesce (one memcached incr per request)
+ *   daemon-incr prefetch     the same against a logcounterd started with
+ *                            --prefetch auto (ids from segments in memory)
  *
  * Each thread is one client connection: its own memcached_st (libmemcached,
  * TCP_NODELAY, text protocol), all on ONE counter.  A thread checks that
@@ -32,8 +34,8 @@ typedef struct daemon_shared {
 } daemon_shared;
 
 typedef struct daemon_priv {
-  daemon_shared d[2];       /* coalesce, no-coalesce */
-  const char *mode[2];
+  daemon_shared d[3];       /* coalesce, no-coalesce, prefetch */
+  const char *mode[3];
 } daemon_priv;
 
 typedef struct daemon_thread {
@@ -89,10 +91,11 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   daemon_priv *p = calloc(1, sizeof *p);
   if (p == NULL) return -1;
   cs->daemon_priv = p;
-  const char *configs[2] = {cfg->daemon, cfg->daemon_nc};
+  const char *configs[3] = {cfg->daemon, cfg->daemon_nc, cfg->daemon_pf};
   p->mode[0] = "coalesce";
   p->mode[1] = "no-coalesce";
-  for (int i = 0; i < 2; i++) {
+  p->mode[2] = "prefetch";
+  for (int i = 0; i < 3; i++) {
     if (configs[i] == NULL) continue;
     if (cs->n >= BENCH_LINES_MAX) {
       fprintf(stderr, "bench: too many case lines\n");
@@ -136,7 +139,7 @@ static memcached_return_t stat_cb(const memcached_instance_st *server,
 void daemon_cases_close(case_set *cs) {
   daemon_priv *p = cs->daemon_priv;
   if (p == NULL) return;
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     daemon_shared *d = &p->d[i];
     if (d->master == NULL) continue;
     stat_want w = {0, 0, 0, 0};

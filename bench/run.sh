@@ -1,9 +1,9 @@
 #!/bin/bash
 # run.sh - the benchmark driver behind `make bench` and `make bench-smoke`.
 # It starts a private memcached on a free loopback port (tests/memcached.sh)
-# and two logcounterd daemons on it ($BUILD/logcounterd, one with its
-# default coalescing, one --no-coalesce, each with its own log, on free
-# 127.0.0.1 ports), with --peers also the peers (bench/peers.sh: two
+# and three logcounterd daemons on it ($BUILD/logcounterd, one with its
+# default coalescing, one --no-coalesce, one --prefetch auto, each with its
+# own log, on free 127.0.0.1 ports), with --peers also the peers (bench/peers.sh: two
 # redis-server, AOF everysec and always, and a PostgreSQL), runs the bench
 # against them, draws the charts with gnuplot, and stops the daemons, the
 # peers and memcached and removes their scratch data on any exit.
@@ -114,6 +114,8 @@ start_daemon coalesce
 export BENCH_DAEMON="--SERVER=127.0.0.1:$dport"
 start_daemon no-coalesce --no-coalesce
 export BENCH_DAEMON_NOCOALESCE="--SERVER=127.0.0.1:$dport"
+start_daemon prefetch --prefetch auto
+export BENCH_DAEMON_PREFETCH="--SERVER=127.0.0.1:$dport"
 if [ "$peers" = 1 ]; then
   # BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS, BENCH_PG: an address each, or
   # "none: WHY"
