@@ -69,14 +69,18 @@ static int read_log(const ch_run *r, const char *who, int obj, recs *out,
   return rc;
 }
 
-/* Is [first, last] inside one record? */
+/* Is [first, last] covered by the log: inside one record, or (a block
+ * handed out across two prefetched segments) inside contiguous ones? */
 static bool logged(const recs *l, int64_t first, int64_t last) {
   size_t lo = 0, hi = l->n;   /* the first record with first > block's */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (l->r[mid].first <= first) lo = mid + 1; else hi = mid;
   }
-  return lo > 0 && l->r[lo - 1].last >= last;
+  if (lo == 0 || l->r[lo - 1].last < first) return false;
+  for (size_t i = lo - 1; l->r[i].last < last; i++)
+    if (i + 1 == l->n || l->r[i + 1].first != l->r[i].last + 1) return false;
+  return true;
 }
 
 /* Did the owner that served b run with durability sync?  The embedded

@@ -97,6 +97,12 @@ void ch_started(ch_run *r, int target, bool sync) {
   r->starts[r->nstarts++] = (struct ch_start){ch_now_ns(), target, sync};
 }
 
+const char *ch_owner_mode(int incarnation, bool baseline) {
+  static const char *modes[3] = {"prefetch", "default", "sync"};
+  return baseline ? (incarnation % 2 ? "default" : "sync")
+                  : modes[incarnation % 3];
+}
+
 int ch_start_emb(ch_run *r) {
   char dir[1024], ctl[1024], out[1024], fin[1024], mc[64], inc[16], thr[16],
       to[16], seed[32];
@@ -113,11 +119,13 @@ int ch_start_emb(ch_run *r) {
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
   owner_env(r, "emb", env);
   const char *envp[] = {env[0], env[1], env[2], env[3], env[4], env[5], NULL};
+  /* Each restart the next mode: default, sync, prefetch (the baseline:
+   * default and sync only, it has no prefetch). */
+  const char *mode = ch_owner_mode(r->emb_inc, r->baseline);
   char *argv[] = {r->self, "worker", dir, mc, ctl, out, fin, inc, thr, to,
-                  seed, r->emb_inc % 2 ? "default" : "sync",
-                  r->baseline ? "1" : "0", NULL};
+                  seed, (char *)mode, r->baseline ? "1" : "0", NULL};
   atomic_store(&r->emb_ctl->ready, 0);
-  ch_started(r, T_EMB, r->emb_inc % 2 == 0);
+  ch_started(r, T_EMB, strcmp(mode, "default") != 0);
   r->emb_pid = spawn(r, argv, "emb.log", envp);
   return r->emb_pid > 0 ? 0 : -1;
 }
@@ -133,10 +141,13 @@ int ch_start_lcd(ch_run *r) {
   snprintf(listen, sizeof listen, "127.0.0.1:%d", r->lcd_port);
   owner_env(r, "lcd", env);
   const char *envp[] = {env[0], env[1], env[2], env[3], env[4], env[5], NULL};
+  const char *mode = ch_owner_mode(starts, false);
+  bool pf = strcmp(mode, "prefetch") == 0;
   char *argv[] = {r->daemon, "--db", db, "--memcached", mc, "--timeout", to,
                   "-l", listen, "-t", "4", "--durability",
-                  starts % 2 ? "default" : "sync", NULL};
-  ch_started(r, T_LCD, starts % 2 == 0);
+                  pf ? "default" : (char *)mode, "--prefetch",
+                  pf ? "auto" : "off", NULL};
+  ch_started(r, T_LCD, strcmp(mode, "default") != 0);
   r->lcd_pid = spawn(r, argv, "lcd.log", envp);
   if (r->lcd_pid > 0 && wait_port(r->lcd_port, r->lcd_pid, 10000)) return 0;
   return -1;

@@ -13,7 +13,7 @@
  * record written afterwards, unsynced, its failure ignored.
  *
  *   chaos worker DIR MEMCACHED CTL OUT FINAL INCARNATION THREADS
- *                TIMEOUT_MS SEED DURABILITY(default|sync) BASELINE(0|1)
+ *                TIMEOUT_MS SEED MODE(default|sync|prefetch) BASELINE(0|1)
  * Exit status: 0 clean, 3 the log could not be opened.
  */
 #include "chaos.h"
@@ -241,6 +241,7 @@ int ch_worker_main(int argc, char **argv) {
   timeout_ms = atoi(argv[9]);
   seed = strtoull(argv[10], NULL, 10);
   bool sync = strcmp(argv[11], "sync") == 0;
+  bool prefetch = strcmp(argv[11], "prefetch") == 0;
   baseline = atoi(argv[12]) != 0;
   if (threads < 1 || threads > 255) threads = 4;
   signal(SIGTERM, on_term);
@@ -260,6 +261,7 @@ int ch_worker_main(int argc, char **argv) {
   o.lock_wait_ms = 5000;
   o.owner = "chaos worker";
   o.durability = sync ? LC_DURABILITY_SYNC : LC_DURABILITY_DEFAULT;
+  o.prefetch = prefetch ? LC_PREFETCH_AUTO : 0;
   int rc = LC_EAGAIN;
   for (int i = 0; i < 200 && !stopping; i++) {
     if ((rc = lc_open(&o, &h)) == 0) break;
