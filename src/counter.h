@@ -16,10 +16,12 @@
 typedef struct lc__req lc__req;
 
 /* A range of values taken from memcached for this handle's memory:
- * first..end, of which next..end are not handed out yet.  time_us: when
- * its record was written (kept when the record is rewritten). */
+ * first..end, of which the first `used` went out (counted, not a next
+ * value: end may be LC_VALUE_MAX).  time_us: when its record was written
+ * (kept when the record is rewritten). */
 typedef struct lc__seg {
-  int64_t first, next, end, time_us;
+  int64_t first, end, time_us;
+  uint64_t used;
 } lc__seg;
 
 #define LC__SEGS 3          /* held at once: current, prefetched, one more */
@@ -39,7 +41,7 @@ struct lc__counter {
   /* segment.c, under mu */
   lc__seg seg[LC__SEGS];      /* held segments, in value order */
   int nseg;
-  lc__seg closes[LC__SEG_CLOSES];   /* finished: next-1 went out last */
+  lc__seg closes[LC__SEG_CLOSES];   /* finished, records to rewrite */
   int nclose;
   bool fetching;              /* a segment fetch is queued or running */
   bool queued;                /* on the prefetcher's queue */

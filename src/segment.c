@@ -57,25 +57,30 @@ static void finish_oldest(lc__counter *c) {
   c->nseg--;
 }
 
+static uint64_t seg_size(const lc__seg *s) {
+  return (uint64_t)(s->end - s->first) + 1;
+}
+
+static uint64_t seg_left(const lc__seg *s) { return seg_size(s) - s->used; }
+
 /* mu held: takes n values from the held segments when they hold n
  * contiguous values from the next one on; false otherwise. */
 static bool take(lc__counter *c, uint64_t n, int64_t *first) {
   uint64_t have = 0;
   for (int k = 0; k < c->nseg && have < n; k++) {
-    if (k > 0 && c->seg[k].next != c->seg[k - 1].end + 1) break;
-    have += (uint64_t)(c->seg[k].end - c->seg[k].next) + 1;
+    if (k > 0 && c->seg[k].first - 1 != c->seg[k - 1].end) break;
+    have += seg_left(&c->seg[k]);
   }
   if (have < n) return false;
-  *first = c->seg[0].next;
+  *first = c->seg[0].first + (int64_t)c->seg[0].used;
   for (uint64_t left = n; left;) {
     lc__seg *s = &c->seg[0];
-    uint64_t avail = (uint64_t)(s->end - s->next) + 1;
-    uint64_t t = avail < left ? avail : left;
-    s->next += (int64_t)t;
+    uint64_t t = seg_left(s) < left ? seg_left(s) : left;
+    s->used += t;
     left -= t;
-    if (s->next > s->end) finish_oldest(c);
+    if (seg_left(s) == 0) finish_oldest(c);
   }
-  c->handed = *first + (int64_t)n - 1;
+  c->handed = *first + (int64_t)(n - 1);
   return true;
 }
 
@@ -85,8 +90,7 @@ static void schedule(lc_t *h, lc__counter *c) {
   if (c->fetching || c->nseg > 1 || !h->pf.started) return;
   if (c->nseg == 1) {
     const lc__seg *s = &c->seg[0];
-    if ((uint64_t)(s->end - s->next + 1) * 2 > (uint64_t)(s->end - s->first + 1))
-      return;
+    if (seg_left(s) > seg_size(s) / 2) return;
   }
   c->fetching = true;
   pthread_mutex_lock(&h->pf.mu);
@@ -122,14 +126,14 @@ static uint64_t next_size(lc_t *h, lc__counter *c) {
 }
 
 /* Adds to b the rewrite of finished segment s's record: exactly what went
- * out of it (next - 1 was the last), or no record if nothing did. */
+ * out of it, or no record if nothing did. */
 static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
                     const lc__seg *s) {
-  int64_t used_end = s->next - 1;
-  if (used_end != s->end) lc__log_batch_unrecord(b, c->name, c->nlen, s->end);
-  if (used_end >= s->first)
-    lc__log_batch_record(b, c->name, c->nlen, used_end, LC_RECORD_SEGMENT,
-                         (uint64_t)(used_end - s->first + 1), s->time_us);
+  if (s->used < seg_size(s)) lc__log_batch_unrecord(b, c->name, c->nlen, s->end);
+  if (s->used > 0)
+    lc__log_batch_record(b, c->name, c->nlen,
+                         s->first + (int64_t)(s->used - 1), LC_RECORD_SEGMENT,
+                         s->used, s->time_us);
 }
 
 /*
@@ -180,8 +184,7 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   pthread_mutex_lock(&c->mu);
   if (!rc) {
     if (c->nseg == LC__SEGS) finish_oldest(c);
-    c->seg[c->nseg++] = (lc__seg){last - (int64_t)size + 1,
-                                  last - (int64_t)size + 1, last, now};
+    c->seg[c->nseg++] = (lc__seg){last - (int64_t)(size - 1), last, now, 0};
   }
   /* rewrites not written: back in front (their records stay open if
    * they do not fit, which is safe) */
@@ -233,7 +236,7 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   lc__seg closes[LC__SEG_CLOSES];
   int nclose = 0;
   pthread_mutex_lock(&c->mu);
-  if (c->nseg > 0 && c->seg[0].next <= below) {
+  if (c->nseg > 0 && c->seg[0].first + (int64_t)c->seg[0].used <= below) {
     while (c->nseg > 0) finish_oldest(c);
     nclose = c->nclose;
     memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
