@@ -1,30 +1,32 @@
 /*
  * counter.c - allocation: memcached increment, log append, restore.
  *
- * Per counter, one thread at a time is the "leader": it alone talks to
- * memcached and the log for that counter.  Callers of lc_next_n queue their
- * requests; the leader takes every request queued so far, sends ONE
- * increment by their total, writes ONE record for the whole block, and
- * splits the block among them in arrival order.  So concurrent callers share
- * a round trip and a (group-committed) sync, and at most one increment per
- * counter is in flight in this process.
+ * Callers of lc_next_n queue their requests.  The first queued caller
+ * sends a batch: it takes every request queued so far, sends ONE increment
+ * by their total, writes ONE record for the whole block, and splits the
+ * block among them in arrival order.  Up to LC__INFLIGHT batches of one
+ * counter are in flight at once, so a caller does not wait for another
+ * caller's round trip; callers merge only beyond that.  Log writes happen
+ * outside the lock, so they overlap (and LevelDB merges concurrent synced
+ * writes into one fsync).
  *
- * Invariants, for each counter (touched only by its leader):
+ * Invariants, for each counter:
  *  - floor: every value <= floor has been handed out, burned, or reserved
- *    by an earlier owner.  An answer from memcached whose block does not
- *    lie wholly above floor means memcached went backwards (restart, a stray
- *    set): it is raised, never trusted.  A lost key is re-seeded with
- *    memcached's add (never set) at max(floor, log max).
+ *    by an earlier owner.  An answer from memcached is accepted only if its
+ *    block lies above floor as it was when the increment was sent, and
+ *    overlaps no block accepted since; otherwise memcached went backwards
+ *    (a restart, a stale warm restart, a stray set) and the increment is
+ *    made again alone (nothing else in flight), raising the key exactly
+ *    past floor.  A lost key is re-seeded alone, with memcached's add
+ *    (never set) at max(floor, log max).  Restores, raises, lc_advance and
+ *    lc_restore run alone (lc__counter_acquire waits until nothing is in
+ *    flight and holds new increments back).
  *  - reserved (default durability): a synced reservation >= every value
- *    handed out.  Before a block above it is handed out, a new reservation
- *    is written, synced, in the same write as the block's record.  A new
- *    handle starts with floor = max(log max, reservation), so even records
- *    lost to an OS crash cannot be reissued.
+ *    handed out.  A block above it is written together with a new,
+ *    synced reservation.  A new handle starts with floor = max(log max,
+ *    reservation), so even records lost to an OS crash cannot be reissued.
  *  - a value is returned only after its record's write succeeded; on a
  *    failed write the block is burned (floor still moves past it).
- *  - with durability sync, the leader hands its role on before its synced
- *    write, so several batches may be syncing at once; their values are
- *    all below floor already, so a restore meanwhile starts above them.
  */
 #include "counter.h"
 
@@ -32,7 +34,6 @@
 #include <string.h>
 
 #define MAX_ATTEMPTS 8
-#define MAX_ROUNDS 4    /* batches one leader serves in a row */
 
 /* Test seam (the chaos harness): when set, called by a leader between its
  * memcached increment and its log write.  NULL outside tests. */
@@ -114,18 +115,18 @@ int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out) {
 }
 
 
-/* Gives up the leader role and wakes whoever may take it; c->mu held. */
+/* Gives up the leader role and wakes whoever may go on; c->mu held. */
 static void handoff(lc__counter *c) {
   c->busy = false;
-  if (c->head) pthread_cond_signal(&c->head->cv);
   if (c->excl_waiting) pthread_cond_broadcast(&c->cv);
+  else if (c->head && !c->head->taken) pthread_cond_signal(&c->head->cv);
 }
 
-/* Leader role for operations that are not batched. */
+/* Leader role for operations that are not batched: nothing in flight. */
 void lc__counter_acquire(lc__counter *c) {
   pthread_mutex_lock(&c->mu);
   c->excl_waiting++;
-  while (c->busy) pthread_cond_wait(&c->cv, &c->mu);
+  while (c->busy || c->inflight > 0) pthread_cond_wait(&c->cv, &c->mu);
   c->excl_waiting--;
   c->busy = true;
   pthread_mutex_unlock(&c->mu);
@@ -143,9 +144,11 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
   if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
   if (rc) return rc;
+  pthread_mutex_lock(&c->mu);     /* read under mu by lc_next_n */
   c->floor = max > res ? max : res;
   c->reserved = res;
   c->loaded = true;
+  pthread_mutex_unlock(&c->mu);
   return 0;
 }
 
@@ -193,7 +196,7 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
                   c->key, MAX_ATTEMPTS);
 }
 
-/* A block obtained from memcached, on its way to the log. */
+/* A block accepted from memcached, on its way to the log. */
 typedef struct block {
   int64_t last;
   uint64_t n;
@@ -201,29 +204,43 @@ typedef struct block {
   bool sync;
 } block;
 
-/* Leader only: obtains a block of n values above floor from memcached and
- * decides how its record must be written. */
-static int obtain(lc_t *h, lc__counter *c, uint64_t n, block *b) {
-  int rc = lc__counter_load(h, c);
-  if (rc) return rc;
-  if (n > (uint64_t)(LC_VALUE_MAX - c->floor))
-    return lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
-                    (long long)c->floor);
-  rc = lc__counter_increment(h, c, n, &b->last);
-  if (rc) return rc;
+/* mu held: the block (last-n, last] is handed out (or burned if its write
+ * fails): floor passes it, and whether its record needs a sync and a new
+ * reservation is decided. */
+static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
+                 block *b) {
+  b->last = last;
   b->n = n;
   b->reservation = 0;
   b->sync = h->opt.durability == LC_DURABILITY_SYNC;
-  if (!b->sync && b->last > c->reserved) {
+  if (!b->sync && last > c->reserved) {
     uint64_t block16 = n > UINT64_MAX / 16 ? UINT64_MAX : 16 * n;
     uint64_t window = h->opt.reserve > block16 ? h->opt.reserve : block16;
-    b->reservation = (uint64_t)(LC_VALUE_MAX - b->last) < window
-                         ? LC_VALUE_MAX : b->last + (int64_t)window;
+    b->reservation = (uint64_t)(LC_VALUE_MAX - last) < window
+                         ? LC_VALUE_MAX : last + (int64_t)window;
     b->sync = true;
   }
-  c->floor = b->last;  /* handed out or burned: never again */
+  if (last > c->floor) c->floor = last;  /* never again */
   c->used = true;
-  return 0;
+  c->seq++;
+  c->accepted[c->seq % LC__ACCEPTED] =
+      (lc__span){last - (int64_t)(n - 1), last};
+}
+
+/* mu held: may the answer v to an increment by n, sent when floor was
+ * floor0 and seq was seq0, be handed out?  Only if its block lies above
+ * floor0 and overlaps no block accepted since (memcached went backwards
+ * otherwise: a restart, a stale warm restart, a stray set). */
+static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
+                       int64_t floor0, uint64_t seq0) {
+  if (v < n || (int64_t)(v - n) < floor0) return false;
+  if (c->seq - seq0 >= LC__ACCEPTED) return false;   /* cannot tell */
+  int64_t first = (int64_t)(v - n) + 1, last = (int64_t)v;
+  for (uint64_t s = seq0 + 1; s <= c->seq; s++) {
+    const lc__span *e = &c->accepted[s % LC__ACCEPTED];
+    if (!(last < e->first || first > e->last)) return false;
+  }
+  return true;
 }
 
 /* Writes the block's record, with its reservation if any. */
@@ -258,36 +275,82 @@ static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
   return batch;
 }
 
+/* mu held: may the first queued request send its batch now? */
+static bool can_send(const lc__counter *c) {
+  return c->head && !c->head->taken && !c->busy && c->excl_waiting == 0 &&
+         c->inflight < LC__INFLIGHT;
+}
+
+/* mu held: wakes whoever may go on: exclusive operations once nothing is
+ * in flight, else the first queued request if it may send. */
+static void wake(lc__counter *c) {
+  if (c->excl_waiting && !c->busy && c->inflight == 0)
+    pthread_cond_broadcast(&c->cv);
+  else if (can_send(c))
+    pthread_cond_signal(&c->head->cv);
+}
+
+/* mu held, returns with it held: the increment of an answer that could
+ * not be accepted (or of a lost key: missing, seeded first), made alone:
+ * with nothing else in flight it restores or raises the key exactly past
+ * floor. */
+static int increment_alone(lc_t *h, lc__counter *c, uint64_t n,
+                           bool missing, int64_t *last) {
+  c->excl_waiting++;
+  while (c->busy || c->inflight > 0) pthread_cond_wait(&c->cv, &c->mu);
+  c->excl_waiting--;
+  c->busy = true;
+  pthread_mutex_unlock(&c->mu);
+  int64_t seeded;
+  int rc = missing ? seed(h, c, &seeded) : 0;
+  if (rc >= 0) rc = lc__counter_increment(h, c, n, last);
+  pthread_mutex_lock(&c->mu);
+  c->busy = false;
+  return rc;
+}
+
 /*
- * Serves one batch as leader: called with c->mu held, returns with it
- * held.  A synced record without a reservation (durability sync) is written
- * after giving up the leader role, so that the next batch's increment
- * overlaps this sync, and LevelDB merges the concurrent synced writes into
- * one fsync.  Returns false when it gave up the role.
+ * Sends one batch (mu held, returns with it held): the queued requests, ONE
+ * increment by their total, ONE record, the block split among them in
+ * arrival order.  Up to LC__INFLIGHT batches of one counter are sent at
+ * once; their log writes (synced ones too) overlap, and LevelDB merges
+ * concurrent synced writes into one fsync.
  */
-static bool serve(lc_t *h, lc__counter *c) {
-  int rc = 0;
-  lc__detail_clear();
-  if (!c->loaded) {  /* load first, so that the batch can respect floor */
-    pthread_mutex_unlock(&c->mu);
-    rc = lc__counter_load(h, c);
-    pthread_mutex_lock(&c->mu);
-  }
+static void send_batch(lc_t *h, lc__counter *c) {
   uint64_t total;
   req *batch = take_batch(c, h->opt.batch_max, &total);
+  block b = {0};
+  int rc = 0;
+  if (total > (uint64_t)(LC_VALUE_MAX - c->floor)) {
+    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+                  (long long)c->floor);
+  } else {
+    int64_t floor0 = c->floor;
+    uint64_t seq0 = c->seq, v = 0;
+    c->inflight++;
+    wake(c);                  /* the next batch may go too */
+    pthread_mutex_unlock(&c->mu);
+    LC__STAT(h, increments, 1);
+    rc = lc__cache_incr(&h->cache, c->key, c->klen, total, &v);
+    pthread_mutex_lock(&c->mu);
+    c->inflight--;
+    if (rc == 0 && v > (uint64_t)LC_VALUE_MAX) {
+      rc = lc__fail(LC_EOVERFLOW, "memcached holds %llu for %s",
+                    (unsigned long long)v, c->key);
+    } else if (rc == 0 && acceptable(c, v, total, floor0, seq0)) {
+      plan(h, c, (int64_t)v, total, &b);
+    } else if (rc == 0 || rc == LC__MISS) {
+      if (rc == 0) LC__STAT(h, backwards, 1);
+      int64_t last;
+      rc = increment_alone(h, c, total, rc == LC__MISS, &last);
+      if (!rc) plan(h, c, last, total, &b);
+    }
+  }
+  wake(c);
   pthread_mutex_unlock(&c->mu);
 
-  block b = {0};
-  if (!rc) rc = obtain(h, c, total, &b);
-  bool pipelined = !rc && b.sync && b.reservation == 0;
-  if (pipelined) {
-    pthread_mutex_lock(&c->mu);
-    handoff(c);
-    pthread_mutex_unlock(&c->mu);
-  }
   if (!rc && lc__test_before_commit) lc__test_before_commit(c->name);
   if (!rc) rc = commit(h, c, &b);
-  if (!rc && b.reservation) c->reserved = b.reservation;  /* still leader */
   uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1);  /* unsigned: */
   for (req *r = batch; r; r = r->next) {         /* may pass 2^63-1 */
     r->rc = rc;
@@ -299,22 +362,24 @@ static bool serve(lc_t *h, lc__counter *c) {
     }
   }
   pthread_mutex_lock(&c->mu);
+  if (!rc && b.reservation > c->reserved) c->reserved = b.reservation;
   for (req *r = batch, *next; r; r = next) {
     next = r->next;  /* r may vanish once done is seen */
     r->done = true;
     pthread_cond_signal(&r->cv);
   }
-  return !pipelined;
 }
 
-/* Called with c->mu held and no leader; returns with c->mu held.  The
- * leader, already running, serves a few batches in a row rather than
- * waking another thread for each. */
-static void lead(lc_t *h, lc__counter *c) {
-  c->busy = true;
-  for (int round = 0; round < MAX_ROUNDS && c->head; round++)
-    if (!serve(h, c)) return;
-  handoff(c);
+/* The counter's floor and reservation from the log, once. */
+static int ensure_loaded(lc_t *h, lc__counter *c) {
+  pthread_mutex_lock(&c->mu);
+  bool loaded = c->loaded;
+  pthread_mutex_unlock(&c->mu);
+  if (loaded) return 0;
+  lc__counter_acquire(c);
+  int rc = lc__counter_load(h, c);
+  lc__counter_release(c);
+  return rc;
 }
 
 static int count_call(lc_t *h, int rc, uint64_t n) {
@@ -344,14 +409,15 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__counter *c;
   if ((rc = lc__counter_lookup(h, name, &c)) != 0) return count_call(h, rc, n);
   if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
+  if ((rc = ensure_loaded(h, c)) != 0) return count_call(h, rc, n);
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
   pthread_mutex_lock(&c->mu);
   if (c->tail) c->tail->next = &r; else c->head = &r;
   c->tail = &r;
   while (!r.done) {
-    if (!c->busy && !r.taken)
-      lead(h, c);  /* unlocks and relocks c->mu */
+    if (c->head == &r && can_send(c))
+      send_batch(h, c);  /* unlocks and relocks c->mu */
     else
       pthread_cond_wait(&r.cv, &c->mu);
   }
@@ -431,12 +497,19 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   int rc = lc__seg_drop(h, c, target);   /* held values below min_next */
   if (rc) return rc;
   if (target > c->floor) {
-    /* durable first: after this, no restore can start below target */
-    if (target > c->reserved) {
+    /* durable first: after this, no restore can start below target.
+     * reserved under mu: a batch that has finished its increment may
+     * still be raising it after its write. */
+    pthread_mutex_lock(&c->mu);
+    bool raise = target > c->reserved;
+    pthread_mutex_unlock(&c->mu);
+    if (raise) {
       rc = lc__log_put_reservation(&h->log, c->name, c->nlen, target);
       LC__STAT(h, log_syncs, 1);
       if (rc) return rc;
-      c->reserved = target;
+      pthread_mutex_lock(&c->mu);
+      if (target > c->reserved) c->reserved = target;
+      pthread_mutex_unlock(&c->mu);
     }
     c->floor = target;
     c->used = true;

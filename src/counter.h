@@ -3,10 +3,12 @@
  * memcached increment, restore, advance) and segment.c (prefetched
  * segments).  Private to those two files.
  *
- * Locking: mu guards the request queue, the leader flag (busy) and every
- * segment field; floor, reserved and loaded belong to the leader (the one
- * thread with busy set, see counter.c).  The prefetcher and a caller that
- * fetches a segment itself take the leader role with lc__counter_acquire.
+ * Locking: mu guards the request queue, the in-flight count and the
+ * accepted blocks, floor and reserved, the exclusive flag (busy) and every
+ * segment field.  An exclusive operation (restore, advance, a raise, a
+ * segment fetch: lc__counter_acquire) runs with nothing in flight and
+ * nothing sent meanwhile, and may then use floor, reserved and loaded
+ * without mu.
  */
 #ifndef LC_COUNTER_H
 #define LC_COUNTER_H
@@ -24,6 +26,14 @@ typedef struct lc__seg {
   uint64_t used;
 } lc__seg;
 
+#define LC__INFLIGHT 4      /* increments of one counter in flight at once */
+#define LC__ACCEPTED 64     /* blocks remembered for the overlap check */
+
+/* A block handed out: first..last. */
+typedef struct lc__span {
+  int64_t first, last;
+} lc__span;
+
 #define LC__SEGS 3          /* held at once: current, prefetched, one more */
 #define LC__SEG_CLOSES 8    /* finished segments whose records wait to be
                                rewritten with what went out */
@@ -33,8 +43,11 @@ struct lc__counter {
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* for exclusive operations waiting */
   int excl_waiting;
-  bool busy;                  /* a leader is at work */
+  bool busy;                  /* an exclusive operation is at work */
   lc__req *head, *tail;       /* waiting lc_next_n calls */
+  int inflight;               /* increments sent, not answered yet */
+  uint64_t seq;               /* blocks accepted so far */
+  lc__span accepted[LC__ACCEPTED];  /* the last ones, by seq */
   bool loaded;
   bool used;                  /* allocated or advanced by this handle */
   int64_t floor, reserved;

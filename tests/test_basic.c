@@ -631,8 +631,10 @@ static void test_batch_max_one(void **state) {
   lc_stats st;
   assert_ok(lc_get_stats(h, &st));
   assert_int_equal(st.allocations, 2000);
-  /* one increment per call, plus the one that found the key missing */
-  assert_int_equal(st.increments, st.allocations + st.restores);
+  /* one increment per call, plus one for each increment in flight (at
+   * most 4 at once) that found the key missing at first use */
+  assert_true(st.increments >= st.allocations + st.restores &&
+              st.increments <= st.allocations + 4);
   assert_int_equal(st.log_writes, 2000);
   assert_ok(lc_close(h));
 }
