@@ -6,7 +6,6 @@
  *   keys.c     counter names, memcached keys, LevelDB keys and record codecs
  *   cache.c    memcached through libmemcachedutil's pool, with timeouts
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
- *   commit.c   the log's writes: synced ones in groups
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
  *   segment.c  prefetched segments: ids handed out from memory
@@ -94,11 +93,6 @@ typedef struct lc__log {
   char *owner_path;
   int owner_fd;         /* DIR/OWNER, flock-ed while the log is open */
   bool owner_locked;
-  /* commit.c: synced writes in groups, unsynced ones one at a time */
-  pthread_mutex_t gc_mu, w_mu;
-  pthread_cond_t gc_cv;
-  struct lc__commit *gc_head, *gc_tail;
-  bool gc_syncing;
 } lc__log;
 
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
@@ -123,12 +117,7 @@ int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t *out);
 /* The largest logged value of the counter (0 if none): one reverse seek. */
 int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
-/* commit.c: writes b (synced writes are committed in groups). */
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync);
-void lc__commit_init(lc__log *l);
-void lc__commit_destroy(lc__log *l);
-/* LC_ELOG for LevelDB's error text err (freed). */
-int lc__log_error(char *err, const char *op);
 
 /* ---- counter.c ---- */
 typedef struct lc__counter lc__counter;

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int lc__log_error(char *err, const char *op) {
+static int log_error(char *err, const char *op) {
   int rc = lc__fail(LC_ELOG, "leveldb %s: %s", op, err ? err : "unknown");
   leveldb_free(err);
   return rc;
@@ -85,11 +85,11 @@ static int check_format(lc__log *l) {
   size_t vlen = 0;
   const char *k = LC__FORMAT_KEY;
   char *v = leveldb_get(l->db, l->read, k, strlen(k), &vlen, &err);
-  if (err) return lc__log_error(err, "read format");
+  if (err) return log_error(err, "read format");
   if (v == NULL) {
     leveldb_put(l->db, l->sync, k, strlen(k), LC__FORMAT_VALUE,
                 strlen(LC__FORMAT_VALUE), &err);
-    return err ? lc__log_error(err, "write format") : 0;
+    return err ? log_error(err, "write format") : 0;
   }
   bool ok = vlen == strlen(LC__FORMAT_VALUE) &&
             memcmp(v, LC__FORMAT_VALUE, vlen) == 0;
@@ -104,7 +104,6 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
                  const char *owner) {
   memset(l, 0, sizeof *l);
   l->owner_fd = -1;
-  lc__commit_init(l);
   size_t plen = strlen(path);
   l->owner_path = malloc(plen + sizeof "/OWNER");
   l->options = leveldb_options_create();
@@ -129,7 +128,7 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
     l->db = leveldb_open(l->options, path, &err);
     if (l->db) break;
     if (!is_lock_error(err)) {
-      rc = lc__log_error(err, "open");
+      rc = log_error(err, "open");
     } else if (waited <= 0) {
       /* held by something that does not take the OWNER lock */
       rc = lc__fail(LC_ELOCKED, "%s is held by another process (%s)", path, err);
@@ -147,7 +146,6 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
 
 void lc__log_close(lc__log *l) {
   if (l->db) leveldb_close(l->db);
-  lc__commit_destroy(l);
   if (l->owner_locked && ftruncate(l->owner_fd, 0) != 0) {
     /* a stale note only misnames the holder; nothing to do */
   }
@@ -159,7 +157,12 @@ void lc__log_close(lc__log *l) {
   free(l->owner_path);
   memset(l, 0, sizeof *l);
   l->owner_fd = -1;
-  lc__commit_init(l);
+}
+
+int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
+  char *err = NULL;
+  leveldb_write(l->db, sync ? l->sync : l->nosync, b, &err);
+  return err ? log_error(err, "write") : 0;
 }
 
 void lc__log_batch_reservation(leveldb_writebatch_t *b, const char *name,
@@ -219,7 +222,7 @@ int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
   char *err = NULL;
   size_t vlen = 0;
   char *v = leveldb_get(l->db, l->read, key, klen, &vlen, &err);
-  if (err) return lc__log_error(err, "read reservation");
+  if (err) return log_error(err, "read reservation");
   *out = 0;
   if (v == NULL) return 0;
   int rc = 0;
@@ -264,6 +267,6 @@ int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
   char *err = NULL;
   leveldb_iter_get_error(it, &err);
   leveldb_iter_destroy(it);
-  if (err) return lc__log_error(err, "seek");
+  if (err) return log_error(err, "seek");
   return rc;
 }
