@@ -26,7 +26,7 @@ typedef struct lc__seg {
   uint64_t used;
 } lc__seg;
 
-#define LC__INFLIGHT 4      /* increments of one counter in flight at once */
+#define LC__INFLIGHT 2      /* increments of one counter in flight at once */
 #define LC__ACCEPTED 64     /* blocks remembered for the overlap check */
 
 /* A block handed out: first..last. */
