@@ -14,7 +14,9 @@
  *  - floor: every value <= floor has been handed out, burned, or reserved
  *    by an earlier owner.  An answer from memcached is accepted only if its
  *    block lies above floor as it was when the increment was sent, and
- *    overlaps no block accepted since; otherwise memcached went backwards
+ *    overlaps no block accepted since (kept as merged ranges, only above
+ *    the lowest floor an increment in flight was sent with, so a slow
+ *    answer is still judged exactly); otherwise memcached went backwards
  *    (a restart, a stale warm restart, a stray set) and the increment is
  *    made again alone (nothing else in flight), raising the key exactly
  *    past floor.  A lost key is re-seeded alone, with memcached's add
@@ -204,6 +206,49 @@ typedef struct block {
   bool sync;
 } block;
 
+/* mu held: the lowest floor an answer still in flight was sent with (the
+ * floor itself when none is). */
+static int64_t lowest_sent_floor(const lc__counter *c) {
+  int64_t low = c->floor;
+  for (int i = 0; i < LC__INFLIGHT; i++)
+    if ((c->slots & (1u << i)) && c->sent_floor[i] < low) low = c->sent_floor[i];
+  return low;
+}
+
+/* mu held: records the accepted range first..last for the overlap check,
+ * and forgets the ranges no answer in flight can reach. */
+static void remember(lc__counter *c, int64_t first, int64_t last) {
+  lc__span *a = c->accepted;
+  int i = 0;
+  while (i < c->naccepted && a[i].last < first) i++;
+  if (i > 0 && a[i - 1].last == first - 1) {           /* extends the one below */
+    a[i - 1].last = last;
+    if (i < c->naccepted && a[i].first == last + 1) {  /* and meets the next */
+      a[i - 1].last = a[i].last;
+      memmove(a + i, a + i + 1, sizeof *a * (size_t)(c->naccepted - i - 1));
+      c->naccepted--;
+    }
+  } else if (i < c->naccepted && a[i].first == last + 1) {
+    a[i].first = first;
+  } else {
+    if (c->naccepted == LC__ACCEPTED) {     /* full: forget the lowest */
+      if (a[0].last > c->lost_below) c->lost_below = a[0].last;
+      memmove(a, a + 1, sizeof *a * (size_t)(LC__ACCEPTED - 1));
+      c->naccepted--;
+      if (i > 0) i--;
+    }
+    memmove(a + i + 1, a + i, sizeof *a * (size_t)(c->naccepted - i));
+    a[i] = (lc__span){first, last};
+    c->naccepted++;
+  }
+  int64_t low = lowest_sent_floor(c);
+  int drop = 0;
+  while (drop < c->naccepted && a[drop].last <= low) drop++;
+  memmove(a, a + drop, sizeof *a * (size_t)(c->naccepted - drop));
+  c->naccepted -= drop;
+  if (c->lost_below <= low) c->lost_below = 0;
+}
+
 /* mu held: the block (last-n, last] is handed out (or burned if its write
  * fails): floor passes it, and whether its record needs a sync and a new
  * reservation is decided. */
@@ -222,24 +267,23 @@ static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
   }
   if (last > c->floor) c->floor = last;  /* never again */
   c->used = true;
-  c->seq++;
-  c->accepted[c->seq % LC__ACCEPTED] =
-      (lc__span){last - (int64_t)(n - 1), last};
+  remember(c, last - (int64_t)(n - 1), last);
 }
 
 /* mu held: may the answer v to an increment by n, sent when floor was
- * floor0 and seq was seq0, be handed out?  Only if its block lies above
- * floor0 and overlaps no block accepted since (memcached went backwards
- * otherwise: a restart, a stale warm restart, a stray set). */
+ * floor0, be handed out?  Only if its block lies above floor0 and overlaps
+ * no block accepted since (memcached went backwards otherwise: a restart,
+ * a stale warm restart, a stray set).  Blocks accepted before it was sent
+ * lie at or below floor0; those accepted since and above floor0 are in
+ * c->accepted. */
 static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
-                       int64_t floor0, uint64_t seq0) {
+                       int64_t floor0) {
   if (v < n || (int64_t)(v - n) < floor0) return false;
-  if (c->seq - seq0 >= LC__ACCEPTED) return false;   /* cannot tell */
   int64_t first = (int64_t)(v - n) + 1, last = (int64_t)v;
-  for (uint64_t s = seq0 + 1; s <= c->seq; s++) {
-    const lc__span *e = &c->accepted[s % LC__ACCEPTED];
-    if (!(last < e->first || first > e->last)) return false;
-  }
+  if (first <= c->lost_below) return false;  /* cannot tell: alone */
+  for (int i = 0; i < c->naccepted; i++)
+    if (!(last < c->accepted[i].first || first > c->accepted[i].last))
+      return false;
   return true;
 }
 
@@ -326,7 +370,11 @@ static void send_batch(lc_t *h, lc__counter *c) {
                   (long long)c->floor);
   } else {
     int64_t floor0 = c->floor;
-    uint64_t seq0 = c->seq, v = 0;
+    uint64_t v = 0;
+    int slot = 0;
+    while (c->slots & (1u << slot)) slot++;   /* inflight < LC__INFLIGHT */
+    c->slots |= 1u << slot;
+    c->sent_floor[slot] = floor0;
     c->inflight++;
     wake(c);                  /* the next batch may go too */
     pthread_mutex_unlock(&c->mu);
@@ -334,10 +382,11 @@ static void send_batch(lc_t *h, lc__counter *c) {
     rc = lc__cache_incr(&h->cache, c->key, c->klen, total, &v);
     pthread_mutex_lock(&c->mu);
     c->inflight--;
+    c->slots &= ~(1u << slot);
     if (rc == 0 && v > (uint64_t)LC_VALUE_MAX) {
       rc = lc__fail(LC_EOVERFLOW, "memcached holds %llu for %s",
                     (unsigned long long)v, c->key);
-    } else if (rc == 0 && acceptable(c, v, total, floor0, seq0)) {
+    } else if (rc == 0 && acceptable(c, v, total, floor0)) {
       plan(h, c, (int64_t)v, total, &b);
     } else if (rc == 0 || rc == LC__MISS) {
       if (rc == 0) LC__STAT(h, backwards, 1);

@@ -27,7 +27,7 @@ typedef struct lc__seg {
 } lc__seg;
 
 #define LC__INFLIGHT 2      /* increments of one counter in flight at once */
-#define LC__ACCEPTED 64     /* blocks remembered for the overlap check */
+#define LC__ACCEPTED 64     /* accepted ranges kept for the overlap check */
 
 /* A block handed out: first..last. */
 typedef struct lc__span {
@@ -46,8 +46,15 @@ struct lc__counter {
   bool busy;                  /* an exclusive operation is at work */
   lc__req *head, *tail;       /* waiting lc_next_n calls */
   int inflight;               /* increments sent, not answered yet */
-  uint64_t seq;               /* blocks accepted so far */
-  lc__span accepted[LC__ACCEPTED];  /* the last ones, by seq */
+  unsigned slots;             /* which sent_floor entries are in use */
+  int64_t sent_floor[LC__INFLIGHT];  /* floor when each was sent */
+  /* Values accepted above the lowest sent_floor (below it no answer can
+   * overlap them): disjoint ranges in order, merged when adjacent; when
+   * full the lowest is dropped and lost_below remembers it (an answer
+   * reaching down to it is then not accepted). */
+  lc__span accepted[LC__ACCEPTED];
+  int naccepted;
+  int64_t lost_below;
   bool loaded;
   bool used;                  /* allocated or advanced by this handle */
   int64_t floor, reserved;

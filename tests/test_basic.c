@@ -634,8 +634,13 @@ static void test_batch_max_one(void **state) {
   /* one increment per call, plus one for each increment in flight (2 at
    * once in the library, 4 allowed here) that found the key missing at
    * first use */
-  assert_true(st.increments >= st.allocations + st.restores &&
-              st.increments <= st.allocations + 4);
+  if (!(st.increments >= st.allocations + st.restores &&
+        st.increments <= st.allocations + 4))
+    fail_msg("increments %llu, allocations %llu, restores %llu, backwards "
+             "%llu", (unsigned long long)st.increments,
+             (unsigned long long)st.allocations,
+             (unsigned long long)st.restores,
+             (unsigned long long)st.backwards);
   assert_int_equal(st.log_writes, 2000);
   assert_ok(lc_close(h));
 }
