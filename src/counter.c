@@ -564,7 +564,9 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
     c->used = true;
   }
   int64_t now;
-  return op_restore(h, c, 0, &now);  /* raises memcached to floor */
+  rc = op_restore(h, c, 0, &now);  /* raises memcached to floor */
+  if (!rc) lc__seg_advanced(c, target);
+  return rc;
 }
 
 int lc_current(lc_t *h, const char *name, int64_t *value) {

@@ -64,7 +64,7 @@ struct lc__counter {
   lc__seg closes[LC__SEG_CLOSES];   /* finished, records to rewrite */
   int nclose;
   bool fetching;              /* a segment fetch is queued or running */
-  bool queued;                /* on the prefetcher's queue */
+  bool queued;                /* on the prefetcher's queue (pf.mu) */
   lc__counter *qnext;         /* the prefetcher's queue */
   pthread_cond_t seg_cv;      /* a fetch finished */
   int64_t handed;             /* the last value handed out of a segment */
@@ -94,9 +94,12 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first);
  * held segment (advance), writing what went out of each; 0 or the write's
  * error. */
 int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below);
+/* lc_advance to target+1 succeeded: the counter stands at least there. */
+void lc__seg_advanced(lc__counter *c, int64_t target);
 /* At close (no other thread left): adds to b the rewritten records of
  * every segment, and returns the value the counter stands at (the last
- * value handed out), or -1 if this handle took no segment of it. */
+ * value handed out, or above it where values cannot be given back), or -1
+ * if this handle took no segment of it. */
 int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b);
 /* The last value handed out when segments are in use, else 0 (mu). */
 int64_t lc__seg_current(lc__counter *c);

@@ -94,6 +94,7 @@ static void schedule(lc_t *h, lc__counter *c) {
   }
   c->fetching = true;
   pthread_mutex_lock(&h->pf.mu);
+  c->queued = true;
   c->qnext = NULL;
   if (h->pf.tail) h->pf.tail->qnext = c; else h->pf.head = c;
   h->pf.tail = c;
@@ -200,6 +201,27 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   return rc;
 }
 
+/* mu held: takes c off the prefetcher's queue if its fetch has not
+ * started; true if it was there (the caller then fetches itself, rather
+ * than wait behind other counters' fetches). */
+static bool unqueue(lc_t *h, lc__counter *c) {
+  bool found = false;
+  pthread_mutex_lock(&h->pf.mu);
+  if (c->queued) {
+    lc__counter **link = &h->pf.head, *prev = NULL;
+    while (*link != c) {
+      prev = *link;
+      link = &(*link)->qnext;
+    }
+    *link = c->qnext;
+    if (h->pf.tail == c) h->pf.tail = prev;
+    c->queued = false;
+    found = true;
+  }
+  pthread_mutex_unlock(&h->pf.mu);
+  return found;
+}
+
 int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
   bool fetched = false;
@@ -216,12 +238,12 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
       fetched = false;
       continue;
     }
-    if (c->fetching) {
+    if (c->fetching && !unqueue(h, c)) {   /* under way: wait for it */
       LC__STAT(h, segment_waits, 1);
       pthread_cond_wait(&c->seg_cv, &c->mu);
       continue;
     }
-    c->fetching = true;
+    c->fetching = true;           /* ours now, queued or not */
     pthread_mutex_unlock(&c->mu);
     rc = fetch(h, c, n);
     pthread_mutex_lock(&c->mu);
@@ -235,33 +257,56 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
 int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   lc__seg closes[LC__SEG_CLOSES];
   int nclose = 0;
+  int64_t reserve = 0;
   pthread_mutex_lock(&c->mu);
   if (c->nseg > 0 && c->seg[0].first + (int64_t)c->seg[0].used <= below) {
     while (c->nseg > 0) finish_oldest(c);
     nclose = c->nclose;
     memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
     c->nclose = 0;
+    reserve = below > c->reserved ? below : c->reserved;
   }
   pthread_mutex_unlock(&c->mu);
   if (nclose == 0) return 0;
+  /* The records cut to what went out, and the reservation at below in the
+   * same synced write: after it no restore starts below below. */
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i]);
-  int rc = lc__log_write(&h->log, b, false);  /* lost: records stay open */
+  lc__log_batch_reservation(b, c->name, c->nlen, reserve);
+  int rc = lc__log_write(&h->log, b, true);
   leveldb_writebatch_destroy(b);
   LC__STAT(h, log_writes, 1);
-  return rc;
+  LC__STAT(h, log_syncs, 1);
+  if (rc) return rc;
+  pthread_mutex_lock(&c->mu);
+  if (reserve > c->reserved) c->reserved = reserve;
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
+
+void lc__seg_advanced(lc__counter *c, int64_t target) {
+  pthread_mutex_lock(&c->mu);
+  if (c->handed && target > c->handed) c->handed = target;
+  pthread_mutex_unlock(&c->mu);
 }
 
 int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
   while (c->nseg > 0) finish_oldest(c);
-  int64_t stands = c->handed ? c->handed : -1;
-  for (int i = 0; i < c->nclose; i++) {
-    rewrite(b, c, &c->closes[i]);
-    if (!c->handed && (stands < 0 || c->closes[i].first - 1 < stands))
-      stands = c->closes[i].first - 1;   /* nothing went out */
+  if (c->nclose == 0 && !c->handed) return -1;
+  for (int i = 0; i < c->nclose; i++) rewrite(b, c, &c->closes[i]);
+  /* Give back only the unused values contiguous below floor: from the
+   * newest segment down, while each ends where the next one starts and
+   * nothing of it went out.  Values between segments (memcached jumped:
+   * someone else incremented) are never given back. */
+  int64_t to = c->floor;
+  for (int i = c->nclose - 1; i >= 0; i--) {
+    const lc__seg *s = &c->closes[i];
+    if (s->end != to) break;
+    to = s->first + (int64_t)s->used - 1;
+    if (s->used > 0) break;
   }
   c->nclose = 0;
-  return stands;
+  return to > c->handed ? to : c->handed;
 }
 
 int64_t lc__seg_current(lc__counter *c) {
@@ -282,6 +327,7 @@ static void *prefetcher(void *arg) {
     lc__counter *c = h->pf.head;
     h->pf.head = c->qnext;
     if (!h->pf.head) h->pf.tail = NULL;
+    c->queued = false;
     pthread_mutex_unlock(&h->pf.mu);
     /* A failure is left for the next caller that finds nothing held: it
      * fetches itself and gets the error. */

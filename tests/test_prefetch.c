@@ -13,7 +13,10 @@
  *    segment record stays LC_RECORD_SEGMENT_OPEN (a prefetch gap);
  *  - memcached flushed in the middle of a segment: the handle finishes its
  *    segment and the next fetch restores above it;
- *  - lc_advance while a segment is held: the next value is at least V;
+ *  - lc_advance while a segment is held: the next value is at least V, also
+ *    after lc_close and a new handle;
+ *  - memcached advanced by someone else between two segments: lc_close
+ *    sets memcached back only across this handle's own unused values;
  *  - the end of the range: segments never run past LC_VALUE_MAX, then
  *    LC_EOVERFLOW;
  *  - lc_prefetch_parse and the option's bounds.
@@ -252,6 +255,45 @@ static void test_advance_while_held(void **state) {
   assert_i64_op(next1(f->h, "adv"), >, w);
 }
 
+/* An advance survives lc_close: the next handle starts at or above it,
+ * whether the advance fell inside the held segment or above it. */
+static void test_advance_then_close(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_pf(f->dir, 1000, &f->h));
+  for (int i = 0; i < 120; i++) next1(f->h, "ac");
+  assert_ok(lc_advance(f->h, "ac", 151));     /* inside [1..1000] */
+  int64_t cur = 0;
+  assert_ok(lc_current(f->h, "ac", &cur));
+  assert_i64_op(cur, >=, 150);
+  assert_ok(lc_close(f->h));
+  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_i64_op(next1(f->h, "ac"), >=, 151);
+  assert_ok(lc_advance(f->h, "ac", 100000));  /* far above */
+  assert_ok(lc_close(f->h));
+  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_i64_op(next1(f->h, "ac"), >=, 100000);
+}
+
+/* Values memcached gave to someone else between two segments are never
+ * given back at close (memcached is set back only across this handle's
+ * own unused values). */
+static void test_close_gap_not_given_back(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_pf(f->dir, 100, &f->h));
+  assert_i64_eq(next1(f->h, "gb"), 1);        /* holds 1..100 */
+  assert_ok(mcd_set(&mc, "lc:gb", "200"));    /* 101..200 went elsewhere */
+  int64_t last = 0;
+  for (int i = 0; i < 59; i++) last = next1(f->h, "gb");
+  assert_i64_eq(last, 60);                    /* the next fetch: 201.. */
+  for (int i = 0; i < 100 && mc_value("gb") < 300; i++) sleep_ms(10);
+  assert_i64_eq(mc_value("gb"), 300);
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  assert_i64_eq(mc_value("gb"), 200);         /* not 60 */
+  assert_ok(open_pf(f->dir, 100, &f->h));
+  assert_i64_op(next1(f->h, "gb"), >, 200);
+}
+
 /* ---- the end of the range -------------------------------------------------- */
 
 static void test_end_of_range(void **state) {
@@ -308,6 +350,8 @@ int main(void) {
       T(test_kill_mid_segment),
       T(test_memcached_lost),
       T(test_advance_while_held),
+      T(test_advance_then_close),
+      T(test_close_gap_not_given_back),
       T(test_end_of_range),
       T(test_parse),
 #undef T

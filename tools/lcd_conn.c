@@ -99,8 +99,15 @@ void lcd_close_later(lcd_conn *c, const char *why) {
  * EOF) and the rest of the input is discarded until the client closes or
  * --line-timeout passes ("lingering close"). */
 static void finish(lcd_conn *c) {
-  if (!c->bev || c->njobs || c->lingering)
+  if (!c->bev || c->lingering)
     return;
+  if (c->njobs) {                       /* their replies first; read no more */
+    if (c->reading) {
+      bufferevent_disable(c->bev, EV_READ);
+      c->reading = 0;
+    }
+    return;
+  }
   if (!c->closing_since)
     c->closing_since = lcd_now();
   flush_out(c);

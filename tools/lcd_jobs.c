@@ -424,5 +424,10 @@ void lcd_conn_job_done(lcd_job *j) {
     answer(c, k);
     job_put(c, k);
   }
+  if (c->out_blocked) {       /* more to read: not a lack of progress */
+    size_t len = evbuffer_get_length(bufferevent_get_output(c->bev));
+    if (len > c->blocked_len)
+      c->blocked_len = len;
+  }
   lcd_conn_process(c);
 }
