@@ -319,6 +319,28 @@ static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
   return batch;
 }
 
+/* mu held: b needs a new reservation.  One reservation write at a time
+ * per counter (writes that complete out of order would leave the lower
+ * value in the log): wait for the one under way, then write only if the
+ * block is still above what is reserved. */
+static void claim_reservation(lc_t *h, lc__counter *c, block *b) {
+  while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
+  if (b->last <= c->reserved) {         /* covered meanwhile */
+    b->reservation = 0;
+    b->sync = h->opt.durability == LC_DURABILITY_SYNC;
+    return;
+  }
+  c->res_writing = true;
+}
+
+/* mu held: the reservation write claimed is over; written: its value,
+ * or 0 when it failed. */
+static void release_reservation(lc__counter *c, int64_t written) {
+  if (written > c->reserved) c->reserved = written;
+  c->res_writing = false;
+  pthread_cond_broadcast(&c->cv);
+}
+
 /* mu held: may the first queued request send its batch now? */
 static bool can_send(const lc__counter *c) {
   return c->head && !c->head->taken && !c->busy && c->excl_waiting == 0 &&
@@ -395,6 +417,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
       if (!rc) plan(h, c, last, total, &b);
     }
   }
+  if (!rc && b.reservation) claim_reservation(h, c, &b);
   wake(c);
   pthread_mutex_unlock(&c->mu);
 
@@ -411,7 +434,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
     }
   }
   pthread_mutex_lock(&c->mu);
-  if (!rc && b.reservation > c->reserved) c->reserved = b.reservation;
+  if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
   for (req *r = batch, *next; r; r = next) {
     next = r->next;  /* r may vanish once done is seen */
     r->done = true;
@@ -550,15 +573,17 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
      * reserved under mu: a batch that has finished its increment may
      * still be raising it after its write. */
     pthread_mutex_lock(&c->mu);
+    while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
     bool raise = target > c->reserved;
+    c->res_writing = raise;
     pthread_mutex_unlock(&c->mu);
     if (raise) {
       rc = lc__log_put_reservation(&h->log, c->name, c->nlen, target);
       LC__STAT(h, log_syncs, 1);
-      if (rc) return rc;
       pthread_mutex_lock(&c->mu);
-      if (target > c->reserved) c->reserved = target;
+      release_reservation(c, rc ? 0 : target);
       pthread_mutex_unlock(&c->mu);
+      if (rc) return rc;
     }
     c->floor = target;
     c->used = true;

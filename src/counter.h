@@ -55,6 +55,9 @@ struct lc__counter {
   lc__span accepted[LC__ACCEPTED];
   int naccepted;
   int64_t lost_below;
+  bool res_writing;           /* a reservation write is under way: the
+                                 next waits (c->cv), so the log's value
+                                 only ever grows */
   bool loaded;
   bool used;                  /* allocated or advanced by this handle */
   int64_t floor, reserved;

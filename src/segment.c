@@ -302,8 +302,11 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
   for (int i = c->nclose - 1; i >= 0; i--) {
     const lc__seg *s = &c->closes[i];
     if (s->end != to) break;
-    to = s->first + (int64_t)s->used - 1;
-    if (s->used > 0) break;
+    if (s->used > 0) {              /* its last value that went out */
+      to = s->first + (int64_t)(s->used - 1);
+      break;
+    }
+    to = s->first - 1;
   }
   c->nclose = 0;
   return to > c->handed ? to : c->handed;
