@@ -7,6 +7,8 @@
  *    under threads (every 5th write fails), in the synced mode, in
  *    lc_advance, in lc_close's final write, and for a prefetched segment
  *    (none of its values goes out).
+ *  - synced writes delayed at random so that they complete out of order:
+ *    the reservation in the log still covers every value returned.
  *  - memcached stopped and frozen (SIGSTOP): a clear error within the
  *    timeout (300 ms here; each call must return within 3 s: a "never
  *    hangs" bound, not a speed threshold), and allocation resumes with
@@ -26,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "internal.h"   /* the handle's synced write options */
 #include "mcd.h"
 
 /* ---- the leveldb_write seam ---------------------------------------------- */
@@ -34,6 +38,10 @@
 static atomic_int fail_all;        /* 1: every write fails */
 static atomic_int fail_every;      /* n > 0: every n-th write fails */
 static atomic_long writes_seen, writes_failed;
+/* Synced writes with these options sleep 0-2 ms first, so that writes
+ * made together complete in any order. */
+static const leveldb_writeoptions_t *_Atomic slow_sync;
+static atomic_uint slow_seed = 1;
 
 void __real_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
                           leveldb_writebatch_t *b, char **errptr);
@@ -49,6 +57,10 @@ void __wrap_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
     if (*errptr) leveldb_free(*errptr);
     *errptr = strdup("injected failure");
     return;
+  }
+  if (o == atomic_load(&slow_sync)) {
+    unsigned x = atomic_fetch_add(&slow_seed, 2654435761u);
+    usleep((x >> 8) % 2000);
   }
   __real_leveldb_write(db, o, b, errptr);
 }
@@ -175,6 +187,56 @@ static void test_segment_write_failure(void **state) {
   int64_t w = 0;
   assert_ok(lc_next(h, "seg", &w));
   assert_i64_op(w, >, burned);
+  assert_ok(lc_close(h));
+}
+
+/* Reservation writes of increments in flight together complete in any
+ * order: the reservation in the log must still cover every value already
+ * returned (a lower one written last would let a restore after a crash
+ * start below them). */
+typedef struct res_arg {
+  lc_t *h;
+  int rc;
+  int64_t bad, bad_res;
+} res_arg;
+
+static void *res_main(void *p) {
+  res_arg *a = p;
+  for (int i = 0; i < 400 && !a->rc && !a->bad; i++) {
+    int64_t v = 0, r = 0;
+    if ((a->rc = lc_next(a->h, "res", &v)) != 0) break;
+    if ((a->rc = lc_reservation(a->h, "res", &r)) != 0) break;
+    if (r < v) a->bad = v, a->bad_res = r;
+  }
+  return NULL;
+}
+
+static void test_reservation_order(void **state) {
+  fx_t *f = *state;
+  lc_options o;
+  char path[TU_PATH_MAX];
+  tu_options(&o, &mc, f->dir, path);
+  char db[TU_PATH_MAX + 8];
+  snprintf(db, sizeof db, "%s/res", f->dir);
+  o.db_path = db;
+  o.reserve = 1;              /* a reservation every 16 values */
+  lc_t *h;
+  assert_ok(lc_open(&o, &h));
+  atomic_store(&slow_sync, h->log.sync);
+  res_arg a[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    a[i] = (res_arg){.h = h};
+    assert_int_equal(pthread_create(&t[i], NULL, res_main, &a[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  atomic_store(&slow_sync, NULL);
+  for (int i = 0; i < 4; i++) {
+    assert_ok(a[i].rc);
+    if (a[i].bad)
+      fail_msg("value %lld returned while the log's reservation was %lld",
+               (long long)a[i].bad, (long long)a[i].bad_res);
+  }
   assert_ok(lc_close(h));
 }
 
@@ -550,6 +612,7 @@ int main(void) {
       T(test_log_write_failure),
       T(test_log_write_failure_first_use),
       T(test_segment_write_failure),
+      T(test_reservation_order),
       cmocka_unit_test_setup_teardown(test_log_write_failure_sync, setup_sync, teardown),
       T(test_log_write_failure_threads),
       T(test_advance_log_failure),
