@@ -155,8 +155,9 @@ void ch_note(ch_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* procs.c */
 /* The mode of an owner's n-th start: "default", "sync" or "prefetch"
- * (default durability, LC_PREFETCH_AUTO); the baseline alternates the
- * first two.  Prefetch counts as synced: its segment records are. */
+ * (default durability with segments: 256 values for the embedded worker,
+ * auto for logcounterd); the baseline alternates the first two.
+ * Prefetch counts as synced: its segment records are. */
 const char *ch_owner_mode(int incarnation, bool baseline);
 void ch_started(ch_run *r, int target, bool sync);
 int ch_start_memcached(ch_run *r);

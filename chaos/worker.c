@@ -261,7 +261,10 @@ int ch_worker_main(int argc, char **argv) {
   o.lock_wait_ms = 5000;
   o.owner = "chaos worker";
   o.durability = sync ? LC_DURABILITY_SYNC : LC_DURABILITY_DEFAULT;
-  o.prefetch = prefetch ? LC_PREFETCH_AUTO : 0;
+  /* Fixed, small segments: a fetch (where the pause seam is) every few
+   * hundred ids, so a pause-before-log fault finds one in time; the
+   * daemon's prefetch mode is auto. */
+  o.prefetch = prefetch ? 256 : 0;
   int rc = LC_EAGAIN;
   for (int i = 0; i < 200 && !stopping; i++) {
     if ((rc = lc_open(&o, &h)) == 0) break;
