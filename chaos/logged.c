@@ -6,7 +6,8 @@
  *  - blocks a power cut took: acknowledged before the owner's last power
  *    cut and served with default durability, whose records were unsynced
  *    (with durability sync every record was synced: none may be missing);
- *  - blocks below the point the prune fault published before pruning.
+ *  - blocks below the point the prune fault published before pruning (for
+ *    a block across two prefetched segments, the part below it).
  * Both exceptions are counted, not hidden; so are records that do not
  * decode (must be none).  It also reads the daemon's tallies' final totals.
  */
@@ -131,8 +132,13 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
   for (size_t i = 0; i < n; i++) {
     const ch_blk *b = &blocks[i];
     if (logged(&l, b->first, b->last)) continue;
-    if (c < CH_EMB_COUNTERS &&
-        b->last < atomic_load(&r->emb_ctl->pruned_below[c])) {
+    int64_t below = c < CH_EMB_COUNTERS
+                        ? atomic_load(&r->emb_ctl->pruned_below[c]) : 0;
+    /* Below the prune point, or a block across two prefetched segments
+     * whose first record was pruned: what is at or above the point must
+     * still be logged. */
+    if (b->last < below ||
+        (b->first < below && logged(&l, below, b->last))) {
       out->pruned++;
       continue;
     }
