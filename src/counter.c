@@ -117,11 +117,25 @@ int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out) {
 }
 
 
-/* Gives up the leader role and wakes whoever may go on; c->mu held. */
+/* mu held: may the first queued request send its batch now? */
+static bool can_send(const lc__counter *c) {
+  return c->head && !c->head->taken && !c->busy && c->excl_waiting == 0 &&
+         c->inflight < LC__INFLIGHT;
+}
+
+/* mu held: wakes whoever may go on: exclusive operations once nothing is
+ * in flight, else the first queued request if it may send. */
+static void wake(lc__counter *c) {
+  if (c->excl_waiting && !c->busy && c->inflight == 0)
+    pthread_cond_broadcast(&c->cv);
+  else if (can_send(c))
+    pthread_cond_signal(&c->head->cv);
+}
+
+/* Gives up the exclusive role and wakes whoever may go on; c->mu held. */
 static void handoff(lc__counter *c) {
   c->busy = false;
-  if (c->excl_waiting) pthread_cond_broadcast(&c->cv);
-  else if (c->head && !c->head->taken) pthread_cond_signal(&c->head->cv);
+  wake(c);
 }
 
 /* Leader role for operations that are not batched: nothing in flight. */
@@ -341,21 +355,6 @@ static void release_reservation(lc__counter *c, int64_t written) {
   pthread_cond_broadcast(&c->cv);
 }
 
-/* mu held: may the first queued request send its batch now? */
-static bool can_send(const lc__counter *c) {
-  return c->head && !c->head->taken && !c->busy && c->excl_waiting == 0 &&
-         c->inflight < LC__INFLIGHT;
-}
-
-/* mu held: wakes whoever may go on: exclusive operations once nothing is
- * in flight, else the first queued request if it may send. */
-static void wake(lc__counter *c) {
-  if (c->excl_waiting && !c->busy && c->inflight == 0)
-    pthread_cond_broadcast(&c->cv);
-  else if (can_send(c))
-    pthread_cond_signal(&c->head->cv);
-}
-
 /* mu held, returns with it held: the increment of an answer that could
  * not be accepted (or of a lost key: missing, seeded first), made alone:
  * with nothing else in flight it restores or raises the key exactly past
@@ -442,18 +441,6 @@ static void send_batch(lc_t *h, lc__counter *c) {
   }
 }
 
-/* The counter's floor and reservation from the log, once. */
-static int ensure_loaded(lc_t *h, lc__counter *c) {
-  pthread_mutex_lock(&c->mu);
-  bool loaded = c->loaded;
-  pthread_mutex_unlock(&c->mu);
-  if (loaded) return 0;
-  lc__counter_acquire(c);
-  int rc = lc__counter_load(h, c);
-  lc__counter_release(c);
-  return rc;
-}
-
 static int count_call(lc_t *h, int rc, uint64_t n) {
   if (rc) {
     LC__STAT(h, errors, 1);
@@ -481,10 +468,17 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__counter *c;
   if ((rc = lc__counter_lookup(h, name, &c)) != 0) return count_call(h, rc, n);
   if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
-  if ((rc = ensure_loaded(h, c)) != 0) return count_call(h, rc, n);
+  pthread_mutex_lock(&c->mu);
+  if (!c->loaded) {  /* first use: floor and reservation from the log */
+    pthread_mutex_unlock(&c->mu);
+    lc__counter_acquire(c);
+    rc = lc__counter_load(h, c);
+    lc__counter_release(c);
+    if (rc) return count_call(h, rc, n);
+    pthread_mutex_lock(&c->mu);
+  }
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
-  pthread_mutex_lock(&c->mu);
   if (c->tail) c->tail->next = &r; else c->head = &r;
   c->tail = &r;
   while (!r.done) {
