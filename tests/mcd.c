@@ -483,12 +483,26 @@ size_t first_non_increasing(const int64_t *v, size_t n) {
 
 /* ---- logcounter helpers ----------------------------------------------- */
 
-void tu_options(lc_options *o, const mcd_t *m, const char *dir,
-                char path[TU_PATH_MAX]) {
-  snprintf(path, TU_PATH_MAX, "%s/db", dir);
+void tu_options_sub(lc_options *o, const mcd_t *m, const char *dir,
+                    const char *sub, char path[TU_PATH_MAX]) {
+  snprintf(path, TU_PATH_MAX, "%s/%s", dir, sub);
   lc_options_init(o);
   o->memcached = mcd_config(m);
   o->db_path = path;
+}
+
+void tu_options(lc_options *o, const mcd_t *m, const char *dir,
+                char path[TU_PATH_MAX]) {
+  tu_options_sub(o, m, dir, "db", path);
+}
+
+int64_t mcd_counter_value(const mcd_t *m, const char *name) {
+  char key[256], buf[64];
+  snprintf(key, sizeof key, "lc:%s", name);
+  if (mcd_get(m, key, buf, sizeof buf) != 1) return -1;
+  char *end;
+  long long v = strtoll(buf, &end, 10);
+  return *end == '\0' ? v : -1;
 }
 
 int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,

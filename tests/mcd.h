@@ -77,11 +77,17 @@ size_t count_duplicates(int64_t *v, size_t n);
  * increasing. */
 size_t first_non_increasing(const int64_t *v, size_t n);
 
+/* The value memcached holds under the counter's key lc:NAME, or -1 when
+ * it is missing or not a number. */
+int64_t mcd_counter_value(const mcd_t *m, const char *name);
+
 /* Default options for the log DIR/db on m; path receives that path and
- * must outlive o. */
+ * must outlive o.  tu_options_sub: the log DIR/SUB instead. */
 #define TU_PATH_MAX 512
 void tu_options(lc_options *o, const mcd_t *m, const char *dir,
                 char path[TU_PATH_MAX]);
+void tu_options_sub(lc_options *o, const mcd_t *m, const char *dir,
+                    const char *sub, char path[TU_PATH_MAX]);
 /* Opens a handle on DIR/db against m with the given durability and
  * timeout (0: the library's default); returns the lc_open code. */
 int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
@@ -124,6 +130,12 @@ int tu_teardown(void **state);
                (long long)a_, (long long)b_);                              \
   } while (0)
 #define assert_i64_eq(a, b) assert_i64_op(a, ==, b)
+/* One lc_next that must succeed; its value. */
+static inline int64_t tu_next1(lc_t *h, const char *name) {
+  int64_t v = -1;
+  assert_ok(lc_next(h, name, &v));
+  return v;
+}
 #endif
 
 #endif /* LC_TESTS_MCD_H */

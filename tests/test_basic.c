@@ -26,11 +26,6 @@
 
 
 
-static int64_t next1(lc_t *h, const char *name) {
-  int64_t v = -1;
-  assert_ok(lc_next(h, name, &v));
-  return v;
-}
 
 static int reopen(fx_t *f) {
   lc_close(f->h);
@@ -45,7 +40,7 @@ static void test_fresh_counter_starts_at_one(void **state) {
   int64_t v = -1;
   assert_ok(lc_current(f->h, "orders", &v));
   assert_i64_eq(v, 0);
-  for (int64_t want = 1; want <= 5; want++) assert_i64_eq(next1(f->h, "orders"), want);
+  for (int64_t want = 1; want <= 5; want++) assert_i64_eq(tu_next1(f->h, "orders"), want);
   assert_ok(lc_current(f->h, "orders", &v));
   assert_i64_eq(v, 5);
   char buf[64];
@@ -64,12 +59,12 @@ static void test_next_n_contiguous(void **state) {
   int64_t first = -1;
   assert_ok(lc_next_n(f->h, "blk", 5, &first));
   assert_i64_eq(first, 1);
-  assert_i64_eq(next1(f->h, "blk"), 6);
+  assert_i64_eq(tu_next1(f->h, "blk"), 6);
   assert_ok(lc_next_n(f->h, "blk", 1000, &first));
   assert_i64_eq(first, 7);
   assert_ok(lc_next_n(f->h, "blk", 1, &first));
   assert_i64_eq(first, 1007);
-  assert_i64_eq(next1(f->h, "blk"), 1008);
+  assert_i64_eq(tu_next1(f->h, "blk"), 1008);
   int64_t cur = -1;
   assert_ok(lc_current(f->h, "blk", &cur));
   assert_i64_eq(cur, 1008);
@@ -84,7 +79,7 @@ static void test_block_max(void **state) {
   int64_t first = -1;
   assert_ok(lc_next_n(f->h, "big", LC_BLOCK_MAX, &first));
   assert_i64_eq(first, 1);
-  assert_i64_eq(next1(f->h, "big"), (int64_t)LC_BLOCK_MAX + 1);
+  assert_i64_eq(tu_next1(f->h, "big"), (int64_t)LC_BLOCK_MAX + 1);
   assert_ok(mcd_flush_all(&mc));
   assert_ok(lc_next_n(f->h, "big", LC_BLOCK_MAX, &first));
   assert_i64_eq(first, (int64_t)LC_BLOCK_MAX + 2);
@@ -96,10 +91,10 @@ static void test_counters_independent(void **state) {
   const char *names[] = {"a", "ab", "a/b", "users/eu", "A"};
   for (int round = 1; round <= 3; round++)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-      assert_i64_eq(next1(f->h, names[i]), round);
+      assert_i64_eq(tu_next1(f->h, names[i]), round);
   assert_ok(mcd_flush_all(&mc));
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    assert_i64_eq(next1(f->h, names[i]), 4);
+    assert_i64_eq(tu_next1(f->h, names[i]), 4);
   lc_record *r;
   assert_int_equal(tu_records(f->h, "a", &r), 4);
   for (int i = 0; i < 4; i++) assert_i64_eq(r[i].last, i + 1);
@@ -114,7 +109,7 @@ static void test_flush_continues_without_gap(void **state) {
   for (int round = 0; round < 10; round++) {
     int k = 1 + rand() % 20;
     for (int i = 0; i < k; i++) {
-      int64_t v = next1(f->h, "gapless");
+      int64_t v = tu_next1(f->h, "gapless");
       assert_i64_eq(v, last + 1);
       last = v;
     }
@@ -129,7 +124,7 @@ static void test_flush_continues_without_gap(void **state) {
     else
       assert_ok(mcd_delete(&mc, "lc:gapless"));
   }
-  assert_i64_eq(next1(f->h, "gapless"), last + 1);
+  assert_i64_eq(tu_next1(f->h, "gapless"), last + 1);
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
   assert_int_equal(st.restores, 11);   /* first use + 10 losses */
@@ -138,7 +133,7 @@ static void test_flush_continues_without_gap(void **state) {
 static void test_restore(void **state) {
   fx_t *f = *state;
   int64_t v = -1;
-  for (int i = 0; i < 10; i++) next1(f->h, "rs");
+  for (int i = 0; i < 10; i++) tu_next1(f->h, "rs");
   assert_ok(mcd_flush_all(&mc));
   assert_ok(lc_restore(f->h, "rs", &v));
   assert_i64_eq(v, 10);
@@ -149,12 +144,12 @@ static void test_restore(void **state) {
   v = -1;
   assert_ok(lc_restore(f->h, "rs", &v));
   assert_i64_eq(v, 10);
-  assert_i64_eq(next1(f->h, "rs"), 11);
+  assert_i64_eq(tu_next1(f->h, "rs"), 11);
   /* A counter never used stands at 0 and then starts at 1. */
   v = -1;
   assert_ok(lc_restore(f->h, "never", &v));
   assert_i64_eq(v, 0);
-  assert_i64_eq(next1(f->h, "never"), 1);
+  assert_i64_eq(tu_next1(f->h, "never"), 1);
 }
 
 static void test_current_changes_nothing(void **state) {
@@ -165,14 +160,14 @@ static void test_current_changes_nothing(void **state) {
   lc_record *r;
   assert_int_equal(tu_records(f->h, "cur", &r), 0);
   free(r);
-  for (int i = 0; i < 3; i++) next1(f->h, "cur");
+  for (int i = 0; i < 3; i++) tu_next1(f->h, "cur");
   assert_ok(mcd_flush_all(&mc));
   v = -1;
   assert_ok(lc_current(f->h, "cur", &v));
   assert_i64_eq(v, 3);
   char buf[64];
   assert_int_equal(mcd_get(&mc, "lc:cur", buf, sizeof buf), 0);
-  assert_i64_eq(next1(f->h, "cur"), 4);
+  assert_i64_eq(tu_next1(f->h, "cur"), 4);
 }
 
 static long table_entries(lc_t *h) {
@@ -186,7 +181,7 @@ static long table_entries(lc_t *h) {
  * from the log and memcached. */
 static void test_current_keeps_no_state(void **state) {
   fx_t *f = *state;
-  for (int i = 0; i < 5; i++) next1(f->h, "used");
+  for (int i = 0; i < 5; i++) tu_next1(f->h, "used");
   assert_ok(lc_close(f->h));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
   int64_t v = -1;
@@ -202,7 +197,7 @@ static void test_current_keeps_no_state(void **state) {
     assert_i64_eq(v, 0);
   }
   assert_int_equal(table_entries(f->h), 0);
-  assert_i64_eq(next1(f->h, "used"), 6);
+  assert_i64_eq(tu_next1(f->h, "used"), 6);
   assert_int_equal(table_entries(f->h), 1);
   assert_ok(lc_current(f->h, "used", &v));
   assert_i64_eq(v, 6);
@@ -211,27 +206,27 @@ static void test_current_keeps_no_state(void **state) {
 static void test_advance(void **state) {
   fx_t *f = *state;
   assert_ok(lc_advance(f->h, "adv", 1000000));
-  int64_t v = next1(f->h, "adv");
+  int64_t v = tu_next1(f->h, "adv");
   assert_i64_op(v, >=, 1000000);
   int64_t prev = v;
   /* Never lowers. */
   assert_ok(lc_advance(f->h, "adv", 10));
-  v = next1(f->h, "adv");
+  v = tu_next1(f->h, "adv");
   assert_i64_op(v, >, prev);
   prev = v;
   assert_ok(lc_advance(f->h, "adv", prev));
-  v = next1(f->h, "adv");
+  v = tu_next1(f->h, "adv");
   assert_i64_op(v, >, prev);
   /* Raised, then memcached loses it: still at least the raise. */
   assert_ok(lc_advance(f->h, "adv", 5000000));
   assert_ok(mcd_flush_all(&mc));
-  v = next1(f->h, "adv");
+  v = tu_next1(f->h, "adv");
   assert_i64_op(v, >=, 5000000);
   /* Raised, closed, memcached lost, reopened. */
   assert_ok(lc_advance(f->h, "adv", 7000000));
   assert_ok(reopen(f));
   assert_ok(mcd_flush_all(&mc));
-  v = next1(f->h, "adv");
+  v = tu_next1(f->h, "adv");
   assert_i64_op(v, >=, 7000000);
   prev = v;
   /* Out of range. */
@@ -242,11 +237,11 @@ static void test_advance(void **state) {
   rc = lc_advance(f->h, "adv", INT64_MIN);
   assert_true(rc == LC_EINVAL || rc == LC_ECOUNT);
   assert_rc(lc_advance(f->h, "bad name", 5), LC_ENAME);
-  assert_i64_op(next1(f->h, "adv"), >, prev);
+  assert_i64_op(tu_next1(f->h, "adv"), >, prev);
   /* A raise on a fresh counter, then memcached loses it before any next. */
   assert_ok(lc_advance(f->h, "adv2", 300));
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_op(next1(f->h, "adv2"), >=, 300);
+  assert_i64_op(tu_next1(f->h, "adv2"), >=, 300);
 }
 
 /* ---- bounds (P5) ------------------------------------------------------- */
@@ -254,8 +249,8 @@ static void test_advance(void **state) {
 static void test_overflow(void **state) {
   fx_t *f = *state;
   assert_ok(lc_advance(f->h, "x", INT64_MAX - 1));
-  assert_i64_eq(next1(f->h, "x"), INT64_MAX - 1);
-  assert_i64_eq(next1(f->h, "x"), INT64_MAX);
+  assert_i64_eq(tu_next1(f->h, "x"), INT64_MAX - 1);
+  assert_i64_eq(tu_next1(f->h, "x"), INT64_MAX);
   for (int i = 0; i < 3; i++) {
     int64_t v = 42;
     assert_rc(lc_next(f->h, "x", &v), LC_EOVERFLOW);
@@ -290,20 +285,20 @@ static void test_overflow_block(void **state) {
   assert_rc(lc_next(f->h, "y", &v), LC_EOVERFLOW);
   /* advance to the very last value */
   assert_ok(lc_advance(f->h, "z", INT64_MAX));
-  assert_i64_eq(next1(f->h, "z"), INT64_MAX);
+  assert_i64_eq(tu_next1(f->h, "z"), INT64_MAX);
   assert_rc(lc_next(f->h, "z", &v), LC_EOVERFLOW);
 }
 
 static void test_bad_counts(void **state) {
   fx_t *f = *state;
-  assert_i64_eq(next1(f->h, "cnt"), 1);
+  assert_i64_eq(tu_next1(f->h, "cnt"), 1);
   uint64_t bad[] = {0, LC_BLOCK_MAX + 1, UINT64_MAX, (uint64_t)INT64_MAX + 1};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     int64_t v = 42;
     assert_rc(lc_next_n(f->h, "cnt", bad[i], &v), LC_ECOUNT);
     assert_i64_eq(v, 42);
   }
-  assert_i64_eq(next1(f->h, "cnt"), 2);   /* nothing was consumed */
+  assert_i64_eq(tu_next1(f->h, "cnt"), 2);   /* nothing was consumed */
 }
 
 static void test_names(void **state) {
@@ -320,7 +315,7 @@ static void test_names(void **state) {
                        "\x80", "caf\xc3\xa9", "\xff", n201, n251};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     assert_ok(lc_check_name(good[i]));
-    assert_i64_eq(next1(f->h, good[i]), 1);
+    assert_i64_eq(tu_next1(f->h, good[i]), 1);
   }
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     int64_t v = 42;
@@ -340,7 +335,7 @@ static void test_names(void **state) {
   }
   /* The longest name survives a memcached loss. */
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, n200), 2);
+  assert_i64_eq(tu_next1(f->h, n200), 2);
   char key[LC_NAME_MAX + 8], buf[64];
   snprintf(key, sizeof key, "lc:%s", n200);
   assert_int_equal(mcd_get(&mc, key, buf, sizeof buf), 1);
@@ -401,7 +396,7 @@ static void test_null_args(void **state) {
   assert_rc(lc_durability_parse("sync", NULL), LC_EINVAL);
   assert_i64_eq(v, 42);
   /* Nothing above consumed a value. */
-  assert_i64_eq(next1(f->h, "a"), 1);
+  assert_i64_eq(tu_next1(f->h, "a"), 1);
 }
 
 static void test_bad_options(void **state) {
@@ -651,7 +646,7 @@ static void test_stats(void **state) {
   assert_ok(lc_get_stats(f->h, &st));
   assert_int_equal(st.allocations + st.ids + st.increments + st.restores +
                        st.backwards + st.errors, 0);
-  for (int i = 0; i < 10; i++) next1(f->h, "s");
+  for (int i = 0; i < 10; i++) tu_next1(f->h, "s");
   int64_t v;
   assert_ok(lc_next_n(f->h, "s", 5, &v));
   assert_rc(lc_next_n(f->h, "s", 0, &v), LC_ECOUNT);
@@ -666,7 +661,7 @@ static void test_stats(void **state) {
   assert_i64_eq(st.errors, 1);     /* the lc_next_n(n = 0) that failed */
   /* memcached moved backwards: counted. */
   assert_ok(mcd_set(&mc, "lc:s", "3"));
-  assert_i64_op(next1(f->h, "s"), >, 15);
+  assert_i64_op(tu_next1(f->h, "s"), >, 15);
   assert_ok(lc_get_stats(f->h, &st));
   assert_true(st.backwards >= 1);
 }
@@ -676,18 +671,18 @@ static void test_stats(void **state) {
 static void test_iteration(void **state) {
   fx_t *f = *state;
   int64_t t0 = now_us(), v;
-  next1(f->h, "it");                               /* [1,1] */
+  tu_next1(f->h, "it");                               /* [1,1] */
   assert_ok(lc_next_n(f->h, "it", 5, &v));         /* [2,6] */
-  next1(f->h, "it");                               /* [7,7] */
+  tu_next1(f->h, "it");                               /* [7,7] */
   assert_ok(lc_next_n(f->h, "it", 3, &v));         /* [8,10] */
-  next1(f->h, "itx");                              /* another counter */
-  next1(f->h, "i");
+  tu_next1(f->h, "itx");                              /* another counter */
+  tu_next1(f->h, "i");
   int64_t t1 = now_us();
   static const int64_t want[][3] = {{1, 1, 1}, {2, 6, 5}, {7, 7, 1}, {8, 10, 3}};
   lc_iter *it = NULL;
   assert_ok(lc_iter_open(f->h, "it", &it));
   /* Allocations after the snapshot are not seen. */
-  next1(f->h, "it");
+  tu_next1(f->h, "it");
   lc_record r;
   for (size_t i = 0; i < 4; i++) {
     memset(&r, 0, sizeof r);
@@ -739,7 +734,7 @@ static void put_raw(leveldb_t *db, const char *name, uint64_t last,
 
 static void test_iter_corrupt_record(void **state) {
   fx_t *f = *state;
-  for (int i = 0; i < 3; i++) next1(f->h, "cr");
+  for (int i = 0; i < 3; i++) tu_next1(f->h, "cr");
   lc_close(f->h);
   f->h = NULL;
   char path[512];
@@ -769,7 +764,7 @@ static void test_iter_corrupt_record(void **state) {
   lc_iter_close(it);
   /* The counter itself goes on above every key in the log. */
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_op(next1(f->h, "cr"), >, 60);
+  assert_i64_op(tu_next1(f->h, "cr"), >, 60);
 }
 
 /* Writes one raw key into the test's log, which must be closed. */
@@ -793,7 +788,7 @@ static void put_closed(fx_t *f, const char *k, size_t kl, const char *v,
  * marker key is the one src/log.c writes. */
 static void test_unknown_format(void **state) {
   fx_t *f = *state;
-  next1(f->h, "fmt");
+  tu_next1(f->h, "fmt");
   lc_close(f->h);
   f->h = NULL;
   const char *k = "!logcounter-format";
@@ -805,7 +800,7 @@ static void test_unknown_format(void **state) {
   /* Put back, it opens again and goes on. */
   put_closed(f, k, strlen(k), "1", 1);
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
-  assert_i64_eq(next1(f->h, "fmt"), 2);
+  assert_i64_eq(tu_next1(f->h, "fmt"), 2);
 }
 
 /* An undecodable reservation ('v' NAME in src/keys.c): the counter must
@@ -813,7 +808,7 @@ static void test_unknown_format(void **state) {
  * above everything logged. */
 static void test_corrupt_reservation(void **state) {
   fx_t *f = *state;
-  for (int i = 0; i < 5; i++) next1(f->h, "cres");
+  for (int i = 0; i < 5; i++) tu_next1(f->h, "cres");
   lc_close(f->h);
   f->h = NULL;
   put_closed(f, "vcres", 5, "junk", 4);
@@ -829,26 +824,26 @@ static void test_corrupt_reservation(void **state) {
     assert_true(lc_last_detail()[0] != '\0');
   }
   /* Other counters are not affected. */
-  assert_i64_eq(next1(f->h, "other"), 1);
+  assert_i64_eq(tu_next1(f->h, "other"), 1);
 }
 
 /* ---- close, reopen, reservation (P3, P4) ------------------------------- */
 
 static void test_close_reopen_no_skip(void **state) {
   fx_t *f = *state;
-  for (int i = 0; i < 100; i++) next1(f->h, "cl");
+  for (int i = 0; i < 100; i++) tu_next1(f->h, "cl");
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
   int64_t r = -1;
   assert_ok(lc_reservation(f->h, "cl", &r));
   assert_i64_eq(r, 100);                  /* exact after a clean close */
-  assert_i64_eq(next1(f->h, "cl"), 101);  /* memcached still had it */
+  assert_i64_eq(tu_next1(f->h, "cl"), 101);  /* memcached still had it */
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
-  assert_i64_eq(next1(f->h, "cl"), 102);  /* restored from the log */
+  assert_i64_eq(tu_next1(f->h, "cl"), 102);  /* restored from the log */
 }
 
 static void test_reservation_ahead(void **state) {
@@ -864,7 +859,7 @@ static void test_reservation_ahead(void **state) {
   assert_ok(lc_reservation(f->h, "res", &r));
   assert_i64_eq(r, 0);
   for (int i = 0; i < 100; i++) {
-    int64_t v = next1(f->h, "res");
+    int64_t v = tu_next1(f->h, "res");
     assert_ok(lc_reservation(f->h, "res", &r));
     assert_i64_op(r, >=, v);
     if (i % 10 == 3) {
@@ -886,9 +881,9 @@ static void test_sync_mode(void **state) {
   lc_close(f->h);
   f->h = NULL;
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_SYNC, 0, &f->h));
-  for (int64_t i = 1; i <= 20; i++) assert_i64_eq(next1(f->h, "sy"), i);
+  for (int64_t i = 1; i <= 20; i++) assert_i64_eq(tu_next1(f->h, "sy"), i);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "sy"), 21);
+  assert_i64_eq(tu_next1(f->h, "sy"), 21);
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
   assert_int_equal(st.allocations, 21);
@@ -897,7 +892,7 @@ static void test_sync_mode(void **state) {
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
-  assert_i64_eq(next1(f->h, "sy"), 22);
+  assert_i64_eq(tu_next1(f->h, "sy"), 22);
 }
 
 int main(void) {

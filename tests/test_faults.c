@@ -92,28 +92,14 @@ static int teardown(void **state) {
   return tu_teardown(state);
 }
 
-static int64_t next1(lc_t *h, const char *name) {
-  int64_t v = -1;
-  assert_ok(lc_next(h, name, &v));
-  return v;
-}
 
-/* The value memcached holds under lc:NAME, or -1. */
-static int64_t mc_value(const char *name) {
-  char key[256], buf[64];
-  snprintf(key, sizeof key, "lc:%s", name);
-  if (mcd_get(&mc, key, buf, sizeof buf) != 1) return -1;
-  char *end;
-  long long v = strtoll(buf, &end, 10);
-  return *end == '\0' ? v : -1;
-}
 
 /* ---- log write failures (P2) ------------------------------------------- */
 
 static void test_log_write_failure(void **state) {
   fx_t *f = *state;
   int64_t last = 0;
-  for (int i = 0; i < 5; i++) last = next1(f->h, "lw");
+  for (int i = 0; i < 5; i++) last = tu_next1(f->h, "lw");
   assert_i64_eq(last, 5);
   lc_stats before;
   assert_ok(lc_get_stats(f->h, &before));
@@ -127,7 +113,7 @@ static void test_log_write_failure(void **state) {
     assert_non_null(strstr(lc_last_detail(), "injected failure"));
     assert_rc(lc_next_n(f->h, "lw", 10, &v), LC_ELOG);
     assert_i64_eq(v, 42);
-    int64_t m = mc_value("lw");                   /* what incr reached */
+    int64_t m = mcd_counter_value(&mc, "lw");                   /* what incr reached */
     if (m > burned_max) burned_max = m;
   }
   atomic_store(&fail_all, 0);
@@ -138,7 +124,7 @@ static void test_log_write_failure(void **state) {
   assert_int_equal(st.allocations, before.allocations);
 
   /* The burned values are gone: the counter goes on above them. */
-  int64_t v = next1(f->h, "lw");
+  int64_t v = tu_next1(f->h, "lw");
   assert_i64_op(v, >, burned_max);
   /* Nothing burned was logged: the records are 1..5 and v. */
   lc_record *r;
@@ -148,7 +134,7 @@ static void test_log_write_failure(void **state) {
   free(r);
   /* And after memcached loses the counter, still above everything. */
   assert_ok(mcd_flush_all(&mc));
-  int64_t w = next1(f->h, "lw");
+  int64_t w = tu_next1(f->h, "lw");
   assert_i64_op(w, >, v);
 }
 
@@ -158,10 +144,7 @@ static void test_segment_write_failure(void **state) {
   fx_t *f = *state;
   lc_options o;
   char path[TU_PATH_MAX];
-  tu_options(&o, &mc, f->dir, path);
-  char db[TU_PATH_MAX + 8];
-  snprintf(db, sizeof db, "%s/pf", f->dir);
-  o.db_path = db;
+  tu_options_sub(&o, &mc, f->dir, "pf", path);
   o.prefetch = 100;
   lc_t *h;
   assert_ok(lc_open(&o, &h));
@@ -176,7 +159,7 @@ static void test_segment_write_failure(void **state) {
     if (rc) {
       assert_rc(rc, LC_ELOG);
       assert_i64_eq(w, 42);                   /* never returned */
-      burned = mc_value("seg");
+      burned = mcd_counter_value(&mc, "seg");
       break;
     }
     assert_i64_eq(w, v + 1);
@@ -215,10 +198,7 @@ static void test_reservation_order(void **state) {
   fx_t *f = *state;
   lc_options o;
   char path[TU_PATH_MAX];
-  tu_options(&o, &mc, f->dir, path);
-  char db[TU_PATH_MAX + 8];
-  snprintf(db, sizeof db, "%s/res", f->dir);
-  o.db_path = db;
+  tu_options_sub(&o, &mc, f->dir, "res", path);
   o.reserve = 1;              /* a reservation every 16 values */
   lc_t *h;
   assert_ok(lc_open(&o, &h));
@@ -248,10 +228,10 @@ static void test_log_write_failure_first_use(void **state) {
   assert_rc(lc_next(f->h, "first", &v), LC_ELOG);
   assert_i64_eq(v, 42);
   atomic_store(&fail_all, 0);
-  v = next1(f->h, "first");
+  v = tu_next1(f->h, "first");
   assert_i64_op(v, >=, 2);          /* 1 was burned */
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_op(next1(f->h, "first"), >, v);
+  assert_i64_op(tu_next1(f->h, "first"), >, v);
 }
 
 static void test_log_write_failure_sync(void **state) {
@@ -355,34 +335,34 @@ static void test_log_write_failure_threads(void **state) {
   }
   free(r);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_op(next1(f->h, "lwc"), >, all[T * per - 1]);
+  assert_i64_op(tu_next1(f->h, "lwc"), >, all[T * per - 1]);
   free(all);
 }
 
 static void test_advance_log_failure(void **state) {
   fx_t *f = *state;
-  int64_t last = next1(f->h, "adv");
+  int64_t last = tu_next1(f->h, "adv");
   atomic_store(&fail_all, 1);
   assert_rc(lc_advance(f->h, "adv", 1000000), LC_ELOG);
   atomic_store(&fail_all, 0);
-  int64_t v = next1(f->h, "adv");
+  int64_t v = tu_next1(f->h, "adv");
   assert_i64_op(v, >, last);
   assert_ok(lc_advance(f->h, "adv", 1000000));
-  assert_i64_op(next1(f->h, "adv"), >=, 1000000);
+  assert_i64_op(tu_next1(f->h, "adv"), >=, 1000000);
 }
 
 /* lc_close's final write fails: reported, handle freed, nothing reissued. */
 static void test_close_log_failure(void **state) {
   fx_t *f = *state;
   int64_t last = 0;
-  for (int i = 0; i < 20; i++) last = next1(f->h, "cl");
+  for (int i = 0; i < 20; i++) last = tu_next1(f->h, "cl");
   atomic_store(&fail_all, 1);
   assert_rc(lc_close(f->h), LC_ELOG);
   f->h = NULL;
   atomic_store(&fail_all, 0);
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 300, &f->h));
-  assert_i64_op(next1(f->h, "cl"), >, last);
+  assert_i64_op(tu_next1(f->h, "cl"), >, last);
 }
 
 /* ---- memcached down or hung (P6) --------------------------------------- */
@@ -422,7 +402,7 @@ static int timed_next(lc_t *h, const char *name, int64_t *v, int64_t *us) {
 static void test_memcached_stopped(void **state) {
   fx_t *f = *state;
   int64_t last = 0;
-  for (int i = 0; i < 10; i++) last = next1(f->h, "down");
+  for (int i = 0; i < 10; i++) last = tu_next1(f->h, "down");
   mcd_stop(&mc);
   for (int i = 0; i < 3; i++) {
     int64_t v = 42, us;
@@ -445,12 +425,12 @@ static void test_memcached_stopped(void **state) {
   assert_ok(mcd_restart(&mc));
   v = next_after_recovery(f->h, "down");
   assert_i64_op(v, >, last);
-  assert_i64_op(next1(f->h, "down"), >, v);
+  assert_i64_op(tu_next1(f->h, "down"), >, v);
 }
 
 static void test_open_with_memcached_down(void **state) {
   fx_t *f = *state;
-  int64_t last = next1(f->h, "od");
+  int64_t last = tu_next1(f->h, "od");
   lc_close(f->h);
   f->h = NULL;
   mcd_stop(&mc);
@@ -488,7 +468,7 @@ static void test_memcached_frozen(void **state) {
   fx_t *f = *state;
   int64_t ids[64];
   size_t n = 0;
-  for (int i = 0; i < 10; i++) ids[n++] = next1(f->h, "frz");
+  for (int i = 0; i < 10; i++) ids[n++] = tu_next1(f->h, "frz");
   assert_ok(mcd_freeze(&mc));
   for (int i = 0; i < 2; i++) {
     int64_t v = 42, us;
@@ -517,7 +497,7 @@ static void test_memcached_frozen(void **state) {
   assert_i64_op(mono_us() - t0, <, 2 * NEVER_HANGS_US);
   assert_ok(mcd_thaw(&mc));
   ids[n++] = next_after_recovery(f->h, "frz");
-  for (int i = 0; i < 10; i++) ids[n++] = next1(f->h, "frz");
+  for (int i = 0; i < 10; i++) ids[n++] = tu_next1(f->h, "frz");
   assert_int_equal(first_non_increasing(ids, n), (size_t)-1);
   /* Frozen while the counter is being restored. */
   assert_ok(mcd_flush_all(&mc));
@@ -527,7 +507,7 @@ static void test_memcached_frozen(void **state) {
   assert_i64_op(us, <, NEVER_HANGS_US);
   assert_ok(mcd_thaw(&mc));
   ids[n++] = next_after_recovery(f->h, "frz");
-  for (int i = 0; i < 10; i++) ids[n++] = next1(f->h, "frz");
+  for (int i = 0; i < 10; i++) ids[n++] = tu_next1(f->h, "frz");
   assert_int_equal(first_non_increasing(ids, n), (size_t)-1);
 }
 
@@ -536,7 +516,7 @@ static void test_memcached_frozen(void **state) {
 static void test_nonnumeric_value(void **state) {
   fx_t *f = *state;
   int64_t last = 0;
-  for (int i = 0; i < 5; i++) last = next1(f->h, "nn");
+  for (int i = 0; i < 5; i++) last = tu_next1(f->h, "nn");
   const char *bad[] = {"abc", "12abc", "-5", "", "1.5", "0x10"};
   char buf[64];
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -554,14 +534,14 @@ static void test_nonnumeric_value(void **state) {
   }
   /* Someone repairs the key with a low number: the counter goes on above. */
   assert_ok(mcd_set(&mc, "lc:nn", "2"));
-  assert_i64_op(next1(f->h, "nn"), >, last);
+  assert_i64_op(tu_next1(f->h, "nn"), >, last);
   /* A counter the log has never seen, with garbage already in memcached. */
   assert_ok(mcd_set(&mc, "lc:fresh", "hello"));
   int64_t v = 42;
   assert_rc(lc_next(f->h, "fresh", &v), LC_EBADVALUE);
   assert_i64_eq(v, 42);
   assert_ok(mcd_delete(&mc, "lc:fresh"));
-  assert_i64_eq(next1(f->h, "fresh"), 1);
+  assert_i64_eq(tu_next1(f->h, "fresh"), 1);
 }
 
 /* memcached's incr wraps at 2^64; values above 2^63-1 must never leak. */
@@ -577,7 +557,7 @@ static void test_huge_values(void **state) {
       snprintf(name, sizeof name, "huge%zu-%d", i, k);
       snprintf(key, sizeof key, "lc:%s", name);
       int64_t last = 0;
-      for (int j = 0; j < 5; j++) last = next1(f->h, name);
+      for (int j = 0; j < 5; j++) last = tu_next1(f->h, name);
       assert_ok(mcd_set(&mc, key, vals[i]));
       int64_t v = 42;
       int rc = lc_next_n(f->h, name, n, &v);

@@ -61,18 +61,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-static int64_t next1(lc_t *h, const char *name) {
-  int64_t v = -1;
-  assert_ok(lc_next(h, name, &v));
-  return v;
-}
 
-static int64_t mc_value(const char *name) {
-  char key[256], buf[64];
-  snprintf(key, sizeof key, "lc:%s", name);
-  if (mcd_get(&mc, key, buf, sizeof buf) != 1) return -1;
-  return strtoll(buf, NULL, 10);
-}
 
 /* ---- many threads --------------------------------------------------------- */
 
@@ -121,9 +110,9 @@ static void test_threads_unique(void **state) {
 static void test_fixed_size(void **state) {
   fx_t *f = *state;
   assert_ok(open_pf(f->dir, 100, &f->h));
-  assert_i64_eq(next1(f->h, "fx"), 1);
-  assert_i64_op(mc_value("fx"), >=, 100);     /* a segment ahead */
-  for (int i = 2; i <= 1000; i++) assert_i64_eq(next1(f->h, "fx"), i);
+  assert_i64_eq(tu_next1(f->h, "fx"), 1);
+  assert_i64_op(mcd_counter_value(&mc, "fx"), >=, 100);     /* a segment ahead */
+  for (int i = 2; i <= 1000; i++) assert_i64_eq(tu_next1(f->h, "fx"), i);
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
   assert_true(st.segments >= 10 && st.segments <= 11);
@@ -134,7 +123,7 @@ static void test_fixed_size(void **state) {
   int64_t first = 0;
   assert_ok(lc_next_n(f->h, "fx", 250, &first));
   assert_i64_op(first, >, 1000);
-  assert_i64_op(next1(f->h, "fx"), >, first + 249);
+  assert_i64_op(tu_next1(f->h, "fx"), >, first + 249);
 }
 
 /* ---- clean close ---------------------------------------------------------- */
@@ -142,15 +131,15 @@ static void test_fixed_size(void **state) {
 static void close_then_reopen(fx_t *f, bool wipe) {
   assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
   int64_t last = 0;
-  for (int i = 0; i < 1234; i++) last = next1(f->h, "cc");
+  for (int i = 0; i < 1234; i++) last = tu_next1(f->h, "cc");
   assert_i64_eq(last, 1234);
-  assert_i64_op(mc_value("cc"), >, 1234);     /* ran ahead */
+  assert_i64_op(mcd_counter_value(&mc, "cc"), >, 1234);     /* ran ahead */
   assert_ok(lc_close(f->h));
   f->h = NULL;
-  assert_i64_eq(mc_value("cc"), 1234);        /* set back */
+  assert_i64_eq(mcd_counter_value(&mc, "cc"), 1234);        /* set back */
   if (wipe) assert_ok(mcd_flush_all(&mc));
   assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
-  assert_i64_eq(next1(f->h, "cc"), 1235);     /* no gap */
+  assert_i64_eq(tu_next1(f->h, "cc"), 1235);     /* no gap */
   /* the records cover 1..1235 exactly, without a hole */
   lc_record *r;
   long n = tu_records(f->h, "cc", &r);
@@ -201,7 +190,7 @@ static void test_kill_mid_segment(void **state) {
   assert_true(WIFSIGNALED(st));
   assert_ok(mcd_flush_all(&mc));
   assert_ok(open_pf(f->dir, 1000, &f->h));
-  int64_t v = next1(f->h, "kill");
+  int64_t v = tu_next1(f->h, "kill");
   assert_i64_op(v, >, max);
   assert_i64_op(v, >, 1000);                  /* the held rest is skipped */
   lc_record *r;
@@ -218,25 +207,25 @@ static void test_memcached_lost(void **state) {
   fx_t *f = *state;
   assert_ok(open_pf(f->dir, 1000, &f->h));
   int64_t last = 0;
-  for (int i = 0; i < 10; i++) last = next1(f->h, "ml");
+  for (int i = 0; i < 10; i++) last = tu_next1(f->h, "ml");
   lc_stats a, b;
   assert_ok(lc_get_stats(f->h, &a));
   assert_ok(mcd_flush_all(&mc));
   for (int i = 0; i < 400; i++) {             /* from the held segment */
-    int64_t v = next1(f->h, "ml");
+    int64_t v = tu_next1(f->h, "ml");
     assert_i64_eq(v, last + 1);
     last = v;
   }
   assert_ok(lc_get_stats(f->h, &b));
   assert_int_equal(b.increments, a.increments);   /* memcached untouched */
   for (int i = 0; i < 3000; i++) {            /* past it: restored above */
-    int64_t v = next1(f->h, "ml");
+    int64_t v = tu_next1(f->h, "ml");
     assert_i64_op(v, >, last);
     last = v;
   }
   assert_ok(lc_get_stats(f->h, &b));
   assert_true(b.restores >= 1);
-  assert_i64_op(mc_value("ml"), >=, last);
+  assert_i64_op(mcd_counter_value(&mc, "ml"), >=, last);
 }
 
 /* ---- advance --------------------------------------------------------------- */
@@ -244,15 +233,15 @@ static void test_memcached_lost(void **state) {
 static void test_advance_while_held(void **state) {
   fx_t *f = *state;
   assert_ok(open_pf(f->dir, 1000, &f->h));
-  assert_i64_eq(next1(f->h, "adv"), 1);
+  assert_i64_eq(tu_next1(f->h, "adv"), 1);
   assert_ok(lc_advance(f->h, "adv", 500));    /* inside the held segment */
-  int64_t v = next1(f->h, "adv");
+  int64_t v = tu_next1(f->h, "adv");
   assert_i64_op(v, >=, 500);
   assert_ok(lc_advance(f->h, "adv", 5000));   /* above it */
-  int64_t w = next1(f->h, "adv");
+  int64_t w = tu_next1(f->h, "adv");
   assert_i64_op(w, >=, 5000);
   assert_ok(lc_advance(f->h, "adv", 10));     /* below: nothing moves back */
-  assert_i64_op(next1(f->h, "adv"), >, w);
+  assert_i64_op(tu_next1(f->h, "adv"), >, w);
 }
 
 /* An advance survives lc_close: the next handle starts at or above it,
@@ -260,18 +249,18 @@ static void test_advance_while_held(void **state) {
 static void test_advance_then_close(void **state) {
   fx_t *f = *state;
   assert_ok(open_pf(f->dir, 1000, &f->h));
-  for (int i = 0; i < 120; i++) next1(f->h, "ac");
+  for (int i = 0; i < 120; i++) tu_next1(f->h, "ac");
   assert_ok(lc_advance(f->h, "ac", 151));     /* inside [1..1000] */
   int64_t cur = 0;
   assert_ok(lc_current(f->h, "ac", &cur));
   assert_i64_op(cur, >=, 150);
   assert_ok(lc_close(f->h));
   assert_ok(open_pf(f->dir, 1000, &f->h));
-  assert_i64_op(next1(f->h, "ac"), >=, 151);
+  assert_i64_op(tu_next1(f->h, "ac"), >=, 151);
   assert_ok(lc_advance(f->h, "ac", 100000));  /* far above */
   assert_ok(lc_close(f->h));
   assert_ok(open_pf(f->dir, 1000, &f->h));
-  assert_i64_op(next1(f->h, "ac"), >=, 100000);
+  assert_i64_op(tu_next1(f->h, "ac"), >=, 100000);
 }
 
 /* Values memcached gave to someone else between two segments are never
@@ -280,18 +269,18 @@ static void test_advance_then_close(void **state) {
 static void test_close_gap_not_given_back(void **state) {
   fx_t *f = *state;
   assert_ok(open_pf(f->dir, 100, &f->h));
-  assert_i64_eq(next1(f->h, "gb"), 1);        /* holds 1..100 */
+  assert_i64_eq(tu_next1(f->h, "gb"), 1);        /* holds 1..100 */
   assert_ok(mcd_set(&mc, "lc:gb", "200"));    /* 101..200 went elsewhere */
   int64_t last = 0;
-  for (int i = 0; i < 59; i++) last = next1(f->h, "gb");
+  for (int i = 0; i < 59; i++) last = tu_next1(f->h, "gb");
   assert_i64_eq(last, 60);                    /* the next fetch: 201.. */
-  for (int i = 0; i < 100 && mc_value("gb") < 300; i++) sleep_ms(10);
-  assert_i64_eq(mc_value("gb"), 300);
+  for (int i = 0; i < 100 && mcd_counter_value(&mc, "gb") < 300; i++) sleep_ms(10);
+  assert_i64_eq(mcd_counter_value(&mc, "gb"), 300);
   assert_ok(lc_close(f->h));
   f->h = NULL;
-  assert_i64_eq(mc_value("gb"), 200);         /* not 60 */
+  assert_i64_eq(mcd_counter_value(&mc, "gb"), 200);         /* not 60 */
   assert_ok(open_pf(f->dir, 100, &f->h));
-  assert_i64_op(next1(f->h, "gb"), >, 200);
+  assert_i64_op(tu_next1(f->h, "gb"), >, 200);
 }
 
 /* ---- the end of the range -------------------------------------------------- */

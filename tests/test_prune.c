@@ -31,11 +31,6 @@
 
 
 
-static int64_t next1(lc_t *h, const char *name) {
-  int64_t v = -1;
-  assert_ok(lc_next(h, name, &v));
-  return v;
-}
 
 static int64_t fill(lc_t *h, const char *name, long n) {
   int64_t v = 0;
@@ -87,7 +82,7 @@ static void test_prune_keep(void **state) {
   assert_int_equal(r.deleted, 0);
   assert_int_equal(r.kept, 10);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "k"), last + 1);
+  assert_i64_eq(tu_next1(f->h, "k"), last + 1);
 }
 
 static void test_prune_below(void **state) {
@@ -98,7 +93,7 @@ static void test_prune_below(void **state) {
   assert_int_equal(r.kept, 51);
   assert_int_equal(check_records(f->h, "b", 50, 100), 51);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "b"), last + 1);
+  assert_i64_eq(tu_next1(f->h, "b"), last + 1);
   /* Blocks: a record is deleted only when its last value is below. */
   int64_t first;
   for (int i = 0; i < 10; i++) assert_ok(lc_next_n(f->h, "bb", 10, &first));
@@ -109,7 +104,7 @@ static void test_prune_below(void **state) {
   assert_int_equal(r.deleted, 3);
   assert_int_equal(check_records(f->h, "bb", 41, 100), 6);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "bb"), 101);
+  assert_i64_eq(tu_next1(f->h, "bb"), 101);
 }
 
 static void test_prune_older_than(void **state) {
@@ -128,7 +123,7 @@ static void test_prune_older_than(void **state) {
   assert_i64_eq(rec[0].first, 51);
   free(rec);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "o"), last + 1);
+  assert_i64_eq(tu_next1(f->h, "o"), last + 1);
 }
 
 static void test_prune_combined(void **state) {
@@ -146,7 +141,7 @@ static void test_prune_combined(void **state) {
   assert_int_equal(r.deleted, 0);                    /* nothing that old */
   assert_int_equal(check_records(f->h, "c", 91, 100), 10);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "c"), last + 1);
+  assert_i64_eq(tu_next1(f->h, "c"), last + 1);
 }
 
 static void test_prune_never_newest(void **state) {
@@ -173,7 +168,7 @@ static void test_prune_never_newest(void **state) {
   assert_int_equal(r.kept, 0);
   /* memcached wiped: the next id continues above. */
   assert_ok(mcd_flush_all(&mc));
-  int64_t v = next1(f->h, "n");
+  int64_t v = tu_next1(f->h, "n");
   assert_i64_eq(v, last + 1);
   /* Prune again, close, wipe, reopen: still above everything. */
   r = prune(f->h, "n", (lc_prune_opts){.below = INT64_MAX});
@@ -182,7 +177,7 @@ static void test_prune_never_newest(void **state) {
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
-  assert_i64_eq(next1(f->h, "n"), v + 1);
+  assert_i64_eq(tu_next1(f->h, "n"), v + 1);
 }
 
 static void test_prune_bad_options(void **state) {
@@ -263,7 +258,7 @@ static void test_prune_while_allocating(void **state) {
   check_records(f->h, "pc", 0, max);      /* the newest record is there */
   assert_i64_op(reservation(f->h, "pc"), >=, max);
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "pc"), max + 1);
+  assert_i64_eq(tu_next1(f->h, "pc"), max + 1);
   free(all);
 }
 
@@ -346,12 +341,12 @@ static void test_prune_million(void **state) {
   assert_i64_eq(reservation(f->h, "m"), res);
   /* The restore's reverse seek still finds the newest record. */
   assert_ok(mcd_flush_all(&mc));
-  assert_i64_eq(next1(f->h, "m"), last + 1);
+  assert_i64_eq(tu_next1(f->h, "m"), last + 1);
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
-  assert_i64_eq(next1(f->h, "m"), last + 2);
+  assert_i64_eq(tu_next1(f->h, "m"), last + 2);
   assert_int_equal(check_records(f->h, "m", last - (int64_t)keep + 1, last + 2),
                    (long)keep + 2);
 }
