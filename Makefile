@@ -161,9 +161,9 @@ all: $(DAEMON)
 $(DAEMON): $(DAEMON_SRC) tools/lcd.h $(LIB_A)
 	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
 
-$(DAEMON_CLIENT): tests/daemon/lcd_client.c
+$(DAEMON_CLIENT): tests/daemon/lcd_client.c tests/daemon/lcd_io.c tests/daemon/lcd_io.h
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lmemcached -pthread
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) -lmemcached -pthread
 
 daemon-test: deps
 	@$(MAKE) --no-print-directory $(DAEMON) $(DAEMON_CLIENT)

@@ -4,6 +4,6 @@
 PIPE_CLIENT = $(BUILD)/tests/lcd_pipe
 TEST_EXTRA += $(PIPE_CLIENT)
 
-$(PIPE_CLIENT): tests/daemon/lcd_pipe.c
+$(PIPE_CLIENT): tests/daemon/lcd_pipe.c tests/daemon/lcd_io.c tests/daemon/lcd_io.h
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lmemcached -pthread
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) -lmemcached -pthread

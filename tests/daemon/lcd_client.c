@@ -41,13 +41,10 @@
  *
  * Only ever connects to 127.0.0.1.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <libmemcached/memcached.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +54,8 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "lcd_io.h"
 
 static int port, conns = 1, depth = 1, allow_errors, reconnect, raw;
 static long count, seconds;
@@ -69,25 +68,7 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int connect_daemon(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return -1;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons((uint16_t)port);
-  struct timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+static int connect_daemon(void) { return lcd_io_dial(port, 10); }
 
 typedef struct worker {
   pthread_t t;
@@ -97,55 +78,6 @@ typedef struct worker {
   char fail[256];
 } worker;
 
-static int send_all(int fd, const char *s, size_t n) {
-  while (n) {
-    ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
-    if (w <= 0) {
-      if (w < 0 && errno == EINTR)
-        continue;
-      return -1;
-    }
-    s += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Reads one line (without "\r\n") through a per-connection buffer. */
-typedef struct rbuf {
-  char b[8192];
-  size_t start, end;
-} rbuf;
-
-static int read_line(int fd, rbuf *r, char *line, size_t cap) {
-  for (;;) {
-    char *nl = memchr(r->b + r->start, '\n', r->end - r->start);
-    if (nl) {
-      size_t n = (size_t)(nl - (r->b + r->start));
-      size_t k = n && nl[-1] == '\r' ? n - 1 : n;
-      if (k >= cap)
-        k = cap - 1;
-      memcpy(line, r->b + r->start, k);
-      line[k] = '\0';
-      r->start += n + 1;
-      return 0;
-    }
-    if (r->start > 0) {
-      memmove(r->b, r->b + r->start, r->end - r->start);
-      r->end -= r->start;
-      r->start = 0;
-    }
-    if (r->end == sizeof r->b)
-      return -1;
-    ssize_t got = recv(fd, r->b + r->end, sizeof r->b - r->end, 0);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return -1;
-    r->end += (size_t)got;
-  }
-}
-
 static void *run(void *arg) {
   worker *w = arg;
   char req[300], line[512];
@@ -153,7 +85,7 @@ static void *run(void *arg) {
   double deadline = seconds ? now_s() + (double)seconds : 0;
   int64_t last = 0;
   int fd = connect_daemon();
-  rbuf rb = {.start = 0, .end = 0};
+  lcd_rbuf rb = {.start = 0, .end = 0};
   if (fd < 0) {
     snprintf(w->fail, sizeof w->fail, "cannot connect: %s", strerror(errno));
     return NULL;
@@ -162,7 +94,7 @@ static void *run(void *arg) {
   for (;;) {
     int more = seconds ? now_s() < deadline : w->sent < count;
     if (more && inflight < depth) {
-      if (send_all(fd, req, (size_t)n) != 0)
+      if (lcd_io_send_all(fd, req, (size_t)n) != 0)
         goto lost;
       w->sent++;
       inflight++;
@@ -170,7 +102,7 @@ static void *run(void *arg) {
     }
     if (inflight == 0)
       break;
-    if (read_line(fd, &rb, line, sizeof line) != 0)
+    if (lcd_io_read_line(fd, &rb, line, sizeof line) != 0)
       goto lost;
     inflight--;
     w->answered++;
@@ -240,10 +172,10 @@ static int cmp64(const void *a, const void *b) {
 static int seed_raw(void) {
   int fd = connect_daemon();
   char req[300], line[128];
-  rbuf rb = {.start = 0, .end = 0};
+  lcd_rbuf rb = {.start = 0, .end = 0};
   int n = snprintf(req, sizeof req, "set %s 0 0 1\r\n0\r\n", name);
-  int ok = fd >= 0 && send_all(fd, req, (size_t)n) == 0 &&
-           read_line(fd, &rb, line, sizeof line) == 0 &&
+  int ok = fd >= 0 && lcd_io_send_all(fd, req, (size_t)n) == 0 &&
+           lcd_io_read_line(fd, &rb, line, sizeof line) == 0 &&
            strcmp(line, "STORED") == 0;
   if (fd >= 0)
     close(fd);
@@ -385,7 +317,7 @@ static uint64_t xorshift(uint64_t *s) {
 static void *run_tally(void *arg) {
   tworker *w = arg;
   char req[300], line[512];
-  rbuf rb = {.start = 0, .end = 0};
+  lcd_rbuf rb = {.start = 0, .end = 0};
   int fd = connect_daemon();
   if (fd < 0) {
     snprintf(w->fail, sizeof w->fail, "cannot connect: %s", strerror(errno));
@@ -402,7 +334,7 @@ static void *run_tally(void *arg) {
       int n = snprintf(req, sizeof req, "%s tally:%s%d %" PRId64 "%s\r\n",
                        minus ? "decr" : "incr", name, k, d,
                        noreply ? " noreply" : "");
-      if (send_all(fd, req, (size_t)n) != 0) {
+      if (lcd_io_send_all(fd, req, (size_t)n) != 0) {
         snprintf(w->fail, sizeof w->fail, "send failed");
         break;
       }
@@ -412,7 +344,7 @@ static void *run_tally(void *arg) {
       continue;
     }
     if (w->sent == count && !sent_version) {
-      if (send_all(fd, "version\r\n", 9) != 0) {
+      if (lcd_io_send_all(fd, "version\r\n", 9) != 0) {
         snprintf(w->fail, sizeof w->fail, "send failed");
         break;
       }
@@ -421,7 +353,7 @@ static void *run_tally(void *arg) {
     }
     if (expect == 0)
       break;
-    if (read_line(fd, &rb, line, sizeof line) != 0) {
+    if (lcd_io_read_line(fd, &rb, line, sizeof line) != 0) {
       snprintf(w->fail, sizeof w->fail, "connection lost after %ld replies",
                w->replies);
       break;
@@ -527,10 +459,10 @@ static int hold(void) {
   fflush(stdout);
   sleep((unsigned)seconds);
   for (int i = 0; i < conns; i++) {
-    rbuf rb = {.start = 0, .end = 0};
+    lcd_rbuf rb = {.start = 0, .end = 0};
     char line[128];
-    if (fds[i] >= 0 && send_all(fds[i], "version\r\n", 9) == 0 &&
-        read_line(fds[i], &rb, line, sizeof line) == 0 &&
+    if (fds[i] >= 0 && lcd_io_send_all(fds[i], "version\r\n", 9) == 0 &&
+        lcd_io_read_line(fds[i], &rb, line, sizeof line) == 0 &&
         strncmp(line, "VERSION ", 8) == 0)
       answered++;
     if (fds[i] >= 0)

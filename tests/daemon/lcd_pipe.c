@@ -33,12 +33,9 @@
  * Each prints "ok ..." or "FAIL ..." lines and exits 0 or 1.  Only ever
  * connects to 127.0.0.1.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libmemcached/memcached.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -49,6 +46,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "lcd_io.h"
 
 static int port;
 static const char *prefix = "p";
@@ -64,25 +63,7 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int dial(int rcv_timeout_s) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return -1;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons((uint16_t)port);
-  struct timeval tv = {rcv_timeout_s, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+static int dial(int rcv_timeout_s) { return lcd_io_dial(port, rcv_timeout_s); }
 
 /* Prints "FAIL ..." and a newline; returns 1. */
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -95,56 +76,19 @@ static int fail(const char *fmt, ...) {
   return 1;
 }
 
-static int send_all(int fd, const char *s, size_t n) {
-  while (n) {
-    ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    s += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Buffered line reader: 0 and the line without "\r\n", or -1. */
+/* A connection and its reply buffer. */
 typedef struct rbuf {
   int fd;
-  char b[1 << 16];
-  size_t start, end;
+  lcd_rbuf rb;
 } rbuf;
 
 static int read_line(rbuf *r, char *line, size_t cap) {
-  for (;;) {
-    char *nl = memchr(r->b + r->start, '\n', r->end - r->start);
-    if (nl) {
-      size_t n = (size_t)(nl - (r->b + r->start));
-      size_t k = n && nl[-1] == '\r' ? n - 1 : n;
-      if (k >= cap)
-        k = cap - 1;
-      memcpy(line, r->b + r->start, k);
-      line[k] = '\0';
-      r->start += n + 1;
-      return 0;
-    }
-    memmove(r->b, r->b + r->start, r->end - r->start);
-    r->end -= r->start;
-    r->start = 0;
-    if (r->end == sizeof r->b)
-      return -1;
-    ssize_t got = recv(r->fd, r->b + r->end, sizeof r->b - r->end, 0);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return -1;
-    r->end += (size_t)got;
-  }
+  return lcd_io_read_line(r->fd, &r->rb, line, cap);
 }
 
 /* One request, one reply line. */
 static int ask(rbuf *r, const char *req, char *line, size_t cap) {
-  if (send_all(r->fd, req, strlen(req)) != 0)
+  if (lcd_io_send_all(r->fd, req, strlen(req)) != 0)
     return -1;
   return read_line(r, line, cap);
 }
@@ -156,7 +100,7 @@ static int stats(const char *n1, uint64_t *v1, const char *n2,
   int rc = -1;
   char line[512];
   r->fd = dial(10);
-  if (r->fd < 0 || send_all(r->fd, "stats\r\n", 7) != 0)
+  if (r->fd < 0 || lcd_io_send_all(r->fd, "stats\r\n", 7) != 0)
     goto out;
   int seen = 0;
   while (read_line(r, line, sizeof line) == 0 && strcmp(line, "END") != 0) {
@@ -306,7 +250,7 @@ static void *run_writer(void *arg) {
                             prefix, i % names_n, block,
                             noreply ? " noreply" : "");
     if (n > cap - 512 || i == lines_n) {
-      if (send_all(w->fd, buf, n) != 0)
+      if (lcd_io_send_all(w->fd, buf, n) != 0)
         w->failed = 1;
       n = 0;
     }
@@ -327,7 +271,7 @@ static int check_gets(rbuf *r) {
     for (long k = i; k < hi; k++)
       n += (size_t)snprintf(req + n, sizeof req - n, " %s%ld", prefix, k);
     snprintf(req + n, sizeof req - n, "\r\n");
-    if (send_all(r->fd, req, strlen(req)) != 0)
+    if (lcd_io_send_all(r->fd, req, strlen(req)) != 0)
       return fail("get: cannot send\n");
     for (long k = i; k < hi; k++) {
       char key[256];
