@@ -350,6 +350,8 @@ void lcd_flusher_figures(lcd_server *s, uint64_t *runs, uint64_t *sweeps,
 
 /* lcd_stats.c */
 void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings);
+/* "off", "auto" or the segment size (written into buf). */
+const char *lcd_prefetch_text(uint64_t prefetch, char buf[24]);
 
 /* lcd_pool.c */
 int lcd_pool_start(lcd_server *s);

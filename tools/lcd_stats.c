@@ -16,15 +16,20 @@
 #include <string.h>
 #include <unistd.h>
 
+const char *lcd_prefetch_text(uint64_t prefetch, char buf[24]) {
+  if (prefetch == LC_PREFETCH_AUTO)
+    return "auto";
+  if (prefetch == 0)
+    return "off";
+  snprintf(buf, 24, "%llu", (unsigned long long)prefetch);
+  return buf;
+}
+
 void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
   const lcd_settings *set = s->set;
   if (settings) {
-    char prefetch[24] = "off";
-    if (set->prefetch == LC_PREFETCH_AUTO)
-      snprintf(prefetch, sizeof prefetch, "auto");
-    else if (set->prefetch)
-      snprintf(prefetch, sizeof prefetch, "%llu",
-               (unsigned long long)set->prefetch);
+    char pbuf[24];
+    const char *prefetch = lcd_prefetch_text(set->prefetch, pbuf);
     evbuffer_add_printf(o,
         "STAT listen %s\r\nSTAT socket %s\r\nSTAT socket_mode %04o\r\n"
         "STAT memcached %s\r\nSTAT db %s\r\nSTAT durability %s\r\n"

@@ -470,17 +470,13 @@ int main(int argc, char **argv) {
   }
   s.started = lcd_now();
   s.started_wall = time(NULL);
-  char pf[32] = "";
-  if (set.prefetch == LC_PREFETCH_AUTO)
-    snprintf(pf, sizeof pf, ", prefetch auto");
-  else if (set.prefetch)
-    snprintf(pf, sizeof pf, ", prefetch %llu",
-             (unsigned long long)set.prefetch);
-  lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s%s), memcached %s, "
-          "%d threads%s, tally flush every %d s", lc_version(), set.listen,
-          set.socket_path ? " and " : "",
+  char pbuf[24];
+  lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s, prefetch %s), "
+          "memcached %s, %d threads%s, tally flush every %d s", lc_version(),
+          set.listen, set.socket_path ? " and " : "",
           set.socket_path ? set.socket_path : "", set.db,
-          lc_durability_name(set.durability), pf, set.memcached, set.threads,
+          lc_durability_name(set.durability),
+          lcd_prefetch_text(set.prefetch, pbuf), set.memcached, set.threads,
           set.coalesce ? "" : ", no coalescing", set.flush_interval);
   if (event_base_dispatch(s.base) < 0) {
     lcd_log(&s, 0, "event loop failed");
