@@ -180,6 +180,15 @@ LC_EXTERN int lc_next(lc_t *h, const char *name, int64_t *value);
  * one memcached increment and one record: the block is
  * [*first, *first + n - 1]. */
 LC_EXTERN int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
+/* A hint for event loops (logcounterd uses it to decide what to answer on
+ * its own thread): 1 when the next lc_next_n of this counter should take
+ * no longer than about one memcached round trip, because the counter is
+ * already in use in this handle and, unless prefetch is on, durability is
+ * not sync; 0 when it would first read the log or sync it (first use, a
+ * sync handle, a remote handle, a bad name).  Never creates state and
+ * never fails; a restore after memcached lost the counter, or a
+ * reservation refill, can still make a call slower than the hint says. */
+LC_EXTERN int lc_next_quick(lc_t *h, const char *name);
 /* The value the counter stands at: the next allocation returns a value
  * greater than it (equal to it plus one unless something fails or the
  * counter is restored after a crash).  0 for a counter never used.  Does

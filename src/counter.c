@@ -496,6 +496,20 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   return count_call(h, r.rc, n);
 }
 
+int lc_next_quick(lc_t *h, const char *name) {
+  if (h == NULL || h->remote) return 0;
+  if (h->opt.durability == LC_DURABILITY_SYNC && !h->opt.prefetch) return 0;
+  lc__counter *c = NULL;
+  if (find(h, name, false, &c) != 0 || c == NULL) {
+    lc__detail_clear();
+    return 0;
+  }
+  pthread_mutex_lock(&c->mu);
+  int quick = c->loaded;
+  pthread_mutex_unlock(&c->mu);
+  return quick;
+}
+
 int lc_next(lc_t *h, const char *name, int64_t *value) {
   return lc_next_n(h, name, 1, value);
 }

@@ -895,6 +895,29 @@ static void test_sync_mode(void **state) {
   assert_i64_eq(tu_next1(f->h, "sy"), 22);
 }
 
+/* lc_next_quick: 0 until the counter is in use in the handle, 1 after,
+ * 0 again for a fresh handle; always 0 in sync durability, for bad names
+ * and NULL; it creates no state (stats and the log stay untouched). */
+static void test_next_quick(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(lc_next_quick(f->h, "qk"), 0);
+  assert_int_equal(lc_next_quick(f->h, "bad name"), 0);
+  assert_int_equal(lc_next_quick(NULL, "qk"), 0);
+  assert_int_equal(lc_next_quick(f->h, NULL), 0);
+  int64_t v = 0;
+  assert_ok(lc_current(f->h, "qk", &v));
+  assert_i64_eq(v, 0);            /* nothing was created by the hints */
+  assert_i64_eq(tu_next1(f->h, "qk"), 1);
+  assert_int_equal(lc_next_quick(f->h, "qk"), 1);
+  assert_int_equal(lc_next_quick(f->h, "other"), 0);
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_SYNC, 0, &f->h));
+  assert_int_equal(lc_next_quick(f->h, "qk"), 0);
+  assert_i64_eq(tu_next1(f->h, "qk"), 2);
+  assert_int_equal(lc_next_quick(f->h, "qk"), 0);   /* every call syncs */
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
@@ -929,6 +952,7 @@ int main(void) {
       T(test_close_reopen_no_skip),
       T(test_reservation_ahead),
       T(test_sync_mode),
+      T(test_next_quick),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
