@@ -94,6 +94,10 @@ struct evbuffer;
  * event, which runs after all I/O of a loop iteration. */
 #define LCD_PRIORITIES 3
 #define LCD_PRIO_LAST 2
+/* A library call on the loop thread longer than this sends the loop's
+ * jobs to the workers for LCD_BACKOFF_US (lcd_pool.c). */
+#define LCD_STALL_US 20000
+#define LCD_BACKOFF_US 1000000
 
 /* Every setting, with its default in lcd_settings_init. */
 typedef struct lcd_settings {
@@ -148,6 +152,7 @@ typedef struct lcd_job {
   lcd_conn *conn;
   lcd_job_kind kind;
   int done;                 /* back from the pool, not yet answered */
+  int lead;                 /* first of a chain: made the library call */
   /* Names, each NUL-terminated, one after another. */
   char names[LC__PROTO_LINE_MAX + 2];
   uint16_t name_off[LC__PROTO_MAX_KEYS];
@@ -196,6 +201,11 @@ typedef struct lcd_counters {
   uint64_t output_paused;   /* times parsing paused for unread replies */
   uint64_t cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
   uint64_t tally_merged;
+  uint64_t incr_calls;      /* lc_next_n calls for incr requests */
+  uint64_t jobs_inline;     /* jobs run on the loop thread */
+  uint64_t jobs_pooled;     /* jobs handed to the workers */
+  uint64_t loop_stall_max_us;   /* longest library call on the loop */
+  uint64_t loop_backoffs;   /* times a slow call sent work to the pool */
 } lcd_counters;
 
 /* The tally flusher (lcd_flush.c); its figures are read under mu. */
@@ -241,6 +251,7 @@ struct lcd_server {
   lcd_pool pool;
   lcd_flusher flusher;
   time_t last_error_log;    /* rate limit for SERVER_ERROR log lines */
+  int64_t inline_off_until; /* monotonic us: no inline runs before */
 };
 
 /* logcounterd.c */

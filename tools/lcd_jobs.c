@@ -332,6 +332,7 @@ static void account(lcd_server *s, const lcd_job *j) {
     return;
   }
   if (j->kind == LCD_JOB_INCR) {
+    s->st.incr_calls += (uint64_t)j->lead;
     if (j->rc == 0)
       s->st.incr_ids += j->total;
     else

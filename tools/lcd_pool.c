@@ -39,6 +39,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Copies the failure detail of this thread's last lc_ call into out
  * (sizeof lcd_job.detail bytes), without control characters (it goes
@@ -198,12 +199,14 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
   }
 }
 
-/* Unlinks the queued INCR jobs of j's counter that fit in one block (or
- * the TALLY jobs of j's tally), up to LCD_MERGE_SCAN queue entries, and
- * chains them after j in queue order.  Called with p->mu held. */
-static void take_same_counter(lcd_pool *p, lcd_job *j) {
+/* Unlinks the INCR jobs of j's counter that fit in one block (or the
+ * TALLY jobs of j's tally) from the list *head (last *tail, *count long),
+ * up to LCD_MERGE_SCAN entries, and chains them after j in list order.
+ * The pool's queue (under p->mu) and the loop's own runs use it. */
+static void take_same_counter(lcd_job **head, lcd_job **tailp, size_t *count,
+                              lcd_job *j) {
   uint64_t total = j->total;
-  lcd_job **link = &p->head, *prev = NULL, *tail = j;
+  lcd_job **link = head, *prev = NULL, *tail = j;
   int scanned = 0;
   while (*link && scanned++ < LCD_MERGE_SCAN) {
     lcd_job *k = *link;
@@ -211,9 +214,9 @@ static void take_same_counter(lcd_pool *p, lcd_job *j) {
         (j->kind == LCD_JOB_TALLY || k->total <= LC_BLOCK_MAX - total) &&
         strcmp(k->names, j->names) == 0) {
       *link = k->next;
-      if (p->tail == k)
-        p->tail = prev;
-      p->queued--;
+      if (*tailp == k)
+        *tailp = prev;
+      (*count)--;
       total += k->total;
       tail->next = k;
       tail = k;
@@ -223,6 +226,24 @@ static void take_same_counter(lcd_pool *p, lcd_job *j) {
     link = &k->next;
   }
   tail->next = NULL;
+}
+
+/* Takes the first job of the list and, coalescing, the rest of its
+ * counter's (or tally's) jobs: one library call's chain, lead first. */
+static lcd_job *take_chain(lcd_job **head, lcd_job **tail, size_t *count,
+                           int coalesce) {
+  lcd_job *j = *head;
+  *head = j->next;
+  if (!*head)
+    *tail = NULL;
+  (*count)--;
+  j->next = NULL;
+  j->lead = 1;
+  if ((j->kind == LCD_JOB_INCR || j->kind == LCD_JOB_TALLY) && coalesce)
+    take_same_counter(head, tail, count, j);
+  for (lcd_job *k = j->next; k; k = k->next)
+    k->lead = 0;
+  return j;
 }
 
 static void *worker(void *arg) {
@@ -235,19 +256,12 @@ static void *worker(void *arg) {
       pthread_cond_wait(&p->cv, &p->mu);
       p->idle--;
     }
-    lcd_job *j = p->head;
-    if (!j) {                           /* stopping and nothing left */
+    if (!p->head) {                     /* stopping and nothing left */
       pthread_mutex_unlock(&p->mu);
       return NULL;
     }
-    p->head = j->next;
-    if (!p->head)
-      p->tail = NULL;
-    p->queued--;
-    j->next = NULL;
-    if ((j->kind == LCD_JOB_INCR || j->kind == LCD_JOB_TALLY) &&
-        s->set->coalesce)
-      take_same_counter(p, j);
+    lcd_job *j = take_chain(&p->head, &p->tail, &p->queued,
+                            s->set->coalesce);
     if (p->head && p->idle > 0)         /* more work: pass the wake-up on */
       pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
@@ -317,21 +331,97 @@ void lcd_pool_submit(lcd_server *s, lcd_job *j) {
     event_active(p->submit_ev, EV_READ, 0);
 }
 
-static void submit_pending(lcd_pool *p) {
-  if (!p->pend_head)
+/* Queues a list of jobs for the workers under one lock and one wake-up. */
+static void queue_jobs(lcd_pool *p, lcd_job *head, lcd_job *tail,
+                       size_t count) {
+  if (!head)
     return;
   pthread_mutex_lock(&p->mu);
   if (p->tail)
-    p->tail->next = p->pend_head;
+    p->tail->next = head;
   else
-    p->head = p->pend_head;
-  p->tail = p->pend_tail;
-  p->queued += p->pend_count;
+    p->head = head;
+  p->tail = tail;
+  p->queued += count;
   if (p->idle > 0)
     pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
+}
+
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* May the loop thread run j itself?  Only what the library should answer
+ * within about a memcached round trip (lc_next_quick; tally changes and
+ * gets never sync), with coalescing on (--no-coalesce keeps the old
+ * hand-off, for comparison), and not while the loop is backing off after
+ * a stall. */
+static int runs_inline(lcd_server *s, const lcd_job *j, int64_t now) {
+  if (!s->set->coalesce || now < s->inline_off_until)
+    return 0;
+  return j->kind != LCD_JOB_INCR || lc_next_quick(s->lc, j->names);
+}
+
+/* The submit event (last priority, after every read of the iteration):
+ * the jobs parsed in this iteration either run right here, a counter's
+ * jobs sharing one library call, and are answered at once (no thread
+ * hand-off at all), or go to the workers in one batch.  A library call
+ * here that blocks longer than LCD_STALL_US (memcached slow or down, a
+ * restore) sends every job to the workers for the next LCD_BACKOFF_US, so
+ * a failing memcached never holds the loop for more than one call at a
+ * time.  Jobs that the answers let start (lcd_conn_job_done parses on)
+ * join the next iteration's list. */
+static void submit_pending(lcd_server *s) {
+  lcd_pool *p = &s->pool;
+  lcd_job *list = p->pend_head;
   p->pend_head = p->pend_tail = NULL;
   p->pend_count = 0;
+  lcd_job *here = NULL, *here_tail = NULL, *slow = NULL, *slow_tail = NULL;
+  size_t nhere = 0, nslow = 0;
+  int64_t now = now_us();
+  while (list) {
+    lcd_job *j = list;
+    list = j->next;
+    j->next = NULL;
+    int fast = runs_inline(s, j, now);
+    lcd_job **tail = fast ? &here_tail : &slow_tail;
+    if (*tail)
+      (*tail)->next = j;
+    else
+      *(fast ? &here : &slow) = j;
+    *tail = j;
+    (*(fast ? &nhere : &nslow))++;
+  }
+  s->st.jobs_pooled += nslow;
+  queue_jobs(p, slow, slow_tail, nslow);
+  while (here) {
+    lcd_job *j = take_chain(&here, &here_tail, &nhere, 1);
+    int64_t t0 = now_us();
+    run_jobs(s->lc, j);
+    int64_t took = now_us() - t0;
+    if ((uint64_t)took > s->st.loop_stall_max_us)
+      s->st.loop_stall_max_us = (uint64_t)took;
+    if (took > LCD_STALL_US && here) {
+      s->st.loop_backoffs++;
+      s->inline_off_until = t0 + took + LCD_BACKOFF_US;
+      size_t n = 0;
+      for (lcd_job *k = here; k; k = k->next)
+        n++;
+      s->st.jobs_pooled += n;
+      queue_jobs(p, here, here_tail, n);
+      here = NULL;
+    }
+    while (j) {
+      lcd_job *n = j->next;
+      j->next = NULL;
+      s->st.jobs_inline++;
+      lcd_conn_job_done(j);
+      j = n;
+    }
+  }
 }
 
 static void submit_cb(evutil_socket_t fd, short what, void *arg) {
@@ -346,7 +436,7 @@ int lcd_pool_start(lcd_server *s) {
   pthread_cond_init(&p->cv, NULL);
   pthread_mutex_init(&p->done_mu, NULL);
   p->done_ev = event_new(s->base, -1, 0, done_cb, s);
-  p->submit_ev = event_new(s->base, -1, 0, submit_cb, p);
+  p->submit_ev = event_new(s->base, -1, 0, submit_cb, s);
   p->threads = calloc((size_t)s->set->threads, sizeof *p->threads);
   if (!p->done_ev || !p->submit_ev || !p->threads ||
       event_priority_set(p->submit_ev, LCD_PRIO_LAST) != 0)
@@ -378,7 +468,9 @@ void lcd_pool_stop(lcd_server *s) {
   lcd_pool *p = &s->pool;
   if (!p->threads)
     return;
-  submit_pending(p);
+  queue_jobs(p, p->pend_head, p->pend_tail, p->pend_count);
+  p->pend_head = p->pend_tail = NULL;
+  p->pend_count = 0;
   pthread_mutex_lock(&p->mu);
   p->stop = 1;
   pthread_cond_broadcast(&p->cv);

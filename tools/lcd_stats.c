@@ -92,6 +92,18 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       "STAT closed_unread %" PRIu64 "\r\nSTAT read_paused %" PRIu64
       "\r\nSTAT output_paused %" PRIu64 "\r\n",
       d->closed_unread, d->read_paused, d->output_paused);
+  /* Where the work ran: on the loop thread or handed to the workers; the
+   * requests per lc_next_n call (the coalescing factor); the longest
+   * library call that held the loop, and how often one was slow enough to
+   * send the loop's work to the workers for a while. */
+  evbuffer_add_printf(o,
+      "STAT jobs_inline %" PRIu64 "\r\nSTAT jobs_pooled %" PRIu64
+      "\r\nSTAT incr_calls %" PRIu64 "\r\nSTAT incr_per_call %.2f"
+      "\r\nSTAT loop_stall_max_us %" PRIu64 "\r\nSTAT loop_backoffs %"
+      PRIu64 "\r\n",
+      d->jobs_inline, d->jobs_pooled, d->incr_calls,
+      d->incr_calls ? (double)d->cmd_incr / (double)d->incr_calls : 0.0,
+      d->loop_stall_max_us, d->loop_backoffs);
   uint64_t runs, sweeps, ferrors, flushed;
   lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
   evbuffer_add_printf(o,
