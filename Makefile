@@ -57,7 +57,7 @@ $(LIB_SO): $(LIB_OBJ)
 	ln -sf liblogcounter.so.$(VERSION) $@
 
 # The CLI: tools/logcounter.c and tools/cli_*.c (the daemon's files are
-# tools/logcounterd.c and tools/lcd_*.c).
+# tools/logcounterd/).
 CLI_SRC   = tools/logcounter.c $(wildcard tools/cli_*.c)
 $(CLI): $(CLI_SRC) tools/cli.h $(LIB_A)
 	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(LIB_A) $(LIBS)
@@ -146,20 +146,20 @@ bench-smoke: deps
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	@BUILD=$(BUILD) bench/run.sh --smoke
 
-# ---- daemon (tools/logcounterd.c, tools/lcd_*.c, issue 4) ------------------
+# ---- daemon (tools/logcounterd/, issues 4 and 13) --------------------------
 # build/logcounterd, the service speaking the memcached text protocol; its
 # request parser is src/proto.c (in the library, unit-tested by
 # tests/test_proto.c).  tests/daemon/lcd_client is the test and throughput
 # client used by tests/daemon_test.sh.
 # make daemon-test  builds both and runs tests/daemon_test.sh
-DAEMON_SRC = tools/logcounterd.c $(wildcard tools/lcd_*.c)
+DAEMON_SRC = $(wildcard tools/logcounterd/*.c)
 DAEMON     = $(BUILD)/logcounterd
 DAEMON_CLIENT = $(BUILD)/tests/lcd_client
 .PHONY: daemon-test
 all: $(DAEMON)
 
-$(DAEMON): $(DAEMON_SRC) tools/lcd.h $(LIB_A)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
+$(DAEMON): $(DAEMON_SRC) tools/logcounterd/lcd.h $(LIB_A)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
 
 $(DAEMON_CLIENT): tests/daemon/lcd_client.c tests/daemon/lcd_io.c tests/daemon/lcd_io.h
 	@mkdir -p $(@D)

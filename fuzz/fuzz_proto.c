@@ -1,7 +1,7 @@
 /*
  * fuzz_proto.c - libFuzzer target: logcounterd's request parser
  * (src/proto.c), fed the input as a connection's byte stream, the way
- * tools/lcd_conn.c consumes it: frame a line, parse it, skip the data
+ * tools/logcounterd/lcd_conn.c consumes it: frame a line, parse it, skip the data
  * block of a refused storage command, stop at binary, an over-long line
  * or a closing error.
  *
