@@ -2,26 +2,37 @@
  * lcd.h - the parts of logcounterd (the LogCounter service) and how they
  * meet.
  *
- *   logcounterd.c  settings, options, listeners, signals, startup and the
- *                  orderly shutdown (drain, lc_close, pidfile)
+ *   logcounterd.c  settings, options, signals, startup and the orderly
+ *                  shutdown (drain, lc_close, pidfile)
+ *   lcd_loops.c    the event-loop threads, handing them connections and
+ *                  commands (drain, close)
  *   lcd_conn.c     connections: framing and parsing requests (src/proto.c),
  *                  timeouts, closing
  *   lcd_jobs.c     incr/get jobs and the replies, in request order
- *   lcd_pool.c     the worker threads that make the blocking library calls
+ *   lcd_pool.c     running jobs: on the loop thread when the library
+ *                  answers quickly, else on the worker threads
  *   lcd_listen.c   the TCP and unix-socket listeners, --max-connections
  *   lcd_stats.c    the "stats" and "stats settings" replies
  *   lcd_flush.c    the tally flusher thread (--flush-interval)
  *
- * Threads: ONE event-loop thread owns every connection, listener and
- * counter below (no locks).  N worker threads take jobs from a queue and
- * call lc_next_n / lc_current, which block on memcached and LevelDB.  Jobs
- * parsed in one loop iteration are queued together (one lock, one
- * wake-up); a worker that takes an incr job also takes every queued incr
- * job of the same counter and serves them all with one lc_next_n, split in
- * queue order; workers that still call at once for one counter are merged
- * again by the library.  A finished job goes to a done list and the loop is
- * woken with event_active (thread-safe after evthread_use_pthreads); the
- * loop writes the replies.
+ * Threads, as in memcached: --threads event loops (default: the CPUs).
+ * Loop 0 runs on the main thread and also owns the listeners and the
+ * signals; it gives each new connection to the next loop in turn, and
+ * that loop alone touches the connection from then on (no locks).  Jobs
+ * parsed in one loop iteration are handled together at its end (the
+ * last-priority submit event): those the library serves quickly
+ * (lc_next_quick: a counter in use, not sync; tally changes; gets) run
+ * right there, the jobs of one counter sharing one lc_next_n split in
+ * order, and are answered at once, with no thread hand-off; the library
+ * merges again the calls that loops make at once for one counter.  Slow
+ * jobs (first use of a name, sync durability, --no-coalesce) and work
+ * beyond LCD_INLINE_CALLS calls per iteration go to --workers worker
+ * threads through one queue (one lock, one wake-up per batch); a worker
+ * also takes every queued job of the same counter; a finished job goes
+ * back to its loop's done list and wakes that loop with event_active
+ * (thread-safe after evthread_use_pthreads).  A call on a loop that stalls
+ * (memcached slow or down) sends that loop's work to the workers for a
+ * second.
  *
  * Ordering: a connection keeps its jobs in request order (c->jobs) and
  * writes a job's replies only once every job before it is answered, so
@@ -69,6 +80,7 @@
 #include "proto.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -94,6 +106,9 @@ struct evbuffer;
  * event, which runs after all I/O of a loop iteration. */
 #define LCD_PRIORITIES 3
 #define LCD_PRIO_LAST 2
+#define LCD_THREADS_MAX 64
+/* Library calls a loop makes itself per iteration (lcd_pool.c). */
+#define LCD_INLINE_CALLS 4
 /* A library call on the loop thread longer than this sends the loop's
  * jobs to the workers for LCD_BACKOFF_US (lcd_pool.c). */
 #define LCD_STALL_US 20000
@@ -113,7 +128,9 @@ typedef struct lcd_settings {
   uint64_t prefetch;        /* lc_options.prefetch (default
                                $LOGCOUNTER_PREFETCH, else 0: off) */
   int timeout_ms;           /* memcached timeout (default 1000) */
-  int threads;              /* worker threads (default 4) */
+  int threads;              /* event-loop threads (default: the CPUs the
+                               process may use, at most LCD_THREADS_MAX) */
+  int workers;              /* worker threads for slow calls (default 4) */
   int max_connections;      /* open client connections (default 1024) */
   int idle_timeout;         /* seconds; close idle clients; 0: never
                                (default 0, as memcached) */
@@ -144,6 +161,7 @@ typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;
 
 typedef struct lcd_conn lcd_conn;
 typedef struct lcd_server lcd_server;
+typedef struct lcd_loop lcd_loop;
 
 /* One unit of work for the pool; owned by its connection and reused. */
 typedef struct lcd_job {
@@ -189,23 +207,25 @@ typedef struct lcd_job {
   char detail[256];         /* lc_last_detail() of a failure */
 } lcd_job;
 
-/* Daemon-wide figures for "stats"; touched by the loop thread only. */
+/* A loop's figures for "stats", all uint64_t: "stats" sums every loop's.
+ * Each is changed by its own loop thread only, and atomic so that another
+ * loop may read it while it changes (uncontended: no cost to speak of). */
+typedef _Atomic uint64_t lcd_stat;
 typedef struct lcd_counters {
-  uint64_t total_connections, rejected_connections;
-  uint64_t cmd_incr, incr_ids, incr_merged, incr_errors;
-  uint64_t cmd_get, get_hits, get_misses;
-  uint64_t client_errors, server_errors;
-  uint64_t closed_idle, closed_garbage, closed_binary, closed_long;
-  uint64_t closed_unread;   /* replies unread for --reply-timeout */
-  uint64_t read_paused;     /* times a connection's reading was paused */
-  uint64_t output_paused;   /* times parsing paused for unread replies */
-  uint64_t cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
-  uint64_t tally_merged;
-  uint64_t incr_calls;      /* lc_next_n calls for incr requests */
-  uint64_t jobs_inline;     /* jobs run on the loop thread */
-  uint64_t jobs_pooled;     /* jobs handed to the workers */
-  uint64_t loop_stall_max_us;   /* longest library call on the loop */
-  uint64_t loop_backoffs;   /* times a slow call sent work to the pool */
+  lcd_stat rejected_connections;
+  lcd_stat cmd_incr, incr_ids, incr_merged, incr_errors;
+  lcd_stat cmd_get, get_hits, get_misses;
+  lcd_stat client_errors, server_errors;
+  lcd_stat closed_idle, closed_garbage, closed_binary, closed_long;
+  lcd_stat closed_unread;   /* replies unread for --reply-timeout */
+  lcd_stat read_paused;     /* times a connection's reading was paused */
+  lcd_stat output_paused;   /* times parsing paused for unread replies */
+  lcd_stat cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
+  lcd_stat tally_merged;
+  lcd_stat incr_calls;      /* lc_next_n calls for incr requests */
+  lcd_stat jobs_inline;     /* jobs run on a loop thread */
+  lcd_stat jobs_pooled;     /* jobs handed to the workers */
+  lcd_stat loop_backoffs;   /* times a slow call sent work to the pool */
 } lcd_counters;
 
 /* The tally flusher (lcd_flush.c); its figures are read under mu. */
@@ -218,7 +238,8 @@ typedef struct lcd_flusher {
   int failing;              /* the last run failed (logged once a streak) */
 } lcd_flusher;
 
-typedef struct lcd_pool {
+/* The worker threads' queue (lcd_pool.c), shared by every loop. */
+typedef struct lcd_workers {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   lcd_job *head, *tail;     /* waiting jobs, FIFO */
@@ -227,44 +248,81 @@ typedef struct lcd_pool {
   int stop;
   pthread_t *threads;
   int nthreads;
-  lcd_job *pend_head, *pend_tail;   /* loop thread: not yet queued */
-  size_t pend_count;
-  struct event *submit_ev;  /* queues the pending jobs (last priority) */
-  pthread_mutex_t done_mu;
-  lcd_job *done;            /* finished, for the loop thread */
-  int done_pending;         /* event_active already called */
-  struct event *done_ev;
-} lcd_pool;
+} lcd_workers;
 
-struct lcd_server {
-  const lcd_settings *set;
-  struct event_base *base;
+/* A connection handed from the listener to a loop (lcd_loops.c). */
+typedef struct lcd_newconn {
+  struct lcd_newconn *next;
+  int fd;
+  char peer[64];
+} lcd_newconn;
+
+/* One event-loop thread and everything it owns (lcd_loops.c).  Loop 0 runs
+ * on the main thread and also owns the listeners, the signals and the
+ * shutdown; loops 1..n-1 run on their own threads.  Only the fields under
+ * cmd_mu and done_mu are touched by other threads. */
+struct lcd_loop {
+  lcd_server *srv;
+  const lcd_settings *set;  /* srv->set, srv->lc: for short access */
   lc_t *lc;
-  struct evconnlistener *tcp, *local;
+  int index;
+  struct event_base *base;
+  pthread_t thread;         /* loops 1..: started */
+  int running;              /* loops 1..: the thread was started */
   lcd_conn *conns;          /* every live connection struct */
   int nopen;                /* connections with an open socket */
   int nlive;                /* connection structs not yet freed */
-  int draining;             /* SIGTERM/SIGINT seen: finish and exit */
+  int draining;             /* stop reading, answer, close, then stop */
+  int stopped;              /* drained: its loop has been told to end */
+  lcd_counters st;
+  _Atomic uint64_t stall_max_us;    /* longest call run on this loop */
+  int64_t inline_off_until; /* monotonic us: no inline runs before */
+  time_t last_error_log;    /* rate limit for SERVER_ERROR log lines */
+  struct event *tick;       /* once a second: lcd_conn_sweep */
+  /* jobs parsed in this iteration, run or queued by submit_ev (last
+   * priority) */
+  lcd_job *pend_head, *pend_tail;
+  size_t pend_count;
+  struct event *submit_ev;
+  /* finished jobs from the workers, for this loop */
+  pthread_mutex_t done_mu;
+  lcd_job *done;
+  int done_pending;         /* event_active already called */
+  struct event *done_ev;
+  /* commands from loop 0: new connections, drain, close */
+  pthread_mutex_t cmd_mu;
+  lcd_newconn *inbox;
+  int cmd_drain, cmd_close;
+  struct event *cmd_ev;
+};
+
+/* What the loops share. */
+struct lcd_server {
+  const lcd_settings *set;
+  lc_t *lc;
+  struct evconnlistener *tcp, *local;   /* on loop 0 */
+  lcd_loop *loops;          /* set->threads of them; loops[0] is main */
+  int nloops;
+  unsigned next_loop;       /* round robin for new connections (loop 0) */
+  _Atomic int nopen;        /* open connections, every loop */
+  _Atomic uint64_t total_connections;
+  _Atomic int loops_running;/* loops 1.. not yet stopped */
+  int draining;             /* SIGTERM/SIGINT seen (loop 0) */
   time_t started;           /* monotonic seconds */
   time_t started_wall;
-  lcd_counters st;
-  lcd_pool pool;
+  lcd_workers pool;
   lcd_flusher flusher;
-  time_t last_error_log;    /* rate limit for SERVER_ERROR log lines */
-  int64_t inline_off_until; /* monotonic us: no inline runs before */
 };
 
 /* logcounterd.c */
-void lcd_log(const lcd_server *s, int level, const char *fmt, ...)
+void lcd_log(const lcd_settings *set, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 time_t lcd_now(void);       /* monotonic seconds */
-/* Called when a connection struct is freed while draining. */
-void lcd_server_check_drained(lcd_server *s);
 
 /* A client connection; lcd_conn.c and lcd_jobs.c, loop thread only. */
 struct lcd_conn {
   lcd_conn *prev, *next;      /* the server's list */
-  lcd_server *srv;
+  lcd_loop *loop;            /* the loop that owns it */
   struct bufferevent *bev;    /* NULL once the socket is closed */
   lcd_job *jobs, *jobs_tail;  /* unanswered jobs, request order (cnext) */
   int njobs;                  /* how many */
@@ -297,8 +355,8 @@ static inline int lcd_client_caused(int rc) {
 }
 
 /* lcd_conn.c */
-/* Takes over an accepted, non-blocking socket. */
-void lcd_conn_new(lcd_server *s, int fd, const char *peer);
+/* Takes over an accepted, non-blocking socket (on l's thread). */
+void lcd_conn_new(lcd_loop *l, int fd, const char *peer);
 /* Parses and answers buffered requests until a job is in flight, the
  * input holds no complete request, or the connection is closing.  May
  * free c. */
@@ -307,11 +365,11 @@ void lcd_conn_free(lcd_conn *c);
 /* Marks c to be closed once its replies are written. */
 void lcd_close_later(lcd_conn *c, const char *why);
 /* Once a second: idle, unfinished-line and flush timeouts. */
-void lcd_conn_sweep(lcd_server *s);
+void lcd_conn_sweep(lcd_loop *l);
 /* SIGTERM: stop reading, answer what was read, then close. */
-void lcd_conn_drain_all(lcd_server *s);
+void lcd_conn_drain_all(lcd_loop *l);
 /* Closes every socket now (a second signal, or the drain timeout). */
-void lcd_conn_close_all(lcd_server *s);
+void lcd_conn_close_all(lcd_loop *l);
 
 /* lcd_listen.c: 0, or an exit status after printing why */
 int lcd_listen(lcd_server *s);
@@ -365,11 +423,37 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings);
 const char *lcd_prefetch_text(uint64_t prefetch, char buf[24]);
 
 /* lcd_pool.c */
+/* Starts the workers; 0 or -1. */
 int lcd_pool_start(lcd_server *s);
-void lcd_pool_submit(lcd_server *s, lcd_job *j);
-/* Lets the workers finish every queued job, joins them, and hands the
- * finished jobs back to lcd_conn_job_done. */
+/* Sets up l's submit and done events; 0 or -1. */
+int lcd_pool_attach(lcd_loop *l);
+/* Queues j (l's thread); it runs at the end of the loop iteration. */
+void lcd_pool_submit(lcd_loop *l, lcd_job *j);
+/* After the loops have stopped: lets the workers finish every job, joins
+ * them, and hands the finished jobs back to lcd_conn_job_done. */
 void lcd_pool_stop(lcd_server *s);
 size_t lcd_pool_queued(lcd_server *s);
+
+/* lcd_loops.c */
+/* Sets up loop 0 (the caller's thread) and loops 1..n-1 (not started);
+ * 0 or -1. */
+int lcd_loops_init(lcd_server *s);
+/* Starts the threads of loops 1..n-1; 0 or -1. */
+int lcd_loops_start(lcd_server *s);
+/* Loop 0: gives an accepted socket to the next loop in turn. */
+void lcd_loops_accept(lcd_server *s, int fd, const char *peer);
+/* Loop 0: every loop stops reading, answers, closes, then stops. */
+void lcd_loops_drain(lcd_server *s);
+/* Loop 0: every loop closes its sockets now and stops. */
+void lcd_loops_close(lcd_server *s);
+/* Called when a connection struct is freed: a draining loop with none
+ * left stops (loop 0 once the others have stopped too). */
+void lcd_loop_check_drained(lcd_loop *l);
+/* Joins the loop threads (after loop 0 returned) and frees the loops. */
+void lcd_loops_join(lcd_server *s);
+void lcd_loops_free(lcd_server *s);
+/* Sums of every loop's figures, and the longest stall of any. */
+void lcd_loops_sum(lcd_server *s, lcd_counters *out, uint64_t *stall_max,
+                   int *nopen);
 
 #endif /* LCD_H */

@@ -49,7 +49,7 @@
 /* ---- closing ----------------------------------------------------------- */
 
 void lcd_conn_free(lcd_conn *c) {
-  lcd_server *s = c->srv;
+  lcd_loop *s = c->loop;
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -59,18 +59,19 @@ void lcd_conn_free(lcd_conn *c) {
   lcd_conn_free_jobs(c);
   free(c);
   s->nlive--;
-  lcd_server_check_drained(s);
+  lcd_loop_check_drained(s);
 }
 
 /* Closes the socket now; the struct goes when no job is in flight. */
 static void close_now(lcd_conn *c, const char *why) {
   if (!c->bev)
     return;
-  lcd_log(c->srv, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
+  lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
           c->peer, why);
   bufferevent_free(c->bev);
   c->bev = NULL;
-  c->srv->nopen--;
+  c->loop->nopen--;
+  atomic_fetch_sub(&c->loop->srv->nopen, 1);
   if (!c->inflight)
     lcd_conn_free(c);
 }
@@ -146,7 +147,7 @@ static void update_reading(lcd_conn *c) {
   } else {
     bufferevent_disable(c->bev, EV_READ);
     if (!c->eof && !c->draining)
-      c->srv->st.read_paused++;
+      c->loop->st.read_paused++;
   }
 }
 
@@ -197,7 +198,7 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
   evbuffer_drain(in, line_len);         /* req's tokens are gone now */
   switch (req.cmd) {
   case LC__PROTO_STATS:
-    lcd_put_stats(c->srv, bufferevent_get_output(c->bev), req.stats_settings);
+    lcd_put_stats(c->loop->srv, bufferevent_get_output(c->bev), req.stats_settings);
     break;
   case LC__PROTO_VERSION:
     /* libmemcached rejects a major version 0 (memcstat, memcping and
@@ -231,7 +232,7 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
 }
 
 void lcd_conn_process(lcd_conn *c) {
-  lcd_server *s = c->srv;
+  lcd_loop *s = c->loop;
   if (!c->bev || c->lingering)
     return;
   struct evbuffer *in = bufferevent_get_input(c->bev);
@@ -268,7 +269,7 @@ void lcd_conn_process(lcd_conn *c) {
       break;
     if (fr == LC__PROTO_FRAME_BINARY) {
       s->st.closed_binary++;
-      lcd_log(s, 0, "connection %" PRIu64 " (%s): binary protocol is not "
+      lcd_log(s->set, 0, "connection %" PRIu64 " (%s): binary protocol is not "
               "supported (first byte 0x80); closing", c->id, c->peer);
       close_now(c, "binary protocol");
       return;
@@ -349,19 +350,21 @@ static void event_cb(struct bufferevent *bev, short what, void *arg) {
   }
 }
 
-void lcd_conn_new(lcd_server *s, int fd, const char *peer) {
+void lcd_conn_new(lcd_loop *s, int fd, const char *peer) {
   lcd_conn *c = calloc(1, sizeof *c);
   struct bufferevent *bev =
       c ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
   if (!bev) {
-    lcd_log(s, 0, "cannot set up a connection from %s: out of memory", peer);
+    lcd_log(s->set, 0, "cannot set up a connection from %s: out of memory",
+            peer);
+    atomic_fetch_sub(&s->srv->nopen, 1);
     close(fd);
     free(c);
     return;
   }
-  c->srv = s;
+  c->loop = s;
   c->bev = bev;
-  c->id = ++s->st.total_connections;
+  c->id = atomic_fetch_add(&s->srv->total_connections, 1) + 1;
   c->last_active = lcd_now();
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   c->next = s->conns;
@@ -373,7 +376,7 @@ void lcd_conn_new(lcd_server *s, int fd, const char *peer) {
   bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
   bufferevent_enable(bev, EV_READ);      /* EV_WRITE: see flush_out */
   c->reading = 1;
-  lcd_log(s, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
+  lcd_log(s->set, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
 }
 
 /* 1 (after closing c) if c's replies made no progress for
@@ -385,17 +388,17 @@ static int unread_too_long(lcd_conn *c, time_t now) {
     c->blocked_since = now;
     return 0;
   }
-  if (now - c->blocked_since < c->srv->set->reply_timeout)
+  if (now - c->blocked_since < c->loop->set->reply_timeout)
     return 0;
-  c->srv->st.closed_unread++;
-  lcd_log(c->srv, 0, "connection %" PRIu64 " (%s): closed: %zu bytes of "
+  c->loop->st.closed_unread++;
+  lcd_log(c->loop->set, 0, "connection %" PRIu64 " (%s): closed: %zu bytes of "
           "replies not read for %d s (--reply-timeout)", c->id, c->peer, len,
-          c->srv->set->reply_timeout);
+          c->loop->set->reply_timeout);
   close_now(c, "replies not read (--reply-timeout)");
   return 1;
 }
 
-void lcd_conn_sweep(lcd_server *s) {
+void lcd_conn_sweep(lcd_loop *s) {
   const lcd_settings *set = s->set;
   time_t now = lcd_now();
   lcd_conn *next;
@@ -420,7 +423,7 @@ void lcd_conn_sweep(lcd_server *s) {
   }
 }
 
-void lcd_conn_drain_all(lcd_server *s) {
+void lcd_conn_drain_all(lcd_loop *s) {
   lcd_conn *next;
   for (lcd_conn *c = s->conns; c; c = next) {
     next = c->next;
@@ -435,7 +438,7 @@ void lcd_conn_drain_all(lcd_server *s) {
   }
 }
 
-void lcd_conn_close_all(lcd_server *s) {
+void lcd_conn_close_all(lcd_loop *s) {
   lcd_conn *next;
   for (lcd_conn *c = s->conns; c; c = next) {
     next = c->next;

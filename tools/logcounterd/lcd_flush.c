@@ -52,14 +52,14 @@ static void run_once(lcd_server *s, int sweep) {
   pthread_mutex_unlock(&f->mu);
   /* Log the first failure of a streak and the recovery, not every run. */
   if (rc && !was_failing)
-    lcd_log(s, 0, "tally flush failed (will retry every %d s): %s %s%s%s",
+    lcd_log(s->set, 0, "tally flush failed (will retry every %d s): %s %s%s%s",
             s->set->flush_interval ? s->set->flush_interval : 1,
             lc_err_name(rc), lc_strerror(rc), detail[0] ? ": " : "", detail);
   else if (!rc && was_failing)
-    lcd_log(s, 0, "tally flush works again (%" PRIu64 " tallies written)",
+    lcd_log(s->set, 0, "tally flush works again (%" PRIu64 " tallies written)",
             n);
   else if (n)
-    lcd_log(s, 2, "tally flush: %" PRIu64 " tallies written%s", n,
+    lcd_log(s->set, 2, "tally flush: %" PRIu64 " tallies written%s", n,
             sweep ? " (with a sweep)" : "");
 }
 
@@ -136,12 +136,12 @@ int lcd_flush_final(lcd_server *s) {
   uint64_t n = 0;
   int rc = lc_tally_flush(s->lc, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, &n);
   if (rc)
-    lcd_log(s, 0, "final tally flush failed: %s %s (%s); the changes stay "
+    lcd_log(s->set, 0, "final tally flush failed: %s %s (%s); the changes stay "
             "pending in memcached and the next start's sweep applies them "
             "if memcached keeps them", lc_err_name(rc), lc_strerror(rc),
             lc_last_detail());
   else
-    lcd_log(s, 0, "final tally flush: %" PRIu64 " tallies written", n);
+    lcd_log(s->set, 0, "final tally flush: %" PRIu64 " tallies written", n);
   return rc;
 }
 

@@ -46,7 +46,7 @@ static void put_value_line(lcd_conn *c, int64_t v) {
 /* An error reply caused by the client ("ERROR" or "CLIENT_ERROR why");
  * too many in a row close the connection. */
 void lcd_client_error(lcd_conn *c, const char *why, int noreply) {
-  lcd_server *s = c->srv;
+  lcd_loop *s = c->loop;
   s->st.client_errors++;
   if (!noreply) {
     if (why) {
@@ -57,7 +57,7 @@ void lcd_client_error(lcd_conn *c, const char *why, int noreply) {
       lcd_puts(c, "ERROR\r\n");
     }
   }
-  lcd_log(s, 2, "connection %" PRIu64 ": %s", c->id, why ? why : "ERROR");
+  lcd_log(s->set, 2, "connection %" PRIu64 ": %s", c->id, why ? why : "ERROR");
   if (++c->errors_in_row >= LCD_GARBAGE_MAX && !c->closing) {
     s->st.closed_garbage++;
     lcd_close_later(c, "too many errors in a row");
@@ -77,12 +77,12 @@ static void server_error(lcd_conn *c, const lcd_job *j) {
 }
 
 /* Logs a failed job: every one at -vv, else at most one a second. */
-static void log_failure(lcd_server *s, const char *what, const lcd_job *j) {
+static void log_failure(lcd_loop *s, const char *what, const lcd_job *j) {
   time_t now = lcd_now();
   if (s->set->verbose < 2 && now == s->last_error_log)
     return;
   s->last_error_log = now;
-  lcd_log(s, 0, "%s '%s' failed: %s %s%s%s", what, j->names,
+  lcd_log(s->set, 0, "%s '%s' failed: %s %s%s%s", what, j->names,
           lc_err_name(j->rc), lc_strerror(j->rc), j->detail[0] ? ": " : "",
           j->detail);
 }
@@ -129,7 +129,7 @@ static void submit(lcd_conn *c, lcd_job *j) {
   c->jobs_tail = j;
   c->njobs++;
   c->inflight++;
-  lcd_pool_submit(c->srv, j);
+  lcd_pool_submit(c->loop, j);
 }
 
 int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
@@ -169,7 +169,7 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
   lcd_job *j = job_get(c);
   if (!j) {
     evbuffer_drain(in, line_len);
-    c->srv->st.server_errors++;
+    c->loop->st.server_errors++;
     lcd_puts(c, "SERVER_ERROR ENOMEM out of memory\r\n");
     return NULL;
   }
@@ -216,7 +216,7 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   j->nreq = 1;
   evbuffer_drain(in, line_len);
   size_t len;
-  while (c->srv->set->coalesce && j->nreq < LCD_RUN_MAX) {
+  while (c->loop->set->coalesce && j->nreq < LCD_RUN_MAX) {
     if (next_line(in, req, &len) != LC__PROTO_INCR ||
         req->keys[0].len != nlen || memcmp(req->keys[0].s, j->names, nlen) ||
         req->count > LC_BLOCK_MAX - j->total)
@@ -225,10 +225,10 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
     j->noreply[j->nreq] = (unsigned char)req->noreply;
     j->total += req->count;
     j->nreq++;
-    c->srv->st.incr_merged++;
+    c->loop->st.incr_merged++;
     evbuffer_drain(in, len);
   }
-  c->srv->st.cmd_incr += (uint64_t)j->nreq;
+  c->loop->st.cmd_incr += (uint64_t)j->nreq;
   submit(c, j);
 }
 
@@ -247,7 +247,7 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   }
   j->nkeys = req->nkeys;
   evbuffer_drain(in, line_len);
-  c->srv->st.cmd_get++;
+  c->loop->st.cmd_get++;
   submit(c, j);
 }
 
@@ -258,7 +258,7 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_TALLY, &req->tally);
   if (!j)
     return;
-  lcd_counters *st = &c->srv->st;
+  lcd_counters *st = &c->loop->st;
   size_t nlen = req->tally.len;
   j->tdelta[0] = req->delta;
   j->noreply[0] = (unsigned char)req->noreply;
@@ -266,7 +266,7 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   evbuffer_drain(in, line_len);
   count_tally_change(st, req->delta);
   size_t len;
-  while (c->srv->set->coalesce && j->nreq < LCD_RUN_MAX) {
+  while (c->loop->set->coalesce && j->nreq < LCD_RUN_MAX) {
     if (next_line(in, req, &len) != LC__PROTO_TALLY ||
         req->tally.len != nlen || memcmp(req->tally.s, j->names, nlen))
       break;
@@ -294,7 +294,7 @@ void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
 /* The reply to change i of a finished tally job; 1 if it was an error
  * caused by the client. */
 static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
-  lcd_server *s = c->srv;
+  lcd_loop *s = c->loop;
   int rc = j->trc[i];
   const char *detail = i >= j->tdet_lo && i < j->tdet_hi ? j->detail : "";
   if (rc == 0) {
@@ -324,7 +324,7 @@ static void stats_tally_done(lcd_conn *c, const lcd_job *j) {
 }
 
 /* The figures and the log line of a finished job (answered or not). */
-static void account(lcd_server *s, const lcd_job *j) {
+static void account(lcd_loop *s, const lcd_job *j) {
   if (j->kind == LCD_JOB_TALLY) {
     s->st.tally_merged += (uint64_t)j->merged;
     if (j->rc && !lcd_client_caused(j->rc))
@@ -345,7 +345,7 @@ static void account(lcd_server *s, const lcd_job *j) {
 }
 
 static void answer_get(lcd_conn *c, const lcd_job *j) {
-  lcd_server *s = c->srv;
+  lcd_loop *s = c->loop;
   struct evbuffer *o = bufferevent_get_output(c->bev);
   for (size_t i = 0; i < j->nkeys; i++) {
     if (!j->hit[i]) {
@@ -368,7 +368,7 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
 
 /* Writes the replies of j, whose turn it is. */
 static void answer(lcd_conn *c, const lcd_job *j) {
-  lcd_server *s = c->srv;
+  lcd_loop *s = c->loop;
   c->last_active = lcd_now();
   if (j->kind == LCD_JOB_TALLY) {
     for (int i = 0; i < j->nreq; i++) {
@@ -407,7 +407,7 @@ void lcd_conn_job_done(lcd_job *j) {
   lcd_conn *c = j->conn;
   j->done = 1;
   c->inflight--;
-  account(c->srv, j);
+  account(c->loop, j);
   /* Closed meanwhile: the answers are lost (the tally changes are made,
    * the ids are logged and become a gap). */
   if (!c->bev) {

@@ -5,7 +5,8 @@
  * error).  Accepted connections beyond --max-connections get
  * "SERVER_ERROR too many open connections" and are closed; when accept
  * itself fails (out of descriptors), accepting pauses for 100 ms instead
- * of spinning.  Loop thread only.
+ * of spinning.  Loop 0 only; new connections go to the loops in turn
+ * (lcd_loops_accept).
  */
 #include "lcd.h"
 
@@ -30,14 +31,15 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
   (void)l;
   (void)len;
   lcd_server *s = arg;
-  if (s->nopen >= s->set->max_connections || s->draining) {
+  int nopen = atomic_load(&s->nopen);
+  if (nopen >= s->set->max_connections || s->draining) {
     static const char msg[] = "SERVER_ERROR too many open connections\r\n";
-    s->st.rejected_connections++;
+    s->loops[0].st.rejected_connections++;
     if (!s->draining)
       (void)!send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     evutil_closesocket(fd);
-    lcd_log(s, 1, "connection refused: %d open (--max-connections)",
-            s->nopen);
+    lcd_log(s->set, 1, "connection refused: %d open (--max-connections)",
+            nopen);
     return;
   }
   char peer[64] = "unix";
@@ -57,7 +59,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     }
     snprintf(peer, sizeof peer, "%s:%d", host, port);
   }
-  lcd_conn_new(s, fd, peer);
+  lcd_loops_accept(s, fd, peer);
 }
 
 /* Out of descriptors and the like: pause accepting for a moment. */
@@ -76,11 +78,11 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg) {
 static void accept_error_cb(struct evconnlistener *l, void *arg) {
   lcd_server *s = arg;
   int e = EVUTIL_SOCKET_ERROR();
-  lcd_log(s, 0, "cannot accept a connection: %s; pausing for 100 ms",
+  lcd_log(s->set, 0, "cannot accept a connection: %s; pausing for 100 ms",
           evutil_socket_error_to_string(e));
   evconnlistener_disable(l);
   struct timeval tv = {0, 100000};
-  event_base_once(s->base, -1, EV_TIMEOUT, resume_cb, s, &tv);
+  event_base_once(s->loops[0].base, -1, EV_TIMEOUT, resume_cb, s, &tv);
 }
 
 static const unsigned LISTEN_FLAGS =
@@ -99,7 +101,7 @@ static int listen_tcp(lcd_server *s) {
                     "ADDR:PORT, e.g. 127.0.0.1:11311 or [::1]:11311)\n", addr);
     return EXIT_USAGE;
   }
-  s->tcp = evconnlistener_new_bind(s->base, accept_cb, s, LISTEN_FLAGS,
+  s->tcp = evconnlistener_new_bind(s->loops[0].base, accept_cb, s, LISTEN_FLAGS,
                                    s->set->backlog, (struct sockaddr *)&ss,
                                    len);
   if (!s->tcp) {
@@ -149,7 +151,7 @@ static int listen_unix(lcd_server *s) {
   umask(old);
   if (rc != 0 || chmod(path, (mode_t)s->set->socket_mode) != 0)
     goto fail;
-  s->local = evconnlistener_new(s->base, accept_cb, s,
+  s->local = evconnlistener_new(s->loops[0].base, accept_cb, s,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
                                 s->set->backlog, fd);
   if (!s->local)

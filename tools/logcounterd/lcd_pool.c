@@ -1,20 +1,22 @@
 /*
- * lcd_pool.c - logcounterd's worker threads: they make the blocking
- * library calls (lc_next_n, lc_current) so that the event loop never waits
- * on memcached or LevelDB.
+ * lcd_pool.c - where jobs run: on the loop thread that parsed them when
+ * the library answers quickly (submit_pending), else on the worker
+ * threads, which make the blocking library calls (first use of a name,
+ * sync durability, --no-coalesce, more counters at once than a loop
+ * should wait for one after another) so that a loop never waits on them.
  *
- * Jobs come in through a FIFO under pool.mu; finished jobs go to a done
- * list under pool.done_mu and the loop is woken with event_active (only
- * when the list was empty, so a burst of results costs one wake-up).  The
- * loop thread never touches a job between submit and done; a worker never
- * touches a connection.
+ * Worker jobs come in through a FIFO under pool.mu; a finished job goes
+ * to its loop's done list under done_mu and that loop is woken with
+ * event_active (only when the list was empty, so a burst of results costs
+ * one wake-up).  A loop never touches a job between queueing and done; a
+ * worker never touches a connection.
  *
- * Coalescing: a worker that takes an incr job also takes every queued incr
- * job of the same counter (arrival order, one block of at most
- * LC_BLOCK_MAX) and serves them with ONE lc_next_n, splitting the block in
- * queue order; and workers busy on the same counter at once are merged
- * again by the library.  Each connection has at most one job queued, so a
- * connection's answers still increase.  --no-coalesce: no take, one
+ * Coalescing: a loop, or a worker, that takes an incr job also takes
+ * every queued incr job of the same counter (arrival order, one block of
+ * at most LC_BLOCK_MAX) and serves them with ONE lc_next_n, splitting the
+ * block in queue order; and loops and workers busy on the same counter at
+ * once are merged again by the library.  A connection never has two jobs
+ * of one counter in flight, so its answers still increase.  --no-coalesce: no take, one
  * lc_next_n per job (and the library merges nothing: batch_max = 1).
  *
  * Tally jobs (incr/decr tally:NAME) are merged the same way: a worker
@@ -246,9 +248,24 @@ static lcd_job *take_chain(lcd_job **head, lcd_job **tail, size_t *count,
   return j;
 }
 
+/* Hands a finished job to its connection's loop: onto the loop's done
+ * list, waking the loop only when the list was empty (a burst of results
+ * costs one wake-up). */
+static void give_back(lcd_job *j) {
+  lcd_loop *l = j->conn->loop;
+  pthread_mutex_lock(&l->done_mu);
+  j->next = l->done;
+  l->done = j;
+  int wake = !l->done_pending;
+  l->done_pending = 1;
+  pthread_mutex_unlock(&l->done_mu);
+  if (wake)
+    event_active(l->done_ev, EV_READ, 0);
+}
+
 static void *worker(void *arg) {
   lcd_server *s = arg;
-  lcd_pool *p = &s->pool;
+  lcd_workers *p = &s->pool;
   for (;;) {
     pthread_mutex_lock(&p->mu);
     while (!p->head && !p->stop) {
@@ -267,30 +284,21 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&p->mu);
 
     run_jobs(s->lc, j);
-
-    pthread_mutex_lock(&p->done_mu);
-    while (j) {
+    while (j) {                         /* the chain may span loops */
       lcd_job *n = j->next;
-      j->next = p->done;
-      p->done = j;
+      give_back(j);
       j = n;
     }
-    int wake = !p->done_pending;
-    p->done_pending = 1;
-    pthread_mutex_unlock(&p->done_mu);
-    if (wake)
-      event_active(p->done_ev, EV_READ, 0);
   }
 }
 
-/* Hands every finished job back to its connection (loop thread). */
-static void take_done(lcd_server *s) {
-  lcd_pool *p = &s->pool;
-  pthread_mutex_lock(&p->done_mu);
-  lcd_job *list = p->done;
-  p->done = NULL;
-  p->done_pending = 0;
-  pthread_mutex_unlock(&p->done_mu);
+/* Hands every finished job back to its connection (the loop's thread). */
+static void take_done(lcd_loop *l) {
+  pthread_mutex_lock(&l->done_mu);
+  lcd_job *list = l->done;
+  l->done = NULL;
+  l->done_pending = 0;
+  pthread_mutex_unlock(&l->done_mu);
   /* The list is newest first; answer in completion order. */
   lcd_job *rev = NULL;
   while (list) {
@@ -313,39 +321,53 @@ static void done_cb(evutil_socket_t fd, short what, void *arg) {
   take_done(arg);
 }
 
-/* Jobs parsed during one loop iteration wait in a loop-local list; the
+/* Jobs parsed during one loop iteration wait in the loop's own list; the
  * lowest-priority submit event, which runs after every I/O callback of the
- * iteration, queues them all under one lock and wakes one worker.  So a
- * burst of requests costs one wake-up, and the worker finds them together
- * (and merges those of one counter). */
-void lcd_pool_submit(lcd_server *s, lcd_job *j) {
-  lcd_pool *p = &s->pool;
+ * iteration, runs or queues them all together (submit_pending). */
+void lcd_pool_submit(lcd_loop *l, lcd_job *j) {
   j->next = NULL;
-  if (p->pend_tail)
-    p->pend_tail->next = j;
+  if (l->pend_tail)
+    l->pend_tail->next = j;
   else
-    p->pend_head = j;
-  p->pend_tail = j;
-  p->pend_count++;
-  if (p->pend_count == 1)
-    event_active(p->submit_ev, EV_READ, 0);
+    l->pend_head = j;
+  l->pend_tail = j;
+  l->pend_count++;
+  if (l->pend_count == 1)
+    event_active(l->submit_ev, EV_READ, 0);
+}
+
+/* A singly linked list of jobs with its tail and length. */
+typedef struct jlist {
+  lcd_job *head, *tail;
+  size_t n;
+} jlist;
+
+static void jlist_add(jlist *q, lcd_job *j) {
+  j->next = NULL;
+  if (q->tail)
+    q->tail->next = j;
+  else
+    q->head = j;
+  q->tail = j;
+  q->n++;
 }
 
 /* Queues a list of jobs for the workers under one lock and one wake-up. */
-static void queue_jobs(lcd_pool *p, lcd_job *head, lcd_job *tail,
-                       size_t count) {
-  if (!head)
+static void queue_jobs(lcd_server *s, jlist *q) {
+  lcd_workers *p = &s->pool;
+  if (!q->head)
     return;
   pthread_mutex_lock(&p->mu);
   if (p->tail)
-    p->tail->next = head;
+    p->tail->next = q->head;
   else
-    p->head = head;
-  p->tail = tail;
-  p->queued += count;
+    p->head = q->head;
+  p->tail = q->tail;
+  p->queued += q->n;
   if (p->idle > 0)
     pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
+  *q = (jlist){NULL, NULL, 0};
 }
 
 static int64_t now_us(void) {
@@ -357,67 +379,74 @@ static int64_t now_us(void) {
 /* May the loop thread run j itself?  Only what the library should answer
  * within about a memcached round trip (lc_next_quick; tally changes and
  * gets never sync), with coalescing on (--no-coalesce keeps the old
- * hand-off, for comparison), and not while the loop is backing off after
- * a stall. */
-static int runs_inline(lcd_server *s, const lcd_job *j, int64_t now) {
-  if (!s->set->coalesce || now < s->inline_off_until)
+ * hand-off, for comparison), and not while the loop backs off after a
+ * stall. */
+static int runs_inline(lcd_loop *l, const lcd_job *j, int64_t now) {
+  if (!l->set->coalesce || now < l->inline_off_until)
     return 0;
-  return j->kind != LCD_JOB_INCR || lc_next_quick(s->lc, j->names);
+  return j->kind != LCD_JOB_INCR || lc_next_quick(l->lc, j->names);
 }
 
-/* The submit event (last priority, after every read of the iteration):
- * the jobs parsed in this iteration either run right here, a counter's
- * jobs sharing one library call, and are answered at once (no thread
- * hand-off at all), or go to the workers in one batch.  A library call
- * here that blocks longer than LCD_STALL_US (memcached slow or down, a
- * restore) sends every job to the workers for the next LCD_BACKOFF_US, so
- * a failing memcached never holds the loop for more than one call at a
- * time.  Jobs that the answers let start (lcd_conn_job_done parses on)
- * join the next iteration's list. */
-static void submit_pending(lcd_server *s) {
-  lcd_pool *p = &s->pool;
-  lcd_job *list = p->pend_head;
-  p->pend_head = p->pend_tail = NULL;
-  p->pend_count = 0;
-  lcd_job *here = NULL, *here_tail = NULL, *slow = NULL, *slow_tail = NULL;
-  size_t nhere = 0, nslow = 0;
+/* The submit event (last priority, after every read of the iteration).
+ * The jobs parsed in this iteration that the library answers quickly are
+ * grouped by counter; the first LCD_INLINE_CALLS groups run right here,
+ * one library call each, and are answered at once (no thread hand-off at
+ * all).  Everything else goes to the workers in one batch, before the
+ * loop starts its own calls, so that they run alongside: slow jobs (first
+ * use of a name, sync durability, --no-coalesce) and the groups beyond
+ * LCD_INLINE_CALLS (many counters at once are served faster by several
+ * threads than by round trips one after another).  A call here that takes
+ * longer than LCD_STALL_US (memcached slow or down, a restore) sends the
+ * loop's work to the workers for the next LCD_BACKOFF_US, so a failing
+ * memcached holds a loop for one call at a time, not one per request.
+ * Jobs that the answers let start (lcd_conn_job_done parses on) join the
+ * next iteration's list. */
+static void submit_pending(lcd_loop *l) {
+  jlist fast = {NULL, NULL, 0}, slow = {NULL, NULL, 0};
+  lcd_job *list = l->pend_head;
+  l->pend_head = l->pend_tail = NULL;
+  l->pend_count = 0;
   int64_t now = now_us();
   while (list) {
     lcd_job *j = list;
     list = j->next;
-    j->next = NULL;
-    int fast = runs_inline(s, j, now);
-    lcd_job **tail = fast ? &here_tail : &slow_tail;
-    if (*tail)
-      (*tail)->next = j;
-    else
-      *(fast ? &here : &slow) = j;
-    *tail = j;
-    (*(fast ? &nhere : &nslow))++;
+    jlist_add(runs_inline(l, j, now) ? &fast : &slow, j);
   }
-  s->st.jobs_pooled += nslow;
-  queue_jobs(p, slow, slow_tail, nslow);
-  while (here) {
-    lcd_job *j = take_chain(&here, &here_tail, &nhere, 1);
+  lcd_job *calls[LCD_INLINE_CALLS];
+  int ncalls = 0;
+  while (fast.head && ncalls < LCD_INLINE_CALLS)
+    calls[ncalls++] = take_chain(&fast.head, &fast.tail, &fast.n, 1);
+  while (fast.head) {
+    lcd_job *j = fast.head;
+    fast.head = j->next;
+    jlist_add(&slow, j);
+  }
+  l->st.jobs_pooled += slow.n;
+  queue_jobs(l->srv, &slow);
+  for (int i = 0; i < ncalls; i++) {
+    lcd_job *j = calls[i];
+    if (now_us() < l->inline_off_until) {     /* backing off: hand over */
+      for (lcd_job *n; j; j = n) {
+        n = j->next;
+        jlist_add(&slow, j);
+      }
+      l->st.jobs_pooled += slow.n;
+      queue_jobs(l->srv, &slow);
+      continue;
+    }
     int64_t t0 = now_us();
-    run_jobs(s->lc, j);
+    run_jobs(l->lc, j);
     int64_t took = now_us() - t0;
-    if ((uint64_t)took > s->st.loop_stall_max_us)
-      s->st.loop_stall_max_us = (uint64_t)took;
-    if (took > LCD_STALL_US && here) {
-      s->st.loop_backoffs++;
-      s->inline_off_until = t0 + took + LCD_BACKOFF_US;
-      size_t n = 0;
-      for (lcd_job *k = here; k; k = k->next)
-        n++;
-      s->st.jobs_pooled += n;
-      queue_jobs(p, here, here_tail, n);
-      here = NULL;
+    if ((uint64_t)took > l->stall_max_us)
+      l->stall_max_us = (uint64_t)took;
+    if (took > LCD_STALL_US) {
+      l->st.loop_backoffs++;
+      l->inline_off_until = t0 + took + LCD_BACKOFF_US;
     }
     while (j) {
       lcd_job *n = j->next;
       j->next = NULL;
-      s->st.jobs_inline++;
+      l->st.jobs_inline++;
       lcd_conn_job_done(j);
       j = n;
     }
@@ -430,23 +459,28 @@ static void submit_cb(evutil_socket_t fd, short what, void *arg) {
   submit_pending(arg);
 }
 
+int lcd_pool_attach(lcd_loop *l) {
+  pthread_mutex_init(&l->done_mu, NULL);
+  l->done_ev = event_new(l->base, -1, 0, done_cb, l);
+  l->submit_ev = event_new(l->base, -1, 0, submit_cb, l);
+  return l->done_ev && l->submit_ev &&
+                 event_priority_set(l->submit_ev, LCD_PRIO_LAST) == 0
+             ? 0 : -1;
+}
+
 int lcd_pool_start(lcd_server *s) {
-  lcd_pool *p = &s->pool;
+  lcd_workers *p = &s->pool;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
-  pthread_mutex_init(&p->done_mu, NULL);
-  p->done_ev = event_new(s->base, -1, 0, done_cb, s);
-  p->submit_ev = event_new(s->base, -1, 0, submit_cb, s);
-  p->threads = calloc((size_t)s->set->threads, sizeof *p->threads);
-  if (!p->done_ev || !p->submit_ev || !p->threads ||
-      event_priority_set(p->submit_ev, LCD_PRIO_LAST) != 0)
+  p->threads = calloc((size_t)s->set->workers, sizeof *p->threads);
+  if (!p->threads)
     return -1;
-  /* Workers take no signals: the loop thread handles them. */
+  /* Workers take no signals: the main loop handles them. */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   int rc = 0;
-  for (int i = 0; i < s->set->threads; i++) {
+  for (int i = 0; i < s->set->workers; i++) {
     if (pthread_create(&p->threads[i], NULL, worker, s) != 0) {
       rc = -1;
       break;
@@ -464,27 +498,41 @@ size_t lcd_pool_queued(lcd_server *s) {
   return n;
 }
 
+/* After the loop threads have stopped: every loop's unsent jobs go to the
+ * workers, the workers finish and are joined, and each loop gets its
+ * finished jobs back (from this thread: no loop runs any more). */
 void lcd_pool_stop(lcd_server *s) {
-  lcd_pool *p = &s->pool;
-  if (!p->threads)
-    return;
-  queue_jobs(p, p->pend_head, p->pend_tail, p->pend_count);
-  p->pend_head = p->pend_tail = NULL;
-  p->pend_count = 0;
-  pthread_mutex_lock(&p->mu);
-  p->stop = 1;
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
-  for (int i = 0; i < p->nthreads; i++)
-    pthread_join(p->threads[i], NULL);
-  take_done(s);
-  if (p->done_ev)
-    event_free(p->done_ev);
-  if (p->submit_ev)
-    event_free(p->submit_ev);
-  free(p->threads);
-  p->threads = NULL;
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->cv);
-  pthread_mutex_destroy(&p->done_mu);
+  lcd_workers *p = &s->pool;
+  for (int i = 0; i < s->nloops; i++) {
+    lcd_loop *l = &s->loops[i];
+    jlist q = {l->pend_head, l->pend_tail, l->pend_count};
+    l->pend_head = l->pend_tail = NULL;
+    l->pend_count = 0;
+    if (p->threads)
+      queue_jobs(s, &q);
+  }
+  if (p->threads) {
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads; i++)
+      pthread_join(p->threads[i], NULL);
+    free(p->threads);
+    p->threads = NULL;
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+  }
+  for (int i = 0; i < s->nloops; i++) {
+    lcd_loop *l = &s->loops[i];
+    if (!l->done_ev)
+      continue;
+    take_done(l);
+    event_free(l->done_ev);
+    l->done_ev = NULL;
+    if (l->submit_ev)
+      event_free(l->submit_ev);
+    l->submit_ev = NULL;
+    pthread_mutex_destroy(&l->done_mu);
+  }
 }

@@ -5,7 +5,7 @@
  * (lc_get_stats: allocations, ids, increments, restores, backwards, log
  * writes and syncs, errors), the tallies' (changes by the daemon, the
  * library's tally figures, the flusher's runs) and the settings in force.
- * Loop thread only.
+ * Any loop thread: the figures are every loop's, summed.
  */
 #include "lcd.h"
 
@@ -34,7 +34,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         "STAT listen %s\r\nSTAT socket %s\r\nSTAT socket_mode %04o\r\n"
         "STAT memcached %s\r\nSTAT db %s\r\nSTAT durability %s\r\n"
         "STAT prefetch %s\r\n"
-        "STAT timeout_ms %d\r\nSTAT threads %d\r\nSTAT max_connections %d"
+        "STAT timeout_ms %d\r\nSTAT threads %d\r\nSTAT workers %d\r\n"
+        "STAT max_connections %d"
         "\r\nSTAT idle_timeout %d\r\nSTAT line_timeout %d\r\n"
         "STAT drain_timeout %d\r\nSTAT reply_timeout %d\r\n"
         "STAT input_max %d\r\nSTAT output_max %d\r\n"
@@ -44,7 +45,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         "STAT sweep_interval %d\r\nEND\r\n",
         set->listen, set->socket_path ? set->socket_path : "none",
         set->socket_mode, set->memcached, set->db,
-        lc_durability_name(set->durability), prefetch, set->timeout_ms, set->threads,
+        lc_durability_name(set->durability), prefetch, set->timeout_ms,
+        set->threads, set->workers,
         set->max_connections, set->idle_timeout, set->line_timeout,
         set->drain_timeout, set->reply_timeout, LCD_INPUT_MAX, LCD_OUTPUT_MAX,
         LCD_CONN_JOBS, set->backlog, set->verbose,
@@ -56,12 +58,16 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
   lc_stats ls;
   memset(&ls, 0, sizeof ls);
   lc_get_stats(s->lc, &ls);
-  const lcd_counters *d = &s->st;
+  lcd_counters sum;
+  uint64_t stall_max;
+  int nopen;
+  lcd_loops_sum(s, &sum, &stall_max, &nopen);
+  const lcd_counters *d = &sum;
   time_t now = lcd_now();
   evbuffer_add_printf(o,
       "STAT pid %ld\r\nSTAT uptime %lld\r\nSTAT time %lld\r\n"
       "STAT version %s\r\nSTAT libevent %s\r\nSTAT pointer_size %d\r\n"
-      "STAT threads %d\r\nSTAT durability %s\r\n"
+      "STAT threads %d\r\nSTAT workers %d\r\nSTAT durability %s\r\n"
       "STAT curr_connections %d\r\nSTAT total_connections %" PRIu64 "\r\n"
       "STAT rejected_connections %" PRIu64 "\r\n"
       "STAT max_connections %d\r\nSTAT cmd_incr %" PRIu64 "\r\n"
@@ -80,7 +86,9 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       (long)getpid(), (long long)(now - s->started),
       (long long)(s->started_wall + (now - s->started)), lc_version(),
       event_get_version(), (int)(sizeof(void *) * 8), set->threads,
-      lc_durability_name(set->durability), s->nopen, d->total_connections,
+      set->workers,
+      lc_durability_name(set->durability), nopen,
+      (uint64_t)atomic_load(&s->total_connections),
       d->rejected_connections, set->max_connections, d->cmd_incr,
       d->incr_ids, d->incr_merged, d->incr_errors, d->cmd_get, d->get_hits,
       d->get_misses, ls.allocations, ls.ids, ls.increments, ls.restores,
@@ -103,7 +111,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       PRIu64 "\r\n",
       d->jobs_inline, d->jobs_pooled, d->incr_calls,
       d->incr_calls ? (double)d->cmd_incr / (double)d->incr_calls : 0.0,
-      d->loop_stall_max_us, d->loop_backoffs);
+      stall_max, d->loop_backoffs);
   uint64_t runs, sweeps, ferrors, flushed;
   lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
   evbuffer_add_printf(o,

@@ -38,6 +38,12 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 #define DEFAULT_LISTEN "127.0.0.1:11311"
 #define DEFAULT_MEMCACHED "--SERVER=127.0.0.1:11211"
 
+/* The CPUs this process may run on, within 1..LCD_THREADS_MAX. */
+static int default_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > LCD_THREADS_MAX ? LCD_THREADS_MAX : (int)n;
+}
+
 static void settings_init(lcd_settings *set) {
   memset(set, 0, sizeof *set);
   set->listen = DEFAULT_LISTEN;
@@ -50,7 +56,8 @@ static void settings_init(lcd_settings *set) {
   set->durability = LC_DURABILITY_DEFAULT;
   set->prefetch = 0;        /* LOGCOUNTER_PREFETCH: parse_options */
   set->timeout_ms = 1000;
-  set->threads = 4;
+  set->threads = default_threads();
+  set->workers = 4;
   set->max_connections = 1024;
   set->idle_timeout = 0;
   set->line_timeout = 10;
@@ -66,8 +73,8 @@ static void settings_init(lcd_settings *set) {
 
 /* ---- logging ----------------------------------------------------------- */
 
-void lcd_log(const lcd_server *s, int level, const char *fmt, ...) {
-  if (s && level > s->set->verbose)
+void lcd_log(const lcd_settings *set, int level, const char *fmt, ...) {
+  if (set && level > set->verbose)
     return;
   char when[32];
   time_t t = time(NULL);
@@ -138,9 +145,14 @@ static void usage(FILE *f) {
     "                          second); SIGTERM gives the unused rest back\n"
     "                          (default: $LOGCOUNTER_PREFETCH, else off)\n"
     "  --timeout MS            memcached timeout, 1..600000 (default %d)\n"
-    "  -t, --threads N         worker threads making library calls, 1..1024\n"
-    "                          (default %d); concurrent requests for one\n"
-    "                          counter share one memcached increment\n"
+    "  -t, --threads N         event-loop threads, 1..%d (default %d, the\n"
+    "                          CPUs): each owns its connections, answers\n"
+    "                          what the library serves quickly itself, and\n"
+    "                          merges a counter's requests of one turn\n"
+    "                          into one memcached increment\n"
+    "  --workers N             threads for slow library calls (first use\n"
+    "                          of a name, sync durability), 1..1024\n"
+    "                          (default %d)\n"
     "  --no-coalesce           do not merge them: every incr request costs\n"
     "                          its own memcached increment (to measure\n"
     "                          what coalescing gains) (default: %s)\n"
@@ -176,7 +188,8 @@ static void usage(FILE *f) {
     "it stopped (they report the log as in use by " LCD_PROG " otherwise).\n\n"
     "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
     (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
-    lc_durability_name(d.durability), d.timeout_ms, d.threads,
+    lc_durability_name(d.durability), d.timeout_ms, LCD_THREADS_MAX,
+    d.threads, d.workers,
     d.coalesce ? "coalescing on" : "off", d.max_connections,
     d.idle_timeout, d.line_timeout, d.drain_timeout, LCD_OUTPUT_MAX / 1024,
     d.reply_timeout, LCD_INPUT_MAX / 1024, d.flush_interval,
@@ -210,7 +223,7 @@ static int parse_int(const char *opt, const char *text, long min, long max,
 static int parse_options(lcd_settings *set, int argc, char **argv) {
   enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
          O_PID, O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP,
-         O_REPLY, O_PREFETCH };
+         O_REPLY, O_PREFETCH, O_WORKERS };
   static const struct option lo[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
@@ -221,6 +234,7 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     {"prefetch", required_argument, NULL, O_PREFETCH},
     {"timeout", required_argument, NULL, O_TIMEOUT},
     {"threads", required_argument, NULL, 't'},
+    {"workers", required_argument, NULL, O_WORKERS},
     {"max-connections", required_argument, NULL, 'c'},
     {"idle-timeout", required_argument, NULL, O_IDLE},
     {"line-timeout", required_argument, NULL, O_LINE},
@@ -267,8 +281,10 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     }
     case O_TIMEOUT: rc = parse_int("--timeout", optarg, 1, 600000,
                                    &set->timeout_ms); break;
-    case 't': rc = parse_int("--threads", optarg, 1, 1024, &set->threads);
-      break;
+    case 't': rc = parse_int("--threads", optarg, 1, LCD_THREADS_MAX,
+                             &set->threads); break;
+    case O_WORKERS: rc = parse_int("--workers", optarg, 1, 1024,
+                                   &set->workers); break;
     case 'c': rc = parse_int("--max-connections", optarg, 1, 1000000,
                              &set->max_connections); break;
     case O_IDLE: rc = parse_int("--idle-timeout", optarg, 0, 86400 * 365,
@@ -309,18 +325,19 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
 
 /* ---- signals and timers ------------------------------------------------ */
 
-void lcd_server_check_drained(lcd_server *s) {
-  if (s->draining && s->nlive == 0)
-    event_base_loopbreak(s->base);
+/* The drain timeout or a second signal: every socket is closed now. */
+static void close_everything(lcd_server *s) {
+  lcd_loops_close(s);
+  event_base_loopbreak(s->loops[0].base);
 }
 
 static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   lcd_server *s = arg;
-  lcd_log(s, 0, "drain timeout: closing %d remaining connections", s->nopen);
-  lcd_conn_close_all(s);
-  event_base_loopbreak(s->base);
+  lcd_log(s->set, 0, "drain timeout: closing %d remaining connections",
+          atomic_load(&s->nopen));
+  close_everything(s);
 }
 
 static const char *signame(int sig) {
@@ -331,30 +348,23 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
   (void)what;
   lcd_server *s = arg;
   if (sig == SIGHUP) {
-    lcd_log(s, 0, "SIGHUP ignored (nothing to reload)");
+    lcd_log(s->set, 0, "SIGHUP ignored (nothing to reload)");
     return;
   }
   if (s->draining) {
-    lcd_log(s, 0, "%s again: closing every connection now",
+    lcd_log(s->set, 0, "%s again: closing every connection now",
             signame((int)sig));
-    lcd_conn_close_all(s);
-    event_base_loopbreak(s->base);
+    close_everything(s);
     return;
   }
   s->draining = 1;
-  lcd_log(s, 0, "%s: no new connections; answering %d open ones",
-          signame((int)sig), s->nopen);
+  lcd_log(s->set, 0, "%s: no new connections; answering %d open ones",
+          signame((int)sig), atomic_load(&s->nopen));
   lcd_stop_listening(s);
   struct timeval tv = {s->set->drain_timeout, 0};
-  event_base_once(s->base, -1, EV_TIMEOUT, drain_timeout_cb, s, &tv);
-  lcd_conn_drain_all(s);
-  lcd_server_check_drained(s);
-}
-
-static void tick_cb(evutil_socket_t fd, short what, void *arg) {
-  (void)fd;
-  (void)what;
-  lcd_conn_sweep(arg);
+  event_base_once(s->loops[0].base, -1, EV_TIMEOUT, drain_timeout_cb, s,
+                  &tv);
+  lcd_loops_drain(s);
 }
 
 /* ---- pidfile ----------------------------------------------------------- */
@@ -418,6 +428,8 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
     s->lc = NULL;
     return EXIT_RUNTIME;
   }
+  for (int i = 0; i < s->nloops; i++)
+    s->loops[i].lc = s->lc;
   return 0;
 }
 
@@ -435,14 +447,15 @@ int main(int argc, char **argv) {
   s.set = &set;
   signal(SIGPIPE, SIG_IGN);
   raise_fd_limit(&set);
-  if (evthread_use_pthreads() != 0 || !(s.base = event_base_new()) ||
-      event_base_priority_init(s.base, LCD_PRIORITIES) != 0) {
-    fprintf(stderr, LCD_PROG ": cannot set up libevent\n");
-    return EXIT_RUNTIME;
-  }
   char owner[64];
-  struct event *sigs[3] = {NULL, NULL, NULL}, *tick = NULL;
+  struct event *sigs[3] = {NULL, NULL, NULL};
   int pidfile_written = 0;
+  if (evthread_use_pthreads() != 0 || lcd_loops_init(&s) != 0) {
+    fprintf(stderr, LCD_PROG ": cannot set up libevent\n");
+    status = EXIT_RUNTIME;
+    goto out;
+  }
+  struct event_base *base = s.loops[0].base;
   if ((status = lcd_listen(&s)) ||
       (status = open_log(&s, owner, sizeof owner)))
     goto out;
@@ -453,52 +466,54 @@ int main(int argc, char **argv) {
   }
   const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
   for (int i = 0; i < 3; i++) {
-    sigs[i] = evsignal_new(s.base, signums[i], signal_cb, &s);
+    sigs[i] = evsignal_new(base, signums[i], signal_cb, &s);
     if (!sigs[i] || event_add(sigs[i], NULL) != 0) {
       fprintf(stderr, LCD_PROG ": cannot set up signal handling\n");
       status = EXIT_RUNTIME;
       goto out;
     }
   }
-  struct timeval sec = {1, 0};
-  tick = event_new(s.base, -1, EV_PERSIST, tick_cb, &s);
-  if (!tick || event_add(tick, &sec) != 0 || lcd_pool_start(&s) != 0 ||
-      lcd_flusher_start(&s) != 0) {
-    fprintf(stderr, LCD_PROG ": cannot start the worker threads\n");
+  s.started = lcd_now();
+  s.started_wall = time(NULL);
+  if (lcd_pool_start(&s) != 0 || lcd_flusher_start(&s) != 0 ||
+      lcd_loops_start(&s) != 0) {
+    fprintf(stderr, LCD_PROG ": cannot start the threads\n");
     status = EXIT_RUNTIME;
     goto out;
   }
-  s.started = lcd_now();
-  s.started_wall = time(NULL);
   char pbuf[24];
-  lcd_log(&s, 0, "%s ready: listening on %s%s%s, log %s (%s, prefetch %s), "
-          "memcached %s, %d threads%s, tally flush every %d s", lc_version(),
+  lcd_log(&set, 0, "%s ready: listening on %s%s%s, log %s (%s, prefetch %s), "
+          "memcached %s, %d event-loop threads, %d workers%s, tally flush "
+          "every %d s", lc_version(),
           set.listen, set.socket_path ? " and " : "",
           set.socket_path ? set.socket_path : "", set.db,
           lc_durability_name(set.durability),
           lcd_prefetch_text(set.prefetch, pbuf), set.memcached, set.threads,
-          set.coalesce ? "" : ", no coalescing", set.flush_interval);
-  if (event_base_dispatch(s.base) < 0) {
-    lcd_log(&s, 0, "event loop failed");
+          set.workers, set.coalesce ? "" : ", no coalescing",
+          set.flush_interval);
+  if (event_base_dispatch(base) < 0) {
+    lcd_log(&set, 0, "event loop failed");
     status = EXIT_RUNTIME;
   }
-  lcd_log(&s, 0, "stopping: waiting for the workers");
+  lcd_log(&set, 0, "stopping: waiting for the threads");
 
 out:
   lcd_stop_listening(&s);
-  lcd_conn_close_all(&s);
-  lcd_pool_stop(&s);              /* every job comes back; conns freed */
+  if (s.loops) {
+    lcd_loops_join(&s);           /* the other loops end; sockets closed */
+    lcd_pool_stop(&s);            /* every job comes back; conns freed */
+  }
   lcd_flusher_stop(&s);
   if (s.lc && s.started && lcd_flush_final(&s) != 0)
     status = EXIT_RUNTIME;
   if (s.lc) {
     int rc = lc_close(s.lc);
     if (rc) {
-      lcd_log(&s, 0, "cannot close the log '%s': %s (%s)", set.db,
+      lcd_log(&set, 0, "cannot close the log '%s': %s (%s)", set.db,
               lc_strerror(rc), lc_last_detail());
       status = EXIT_RUNTIME;
     } else if (s.started) {
-      lcd_log(&s, 0, "log closed; exiting");
+      lcd_log(&set, 0, "log closed; exiting");
     }
   }
   if (pidfile_written)
@@ -506,8 +521,6 @@ out:
   for (int i = 0; i < 3; i++)
     if (sigs[i])
       event_free(sigs[i]);
-  if (tick)
-    event_free(tick);
-  event_base_free(s.base);
+  lcd_loops_free(&s);
   return status;
 }
