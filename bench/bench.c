@@ -214,7 +214,7 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
     for (int t = 0; t < nt; t++) {  /* each case close in time to its incr */
       for (int i = 0; i < cs->n; i++) {
         const workload *w = &cs->w[i];
-        if (wide_only[t] && counts[t] > w->wide_max) continue;
+        if (!workload_runs_at(w, counts[t], wide_only[t])) continue;
         sample *x = &s[(i * nt + t) * cfg->runs + r];
         bool ran = run_once(w, counts[t], w->time_share > 0
                                               ? each * w->time_share : each, x);
@@ -227,7 +227,7 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
   }
   for (int i = 0; i < cs->n; i++) {
     for (int t = 0; t < nt; t++) {
-      if (wide_only[t] && counts[t] > cs->w[i].wide_max) continue;
+      if (!workload_runs_at(&cs->w[i], counts[t], wide_only[t])) continue;
       sample *runs = &s[(i * nt + t) * cfg->runs], *med = runs;
       double rates[BENCH_MAX_RUNS];
       for (int r = 0; r < cfg->runs; r++) rates[r] = runs[r].ids_per_s;

@@ -135,7 +135,15 @@ typedef struct workload {
                               to this one (0: only at cfg->threads) */
   double time_share;       /* the part of a point's time its runs get
                               (0: all of it; the peers: BENCH_PEER_SHARE) */
+  int threads_max;         /* runs only at counts up to this (0: all) */
 } workload;
+
+/* Does w run at this thread count (wide_only: not among cfg->threads)? */
+static inline bool workload_runs_at(const workload *w, int threads,
+                                    bool wide_only) {
+  return !(wide_only && threads > w->wide_max) &&
+         !(w->threads_max > 0 && threads > w->threads_max);
+}
 
 typedef struct sample {
   double ids_per_s, p50_us, p99_us, p999_us;

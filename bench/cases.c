@@ -231,7 +231,7 @@ static void add(case_set *cs, const char *kase, const char *mode,
                 void (*close)(void *),
                 int64_t (*op)(void *, void *, char *, size_t), int wide_max) {
   workload *w = &cs->w[cs->n++];
-  *w = (workload){kase, mode, block, shared, open, close, op, wide_max, 0};
+  *w = (workload){kase, mode, block, shared, open, close, op, wide_max, 0, 0};
 }
 
 int cases_open(const bench_cfg *cfg, case_set *cs) {

@@ -10,6 +10,11 @@
  *                            --no-coalesce (one memcached incr per request)
  *   daemon-incr prefetch     the same against a logcounterd started with
  *                            --prefetch auto (ids from segments in memory)
+ *   daemon-incr coalesce-pipe100, prefetch-pipe100
+ *                            one connection (1 thread only) pipelining:
+ *                            one call writes 100 "incr KEY 1" lines at
+ *                            once on a raw socket, then reads the 100
+ *                            answers (block 100: the ids of one call)
  *
  * Each thread is one client connection: its own memcached_st (libmemcached,
  * TCP_NODELAY, text protocol), all on ONE counter.  A thread checks that
@@ -22,9 +27,14 @@
  */
 #include "bench.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define DAEMON_KEY "bench-daemon"
 
@@ -33,10 +43,25 @@ typedef struct daemon_shared {
   const char *config;
 } daemon_shared;
 
+#define PIPE_KEY "bench-pipe"
+#define PIPE_DEPTH 100
+
 typedef struct daemon_priv {
   daemon_shared d[3];       /* coalesce, no-coalesce, prefetch */
   const char *mode[3];
+  daemon_shared pipe[2];    /* coalesce, prefetch: pipelined */
 } daemon_priv;
+
+/* A pipelining connection: a raw socket, the 100 request lines, and the
+ * answers read so far. */
+typedef struct pipe_thread {
+  int fd;
+  uint64_t last;
+  char req[PIPE_DEPTH * sizeof "incr " PIPE_KEY " 1\r\n"];
+  size_t req_len;
+  char in[8192];
+  size_t in_len;
+} pipe_thread;
 
 typedef struct daemon_thread {
   memcached_st *mc;
@@ -80,6 +105,89 @@ static int64_t daemon_op(void *shared, void *state, char *err, size_t n) {
   return 1;
 }
 
+/* 127.0.0.1:PORT from a "--SERVER=127.0.0.1:PORT" config: the port. */
+static int config_port(const char *config) {
+  const char *colon = strrchr(config, ':');
+  return colon ? atoi(colon + 1) : 0;
+}
+
+static int pipe_thread_open(void *shared, void **state, char *err, size_t n) {
+  daemon_shared *s = shared;
+  pipe_thread *t = calloc(1, sizeof *t);
+  if (t == NULL) {
+    snprintf(err, n, "out of memory");
+    return -1;
+  }
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)config_port(s->config))};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  int one = 1;
+  t->fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (t->fd < 0 || connect(t->fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    snprintf(err, n, "cannot connect to the daemon (%s)", s->config);
+    if (t->fd >= 0) close(t->fd);
+    free(t);
+    return -1;
+  }
+  setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  for (int i = 0; i < PIPE_DEPTH; i++)
+    t->req_len += (size_t)sprintf(t->req + t->req_len,
+                                  "incr " PIPE_KEY " 1\r\n");
+  *state = t;
+  return 0;
+}
+
+static void pipe_thread_close(void *state) {
+  pipe_thread *t = state;
+  close(t->fd);
+  free(t);
+}
+
+/* One call: 100 requests in one write, then their 100 answers, each a
+ * number above the one before. */
+static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
+  (void)shared;
+  pipe_thread *t = state;
+  for (size_t off = 0; off < t->req_len;) {
+    ssize_t w = write(t->fd, t->req + off, t->req_len - off);
+    if (w <= 0) {
+      snprintf(err, n, "write to the daemon failed");
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  int answers = 0;
+  while (answers < PIPE_DEPTH) {
+    char *eol = memchr(t->in, '\n', t->in_len);
+    if (eol == NULL) {
+      if (t->in_len == sizeof t->in) {
+        snprintf(err, n, "answer line too long");
+        return -1;
+      }
+      ssize_t r = read(t->fd, t->in + t->in_len, sizeof t->in - t->in_len);
+      if (r <= 0) {
+        snprintf(err, n, "the daemon closed the connection");
+        return -1;
+      }
+      t->in_len += (size_t)r;
+      continue;
+    }
+    char *end;
+    uint64_t v = strtoull(t->in, &end, 10);
+    if (end == t->in || v <= t->last) {
+      snprintf(err, n, "bad answer '%.*s' after %llu",
+               (int)(eol - t->in), t->in, (unsigned long long)t->last);
+      return -1;
+    }
+    t->last = v;
+    answers++;
+    size_t used = (size_t)(eol + 1 - t->in);
+    memmove(t->in, eol + 1, t->in_len - used);
+    t->in_len -= used;
+  }
+  return PIPE_DEPTH;
+}
+
 int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   if (!bench_case_selected(cfg, "daemon-incr")) return 0;
   if (cfg->daemon == NULL) {
@@ -106,7 +214,20 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
     if ((d->master = mc_open(configs[i])) == NULL) return -1;
     workload *w = &cs->w[cs->n++];
     *w = (workload){"daemon-incr", p->mode[i], 1, d, daemon_thread_open,
-                    daemon_thread_close, daemon_op, BENCH_MAX_THREADS, 0};
+                    daemon_thread_close, daemon_op, BENCH_MAX_THREADS, 0, 0};
+  }
+  const char *pipes[2] = {cfg->daemon, cfg->daemon_pf};
+  static const char *pipe_mode[2] = {"coalesce-pipe100", "prefetch-pipe100"};
+  for (int i = 0; i < 2; i++) {
+    if (pipes[i] == NULL) continue;
+    if (cs->n >= BENCH_LINES_MAX) {
+      fprintf(stderr, "bench: too many case lines\n");
+      return -1;
+    }
+    p->pipe[i].config = pipes[i];
+    cs->w[cs->n++] = (workload){"daemon-incr", pipe_mode[i], PIPE_DEPTH,
+                                &p->pipe[i], pipe_thread_open,
+                                pipe_thread_close, pipe_op, 0, 0, 1};
   }
   return 0;
 }

@@ -62,7 +62,7 @@ int tally_cases_open(const bench_cfg *cfg, case_set *cs) {
     return -1;
   workload *w = &cs->w[cs->n++];
   *w = (workload){"tally-add", "views", 1, p->h, NULL, NULL, tally_add_op,
-                  0, 0};
+                  0, 0, 0};
   return 0;
 }
 

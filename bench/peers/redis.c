@@ -178,7 +178,7 @@ static int add(case_set *cs, const char *kase, const char *mode,
     return fprintf(stderr, "bench: too many case lines\n"), -1;
   cs->w[cs->n++] = (workload){kase, mode, s->block, s, redis_thread_open,
                               redis_thread_close, redis_op,
-                              BENCH_PEER_WIDE_MAX, BENCH_PEER_SHARE};
+                              BENCH_PEER_WIDE_MAX, BENCH_PEER_SHARE, 0};
   return 0;
 }
 
