@@ -207,7 +207,8 @@ static int load(void) {
   int64_t *all = malloc((total ? total : 1) * sizeof *all);
   size_t k = 0;
   for (int i = 0; i < conns; i++) {
-    memcpy(all + k, ws[i].values, ws[i].nvalues * sizeof *all);
+    if (ws[i].nvalues)          /* -t keeps no values: values is NULL */
+      memcpy(all + k, ws[i].values, ws[i].nvalues * sizeof *all);
     k += ws[i].nvalues;
   }
   qsort(all, total, sizeof *all, cmp64);
