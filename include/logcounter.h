@@ -77,7 +77,9 @@ extern "C" {
                     "the daemon stopped)")                            \
   X(ETALLYRANGE, -16, "tally change would take the total (with what is "  \
                       "pending) out of the signed 64-bit range")          \
-  X(EDELTA,    -17, "invalid tally delta (must be non-zero)")
+  X(EDELTA,    -17, "invalid tally delta (must be non-zero)")              \
+  X(EOWNED,    -18, "the counter is owned by another log (or was released "\
+                    "from this one)")
 
 typedef enum {
 #define LC__ERR_ENUM(name, num, msg) LC_##name = (num),
@@ -206,6 +208,29 @@ LC_EXTERN int lc_advance(lc_t *h, const char *name, int64_t min_next);
 /* The synced reservation of the counter (0 if none): after a crash the
  * restore starts above it. */
 LC_EXTERN int lc_reservation(lc_t *h, const char *name, int64_t *value);
+
+/* ==== Ownership =========================================================
+ *
+ * One log owns a counter.  A log has a random identity; before a handle
+ * first increments, restores or raises a counter (and before it re-seeds
+ * one that memcached lost) it claims the counter in memcached (the key
+ * "lo:" NAME, on the counter's server, holding "LOGID HOST PID").  A
+ * counter claimed by another log fails with LC_EOWNED, whose detail names
+ * that log, and this log remembers the refusal in itself (durably, so
+ * that a memcached loss does not undo it) until lc_adopt.  Reads
+ * (lc_current) claim nothing. */
+
+/* Gives the counter up so that another log may adopt it: no value goes
+ * out of this handle any more, the final value (*final: the highest value
+ * handed out or taken from memcached) is synced to the log with the mark
+ * "released", and the claim is dropped.  This log then refuses the
+ * counter (LC_EOWNED) until it adopts it back. */
+LC_EXTERN int lc_release(lc_t *h, const char *name, int64_t *final);
+/* Takes the counter over: forgets a refusal or release recorded in this
+ * log, claims the counter (LC_EOWNED if another log still holds the
+ * claim) and, when above > 0, raises it so that the next value is above
+ * `above` (the value the old log's release printed). */
+LC_EXTERN int lc_adopt(lc_t *h, const char *name, int64_t above);
 
 /* One log record: the block [first, last] (count values) and the time it
  * was written, in microseconds since the Unix epoch. */

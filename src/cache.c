@@ -230,3 +230,58 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
   give(c, mc);
   return err;
 }
+
+int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
+                       const char *key, size_t klen, const char *v,
+                       size_t vlen) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  memcached_return_t rc =
+      memcached_add_by_key(mc, master, mlen, key, klen, v, vlen, 0, 0);
+  if (rc == MEMCACHED_SUCCESS)
+    err = 0;
+  else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS)
+    err = LC__EXISTS;
+  else
+    err = map_error(mc, rc, "add");
+  give(c, mc);
+  return err;
+}
+
+int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
+                       const char *key, size_t klen, char *buf,
+                       size_t size) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  size_t vlen = 0;
+  uint32_t flags = 0;
+  memcached_return_t rc;
+  char *v = memcached_get_by_key(mc, master, mlen, key, klen, &vlen, &flags,
+                                 &rc);
+  if (v != NULL || rc == MEMCACHED_SUCCESS) {
+    size_t n = vlen < size - 1 ? vlen : size - 1;
+    if (n) memcpy(buf, v, n);
+    buf[n] = '\0';
+    free(v);
+    err = 0;
+  } else {
+    err = rc == MEMCACHED_NOTFOUND ? LC__MISS : map_error(mc, rc, "get");
+  }
+  give(c, mc);
+  return err;
+}
+
+int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
+                     const char *key, size_t klen) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  memcached_return_t rc = memcached_delete_by_key(mc, master, mlen, key, klen,
+                                                  0);
+  err = rc == MEMCACHED_SUCCESS ? 0
+        : rc == MEMCACHED_NOTFOUND ? LC__MISS : map_error(mc, rc, "delete");
+  give(c, mc);
+  return err;
+}

@@ -82,6 +82,7 @@ static lc__counter *counter_new(const char *name, size_t n) {
 
 static void counter_free(lc__counter *c) {
   lc__seg_destroy(c);
+  free(c->refused_by);
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
   free(c);
@@ -159,6 +160,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   int64_t max = 0, res = 0;
   int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
   if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
+  if (!rc) rc = lc__claim_load(h, c);
   if (rc) return rc;
   pthread_mutex_lock(&c->mu);     /* read under mu by lc_next_n */
   c->floor = max > res ? max : res;
@@ -168,10 +170,12 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   return 0;
 }
 
-/* Leader only: seeds a lost key at max(floor, log max) with add. */
+/* Leader only: seeds a lost key at max(floor, log max) with add, after
+ * claiming the counter again (memcached lost the claim with the key). */
 static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
   int64_t max = 0;
-  int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
+  int rc = lc__claim(h, c);
+  if (!rc) rc = lc__log_max(&h->log, c->name, c->nlen, &max);
   if (rc) return rc;
   if (max > c->floor) c->floor = max;
   rc = lc__cache_add(&h->cache, c->key, c->klen, (uint64_t)c->floor);
@@ -469,10 +473,11 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if ((rc = lc__counter_lookup(h, name, &c)) != 0) return count_call(h, rc, n);
   if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
   pthread_mutex_lock(&c->mu);
-  if (!c->loaded) {  /* first use: floor and reservation from the log */
+  if (!c->claimed) {  /* first use: floor and reservation, then the claim */
     pthread_mutex_unlock(&c->mu);
     lc__counter_acquire(c);
     rc = lc__counter_load(h, c);
+    if (!rc && !c->claimed) rc = lc__claim(h, c);
     lc__counter_release(c);
     if (rc) return count_call(h, rc, n);
     pthread_mutex_lock(&c->mu);
@@ -505,7 +510,7 @@ int lc_next_quick(lc_t *h, const char *name) {
     return 0;
   }
   pthread_mutex_lock(&c->mu);
-  int quick = c->loaded;
+  int quick = c->claimed;
   pthread_mutex_unlock(&c->mu);
   return quick;
 }
@@ -514,9 +519,11 @@ int lc_next(lc_t *h, const char *name, int64_t *value) {
   return lc_next_n(h, name, 1, value);
 }
 
-/* Runs op as the counter's leader, with its state loaded. */
+/* Runs op as the counter's leader, with its state loaded (and, when
+ * claim, the counter claimed by this log). */
 static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
-                     int (*op)(lc_t *, lc__counter *, int64_t, int64_t *)) {
+                     int (*op)(lc_t *, lc__counter *, int64_t, int64_t *),
+                     bool claim) {
   lc__detail_clear();
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
   lc__counter *c;
@@ -525,6 +532,7 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   if (!rc) {
     lc__counter_acquire(c);
     rc = lc__counter_load(h, c);
+    if (!rc && claim && !c->claimed) rc = lc__claim(h, c);
     if (!rc) rc = op(h, c, arg, out);
     lc__counter_release(c);
   }
@@ -610,11 +618,11 @@ int lc_current(lc_t *h, const char *name, int64_t *value) {
     return rc ? lc__fail(rc, "invalid counter name")
               : lc__remote_current(h, name, value);
   }
-  if (h == NULL) return exclusive(h, name, 0, value, op_current);
+  if (h == NULL) return exclusive(h, name, 0, value, op_current, false);
   lc__detail_clear();
   lc__counter *c;
   int rc = find(h, name, false, &c);
-  if (!rc && c) return exclusive(h, name, 0, value, op_current);
+  if (!rc && c) return exclusive(h, name, 0, value, op_current, false);
   if (!rc) {
     /* Not used by this handle: read it without keeping any state, so
      * that reading many names (a daemon's "get NAME") costs no memory. */
@@ -632,12 +640,44 @@ int lc_current(lc_t *h, const char *name, int64_t *value) {
 
 int lc_restore(lc_t *h, const char *name, int64_t *value) {
   if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  return exclusive(h, name, 0, value, op_restore);
+  return exclusive(h, name, 0, value, op_restore, true);
 }
 
 int lc_advance(lc_t *h, const char *name, int64_t min_next) {
   if (min_next < 1) return lc__fail(LC_EINVAL, "advance to %lld", (long long)min_next);
-  return exclusive(h, name, min_next, NULL, op_advance);
+  return exclusive(h, name, min_next, NULL, op_advance, true);
+}
+
+/* The counter is this log's (claimed): no value goes out any more; the
+ * final value (the highest handed out or taken from memcached) is
+ * recorded with the release, and the claim dropped. */
+static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
+  (void)arg;
+  int rc = lc__seg_drop(h, c, LC_VALUE_MAX);     /* every held segment */
+  int64_t final = 0;
+  if (!rc) rc = op_restore(h, c, 0, &final);      /* never below floor */
+  if (!rc) rc = lc__claim_release(h, c, final);
+  if (!rc) *out = final;
+  return rc;
+}
+
+static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
+  (void)out;
+  int rc = atomic_load(&c->refusal) ? lc__claim_forget(h, c) : 0;
+  if (!rc) rc = lc__claim(h, c);
+  if (!rc && above > 0) rc = op_advance(h, c, above + 1, NULL);
+  return rc;
+}
+
+int lc_release(lc_t *h, const char *name, int64_t *final) {
+  if (final == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
+  return exclusive(h, name, 0, final, op_release, true);
+}
+
+int lc_adopt(lc_t *h, const char *name, int64_t above) {
+  if (above < 0 || above >= LC_VALUE_MAX)
+    return lc__fail(LC_EINVAL, "adopt above %lld", (long long)above);
+  return exclusive(h, name, above, NULL, op_adopt, false);
 }
 
 int lc_reservation(lc_t *h, const char *name, int64_t *value) {

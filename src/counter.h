@@ -59,6 +59,10 @@ struct lc__counter {
                                  next waits (c->cv), so the log's value
                                  only ever grows */
   bool loaded;
+  bool claimed;               /* claim.c: this log holds the claim */
+  _Atomic int refusal;        /* claim.c: LC__REFUSED / LC__RELEASED (read
+                                 without mu on the hot path) */
+  char *refused_by;           /* the claim that refused it, or NULL */
   bool used;                  /* allocated or advanced by this handle */
   int64_t floor, reserved;
   /* segment.c, under mu */
@@ -89,6 +93,21 @@ int lc__counter_load(lc_t *h, lc__counter *c);
  * floor is not moved. */
 int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
                           int64_t *last);
+
+/* claim.c (leader only, except lc__claim_refused) */
+#define LC__REFUSED 1
+#define LC__RELEASED 2
+/* Reads a refusal or release recorded in the log for c (at load). */
+int lc__claim_load(lc_t *h, lc__counter *c);
+/* Claims c in memcached (see claim.c); 0, LC_EOWNED or another code. */
+int lc__claim(lc_t *h, lc__counter *c);
+/* LC_EOWNED with the reason c is refused. */
+int lc__claim_refused(const lc__counter *c);
+/* Records the release of c at final (synced, with the reservation) and
+ * drops its claim in memcached. */
+int lc__claim_release(lc_t *h, lc__counter *c, int64_t final);
+/* Deletes the refusal or release of c from the log (adopt). */
+int lc__claim_forget(lc_t *h, lc__counter *c);
 
 /* segment.c */
 /* lc_next_n for a handle with prefetch on. */

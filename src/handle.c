@@ -121,8 +121,12 @@ int lc_open(const lc_options *o, lc_t **out) {
   int rc = remote ? open_remote(h)
                   : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                                    h->opt.pool_size);
-  if (!rc && !remote)
+  if (!rc && !remote) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
+    if (!rc && (rc = lc__log_identity(&h->log, h->log_id)) != 0)
+      lc__log_close(&h->log);
+    if (!rc) lc__claim_text(h);
+  }
   if (!rc && !remote && h->opt.prefetch) {
     rc = lc__prefetcher_start(h);
     if (rc) lc__log_close(&h->log);

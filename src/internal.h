@@ -46,6 +46,8 @@ void lc__detail_set(const char *text);
 #define LC__RECORD_LEN 17         /* version, count, time */
 #define LC__FORMAT_KEY "!logcounter-format"
 #define LC__FORMAT_VALUE "1"
+#define LC__ID_KEY "!logcounter-id"   /* the log's identity (claim.c) */
+#define LC__ID_LEN 16
 
 void lc__be64_put(unsigned char *p, uint64_t v);
 uint64_t lc__be64_get(const unsigned char *p);
@@ -83,6 +85,17 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
                     uint64_t expect, uint64_t to);
 /* 0 when stored, LC__EXISTS when the key is present, or negative. */
 int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v);
+/* Text values kept on the server of master (the counter's key): add
+ * (0, LC__EXISTS or negative), get into buf (NUL-terminated, cut to
+ * size - 1; 0, LC__MISS or negative) and delete (0, LC__MISS or
+ * negative). */
+int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
+                       const char *key, size_t klen, const char *v,
+                       size_t vlen);
+int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
+                       const char *key, size_t klen, char *buf, size_t size);
+int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
+                     const char *key, size_t klen);
 
 /* ---- log.c ---- */
 typedef struct lc__log {
@@ -118,6 +131,10 @@ int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
 /* The largest logged value of the counter (0 if none): one reverse seek. */
 int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync);
+/* claim.c: the log's identity (read, or made and synced on first open). */
+int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]);
+/* claim.c: h->claim from h->log_id, the host name and the pid. */
+void lc__claim_text(lc_t *h);
 
 /* ---- counter.c ---- */
 typedef struct lc__counter lc__counter;
@@ -184,6 +201,8 @@ struct lc {
   lc__log log;
   lc__table counters;
   lc__tallies tallies;
+  char log_id[LC__ID_LEN + 1];    /* claim.c: this log's identity */
+  char claim[LC__ID_LEN + 96];    /* "ID HOST PID": what a claim holds */
   struct {                /* segment.c: the prefetcher (prefetch on) */
     pthread_mutex_t mu;
     pthread_cond_t cv;

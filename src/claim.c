@@ -1,0 +1,247 @@
+/*
+ * claim.c - one owning log per counter, enforced (issue 14).
+ *
+ * Each log has a random identity, made when the log is created and kept
+ * under LC__ID_KEY.  Before a handle first increments, seeds, restores or
+ * raises a counter, and again before it seeds the counter after memcached
+ * lost it, it claims the counter: memcached `add` of "lo:" NAME, holding
+ * "ID HOST PID", on the server of the counter's own key ("lc:" NAME, the
+ * _by_key master).  The claim is never given an expiry.
+ *
+ *   - stored, or already holding this log's ID: the counter is this
+ *     log's;
+ *   - holding another ID: LC_EOWNED, naming that log, its host and pid.
+ *     The refusal is also written (synced) to this log, under 'o' NAME,
+ *     so the counter stays refused after a memcached loss wipes the
+ *     claim, until lc_adopt.  lc_release writes the same key, marked
+ *     released.
+ *
+ * What this cannot catch (memcached is not durable): a claim evicted or
+ * lost with memcached lets a brand-new log, whose first use of the name
+ * comes next, claim the counter; the real owner's next claim (at its next
+ * seed or restart) then fails loudly with LC_EOWNED, but ids the intruder
+ * handed out meanwhile may repeat the owner's.
+ */
+#include "internal.h"
+#include "counter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CLAIM_PREFIX "lo:"
+#define REFUSED 'R'
+#define RELEASED 'X'
+#define CLAIM_MAX 120           /* bytes of a claim's text kept */
+
+/* 16 random hex digits (from /dev/urandom; the time and pid if that
+ * fails, which only weakens the randomness). */
+static void random_id(char id[LC__ID_LEN + 1]) {
+  unsigned char b[LC__ID_LEN / 2];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  bool ok = fd >= 0 && read(fd, b, sizeof b) == (ssize_t)sizeof b;
+  if (fd >= 0) close(fd);
+  if (!ok) {
+    uint64_t v = (uint64_t)lc__now_us() ^ ((uint64_t)getpid() << 40);
+    lc__be64_put(b, v);
+  }
+  for (size_t i = 0; i < sizeof b; i++)
+    snprintf(id + 2 * i, 3, "%02x", b[i]);
+}
+
+int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]) {
+  char *err = NULL;
+  size_t vlen = 0;
+  const char *k = LC__ID_KEY;
+  char *v = leveldb_get(l->db, l->read, k, strlen(k), &vlen, &err);
+  if (err) {
+    int rc = lc__fail(LC_ELOG, "read the log's identity: %s", err);
+    leveldb_free(err);
+    return rc;
+  }
+  if (v != NULL) {
+    bool ok = vlen == LC__ID_LEN;
+    if (ok) {
+      memcpy(id, v, LC__ID_LEN);
+      id[LC__ID_LEN] = '\0';
+    }
+    leveldb_free(v);
+    return ok ? 0 : lc__fail(LC_ECORRUPT, "the log's identity has %zu bytes",
+                             vlen);
+  }
+  random_id(id);
+  leveldb_put(l->db, l->sync, k, strlen(k), id, LC__ID_LEN, &err);
+  if (err) {
+    int rc = lc__fail(LC_ELOG, "write the log's identity: %s", err);
+    leveldb_free(err);
+    return rc;
+  }
+  return 0;
+}
+
+void lc__claim_text(lc_t *h) {
+  char host[64] = "?";
+  if (gethostname(host, sizeof host) != 0) strcpy(host, "?");
+  host[sizeof host - 1] = '\0';
+  for (char *p = host; *p; p++)
+    if (*p <= ' ' || *p > '~') *p = '?';
+  snprintf(h->claim, sizeof h->claim, "%s %s %ld", h->log_id, host,
+           (long)getpid());
+}
+
+/* The claim text that refused c (n bytes of text), kept on the heap: most
+ * counters never need it. */
+static int set_refused_by(lc__counter *c, const char *text, size_t n) {
+  char *t = malloc(n + 1);
+  if (t == NULL) return lc__fail(LC_ENOMEM, "cannot keep the claim text");
+  memcpy(t, text, n);
+  t[n] = '\0';
+  free(c->refused_by);
+  c->refused_by = t;
+  return 0;
+}
+
+/* claimed is read under mu by lc_next_n's callers. */
+static void set_claimed(lc__counter *c, bool claimed) {
+  pthread_mutex_lock(&c->mu);
+  c->claimed = claimed;
+  pthread_mutex_unlock(&c->mu);
+}
+
+static size_t claim_key(char *buf, const lc__counter *c) {
+  memcpy(buf, CLAIM_PREFIX, sizeof CLAIM_PREFIX - 1);
+  memcpy(buf + sizeof CLAIM_PREFIX - 1, c->name, c->nlen);
+  return sizeof CLAIM_PREFIX - 1 + c->nlen;
+}
+
+static size_t refusal_key(char *buf, const char *name, size_t nlen) {
+  buf[0] = 'o';
+  memcpy(buf + 1, name, nlen);
+  return nlen + 1;
+}
+
+/* "log ID (host HOST, pid PID)" from a claim's text. */
+static void describe(const char *claim, char *out, size_t size) {
+  char id[LC__ID_LEN + 1] = "?", host[64] = "?";
+  long pid = 0;
+  if (sscanf(claim, "%16s %63s %ld", id, host, &pid) == 3)
+    snprintf(out, size, "log %s (host %s, pid %ld)", id, host, pid);
+  else
+    snprintf(out, size, "log '%.40s'", claim);
+}
+
+int lc__claim_load(lc_t *h, lc__counter *c) {
+  char key[LC_NAME_MAX + 2];
+  size_t klen = refusal_key(key, c->name, c->nlen);
+  char *err = NULL;
+  size_t vlen = 0;
+  char *v = leveldb_get(h->log.db, h->log.read, key, klen, &vlen, &err);
+  if (err) {
+    int rc = lc__fail(LC_ELOG, "read the claim of %s: %s", c->name, err);
+    leveldb_free(err);
+    return rc;
+  }
+  if (v == NULL) return 0;
+  int rc = 0;
+  if (vlen >= 1 && (v[0] == REFUSED || v[0] == RELEASED)) {
+    rc = set_refused_by(c, v + 1, vlen - 1 < CLAIM_MAX ? vlen - 1 : CLAIM_MAX);
+    if (!rc)
+      atomic_store(&c->refusal, v[0] == REFUSED ? LC__REFUSED : LC__RELEASED);
+  }
+  leveldb_free(v);
+  return rc;
+}
+
+int lc__claim_refused(const lc__counter *c) {
+  int r = atomic_load(&c->refusal);
+  if (r == LC__RELEASED)
+    return lc__fail(LC_EOWNED, "counter %s was released from this log "
+                    "(logcounter adopt takes it back)", c->name);
+  char who[160];
+  describe(c->refused_by ? c->refused_by : "", who, sizeof who);
+  return lc__fail(LC_EOWNED, "counter %s is owned by %s; this log refuses "
+                  "it until 'logcounter adopt'", c->name, who);
+}
+
+/* Writes the refusal or release of c to the log (synced), with the
+ * reservation too when reservation > 0. */
+static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
+                       int64_t reservation) {
+  char key[LC_NAME_MAX + 2], val[1 + CLAIM_MAX];
+  size_t klen = refusal_key(key, c->name, c->nlen);
+  size_t tlen = strlen(text);
+  if (tlen > CLAIM_MAX) tlen = CLAIM_MAX;
+  val[0] = kind;
+  memcpy(val + 1, text, tlen);
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  leveldb_writebatch_put(b, key, klen, val, tlen + 1);
+  if (reservation > 0)
+    lc__log_batch_reservation(b, c->name, c->nlen, reservation);
+  int rc = lc__log_write(&h->log, b, true);
+  leveldb_writebatch_destroy(b);
+  LC__STAT(h, log_syncs, 1);
+  if (rc) return rc;
+  rc = set_refused_by(c, text, tlen);
+  if (!rc)
+    atomic_store(&c->refusal, kind == REFUSED ? LC__REFUSED : LC__RELEASED);
+  return rc;
+}
+
+int lc__claim(lc_t *h, lc__counter *c) {
+  if (atomic_load(&c->refusal)) return lc__claim_refused(c);
+  char key[LC_NAME_MAX + 8], held[CLAIM_MAX + 1];
+  size_t klen = claim_key(key, c);
+  for (int attempt = 0; attempt < 3; attempt++) {
+    int rc = lc__cache_add_text(&h->cache, c->key, c->klen, key, klen,
+                                h->claim, strlen(h->claim));
+    if (rc == 0) {
+      set_claimed(c, true);
+      return 0;
+    }
+    if (rc != LC__EXISTS) return rc;
+    rc = lc__cache_get_text(&h->cache, c->key, c->klen, key, klen, held,
+                            sizeof held);
+    if (rc == LC__MISS) continue;          /* released meanwhile: again */
+    if (rc) return rc;
+    if (strncmp(held, h->log_id, LC__ID_LEN) == 0 &&
+        (held[LC__ID_LEN] == ' ' || held[LC__ID_LEN] == '\0')) {
+      set_claimed(c, true);                /* ours (an earlier process) */
+      return 0;
+    }
+    rc = put_refusal(h, c, REFUSED, held, 0);
+    return rc ? rc : lc__claim_refused(c);
+  }
+  return lc__fail(LC_EAGAIN, "the claim of %s kept changing", c->name);
+}
+
+int lc__claim_release(lc_t *h, lc__counter *c, int64_t final) {
+  int rc = put_refusal(h, c, RELEASED, "", final);
+  if (rc) return rc;
+  pthread_mutex_lock(&c->mu);
+  if (final > c->reserved) c->reserved = final;
+  if (final > c->floor) c->floor = final;
+  pthread_mutex_unlock(&c->mu);
+  set_claimed(c, false);
+  char key[LC_NAME_MAX + 8];
+  size_t klen = claim_key(key, c);
+  rc = lc__cache_delete(&h->cache, c->key, c->klen, key, klen);
+  return rc < 0 ? rc : 0;
+}
+
+int lc__claim_forget(lc_t *h, lc__counter *c) {
+  char key[LC_NAME_MAX + 2];
+  size_t klen = refusal_key(key, c->name, c->nlen);
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  leveldb_writebatch_delete(b, key, klen);
+  int rc = lc__log_write(&h->log, b, true);
+  leveldb_writebatch_destroy(b);
+  LC__STAT(h, log_syncs, 1);
+  if (rc) return rc;
+  atomic_store(&c->refusal, 0);
+  free(c->refused_by);
+  c->refused_by = NULL;
+  return 0;
+}
