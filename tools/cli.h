@@ -6,7 +6,7 @@
  *   cli_util.c    messages and exit codes, output escaping, the argument
  *                 parsers (one strict number parser), opening and closing
  *                 the handle (a log, or a logcounterd with --server)
- *   cli_cmds.c    next, current, restore, advance, prune
+ *   cli_cmds.c    next, current, restore, advance, release, adopt, prune
  *   cli_audit.c   verify, dump
  *   cli_stats.c   stats (a logcounterd's statistics, through libmemcached)
  *
@@ -145,6 +145,8 @@ int cmd_next(struct cli *c, int argc, char **argv);
 int cmd_current(struct cli *c, int argc, char **argv);
 int cmd_restore(struct cli *c, int argc, char **argv);
 int cmd_advance(struct cli *c, int argc, char **argv);
+int cmd_release(struct cli *c, int argc, char **argv);
+int cmd_adopt(struct cli *c, int argc, char **argv);
 int cmd_prune(struct cli *c, int argc, char **argv);
 int cmd_verify(struct cli *c, int argc, char **argv);
 int cmd_dump(struct cli *c, int argc, char **argv);

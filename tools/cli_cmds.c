@@ -1,6 +1,6 @@
 /*
  * cli_cmds.c - the logcounter subcommands that allocate and repair:
- * next, current, restore, advance and prune.
+ * next, current, restore, advance, release, adopt and prune.
  *
  * Each handler checks all of its arguments first, then opens the handle
  * (cli_open), makes one library call, closes the handle with its result
@@ -146,6 +146,59 @@ int cmd_advance(struct cli *c, int argc, char **argv) {
     printf(",\"min_next\":%" PRIu64 "}\n", min_next);
   } else {
     printf("%s: next value >= %" PRIu64 "\n", pos[0], min_next);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------- release, adopt */
+
+int cmd_release(struct cli *c, int argc, char **argv) {
+  const char *name;
+  int64_t final = 0;
+  int rc;
+  if ((rc = cli_name_only(c, argc, argv, &name)) || (rc = cli_open(c)))
+    return rc;
+  rc = lc_release(c->h, name, &final);
+  if ((rc = cli_finish(c, rc, "release counter '%s'", name)))
+    return rc;
+  if (c->json) {
+    fputs("{\"counter\":", stdout);
+    cli_put_json(stdout, name);
+    printf(",\"final\":%" PRId64 "}\n", final);
+  } else {
+    printf("%" PRId64 "\n", final);
+  }
+  return 0;
+}
+
+static int adopt_option(struct cli *c, int opt, const char *arg, void *ctx) {
+  (void)opt;
+  return cli_parse_number(c->cmd, "value", "--above", arg, 0,
+                          LC_VALUE_MAX - 1, ctx);
+}
+
+int cmd_adopt(struct cli *c, int argc, char **argv) {
+  static const struct option lo[] = {
+    {"above", required_argument, NULL, 'a'},
+    {"help", no_argument, NULL, 'h'},
+    {"json", no_argument, NULL, 'J'},
+    {NULL, 0, NULL, 0}};
+  const char *pos[1];
+  uint64_t above = 0;
+  int npos, rc;
+  if ((rc = cli_parse_args(c, argc, argv, "+:ha:", lo, adopt_option, &above,
+                           pos, 1, 1, &npos)) ||
+      (rc = cli_check_name(c->cmd, pos[0])) || (rc = cli_open(c)))
+    return rc;
+  rc = lc_adopt(c->h, pos[0], (int64_t)above);
+  if ((rc = cli_finish(c, rc, "adopt counter '%s'", pos[0])))
+    return rc;
+  if (c->json) {
+    fputs("{\"counter\":", stdout);
+    cli_put_json(stdout, pos[0]);
+    printf(",\"above\":%" PRIu64 "}\n", above);
+  } else {
+    printf("%s: adopted; next value > %" PRIu64 "\n", pos[0], above);
   }
   return 0;
 }

@@ -75,6 +75,20 @@ static const struct command commands[] = {
    "  VALUE is 1..9223372036854775807.  Never lowers the counter.  Needs\n"
    "  the log: not with --server.\n"
    "  --json           print {\"counter\",\"min_next\"}\n", true},
+  {"release", cmd_release, "NAME",
+   "give the counter up to another log; prints its final value",
+   "  Records the final value (synced), marks the counter released in this\n"
+   "  log and drops its claim in memcached.  This log then refuses it\n"
+   "  (EOWNED) until 'adopt'.  Give the printed value to 'adopt --above'\n"
+   "  on the new log.  Needs the log: not with --server.\n"
+   "  --json           print {\"counter\",\"final\"}\n", true},
+  {"adopt", cmd_adopt, "NAME [--above VALUE]",
+   "take a counter over (after 'release' on its old log)",
+   "  Forgets a refusal or release recorded in this log, claims the\n"
+   "  counter (EOWNED while another log holds it) and raises it so that\n"
+   "  the next value is above VALUE.  Needs the log: not with --server.\n"
+   "  --above VALUE    the value 'release' printed (default 0)\n"
+   "  --json           print {\"counter\",\"above\"}\n", true},
   {"prune", cmd_prune,
    "NAME [--keep N] [--below VALUE] [--older-than DURATION]",
    "delete old log records (give a criterion)",
