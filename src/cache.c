@@ -65,6 +65,16 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
     {MEMCACHED_BEHAVIOR_TCP_NODELAY, 1},
     {MEMCACHED_BEHAVIOR_NOREPLY, 0},         /* every answer is needed */
   };
+  /* Several servers: consistent hashing (ketama, MD5, as libketama and
+   * pylibmc's "ketama" behavior), unless the config chose a distribution:
+   * a server that comes or goes moves only its own share of counters. */
+  if (strstr(config, "--DISTRIBUTION=") == NULL &&
+      memcached_behavior_set(c->master, MEMCACHED_BEHAVIOR_KETAMA, 1) !=
+          MEMCACHED_SUCCESS) {
+    memcached_free(c->master);
+    c->master = NULL;
+    return lc__fail(LC_ECONFIG, "cannot set consistent hashing");
+  }
   for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
     if (memcached_behavior_set(c->master, set[i].b, set[i].v) != MEMCACHED_SUCCESS) {
       memcached_free(c->master);

@@ -1,0 +1,250 @@
+/*
+ * test_servers.c - counters spread over three memcached servers (issue
+ * 14): 8 threads allocate from 50 counters while one server fails.
+ *
+ *   - ejection off (the default): the failed server's counters fail with
+ *     a clear error while it is down, and after it is back (empty) they
+ *     are restored from the log; no id is handed out twice;
+ *   - ejection on (--REMOVE-FAILED-SERVERS=1), the server frozen: after
+ *     a few timeouts its counters are served by the others; no id is
+ *     handed out twice, and after the thaw a new handle (every server in
+ *     its ring again) goes on above everything handed out.  (The case of
+ *     a server coming back with stale, lower values is the backwards
+ *     check's, tested on one server in test_faults.c.)
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mcd.h"
+
+#define SERVERS 3
+#define NAMES 50
+#define THREADS 8
+
+static mcd_t srv[SERVERS];
+
+typedef struct got {
+  int idx;
+  int64_t v;
+} got;
+
+typedef struct worker {
+  pthread_t t;
+  lc_t *h;
+  int id;
+  volatile int *stop;
+  got *g;
+  size_t n, cap;
+  long errors;
+  int last_err;
+  char detail[256];
+} worker;
+
+static void *run(void *arg) {
+  worker *w = arg;
+  for (int i = w->id; !*w->stop; i++) {
+    char name[16];
+    int idx = i % NAMES;
+    snprintf(name, sizeof name, "s%d", idx);
+    int64_t v;
+    int rc = lc_next(w->h, name, &v);
+    if (rc) {
+      w->errors++;
+      w->last_err = rc;
+      snprintf(w->detail, sizeof w->detail, "%s", lc_last_detail());
+      sleep_ms(1);
+      continue;
+    }
+    if (w->n == w->cap) {
+      w->cap = w->cap ? 2 * w->cap : 4096;
+      w->g = realloc(w->g, w->cap * sizeof *w->g);
+      assert_non_null(w->g);
+    }
+    w->g[w->n++] = (got){idx, v};
+  }
+  return NULL;
+}
+
+static int cmp_got(const void *a, const void *b) {
+  const got *x = a, *y = b;
+  if (x->idx != y->idx) return x->idx < y->idx ? -1 : 1;
+  return x->v < y->v ? -1 : x->v > y->v;
+}
+
+/* Every value handed out, all threads: how many were handed out twice. */
+static size_t duplicates(worker *w, size_t *total) {
+  size_t n = 0;
+  for (int i = 0; i < THREADS; i++) n += w[i].n;
+  got *all = malloc((n ? n : 1) * sizeof *all);
+  assert_non_null(all);
+  size_t k = 0;
+  for (int i = 0; i < THREADS; i++) {
+    memcpy(all + k, w[i].g, w[i].n * sizeof *all);
+    k += w[i].n;
+  }
+  qsort(all, n, sizeof *all, cmp_got);
+  size_t dup = 0;
+  for (size_t i = 1; i < n; i++)
+    dup += all[i].idx == all[i - 1].idx && all[i].v == all[i - 1].v;
+  free(all);
+  *total = n;
+  return dup;
+}
+
+static lc_t *open_spread(const char *dir, const char *extra) {
+  char config[256], path[TU_PATH_MAX];
+  snprintf(config, sizeof config, "%s %s %s%s", srv[0].config,
+           srv[1].config, srv[2].config, extra);
+  lc_options o;
+  tu_options(&o, &srv[0], dir, path);
+  o.memcached = config;
+  o.timeout_ms = 200;
+  lc_t *h = NULL;
+  assert_ok(lc_open(&o, &h));
+  return h;
+}
+
+static void start(worker *w, lc_t *h, volatile int *stop) {
+  for (int i = 0; i < THREADS; i++) {
+    w[i] = (worker){.h = h, .id = i, .stop = stop};
+    assert_int_equal(pthread_create(&w[i].t, NULL, run, &w[i]), 0);
+  }
+}
+
+static long join(worker *w) {
+  long errors = 0;
+  for (int i = 0; i < THREADS; i++) {
+    pthread_join(w[i].t, NULL);
+    errors += w[i].errors;
+  }
+  return errors;
+}
+
+/* After the outage every counter works again (libmemcached may keep a
+ * failed server marked for a moment: retried for up to 5 s). */
+static void all_work(lc_t *h) {
+  for (int i = 0; i < NAMES; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "s%d", i);
+    int64_t v;
+    int rc = -1;
+    for (int t = 0; t < 50 && rc; t++) {
+      rc = lc_next(h, name, &v);
+      if (rc) sleep_ms(100);
+    }
+    assert_ok(rc);
+  }
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  for (int i = 0; i < SERVERS; i++)
+    if (mcd_start(&srv[i]) != 0) return -1;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  for (int i = 0; i < SERVERS; i++) mcd_stop(&srv[i]);
+  return 0;
+}
+
+static void test_server_killed_no_ejection(void **state) {
+  (void)state;
+  char *dir = tmpdir_make();
+  assert_non_null(dir);
+  for (int i = 0; i < SERVERS; i++) assert_ok(mcd_flush_all(&srv[i]));
+  lc_t *h = open_spread(dir, "");
+  volatile int stop = 0;
+  worker w[THREADS];
+  start(w, h, &stop);
+  sleep_ms(300);
+  mcd_kill9(&srv[1]);
+  sleep_ms(500);
+  long during = 0;
+  for (int i = 0; i < THREADS; i++) during += w[i].errors;
+  assert_int_equal(mcd_restart(&srv[1]), 0);       /* back, empty */
+  sleep_ms(1500);
+  stop = 1;
+  long errors = join(w);
+  all_work(h);
+  size_t total, dup = duplicates(w, &total);
+  lc_stats st;
+  assert_ok(lc_get_stats(h, &st));
+  int code = 0;
+  const char *detail = "";
+  for (int i = 0; i < THREADS; i++)
+    if (w[i].errors) code = w[i].last_err, detail = w[i].detail;
+  printf("# %zu ids, %ld errors (%ld while the server was down, last %s: "
+         "%s), %llu restores\n", total, errors, during, lc_err_name(code),
+         detail, (unsigned long long)st.restores);
+  assert_true(during > 0);                /* its counters failed ... */
+  assert_true(code == LC_EMEMCACHED || code == LC_ETIMEDOUT);  /* clearly */
+  assert_true(st.restores > 0);           /* ... and were restored */
+  assert_int_equal(dup, 0);
+  for (int i = 0; i < THREADS; i++) free(w[i].g);
+  assert_ok(lc_close(h));
+  tmpdir_free(dir);
+}
+
+static void test_server_frozen_with_ejection(void **state) {
+  (void)state;
+  char *dir = tmpdir_make();
+  assert_non_null(dir);
+  for (int i = 0; i < SERVERS; i++) assert_ok(mcd_flush_all(&srv[i]));
+  lc_t *h = open_spread(dir, " --REMOVE-FAILED-SERVERS=1");
+  volatile int stop = 0;
+  worker w[THREADS];
+  start(w, h, &stop);
+  sleep_ms(300);
+  assert_int_equal(mcd_freeze(&srv[1]), 0);       /* keeps its values */
+  sleep_ms(1500);
+  assert_int_equal(mcd_thaw(&srv[1]), 0);
+  sleep_ms(1000);
+  stop = 1;
+  long errors = join(w);
+  all_work(h);
+  size_t total, dup = duplicates(w, &total);
+  lc_stats st;
+  assert_ok(lc_get_stats(h, &st));
+  printf("# %zu ids, %ld errors, %llu restores, %llu backwards answers "
+         "caught\n", total, errors, (unsigned long long)st.restores,
+         (unsigned long long)st.backwards);
+  assert_true(st.restores > 0);           /* moved away: restored */
+  assert_int_equal(dup, 0);
+  /* After the thaw, a new handle (a restart) has every server in its
+   * ring again: each next value must still be above all handed out. */
+  int64_t top[NAMES] = {0};
+  for (int i = 0; i < THREADS; i++)
+    for (size_t k = 0; k < w[i].n; k++)
+      if (w[i].g[k].v > top[w[i].g[k].idx]) top[w[i].g[k].idx] = w[i].g[k].v;
+  assert_ok(lc_close(h));
+  h = open_spread(dir, " --REMOVE-FAILED-SERVERS=1");
+  for (int i = 0; i < NAMES; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "s%d", i);
+    assert_true(tu_next1(h, name) > top[i]);
+  }
+  assert_ok(lc_get_stats(h, &st));
+  printf("# reopened: every counter above all handed out (%llu stale "
+         "answers caught)\n", (unsigned long long)st.backwards);
+  for (int i = 0; i < THREADS; i++) free(w[i].g);
+  assert_ok(lc_close(h));
+  tmpdir_free(dir);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_server_killed_no_ejection),
+      cmocka_unit_test(test_server_frozen_with_ejection),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
