@@ -28,7 +28,8 @@
 
 static const char *const CASES[] = {"memcached-incr", "seed", "next", "next_n",
                                     "leveldb-put", "daemon-incr", "tally-add",
-                                    "tally-flush", "restore", "prune"};
+                                    "tally-flush", "restore", "prune",
+                                    "new-counters"};
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 static void usage(FILE *f) {
@@ -77,7 +78,8 @@ static void usage(FILE *f) {
       "                      (default 10000)\n"
       "  BENCH_CASES         comma-separated subset of memcached-incr, seed,\n"
       "                      next, next_n, leveldb-put, daemon-incr, tally-add,\n"
-      "                      tally-flush, restore, prune, and the peers\n"
+      "                      tally-flush, restore, prune, new-counters, and\n"
+      "                      the peers\n"
       "                      redis-incr, redis-incrby, pg-nextval,\n"
       "                      pg-nextval-block\n"
       "  BENCH_DIR           scratch directory for logs (default build/bench-data)\n"

@@ -162,6 +162,7 @@ typedef struct case_set {
   void *priv;
   void *daemon_priv;       /* daemon.c's */
   void *tally_priv;        /* tally.c's */
+  void *nc_priv;           /* newcounters.c's */
   void *peer_priv;         /* bench/peers/'s */
 } case_set;
 /* Opens the shared state of every selected throughput workload. */
@@ -185,6 +186,10 @@ void daemon_cases_close(case_set *cs);
 /* ---- tally.c ---- */
 /* Adds the tally-add workload (when selected). */
 int tally_cases_open(const bench_cfg *cfg, case_set *cs);
+/* ---- newcounters.c ---- */
+/* Adds the new-counters workloads (first use of a name per call). */
+int newcounters_cases_open(const bench_cfg *cfg, case_set *cs);
+void newcounters_cases_close(case_set *cs);
 /* Prints the tally handle's stats and closes it. */
 void tally_cases_close(case_set *cs);
 /* tally-flush: one forced flush of cfg->tallies dirty tallies (a restore

@@ -20,7 +20,8 @@
  *   memcached-incr runs at every wide count.
  *   leveldb-put     LevelDB alone, one put per id, unsynced and synced:
  *                   the log's own ceiling.
- *   (daemon-incr is in daemon.c, tally-add in tally.c.)
+ *   (daemon-incr is in daemon.c, tally-add in tally.c, new-counters in
+ *   newcounters.c.)
  *
  * Every LevelDB directory is the case's own, under cfg->dir, and starts
  * empty.  Records use the library's key format ('r' NAME '\0' + 8-byte
@@ -305,11 +306,13 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
     }
   }
   if (tally_cases_open(cfg, cs)) return -1;
+  if (newcounters_cases_open(cfg, cs)) return -1;
   return daemon_cases_open(cfg, cs);
 }
 
 void cases_close(case_set *cs) {
   daemon_cases_close(cs);
+  newcounters_cases_close(cs);
   tally_cases_close(cs);
   priv *p = cs->priv;
   if (p == NULL) return;

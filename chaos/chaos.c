@@ -73,6 +73,9 @@ static void usage(FILE *f) {
 "  --threads N       embedded client threads (default 6)\n"
 "  --dclients N      daemon client processes, 1..8 (default 2)\n"
 "  --conns N         connections per daemon client (default 3)\n"
+"  --servers N       memcached servers, 1..3 (default 1); with several the\n"
+"                    counters spread over them (ketama) and each memcached\n"
+"                    fault hits one server (seeded)\n"
 "  --timeout MS      memcached timeout of the owners (default 300)\n"
 "  --dir DIR         the run directory (default: a new /tmp/chaos.XXXXXX,\n"
 "                    removed after a valid run)\n"
@@ -91,11 +94,13 @@ static int parse(ch_run *r, int argc, char **argv) {
       {"dclients", 1, 0, 'D'}, {"conns", 1, 0, 'c'}, {"timeout", 1, 0, 'T'},
       {"dir", 1, 0, 'd'}, {"keep", 0, 0, 'k'}, {"schedule", 1, 0, 'o'},
       {"daemon", 1, 0, 'L'}, {"shim", 1, 0, 'P'}, {"verbose", 0, 0, 'v'},
-      {"only", 1, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+      {"only", 1, 0, 'O'}, {"servers", 1, 0, 'N'}, {"help", 0, 0, 'h'},
+      {0, 0, 0, 0}};
   r->seconds = 180;
   r->threads = 6;
   r->dclients = 2;
   r->conns = 3;
+  r->nmc = 1;
   r->timeout_ms = 300;
   r->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
   r->seed %= 1000000000;
@@ -126,6 +131,7 @@ static int parse(ch_run *r, int argc, char **argv) {
     case 't': r->threads = atoi(optarg); break;
     case 'D': r->dclients = atoi(optarg); break;
     case 'c': r->conns = atoi(optarg); break;
+    case 'N': r->nmc = atoi(optarg); break;
     case 'T': r->timeout_ms = atoi(optarg); break;
     case 'd': snprintf(r->dir, sizeof r->dir, "%s", optarg); break;
     case 'k': r->keep = true; break;
@@ -150,7 +156,7 @@ static int parse(ch_run *r, int argc, char **argv) {
   }
   if (optind != argc || r->seconds < 1 || r->threads < 1 || r->threads > 255 ||
       r->dclients < 1 || r->dclients > 8 || r->conns < 1 || r->conns > 255 ||
-      r->timeout_ms < 50) {
+      r->timeout_ms < 50 || r->nmc < 1 || r->nmc > CH_MC_MAX) {
     usage(stderr);
     return 2;
   }
@@ -184,9 +190,22 @@ static int setup(ch_run *r) {
   ch_path(r, p, sizeof p, "dcl.ctl");
   r->dcl_ctl = ch_ctl_map(p, true);
   if (!r->emb_ctl || !r->lcd_ctl || !r->dcl_ctl) return -1;
-  r->mc_port = ch_port_free();
-  do r->lcd_port = ch_port_free(); while (r->lcd_port == r->mc_port);
-  return r->mc_port > 0 && r->lcd_port > 0 ? 0 : -1;
+  for (int s = 0; s < r->nmc; s++) {
+    bool dup;
+    do {
+      r->mc_port[s] = ch_port_free();
+      dup = false;
+      for (int t = 0; t < s; t++) dup |= r->mc_port[t] == r->mc_port[s];
+    } while (dup);
+    if (r->mc_port[s] <= 0) return -1;
+  }
+  bool dup;
+  do {
+    r->lcd_port = ch_port_free();
+    dup = false;
+    for (int s = 0; s < r->nmc; s++) dup |= r->lcd_port == r->mc_port[s];
+  } while (dup);
+  return r->lcd_port > 0 ? 0 : -1;
 }
 
 static uint64_t acked(const ch_run *r) {
@@ -248,15 +267,19 @@ static int run(ch_run *r) {
     fprintf(stderr, "chaos: cannot set up %s: %s\n", r->dir, strerror(errno));
     return 2;
   }
-  fprintf(stderr, "chaos: seed %llu, run directory %s, memcached port %d, "
-          "logcounterd port %d\n", (unsigned long long)r->seed, r->dir,
-          r->mc_port, r->lcd_port);
+  char mc[160];
+  ch_mc_config(r, mc, sizeof mc);
+  fprintf(stderr, "chaos: seed %llu, run directory %s, memcached %s, "
+          "logcounterd port %d\n", (unsigned long long)r->seed, r->dir, mc,
+          r->lcd_port);
   FILE *sched = NULL;
   if (r->schedule_out && (sched = fopen(r->schedule_out, "w")) == NULL) {
     fprintf(stderr, "chaos: cannot write %s\n", r->schedule_out);
     return 2;
   }
-  if (ch_start_memcached(r) || ch_start_lcd(r) || ch_start_emb(r) ||
+  int mc_failed = 0;
+  for (int s = 0; s < r->nmc; s++) mc_failed |= ch_start_memcached(r, s);
+  if (mc_failed || ch_start_lcd(r) || ch_start_emb(r) ||
       ch_start_dclients(r)) {
     fprintf(stderr, "chaos: cannot start: %s (see %s/*.log)\n", r->findings,
             r->dir);
@@ -286,10 +309,10 @@ static int run(ch_run *r) {
     }
     r->faults[r->nfaults++] = f;
     if (sched)
-      fprintf(sched, "%zu +%lldms %s%s%s %lldms back %d%s\n", i,
+      fprintf(sched, "%zu +%lldms %s%s%s %lldms back %d server %d%s\n", i,
               (long long)gap, ch_fault_name(f.kind), f.target ? " " : "",
               ch_target_name(f.target), (long long)f.arg_ms, f.back,
-              f.missed ? " (no allocation reached the seam)" : "");
+              f.server, f.missed ? " (no allocation reached the seam)" : "");
     if (r->verbose)
       fprintf(stderr, "chaos: %6.1f s %s %s %lld ms\n",
               (double)(f.t_ns - r->start_ns) / 1e9, ch_fault_name(f.kind),

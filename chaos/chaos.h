@@ -107,9 +107,12 @@ enum { F_MC_KILL, F_MC_FLUSH, F_MC_FREEZE, F_OWNER_KILL, F_PAUSE,
        F_KINDS };
 enum { T_NONE, T_EMB, T_LCD };   /* fault targets */
 
+#define CH_MC_MAX 3      /* memcached servers in the multi-server mode */
+
 typedef struct ch_fault {
   int64_t t_ns, end_ns;   /* when it began and ended */
   int kind, target;
+  int server;             /* a memcached fault's server (--servers) */
   int64_t arg_ms;         /* duration or delay */
   int back;               /* memcached-rewind: to values read this many
                              faults ago (0: read now, set after arg_ms) */
@@ -126,9 +129,10 @@ typedef struct ch_run {
   char dir[512], self[512], daemon[512], shim[512];
   const char *schedule_out;
   /* state */
-  int mc_port, lcd_port;
-  int mc_pid, emb_pid, lcd_pid, dcl_pid[8];
-  bool mc_frozen;
+  int nmc;                /* memcached servers, 1..CH_MC_MAX (--servers) */
+  int mc_port[CH_MC_MAX], lcd_port;
+  int mc_pid[CH_MC_MAX], emb_pid, lcd_pid, dcl_pid[8];
+  bool mc_frozen[CH_MC_MAX];
   int emb_inc;            /* embedded incarnations started */
   ch_ctl *emb_ctl, *lcd_ctl, *dcl_ctl;
   ch_fault *faults;
@@ -144,6 +148,7 @@ typedef struct ch_run {
   unsigned flush_failed_stops;  /* logcounterd's clean stops that exited 1
                                    because the final tally flush failed */
   long long snap[4][CH_COUNTERS + CH_TALLIES];  /* memcached's values at */
+  signed char snap_srv[4][CH_COUNTERS + CH_TALLIES];  /* and the server */
   size_t nsnap;                                 /* the last faults' starts */
   char findings[2048];
   int64_t start_ns;
@@ -160,7 +165,10 @@ void ch_note(ch_run *r, const char *fmt, ...)
  * Prefetch counts as synced: its segment records are. */
 const char *ch_owner_mode(int incarnation, bool baseline);
 void ch_started(ch_run *r, int target, bool sync);
-int ch_start_memcached(ch_run *r);
+/* Starts memcached server s (0..nmc-1). */
+int ch_start_memcached(ch_run *r, int s);
+/* The libmemcached config naming every server. */
+void ch_mc_config(const ch_run *r, char *buf, size_t size);
 int ch_start_emb(ch_run *r);
 int ch_start_lcd(ch_run *r);
 int ch_start_dclients(ch_run *r);

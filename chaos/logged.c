@@ -28,9 +28,9 @@ typedef struct recs {
 /* Opens the log of owner who ("emb" or "lcd"), its path in path. */
 static int open_log(const ch_run *r, const char *who, char path[1024],
                     lc_t **h) {
-  char mc[64];
+  char mc[160];
   snprintf(path, 1024, "%s/%s/log", r->dir, who);
-  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
+  ch_mc_config(r, mc, sizeof mc);
   lc_options o;
   lc_options_init(&o);
   o.db_path = path;

@@ -114,11 +114,20 @@ static int rewind_key_names(const ch_run *r, char keys[][16]) {
   return n;
 }
 
-/* Reads every counter's and tally sum's value (-1: absent). */
-static void snapshot(ch_run *r, long long *v) {
+/* Reads every counter's and tally sum's value (-1: absent) and the
+ * server that holds it (the first that has it). */
+static void snapshot(ch_run *r, long long *v, signed char *srv) {
   char keys[CH_COUNTERS + CH_TALLIES][16];
   int n = rewind_key_names(r, keys);
-  for (int i = 0; i < n; i++) v[i] = ch_mc_get(r->mc_port, keys[i]);
+  for (int i = 0; i < n; i++) {
+    v[i] = -1;
+    srv[i] = 0;
+    for (int s = 0; s < r->nmc && v[i] < 0; s++) {
+      if (r->mc_pid[s] <= 0 || r->mc_frozen[s]) continue;
+      v[i] = ch_mc_get(r->mc_port[s], keys[i]);
+      srv[i] = (signed char)s;
+    }
+  }
 }
 
 /* memcached goes backwards (a warm restart from an old memory file, a
@@ -130,25 +139,33 @@ static void rewind_keys(ch_run *r, ch_fault *f) {
   char keys[CH_COUNTERS + CH_TALLIES][16];
   int n = rewind_key_names(r, keys);
   long long now[CH_COUNTERS + CH_TALLIES], *v = now;
+  signed char now_srv[CH_COUNTERS + CH_TALLIES], *srv = now_srv;
   size_t back = (size_t)f->back;
   if (back == 0 || back > r->nsnap) {
-    snapshot(r, now);
+    snapshot(r, now, now_srv);
     ch_sleep_ms(f->arg_ms);
   } else {
     v = r->snap[(r->nsnap - back) % 4];
+    srv = r->snap_srv[(r->nsnap - back) % 4];
   }
   for (int i = 0; i < n; i++)
-    if (v[i] >= 0 && ch_mc_set(r->mc_port, keys[i], v[i]) != 0)
+    if (v[i] >= 0 && ch_mc_set(r->mc_port[srv[i]], keys[i], v[i]) != 0)
       ch_note(r, "memcached-rewind: cannot set %s", keys[i]);
 }
 
-static int flush_all(ch_run *r) {
-  char reply[64];
-  if (ch_mc_command(r->mc_port, "flush_all", reply, sizeof reply) == 0 &&
-      strcmp(reply, "OK") == 0)
-    return 0;
-  ch_note(r, "flush_all failed");
-  return -1;
+/* flush_all on server s, or on every server (s < 0). */
+static int flush_all(ch_run *r, int s) {
+  int rc = 0;
+  for (int t = 0; t < r->nmc; t++) {
+    char reply[64];
+    if (s >= 0 && t != s) continue;
+    if (ch_mc_command(r->mc_port[t], "flush_all", reply, sizeof reply) == 0 &&
+        strcmp(reply, "OK") == 0)
+      continue;
+    ch_note(r, "flush_all failed on memcached %d", t);
+    rc = -1;
+  }
+  return rc;
 }
 
 static void kill_owner(ch_run *r, int target) {
@@ -222,7 +239,7 @@ static int pause_before_log(ch_run *r, ch_fault *f) {
     return 0;
   }
   while (!atomic_load(&c->paused)) ch_sleep_ms(1);  /* taken just now */
-  flush_all(r);
+  flush_all(r, -1);
   ch_sleep_ms(f->arg_ms);
   atomic_store(&c->pause_release, 1);
   for (int i = 0; i < 2000 && atomic_load(&c->paused); i++) ch_sleep_ms(1);
@@ -238,30 +255,35 @@ static void power_cut(ch_run *r, ch_fault *f) {
   if (ch_cut_apply(state, bak, summary, sizeof summary) != 0)
     ch_note(r, "power cut of %s: %s", who, summary);
   if (r->verbose) fprintf(stderr, "chaos: power cut %s: %s\n", who, summary);
-  flush_all(r);   /* memcached wiped too */
+  flush_all(r, -1);   /* memcached wiped too */
   ch_sleep_ms(f->arg_ms);
   start_owner(r, f->target);
 }
 
 int ch_inject(ch_run *r, ch_fault *f) {
   f->t_ns = ch_now_ns();
+  /* which server a memcached fault hits: reproducible from the seed */
+  int s = f->server = (int)((r->seed + r->nfaults * 7919u) % (unsigned)r->nmc);
   if (f->kind == F_MC_REWIND) rewind_keys(r, f);
-  if (r->mc_pid > 0) snapshot(r, r->snap[r->nsnap++ % 4]);
+  if (r->mc_pid[0] > 0) {
+    snapshot(r, r->snap[r->nsnap % 4], r->snap_srv[r->nsnap % 4]);
+    r->nsnap++;
+  }
   switch (f->kind) {
   case F_MC_KILL:
-    ch_kill_wait(&r->mc_pid, SIGKILL);
+    ch_kill_wait(&r->mc_pid[s], SIGKILL);
     ch_sleep_ms(f->arg_ms);
-    ch_start_memcached(r);
+    ch_start_memcached(r, s);
     break;
   case F_MC_FLUSH:
-    flush_all(r);
+    flush_all(r, s);
     break;
   case F_MC_FREEZE:
-    kill(r->mc_pid, SIGSTOP);
-    r->mc_frozen = true;
+    kill(r->mc_pid[s], SIGSTOP);
+    r->mc_frozen[s] = true;
     ch_sleep_ms(f->arg_ms);
-    kill(r->mc_pid, SIGCONT);
-    r->mc_frozen = false;
+    kill(r->mc_pid[s], SIGCONT);
+    r->mc_frozen[s] = false;
     break;
   case F_OWNER_KILL:
     kill_owner(r, f->target);
@@ -294,7 +316,7 @@ int ch_inject(ch_run *r, ch_fault *f) {
     for (int i = 0; i < 5000 && atomic_load(&c->prune_req) == 1; i++)
       ch_sleep_ms(1);
     if (atomic_exchange(&c->prune_req, 0) != 2) f->missed = true;
-    flush_all(r);
+    flush_all(r, -1);
     break;
   }
   }
@@ -304,9 +326,11 @@ int ch_inject(ch_run *r, ch_fault *f) {
 
 /* Ends every fault in progress and brings every process back. */
 void ch_heal(ch_run *r) {
-  if (r->mc_pid > 0 && r->mc_frozen) kill(r->mc_pid, SIGCONT);
-  r->mc_frozen = false;
-  if (r->mc_pid <= 0) ch_start_memcached(r);
+  for (int s = 0; s < r->nmc; s++) {
+    if (r->mc_pid[s] > 0 && r->mc_frozen[s]) kill(r->mc_pid[s], SIGCONT);
+    r->mc_frozen[s] = false;
+    if (r->mc_pid[s] <= 0) ch_start_memcached(r, s);
+  }
   atomic_store(&r->emb_ctl->fail_until_ns, 0);
   atomic_store(&r->lcd_ctl->fail_until_ns, 0);
   atomic_store(&r->emb_ctl->pause_req, 0);

@@ -62,16 +62,25 @@ static bool wait_port(int port, int pid, int ms) {
   return false;
 }
 
-int ch_start_memcached(ch_run *r) {
+int ch_start_memcached(ch_run *r, int s) {
   char port[16];
-  snprintf(port, sizeof port, "%d", r->mc_port);
+  snprintf(port, sizeof port, "%d", r->mc_port[s]);
   char *argv[] = {"memcached", "-l", "127.0.0.1", "-p", port, "-U", "0", "-M",
                   "-m", "64", geteuid() == 0 ? "-u" : NULL, "root", NULL};
-  r->mc_pid = spawn(r, argv, "memcached.log", NULL);
-  r->mc_frozen = false;
-  if (r->mc_pid > 0 && wait_port(r->mc_port, r->mc_pid, 5000)) return 0;
-  ch_note(r, "memcached did not start on port %d", r->mc_port);
+  r->mc_pid[s] = spawn(r, argv, "memcached.log", NULL);
+  r->mc_frozen[s] = false;
+  if (r->mc_pid[s] > 0 && wait_port(r->mc_port[s], r->mc_pid[s], 5000))
+    return 0;
+  ch_note(r, "memcached did not start on port %d", r->mc_port[s]);
   return -1;
+}
+
+void ch_mc_config(const ch_run *r, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int s = 0; s < r->nmc && n < size; s++)
+    n += (size_t)snprintf(buf + n, size - n, "%s--SERVER=127.0.0.1:%d",
+                          s ? " " : "", r->mc_port[s]);
 }
 
 /* The environment that makes an owner's shim record DIR and obey CTL. */
@@ -104,15 +113,15 @@ const char *ch_owner_mode(int incarnation, bool baseline) {
 }
 
 int ch_start_emb(ch_run *r) {
-  char dir[1024], ctl[1024], out[1024], fin[1024], mc[64], inc[16], thr[16],
-      to[16], seed[32];
+  char dir[1024], ctl[1024], out[1024], fin[1024], mc[160], inc[16],
+      thr[16], to[16], seed[32];
   static char env[6][1100];
   r->emb_inc++;
   ch_path(r, dir, sizeof dir, "emb");
   ch_path(r, ctl, sizeof ctl, "emb.ctl");
   snprintf(out, sizeof out, "%s/rec/emb-%d.bin", r->dir, r->emb_inc);
   ch_path(r, fin, sizeof fin, "emb.final");
-  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
+  ch_mc_config(r, mc, sizeof mc);
   snprintf(inc, sizeof inc, "%d", r->emb_inc);
   snprintf(thr, sizeof thr, "%d", r->threads);
   snprintf(to, sizeof to, "%d", r->timeout_ms);
@@ -132,11 +141,11 @@ int ch_start_emb(ch_run *r) {
 
 int ch_start_lcd(ch_run *r) {
   static int starts;
-  char db[1024], mc[64], to[16], listen[32];
+  char db[1024], mc[160], to[16], listen[32];
   static char env[6][1100];
   starts++;
   snprintf(db, sizeof db, "%s/lcd/log", r->dir);
-  snprintf(mc, sizeof mc, "--SERVER=127.0.0.1:%d", r->mc_port);
+  ch_mc_config(r, mc, sizeof mc);
   snprintf(to, sizeof to, "%d", r->timeout_ms);
   snprintf(listen, sizeof listen, "127.0.0.1:%d", r->lcd_port);
   owner_env(r, "lcd", env);
@@ -182,6 +191,13 @@ static void describe(int status, char *buf, size_t size) {
     snprintf(buf, size, "signal %d", WTERMSIG(status));
 }
 
+/* The memcached server whose process is pid, or -1. */
+static int ch_mc_index(const ch_run *r, pid_t pid) {
+  for (int s = 0; s < r->nmc; s++)
+    if (r->mc_pid[s] == pid) return s;
+  return -1;
+}
+
 /* Collects children that ended without the nemesis killing them: each is
  * a finding, and is started again. */
 void ch_reap(ch_run *r) {
@@ -202,10 +218,11 @@ void ch_reap(ch_run *r) {
       r->unexpected++;
       ch_note(r, "logcounterd ended by itself (%s; see lcd.log)", how);
       if (r->unexpected < 20) ch_start_lcd(r);
-    } else if (pid == r->mc_pid) {
-      r->mc_pid = 0;
-      ch_note(r, "memcached ended by itself (%s)", how);
-      ch_start_memcached(r);
+    } else if (ch_mc_index(r, pid) >= 0) {
+      int s = ch_mc_index(r, pid);
+      r->mc_pid[s] = 0;
+      ch_note(r, "memcached %d ended by itself (%s)", s, how);
+      ch_start_memcached(r, s);
     } else {
       for (int i = 0; i < r->dclients; i++)
         if (pid == r->dcl_pid[i]) {
@@ -218,9 +235,10 @@ void ch_reap(ch_run *r) {
 }
 
 void ch_stop_all(ch_run *r) {
-  if (r->mc_pid > 0 && r->mc_frozen) kill(r->mc_pid, SIGCONT);
+  for (int s = 0; s < r->nmc; s++)
+    if (r->mc_pid[s] > 0 && r->mc_frozen[s]) kill(r->mc_pid[s], SIGCONT);
   for (int i = 0; i < r->dclients; i++) ch_kill_wait(&r->dcl_pid[i], SIGKILL);
   ch_kill_wait(&r->emb_pid, SIGKILL);
   ch_kill_wait(&r->lcd_pid, SIGKILL);
-  ch_kill_wait(&r->mc_pid, SIGKILL);
+  for (int s = 0; s < r->nmc; s++) ch_kill_wait(&r->mc_pid[s], SIGKILL);
 }

@@ -7,6 +7,10 @@
 #                CHAOS_MIN_IDS  and until this many ids were acknowledged
 #                               (default 1000000)
 #                CHAOS_SEED     replay this schedule (default: from the clock)
+#                CHAOS_SERVERS  memcached servers, 1..3 (default 1); with 3
+#                               the counters spread over them and each
+#                               memcached fault hits one (make chaos
+#                               CHAOS_SERVERS=3: the multi-server mode)
 #                CHAOS_FLAGS    more options of build/chaos run (--help)
 # tests/suite_chaos.sh runs a short round in make test.
 CHAOS_SRC  = $(filter-out chaos/powercut.c,$(wildcard chaos/*.c))
@@ -15,6 +19,7 @@ CHAOS_SHIM = $(BUILD)/chaos_powercut.so
 CHAOS_SECONDS ?= 180
 CHAOS_MIN_IDS ?= 1000000
 CHAOS_SEED    ?=
+CHAOS_SERVERS ?= 1
 CHAOS_FLAGS   ?=
 TEST_EXTRA += $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
 .PHONY: chaos
@@ -31,4 +36,4 @@ $(CHAOS_SHIM): chaos/powercut.c chaos/chaos.h
 
 chaos: deps
 	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
-	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED)) $(CHAOS_FLAGS)
+	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) --servers $(CHAOS_SERVERS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED)) $(CHAOS_FLAGS)

@@ -16,6 +16,7 @@
 # baseline run injected the same faults in the same order (the seed
 # replays the schedule).
 #
+# A fourth round runs with three memcached servers (--servers 3).
 # CHAOS_SEED=N replays a seed; LC_TEST_SCALE=N (sanitizer builds) divides
 # the client threads and connections, not the time.  Ends with
 # "chaos: N passed, M failed".
@@ -69,6 +70,10 @@ cat "$TMP/p4.out"
   >"$TMP/seed.out" 2>"$TMP/seed.err"
 seed_rc=$?
 cat "$TMP/seed.out"
+"$CHAOS" run --seconds 8 --seed "$SEED" --threads "$THREADS" --dir "$TMP/ms.run" \
+  --conns "$CONNS" --servers 3 >"$TMP/ms.out" 2>"$TMP/ms.err"
+ms_rc=$?
+cat "$TMP/ms.out"
 
 # field LABEL FILE: the first number after the label on its report line
 field() { sed -n "s/^$1 *\([0-9][0-9]*\).*/\1/p" "$2" | head -n 1; }
@@ -121,8 +126,12 @@ n=$(wc -l <"$TMP/seed.sched")
 check "same seed, same schedule (first $n faults)" \
   bash -c '[ "$3" -gt 0 ] && cmp -s <(head -n "$3" "$1" | sed "s/ (no allocation.*//") <(head -n "$3" "$2" | sed "s/ (no allocation.*//")' \
   _ "$TMP/lc.sched" "$TMP/seed.sched" "$n"
+ms_dups=$(field duplicated "$TMP/ms.out")
+check "three memcached servers, one fault at a time: valid (exit $ms_rc)" [ "$ms_rc" -eq 0 ]
+check "three memcached servers: duplicated ids ${ms_dups:-missing} (must be 0)" [ "${ms_dups:-x}" = 0 ]
 if [ "$failed" -ne 0 ]; then
   echo "--- stderr of the logcounter run"; tail -n 20 "$TMP/lc.err"
+  echo "--- stderr of the three-server run"; tail -n 20 "$TMP/ms.err"
   echo "--- stderr of the no-failure run"; tail -n 20 "$TMP/p4.err"
   echo "--- stderr of the baseline run"; tail -n 20 "$TMP/seed.err"
 fi
