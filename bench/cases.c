@@ -276,7 +276,10 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
       if ((*h = open_handle(cfg, dirs[i], d, i == 2 ? LC_PREFETCH_AUTO : 0)) ==
           NULL)
         return -1;
-      p->next[i] = (next_shared){*h, "bench", 1};
+      /* one log owns a counter: each handle its own name */
+      static const char *names[3] = {"bench-default", "bench-sync",
+                                     "bench-prefetch"};
+      p->next[i] = (next_shared){*h, names[i], 1};
       add(cs, "next", i == 2 ? "prefetch" : lc_durability_name(d), 1,
           &p->next[i], next_thread_open, free, next_op, BENCH_PEER_WIDE_MAX);
     }

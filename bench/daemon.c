@@ -36,15 +36,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define DAEMON_KEY "bench-daemon"
 
+/* One daemon: its connection settings and its counter (each daemon has
+ * its own log, and one log owns a counter: each its own name). */
 typedef struct daemon_shared {
   memcached_st *master;
   const char *config;
+  const char *key;
 } daemon_shared;
 
-#define PIPE_KEY "bench-pipe"
 #define PIPE_DEPTH 100
+#define PIPE_LINE_MAX 48        /* "incr KEY 1\r\n" */
 
 typedef struct daemon_priv {
   daemon_shared d[3];       /* coalesce, no-coalesce, prefetch */
@@ -57,7 +59,7 @@ typedef struct daemon_priv {
 typedef struct pipe_thread {
   int fd;
   uint64_t last;
-  char req[PIPE_DEPTH * sizeof "incr " PIPE_KEY " 1\r\n"];
+  char req[PIPE_DEPTH * PIPE_LINE_MAX];
   size_t req_len;
   char in[8192];
   size_t in_len;
@@ -87,11 +89,11 @@ static void daemon_thread_close(void *state) {
 }
 
 static int64_t daemon_op(void *shared, void *state, char *err, size_t n) {
-  (void)shared;
+  const daemon_shared *s = shared;
   daemon_thread *t = state;
   uint64_t v = 0;
-  memcached_return_t rc = memcached_increment(t->mc, DAEMON_KEY,
-                                              strlen(DAEMON_KEY), 1, &v);
+  memcached_return_t rc = memcached_increment(t->mc, s->key, strlen(s->key),
+                                              1, &v);
   if (rc != MEMCACHED_SUCCESS) {
     snprintf(err, n, "incr: %s", memcached_last_error_message(t->mc));
     return -1;
@@ -131,8 +133,8 @@ static int pipe_thread_open(void *shared, void **state, char *err, size_t n) {
   }
   setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   for (int i = 0; i < PIPE_DEPTH; i++)
-    t->req_len += (size_t)sprintf(t->req + t->req_len,
-                                  "incr " PIPE_KEY " 1\r\n");
+    t->req_len += (size_t)snprintf(t->req + t->req_len, PIPE_LINE_MAX,
+                                   "incr %s 1\r\n", s->key);
   *state = t;
   return 0;
 }
@@ -146,7 +148,7 @@ static void pipe_thread_close(void *state) {
 /* One call: 100 requests in one write, then their 100 answers, each a
  * number above the one before. */
 static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
-  (void)shared;
+  (void)shared;  /* the request lines hold the key */
   pipe_thread *t = state;
   for (size_t off = 0; off < t->req_len;) {
     ssize_t w = write(t->fd, t->req + off, t->req_len - off);
@@ -211,6 +213,10 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
     }
     daemon_shared *d = &p->d[i];
     d->config = configs[i];
+    static const char *keys[3] = {"bench-daemon-coalesce",
+                                  "bench-daemon-no-coalesce",
+                                  "bench-daemon-prefetch"};
+    d->key = keys[i];
     if ((d->master = mc_open(configs[i])) == NULL) return -1;
     workload *w = &cs->w[cs->n++];
     *w = (workload){"daemon-incr", p->mode[i], 1, d, daemon_thread_open,
@@ -225,6 +231,7 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
       return -1;
     }
     p->pipe[i].config = pipes[i];
+    p->pipe[i].key = i ? "bench-pipe-prefetch" : "bench-pipe-coalesce";
     cs->w[cs->n++] = (workload){"daemon-incr", pipe_mode[i], PIPE_DEPTH,
                                 &p->pipe[i], pipe_thread_open,
                                 pipe_thread_close, pipe_op, 0, 0, 1};

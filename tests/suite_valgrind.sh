@@ -82,6 +82,11 @@ vg 0 "${LOCAL[@]}" tally flush
 vg 0 "${LOCAL[@]}" tally get vgt
 vg 0 "${LOCAL[@]}" tally list --prefix vg --json
 vg 2 "${LOCAL[@]}" tally add vgt 1x
+vg 0 "${LOCAL[@]}" next vgr
+vg 0 "${LOCAL[@]}" release vgr
+vg 1 "${LOCAL[@]}" next vgr
+vg 0 "${LOCAL[@]}" adopt vgr --above 1
+vg 2 "${LOCAL[@]}" adopt vgr --above x
 vg 1 --memcached "--SERVER=127.0.0.1:1" --db "$TMP/db" --timeout 200 next vg
 mkdir -p "$TMP/notadir" && : >"$TMP/notadir/db"
 vg 1 --memcached "--SERVER=127.0.0.1:$PORT" --db "$TMP/notadir/db" next vg
@@ -93,12 +98,14 @@ if [ -x "$LCD" ]; then
   for _ in $(seq 200); do [ -S "$TMP/lcd.sock" ] && break; sleep 0.05; done
   if [ -S "$TMP/lcd.sock" ]; then
     S=(--server "$TMP/lcd.sock")
-    vg 0 "${S[@]}" next vg
-    vg 0 "${S[@]}" next vg -n 4
-    vg 0 "${S[@]}" current vg
+    # the daemon's log owns vgd; vg is the local log's: EOWNED, exit 1
+    vg 0 "${S[@]}" next vgd
+    vg 0 "${S[@]}" next vgd -n 4
+    vg 1 "${S[@]}" next vg
+    vg 0 "${S[@]}" current vgd
     vg 0 "${S[@]}" stats
     vg 0 "${S[@]}" stats --json
-    vg 1 "${S[@]}" verify vg
+    vg 1 "${S[@]}" verify vgd
   else
     failed=$((failed + 1)); echo "FAIL - logcounterd did not start"; cat "$TMP/lcd.out"
   fi
