@@ -155,7 +155,7 @@ typedef struct sample {
 bool run_once(const workload *w, int threads, double seconds, sample *out);
 
 /* ---- cases.c ---- */
-#define BENCH_LINES_MAX 24
+#define BENCH_LINES_MAX 32
 typedef struct case_set {
   workload w[BENCH_LINES_MAX];
   int n;
