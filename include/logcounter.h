@@ -79,7 +79,9 @@ extern "C" {
                       "pending) out of the signed 64-bit range")          \
   X(EDELTA,    -17, "invalid tally delta (must be non-zero)")              \
   X(EOWNED,    -18, "the counter is owned by another log (or was released "\
-                    "from this one)")
+                    "from this one)")                                       \
+  X(ELIMIT,    -19, "too many counters or tallies in this handle "          \
+                    "(max_counters / max_tallies)")
 
 typedef enum {
 #define LC__ERR_ENUM(name, num, msg) LC_##name = (num),
@@ -149,7 +151,18 @@ typedef struct lc_options {
    * LC_RECORD_SEGMENT_OPEN.  A record's time is when its segment was
    * taken.  lc_prefetch_parse reads "off", "auto" or N. */
   uint64_t prefetch;
+  /* Limits on the state a handle keeps: counters and tallies it has used
+   * (each costs memory for the life of the handle).  A new name beyond
+   * the limit fails with LC_ELIMIT and creates nothing; names already in
+   * use go on working, and reads (lc_current, lc_tally_get) of unused
+   * names keep no state and are never refused.  0: the defaults,
+   * LC_MAX_COUNTERS_DEFAULT and LC_MAX_TALLIES_DEFAULT. */
+  uint64_t max_counters;
+  uint64_t max_tallies;
 } lc_options;
+
+#define LC_MAX_COUNTERS_DEFAULT 100000ULL
+#define LC_MAX_TALLIES_DEFAULT 100000ULL
 
 #define LC_PREFETCH_AUTO UINT64_MAX
 #define LC_PREFETCH_AUTO_MIN 16ULL
@@ -304,6 +317,10 @@ typedef struct lc_stats {
   uint64_t tally_losses;            /* memcached found to have lost or
                                        lowered a tally's pending counts */
   uint64_t tally_seeds;             /* tally keys re-seeded in memcached */
+  /* State kept (added in 0.2): counters and tallies in use in the handle
+   * (see max_counters, max_tallies). */
+  uint64_t counters;
+  uint64_t tallies;
 } lc_stats;
 
 /* A snapshot of the handle's counters since lc_open. */

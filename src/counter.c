@@ -101,12 +101,20 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   lc__counter *c = t->buckets[b];
   while (c && !(c->nlen == n && memcmp(c->name, name, n) == 0)) c = c->next;
   if (c == NULL && create) {
+    if (t->count >= t->max) {
+      pthread_mutex_unlock(&t->mu);
+      return lc__fail(LC_ELIMIT, "%s would be counter %llu of this handle "
+                      "(max_counters %llu)", name,
+                      (unsigned long long)t->count + 1,
+                      (unsigned long long)t->max);
+    }
     if ((c = counter_new(name, n)) == NULL) {
       pthread_mutex_unlock(&t->mu);
       return lc__fail(LC_ENOMEM, "cannot allocate counter state");
     }
     c->next = t->buckets[b];
     t->buckets[b] = c;
+    t->count++;
   }
   pthread_mutex_unlock(&t->mu);
   *out = c;

@@ -27,7 +27,9 @@ typedef struct lc__seg {
 } lc__seg;
 
 #define LC__INFLIGHT 2      /* increments of one counter in flight at once */
-#define LC__ACCEPTED 64     /* accepted ranges kept for the overlap check */
+#define LC__ACCEPTED 8      /* accepted ranges kept for the overlap check
+                               (with two in flight, rarely more than three
+                               are disjoint; beyond 8, lost_below) */
 
 /* A block handed out: first..last. */
 typedef struct lc__span {

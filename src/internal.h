@@ -141,6 +141,7 @@ typedef struct lc__counter lc__counter;
 typedef struct lc__table {
   pthread_mutex_t mu;
   lc__counter *buckets[256];
+  uint64_t count, max;        /* counters in the table; the limit */
 } lc__table;
 void lc__table_init(lc__table *t);
 /* Writes each counter's exact reservation (one synced batch), with the
@@ -169,6 +170,7 @@ typedef struct lc__tallies {
   lc__tally *dirty_head, *dirty_tail;   /* scheduled, in schedule order */
   uint64_t seq;                         /* enqueues so far */
   _Atomic unsigned window_s;
+  uint64_t max;                         /* max_tallies */
 } lc__tallies;
 /* 't' NAME; 'T' be64(total ^ 2^63) NAME.  buf: LC_NAME_MAX + 10 bytes. */
 size_t lc__tally_rec_key(char *buf, const char *name, size_t nlen);

@@ -169,6 +169,13 @@ static int find(lc_t *h, const char *name, bool create, lc__tally **out) {
   size_t b = hash(name, n) & (tb->nbuckets - 1);
   lc__tally *t = tb->buckets[b];
   while (t && !(t->nlen == n && memcmp(t->name, name, n) == 0)) t = t->next;
+  if (t == NULL && create && tb->count >= tb->max) {
+    pthread_mutex_unlock(&tb->mu);
+    return lc__fail(LC_ELIMIT, "%s would be tally %llu of this handle "
+                    "(max_tallies %llu)", name,
+                    (unsigned long long)tb->count + 1,
+                    (unsigned long long)tb->max);
+  }
   if (t == NULL && create) {
     t = calloc(1, sizeof *t + n + 1);
     if (t == NULL) {

@@ -139,6 +139,30 @@ check "the stall is counted (loop_backoffs, loop_stall_max_us >= 20 ms)" \
 conn; ask "incr stall 1"; v=$REPLY_LINE; conn_close
 check "after the stall: answered again" eval '[[ $v =~ ^[0-9]+$ ]]'
 
+# ---- limits on names (issue 15) ----------------------------------------------
+stop_daemon TERM
+for bad in "--max-counters 0" "--max-tallies 0" "--max-counters 1000000001"; do
+  # shellcheck disable=SC2086
+  "$DAEMON" --db "$TMP/bad" $bad >"$TMP/out" 2>&1; rc=$?
+  check "$bad: usage error 2, says why" eval '[ $rc = 2 ] && grep -q "invalid value" "$TMP/out"'
+done
+SAME_PORT=1 start_daemon "$DB" --threads 3 --max-counters 2 --max-tallies 1 ||
+  { failed=$((failed + 1)); finish; }
+conn; ask "incr lim-a 1"; a=$REPLY_LINE; ask "incr lim-b 1"; b=$REPLY_LINE
+ask "incr lim-c 1"; c=$REPLY_LINE; ask "incr lim-a 1"; a2=$REPLY_LINE
+ask "incr tally:lim-t 5"; t1=$REPLY_LINE; ask "incr tally:lim-u 5"; t2=$REPLY_LINE
+ask "get lim-c"; g=$REPLY_LINE; conn_close
+check "--max-counters 2: new names up to the limit answered" eval '[ "$a" = 1 ] && [ "$b" = 1 ]'
+check "a new name beyond it: SERVER_ERROR ELIMIT" eval '[[ $c == "SERVER_ERROR ELIMIT "* ]]'
+check "names in use go on" [ "$a2" = 2 ]
+check "--max-tallies 1: the second tally gets SERVER_ERROR ELIMIT" \
+  eval '[ "$t1" = 5 ] && [[ $t2 == "SERVER_ERROR ELIMIT "* ]]'
+check "the refused name was not created (get: END)" [ "$g" = END ]
+check "stats shows the state kept (counters 2, tallies 1)" \
+  eval '[ "$(stats_value counters)" = 2 ] && [ "$(stats_value tallies)" = 1 ]'
+stop_daemon TERM
+SAME_PORT=1 start_daemon "$DB" --threads 3 || { failed=$((failed + 1)); finish; }
+
 # ---- SIGTERM while every loop is busy -----------------------------------------
 "$CLIENT" load -p "$DPORT" -k busy -c 9 -t 10 -e -d 8 >"$TMP/busy.out" 2>&1 &
 lpid=$!

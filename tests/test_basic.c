@@ -918,6 +918,48 @@ static void test_next_quick(void **state) {
   assert_int_equal(lc_next_quick(f->h, "qk"), 0);   /* every call syncs */
 }
 
+/* max_counters / max_tallies: a new name beyond the limit gets LC_ELIMIT
+ * and creates nothing (not in memcached, not in the log); names in use go
+ * on; reads of unused names are not refused; stats count the state. */
+static void test_limits(void **state) {
+  fx_t *f = *state;
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  char path[TU_PATH_MAX];
+  lc_options o;
+  tu_options(&o, &mc, f->dir, path);
+  o.max_counters = 3;
+  o.max_tallies = 2;
+  assert_ok(lc_open(&o, &f->h));
+  for (int i = 0; i < 3; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "l%d", i);
+    assert_i64_eq(tu_next1(f->h, name), 1);
+  }
+  int64_t v = 0;
+  assert_rc(lc_next(f->h, "l3", &v), LC_ELIMIT);
+  assert_non_null(strstr(lc_last_detail(), "max_counters 3"));
+  assert_rc(lc_advance(f->h, "l3", 10), LC_ELIMIT);
+  assert_i64_eq(mcd_counter_value(&mc, "l3"), -1);
+  assert_ok(lc_current(f->h, "l3", &v));          /* reads: no state */
+  assert_i64_eq(v, 0);
+  assert_i64_eq(tu_next1(f->h, "l0"), 2);         /* in use: goes on */
+  assert_ok(lc_tally_add(f->h, "ta", 1));
+  assert_ok(lc_tally_add(f->h, "tb", 1));
+  assert_rc(lc_tally_add(f->h, "tc", 1), LC_ELIMIT);
+  assert_ok(lc_tally_add(f->h, "ta", 1));
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.counters, 3);
+  assert_int_equal(st.tallies, 2);
+  /* the defaults when 0 */
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  o.max_counters = o.max_tallies = 0;
+  assert_ok(lc_open(&o, &f->h));
+  assert_i64_eq(tu_next1(f->h, "l3"), 1);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
@@ -953,6 +995,7 @@ int main(void) {
       T(test_reservation_ahead),
       T(test_sync_mode),
       T(test_next_quick),
+      T(test_limits),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);

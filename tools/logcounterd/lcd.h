@@ -149,6 +149,9 @@ typedef struct lcd_settings {
                                one memcached increment; 0 (--no-coalesce):
                                one increment per request, for comparison
                                (default 1) */
+  uint64_t max_counters;    /* lc_options.max_counters (default the
+                               library's, LC_MAX_COUNTERS_DEFAULT) */
+  uint64_t max_tallies;     /* lc_options.max_tallies (the same) */
   int flush_interval;       /* seconds between tally flushes; 0: none
                                while running, only at shutdown (default 1) */
   int sweep_interval;       /* seconds between sweeps of every tally in the

@@ -35,7 +35,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         "STAT memcached %s\r\nSTAT db %s\r\nSTAT durability %s\r\n"
         "STAT prefetch %s\r\n"
         "STAT timeout_ms %d\r\nSTAT threads %d\r\nSTAT workers %d\r\n"
-        "STAT max_connections %d"
+        "STAT max_connections %d\r\nSTAT max_counters %llu\r\n"
+        "STAT max_tallies %llu"
         "\r\nSTAT idle_timeout %d\r\nSTAT line_timeout %d\r\n"
         "STAT drain_timeout %d\r\nSTAT reply_timeout %d\r\n"
         "STAT input_max %d\r\nSTAT output_max %d\r\n"
@@ -47,7 +48,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         set->socket_mode, set->memcached, set->db,
         lc_durability_name(set->durability), prefetch, set->timeout_ms,
         set->threads, set->workers,
-        set->max_connections, set->idle_timeout, set->line_timeout,
+        set->max_connections, (unsigned long long)set->max_counters,
+        (unsigned long long)set->max_tallies, set->idle_timeout, set->line_timeout,
         set->drain_timeout, set->reply_timeout, LCD_INPUT_MAX, LCD_OUTPUT_MAX,
         LCD_CONN_JOBS, set->backlog, set->verbose,
         set->pidfile ? set->pidfile : "none", LC__PROTO_LINE_MAX,
@@ -79,6 +81,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       "STAT backwards %" PRIu64 "\r\nSTAT log_writes %" PRIu64 "\r\n"
       "STAT log_syncs %" PRIu64 "\r\nSTAT errors %" PRIu64 "\r\n"
       "STAT segments %" PRIu64 "\r\nSTAT segment_waits %" PRIu64 "\r\n"
+      "STAT counters %" PRIu64 "\r\nSTAT tallies %" PRIu64 "\r\n"
       "STAT client_errors %" PRIu64 "\r\nSTAT server_errors %" PRIu64 "\r\n"
       "STAT closed_idle %" PRIu64 "\r\nSTAT closed_garbage %" PRIu64 "\r\n"
       "STAT closed_binary %" PRIu64 "\r\nSTAT closed_line_too_long %" PRIu64
@@ -93,7 +96,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
       d->incr_ids, d->incr_merged, d->incr_errors, d->cmd_get, d->get_hits,
       d->get_misses, ls.allocations, ls.ids, ls.increments, ls.restores,
       ls.backwards, ls.log_writes, ls.log_syncs, ls.errors, ls.segments,
-      ls.segment_waits,
+      ls.segment_waits, ls.counters, ls.tallies,
       d->client_errors, d->server_errors, d->closed_idle, d->closed_garbage,
       d->closed_binary, d->closed_long, lcd_pool_queued(s));
   evbuffer_add_printf(o,

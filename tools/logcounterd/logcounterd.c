@@ -67,6 +67,8 @@ static void settings_init(lcd_settings *set) {
   set->verbose = 0;
   set->pidfile = NULL;
   set->coalesce = 1;
+  set->max_counters = LC_MAX_COUNTERS_DEFAULT;
+  set->max_tallies = LC_MAX_TALLIES_DEFAULT;
   set->flush_interval = 1;
   set->sweep_interval = 60;
 }
@@ -157,6 +159,11 @@ static void usage(FILE *f) {
     "                          its own memcached increment (to measure\n"
     "                          what coalescing gains) (default: %s)\n"
     "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
+    "  --max-counters N        counters the daemon keeps state for (each\n"
+    "                          name an incr has used), 1..10^9 (default\n"
+    "                          %llu); a new name beyond it gets\n"
+    "                          SERVER_ERROR ELIMIT and creates nothing\n"
+    "  --max-tallies N         the same for tallies (default %llu)\n"
     "  --idle-timeout SECONDS  close clients idle this long, 0: never\n"
     "                          (default %d)\n"
     "  --line-timeout SECONDS  close clients that leave a request\n"
@@ -191,6 +198,7 @@ static void usage(FILE *f) {
     lc_durability_name(d.durability), d.timeout_ms, LCD_THREADS_MAX,
     d.threads, d.workers,
     d.coalesce ? "coalescing on" : "off", d.max_connections,
+    (unsigned long long)d.max_counters, (unsigned long long)d.max_tallies,
     d.idle_timeout, d.line_timeout, d.drain_timeout, LCD_OUTPUT_MAX / 1024,
     d.reply_timeout, LCD_INPUT_MAX / 1024, d.flush_interval,
     d.sweep_interval);
@@ -219,11 +227,22 @@ static int parse_int(const char *opt, const char *text, long min, long max,
   return 0;
 }
 
+/* A count 1..10^9 for a limit, or a usage error naming the option. */
+static int parse_u64(const char *opt, const char *text, uint64_t *out) {
+  uint64_t v;
+  if (lc__proto_number(text, strlen(text), &v) != 0 || v < 1 ||
+      v > 1000000000ULL)
+    return usage_error("invalid value '%s' for %s (must be 1..1000000000)",
+                       text, opt);
+  *out = v;
+  return 0;
+}
+
 /* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
 static int parse_options(lcd_settings *set, int argc, char **argv) {
   enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
          O_PID, O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP,
-         O_REPLY, O_PREFETCH, O_WORKERS };
+         O_REPLY, O_PREFETCH, O_WORKERS, O_MAX_COUNTERS, O_MAX_TALLIES };
   static const struct option lo[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
@@ -236,6 +255,8 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     {"threads", required_argument, NULL, 't'},
     {"workers", required_argument, NULL, O_WORKERS},
     {"max-connections", required_argument, NULL, 'c'},
+    {"max-counters", required_argument, NULL, O_MAX_COUNTERS},
+    {"max-tallies", required_argument, NULL, O_MAX_TALLIES},
     {"idle-timeout", required_argument, NULL, O_IDLE},
     {"line-timeout", required_argument, NULL, O_LINE},
     {"drain-timeout", required_argument, NULL, O_DRAIN},
@@ -287,6 +308,10 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                                    &set->workers); break;
     case 'c': rc = parse_int("--max-connections", optarg, 1, 1000000,
                              &set->max_connections); break;
+    case O_MAX_COUNTERS: rc = parse_u64("--max-counters", optarg,
+                                        &set->max_counters); break;
+    case O_MAX_TALLIES: rc = parse_u64("--max-tallies", optarg,
+                                       &set->max_tallies); break;
     case O_IDLE: rc = parse_int("--idle-timeout", optarg, 0, 86400 * 365,
                                 &set->idle_timeout); break;
     case O_LINE: rc = parse_int("--line-timeout", optarg, 1, 3600,
@@ -413,6 +438,8 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.durability = s->set->durability;
   o.prefetch = s->set->prefetch;
   o.timeout_ms = s->set->timeout_ms;
+  o.max_counters = s->set->max_counters;
+  o.max_tallies = s->set->max_tallies;
   snprintf(owner, size, LCD_PROG " (pid %ld)", (long)getpid());
   o.owner = owner;
   if (!s->set->coalesce)
