@@ -309,8 +309,9 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
     }
   }
   if (tally_cases_open(cfg, cs)) return -1;
-  if (newcounters_cases_open(cfg, cs)) return -1;
-  return daemon_cases_open(cfg, cs);
+  if (daemon_cases_open(cfg, cs)) return -1;
+  /* last: it leaves a new counter in the daemon with every call */
+  return newcounters_cases_open(cfg, cs);
 }
 
 void cases_close(case_set *cs) {

@@ -237,7 +237,10 @@ LC_EXTERN int lc_reservation(lc_t *h, const char *name, int64_t *value);
  * out of this handle any more, the final value (*final: the highest value
  * handed out or taken from memcached) is synced to the log with the mark
  * "released", and the claim is dropped.  This log then refuses the
- * counter (LC_EOWNED) until it adopts it back. */
+ * counter (LC_EOWNED) until it adopts it back.  Called again on a
+ * released counter (say memcached failed the first time, after the
+ * release was recorded), it drops the claim again and gives the same
+ * final value. */
 LC_EXTERN int lc_release(lc_t *h, const char *name, int64_t *final);
 /* Takes the counter over: forgets a refusal or release recorded in this
  * log, claims the counter (LC_EOWNED if another log still holds the

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* libmemcached's messages start with the address of its handle and end
  * with its source file; keep only the words between. */
@@ -47,6 +48,15 @@ static int map_error(memcached_st *mc, memcached_return_t rc, const char *op) {
   }
 }
 
+/* Does the libmemcached config set this option (matched without regard
+ * to case, as libmemcached's own parser does)? */
+static bool names_option(const char *config, const char *opt) {
+  size_t n = strlen(opt);
+  for (const char *p = config; *p; p++)
+    if (strncasecmp(p, opt, n) == 0) return true;
+  return false;
+}
+
 int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
                    int pool_size) {
   memset(c, 0, sizeof *c);
@@ -65,10 +75,11 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
     {MEMCACHED_BEHAVIOR_TCP_NODELAY, 1},
     {MEMCACHED_BEHAVIOR_NOREPLY, 0},         /* every answer is needed */
   };
-  /* Several servers: consistent hashing (ketama, MD5, as libketama and
-   * pylibmc's "ketama" behavior), unless the config chose a distribution:
-   * a server that comes or goes moves only its own share of counters. */
-  if (strstr(config, "--DISTRIBUTION=") == NULL &&
+  /* Several servers: consistent hashing (libmemcached's ketama continuum,
+   * what pylibmc's "ketama" behavior sets too), unless the config chose a
+   * distribution: a server that comes or goes moves only its own share of
+   * counters. */
+  if (!names_option(config, "--distribution=") &&
       memcached_behavior_set(c->master, MEMCACHED_BEHAVIOR_KETAMA, 1) !=
           MEMCACHED_SUCCESS) {
     memcached_free(c->master);

@@ -11,10 +11,10 @@
  *   - stored, or already holding this log's ID: the counter is this
  *     log's;
  *   - holding another ID: LC_EOWNED, naming that log, its host and pid.
- *     The refusal is also written (synced) to this log, under 'o' NAME,
- *     so the counter stays refused after a memcached loss wipes the
- *     claim, until lc_adopt.  lc_release writes the same key, marked
- *     released.
+ *     The refusal is also written (synced) to this log, under 'o' NAME
+ *     ('R' and the claim's text), so the counter stays refused after a
+ *     memcached loss wipes the claim, until lc_adopt.  lc_release writes
+ *     the same key, marked released ('X' and the final value).
  *
  * What this cannot catch (memcached is not durable): a claim evicted or
  * lost with memcached lets a brand-new log, whose first use of the name
@@ -211,35 +211,59 @@ int lc__claim(lc_t *h, lc__counter *c) {
       set_claimed(c, true);                /* ours (an earlier process) */
       return 0;
     }
+    set_claimed(c, false);                 /* waiting calls fail too */
     rc = put_refusal(h, c, REFUSED, held, 0);
     return rc ? rc : lc__claim_refused(c);
   }
   return lc__fail(LC_EAGAIN, "the claim of %s kept changing", c->name);
 }
 
-int lc__claim_release(lc_t *h, lc__counter *c, int64_t final) {
-  int rc = put_refusal(h, c, RELEASED, "", final);
-  if (rc) return rc;
-  pthread_mutex_lock(&c->mu);
-  if (final > c->reserved) c->reserved = final;
-  if (final > c->floor) c->floor = final;
-  pthread_mutex_unlock(&c->mu);
-  set_claimed(c, false);
-  char key[LC_NAME_MAX + 8];
+int lc__claim_drop(lc_t *h, lc__counter *c) {
+  char key[LC_NAME_MAX + 8], held[CLAIM_MAX + 1];
   size_t klen = claim_key(key, c);
+  int rc = lc__cache_get_text(&h->cache, c->key, c->klen, key, klen, held,
+                              sizeof held);
+  if (rc == LC__MISS) return 0;
+  if (rc) return rc;
+  if (strncmp(held, h->log_id, LC__ID_LEN) != 0) return 0;   /* not ours */
   rc = lc__cache_delete(&h->cache, c->key, c->klen, key, klen);
   return rc < 0 ? rc : 0;
 }
 
-int lc__claim_forget(lc_t *h, lc__counter *c) {
+int lc__claim_release(lc_t *h, lc__counter *c, int64_t final) {
+  set_claimed(c, false);          /* calls waiting on c fail from now on */
+  char text[24];
+  snprintf(text, sizeof text, "%lld", (long long)final);
+  int rc = put_refusal(h, c, RELEASED, text, final);   /* exact, as close */
+  if (rc) return rc;
+  pthread_mutex_lock(&c->mu);
+  c->reserved = final;
+  if (final > c->floor) c->floor = final;
+  pthread_mutex_unlock(&c->mu);
+  return lc__claim_drop(h, c);
+}
+
+int64_t lc__claim_final(const lc__counter *c) {
+  return c->refused_by ? strtoll(c->refused_by, NULL, 10) : 0;
+}
+
+int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation) {
   char key[LC_NAME_MAX + 2];
   size_t klen = refusal_key(key, c->name, c->nlen);
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   leveldb_writebatch_delete(b, key, klen);
+  if (reservation > c->reserved)
+    lc__log_batch_reservation(b, c->name, c->nlen, reservation);
   int rc = lc__log_write(&h->log, b, true);
   leveldb_writebatch_destroy(b);
   LC__STAT(h, log_syncs, 1);
   if (rc) return rc;
+  if (reservation > c->reserved) {
+    pthread_mutex_lock(&c->mu);
+    c->reserved = reservation;
+    if (reservation > c->floor) c->floor = reservation;
+    pthread_mutex_unlock(&c->mu);
+  }
   atomic_store(&c->refusal, 0);
   free(c->refused_by);
   c->refused_by = NULL;

@@ -480,21 +480,38 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__counter *c;
   if ((rc = lc__counter_lookup(h, name, &c)) != 0) return count_call(h, rc, n);
   if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
-  pthread_mutex_lock(&c->mu);
-  if (!c->claimed) {  /* first use: floor and reservation, then the claim */
-    pthread_mutex_unlock(&c->mu);
-    lc__counter_acquire(c);
-    rc = lc__counter_load(h, c);
-    if (!rc && !c->claimed) rc = lc__claim(h, c);
-    lc__counter_release(c);
-    if (rc) return count_call(h, rc, n);
-    pthread_mutex_lock(&c->mu);
-  }
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
-  if (c->tail) c->tail->next = &r; else c->head = &r;
-  c->tail = &r;
-  while (!r.done) {
+  pthread_mutex_lock(&c->mu);
+  for (bool queued = false; !r.done;) {
+    if (!c->claimed) {
+      /* first use (floor and reservation, then the claim), or the counter
+       * was released or refused while this call waited: claim again (a
+       * refusal then fails it), out of the queue meanwhile */
+      if (queued) {
+        c->head = r.next;
+        if (c->head == NULL) c->tail = NULL;
+        r.next = NULL;
+        queued = false;
+        wake(c);
+      }
+      pthread_mutex_unlock(&c->mu);
+      lc__counter_acquire(c);
+      rc = lc__counter_load(h, c);
+      if (!rc && !c->claimed) rc = lc__claim(h, c);
+      lc__counter_release(c);
+      if (rc) {
+        pthread_cond_destroy(&r.cv);
+        return count_call(h, rc, n);
+      }
+      pthread_mutex_lock(&c->mu);
+      continue;
+    }
+    if (!queued) {
+      if (c->tail) c->tail->next = &r; else c->head = &r;
+      c->tail = &r;
+      queued = true;
+    }
     if (c->head == &r && can_send(c))
       send_batch(h, c);  /* unlocks and relocks c->mu */
     else
@@ -659,9 +676,27 @@ int lc_advance(lc_t *h, const char *name, int64_t min_next) {
 /* The counter is this log's (claimed): no value goes out any more; the
  * final value (the highest handed out or taken from memcached) is
  * recorded with the release, and the claim dropped. */
+/* Released already (a retry, say after memcached failed the first time):
+ * the recorded final value (the reservation), the claim dropped again.
+ * Refused: LC_EOWNED.  Else claimed here: no value goes out any more (the
+ * held segments are given up, their values up to floor), and the final
+ * value (the highest handed out or taken from memcached) is recorded with
+ * the release, and the claim dropped. */
 static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   (void)arg;
-  int rc = lc__seg_drop(h, c, LC_VALUE_MAX);     /* every held segment */
+  int refusal = atomic_load(&c->refusal);
+  if (refusal == LC__RELEASED) {
+    int rc = lc__claim_drop(h, c);
+    if (!rc) *out = lc__claim_final(c);
+    return rc;
+  }
+  int rc = refusal || c->claimed ? 0 : lc__claim(h, c);
+  if (rc) return rc;
+  if (refusal) return lc__claim_refused(c);
+  pthread_mutex_lock(&c->mu);
+  int64_t held_up_to = c->floor;                  /* segments lie below */
+  pthread_mutex_unlock(&c->mu);
+  rc = lc__seg_drop(h, c, held_up_to);
   int64_t final = 0;
   if (!rc) rc = op_restore(h, c, 0, &final);      /* never below floor */
   if (!rc) rc = lc__claim_release(h, c, final);
@@ -669,9 +704,13 @@ static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   return rc;
 }
 
+/* The refusal (if any) is forgotten together with a reservation at
+ * `above`, in one synced write: even if the claim then fails, no restore
+ * starts below it. */
 static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
   (void)out;
-  int rc = atomic_load(&c->refusal) ? lc__claim_forget(h, c) : 0;
+  int rc = atomic_load(&c->refusal) || above > c->reserved
+               ? lc__claim_forget(h, c, above) : 0;
   if (!rc) rc = lc__claim(h, c);
   if (!rc && above > 0) rc = op_advance(h, c, above + 1, NULL);
   return rc;
@@ -679,7 +718,7 @@ static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
 
 int lc_release(lc_t *h, const char *name, int64_t *final) {
   if (final == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  return exclusive(h, name, 0, final, op_release, true);
+  return exclusive(h, name, 0, final, op_release, false);
 }
 
 int lc_adopt(lc_t *h, const char *name, int64_t above) {

@@ -62,8 +62,7 @@ struct lc__counter {
                                  only ever grows */
   bool loaded;
   bool claimed;               /* claim.c: this log holds the claim */
-  _Atomic int refusal;        /* claim.c: LC__REFUSED / LC__RELEASED (read
-                                 without mu on the hot path) */
+  _Atomic int refusal;        /* claim.c: LC__REFUSED / LC__RELEASED */
   char *refused_by;           /* the claim that refused it, or NULL */
   bool used;                  /* allocated or advanced by this handle */
   int64_t floor, reserved;
@@ -96,7 +95,8 @@ int lc__counter_load(lc_t *h, lc__counter *c);
 int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
                           int64_t *last);
 
-/* claim.c (leader only, except lc__claim_refused) */
+/* claim.c: leader only (refused_by is the leader's alone; claimed is set
+ * under mu, since lc_next_n's callers read it there) */
 #define LC__REFUSED 1
 #define LC__RELEASED 2
 /* Reads a refusal or release recorded in the log for c (at load). */
@@ -108,8 +108,14 @@ int lc__claim_refused(const lc__counter *c);
 /* Records the release of c at final (synced, with the reservation) and
  * drops its claim in memcached. */
 int lc__claim_release(lc_t *h, lc__counter *c, int64_t final);
-/* Deletes the refusal or release of c from the log (adopt). */
-int lc__claim_forget(lc_t *h, lc__counter *c);
+/* The final value a release recorded (c released). */
+int64_t lc__claim_final(const lc__counter *c);
+/* Deletes c's claim in memcached if it is this log's. */
+int lc__claim_drop(lc_t *h, lc__counter *c);
+/* Deletes the refusal or release of c from the log (adopt), with a
+ * reservation at `reservation` in the same synced write when that raises
+ * it. */
+int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation);
 
 /* segment.c */
 /* lc_next_n for a handle with prefetch on. */

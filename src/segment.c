@@ -226,6 +226,10 @@ static bool unqueue(lc_t *h, lc__counter *c) {
 int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
   bool fetched = false;
+  if (atomic_load(&c->refusal))   /* refused or released: nothing held goes
+                                     out any more */
+    return lc__fail(LC_EOWNED, "counter %s is refused by this log (see "
+                    "'logcounter adopt')", c->name);
   pthread_mutex_lock(&c->mu);
   for (;;) {
     if (take(c, n, first)) {

@@ -50,9 +50,12 @@ MC="--SERVER=127.0.0.1:$MCPORT"
 cli() { "$CLI" --memcached "$MC" --db "$TMP/cli" "$@"; }
 # incr_on PORT NAME: REPLY_LINE = the daemon's answer to "incr NAME 1".
 incr_on() { DPORT=$1; conn; ask "incr $2 1"; conn_close; }
+# flush_memcached: flush_all on the private memcached; fails unless OK.
 flush_memcached() {
+  local l=""
   exec 4<>"/dev/tcp/127.0.0.1/$MCPORT" && printf 'flush_all\r\n' >&4 &&
     IFS= read -r -t 5 l <&4; exec 4<&-
+  [ "${l%$'\r'}" = OK ]
 }
 
 # ---- a daemon and the CLI -----------------------------------------------------
@@ -68,7 +71,7 @@ check "the CLI's log is refused the daemon's counter: exit 1, EOWNED, pid named"
 incr_on "$P0" cli-owned
 check "the daemon is refused the CLI's counter: SERVER_ERROR EOWNED" \
   eval '[[ $REPLY_LINE == "SERVER_ERROR EOWNED "*"owned by log"* ]]'
-flush_memcached
+check "memcached flushed" flush_memcached
 incr_on "$P0" cli-owned
 check "after flush_all, the refused daemon asks first: still EOWNED" \
   eval '[[ $REPLY_LINE == "SERVER_ERROR EOWNED "* ]]'
@@ -104,7 +107,10 @@ kill -9 "$PID_s1"; wait "$PID_s1" 2>/dev/null
 /usr/bin/python3 "$SCALE_OUT" down so "${PORTS[1]}" "${PORTS[@]}" >"$TMP/py.out" 2>&1; rc=$?
 cat "$TMP/py.out"
 check "one daemon killed: its counters fail, the others are answered" [ $rc = 0 ]
-for d in s0 s2; do eval "kill -TERM \$PID_$d; wait \$PID_$d"; done
+for d in s0 s2; do
+  eval "kill -TERM \$PID_$d; wait \$PID_$d"; rc=$?
+  check "daemon $d: SIGTERM, exit 0" [ $rc = 0 ]
+done
 # verify_all: every daemon's log verifies each counter it owns.
 verify_all() {
   local d i

@@ -4,6 +4,7 @@
  * across memcached losses and restarts, release and adopt, and what the
  * claim cannot catch (a brand-new log after a memcached loss).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,7 +121,12 @@ static void test_release_adopt(void **state) {
   assert_true(final >= v);
   assert_ok(lc_adopt(f->h, "mv", final));
   assert_i64_eq(tu_next1(f->h, "mv"), final + 1);
-  assert_rc(lc_release(b, "mv", &final), LC_EOWNED);
+  /* released again (a retry): the same final value, and a's claim is
+   * left alone */
+  int64_t again = 0;
+  assert_ok(lc_release(b, "mv", &again));
+  assert_i64_eq(again, final);
+  assert_i64_eq(tu_next1(f->h, "mv"), final + 2);
   assert_rc(lc_release(f->h, "mv", NULL), LC_EINVAL);
   assert_rc(lc_adopt(f->h, "mv", -1), LC_EINVAL);
   assert_ok(lc_close(b));
@@ -140,6 +146,62 @@ static void test_release_with_prefetch(void **state) {
   assert_ok(lc_adopt(f->h, "seg", final));
   assert_i64_eq(tu_next1(f->h, "seg"), final + 1);
   assert_ok(lc_close(p));
+}
+
+/* Calls in flight or waiting when lc_release runs: none of them gets a
+ * value above the final value, and from then on they fail. */
+typedef struct racer {
+  pthread_t t;
+  lc_t *h;
+  const char *name;
+  int64_t max;
+  long ok, owned, other;
+} racer;
+
+static void *race(void *arg) {
+  racer *r = arg;
+  for (int i = 0; i < 200000 && r->owned < 50; i++) {
+    int64_t v;
+    int rc = lc_next(r->h, r->name, &v);
+    if (rc == 0) {
+      r->ok++;
+      if (v > r->max) r->max = v;
+    } else if (rc == LC_EOWNED) {
+      r->owned++;
+    } else {
+      r->other++;
+    }
+  }
+  return NULL;
+}
+
+static void test_release_under_load(void **state) {
+  fx_t *f = *state;
+  for (int pf = 0; pf < 2; pf++) {
+    lc_t *h = pf ? open_sub(f, "pr", 64) : f->h;
+    const char *name = pf ? "race-pf" : "race";
+    tu_next1(h, name);
+    racer r[4];
+    for (int i = 0; i < 4; i++) {
+      r[i] = (racer){.h = h, .name = name};
+      assert_int_equal(pthread_create(&r[i].t, NULL, race, &r[i]), 0);
+    }
+    sleep_ms(100);
+    int64_t final = 0;
+    assert_ok(lc_release(h, name, &final));
+    for (int i = 0; i < 4; i++) {
+      pthread_join(r[i].t, NULL);
+      assert_true(r[i].max <= final);          /* nothing past the release */
+      assert_true(r[i].owned > 0);             /* and refused after it */
+      assert_int_equal(r[i].other, 0);
+    }
+    /* another log adopts it above the final value and goes on */
+    lc_t *b = open_sub(f, pf ? "pb" : "b", 0);
+    assert_ok(lc_adopt(b, name, final));
+    assert_i64_eq(tu_next1(b, name), final + 1);
+    assert_ok(lc_close(b));
+    if (pf) assert_ok(lc_close(h));
+  }
 }
 
 /* What the claim cannot catch: after memcached lost everything, a new log
@@ -193,6 +255,7 @@ int main(void) {
       T(test_refusal_survives_flush_and_restart),
       T(test_release_adopt),
       T(test_release_with_prefetch),
+      T(test_release_under_load),
       T(test_new_log_after_loss),
       T(test_claim_key_format),
 #undef T
