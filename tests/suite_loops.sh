@@ -91,9 +91,13 @@ for mode in default prefetch; do
   check "$mode: every id 1..12N handed out once" \
     eval '[ "$(stats_value incr_ids)" = $((12 * N)) ]'
   inl=$(stats_value jobs_inline) pooled=$(stats_value jobs_pooled)
-  echo "     $mode: jobs run on a loop $inl, by a worker $pooled"
+  backoffs=$(stats_value loop_backoffs)
+  echo "     $mode: jobs run on a loop $inl, by a worker $pooled ($backoffs backoffs)"
+  # A call that held a loop past 20 ms (a synced segment write on a loaded
+  # machine) sends that loop's work to the workers for a second: then the
+  # loops still answered some themselves; else nearly all.
   check "$mode: the loops answered the warm counter themselves" \
-    eval '[ "$inl" -gt $((10 * pooled)) ]'
+    eval '[ "$inl" -gt $((10 * pooled)) ] || { [ "$backoffs" -gt 0 ] && [ "$inl" -gt 0 ]; }'
   check "$mode: its first use went to a worker" \
     eval '[ "$(stats_value jobs_pooled)" -ge 1 ]'
   calls=$(stats_value incr_calls) cmds=$(stats_value cmd_incr)
