@@ -55,13 +55,35 @@ typedef lc__req req;
 
 void lc__table_init(lc__table *t) {
   pthread_mutex_init(&t->mu, NULL);
-  memset(t->buckets, 0, sizeof t->buckets);
+  t->buckets = NULL;
+  t->nbuckets = 0;
+  t->count = 0;
 }
 
-static unsigned hash(const char *s, size_t n) {
+static uint32_t hash(const char *s, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-  return h % 256;
+  return h;
+}
+
+/* t->mu held: doubles the buckets once there are two counters a bucket
+ * (a failed allocation keeps the old ones: longer chains, still right). */
+static void grow(lc__table *t) {
+  if (t->nbuckets && t->count < 2 * t->nbuckets) return;
+  size_t nb = t->nbuckets ? 2 * t->nbuckets : 256;
+  lc__counter **b = calloc(nb, sizeof *b);
+  if (b == NULL) return;
+  for (size_t i = 0; i < t->nbuckets; i++) {
+    for (lc__counter *c = t->buckets[i], *next; c; c = next) {
+      next = c->next;
+      size_t j = hash(c->name, c->nlen) & (nb - 1);
+      c->next = b[j];
+      b[j] = c;
+    }
+  }
+  free(t->buckets);
+  t->buckets = b;
+  t->nbuckets = nb;
 }
 
 /* A new counter's state, not in any table; NULL when out of memory. */
@@ -96,8 +118,15 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
                           "invalid counter name");
   size_t n = strlen(name);
   lc__table *t = &h->counters;
-  unsigned b = hash(name, n);
   pthread_mutex_lock(&t->mu);
+  if (create) grow(t);
+  if (t->nbuckets == 0) {            /* nothing yet (or no memory) */
+    pthread_mutex_unlock(&t->mu);
+    *out = NULL;
+    return create ? lc__fail(LC_ENOMEM, "cannot allocate the counter "
+                             "table") : 0;
+  }
+  size_t b = hash(name, n) & (t->nbuckets - 1);
   lc__counter *c = t->buckets[b];
   while (c && !(c->nlen == n && memcmp(c->name, name, n) == 0)) c = c->next;
   if (c == NULL && create) {
@@ -739,7 +768,7 @@ int lc_reservation(lc_t *h, const char *name, int64_t *value) {
 int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
   leveldb_writebatch_t *b = log->db ? leveldb_writebatch_create() : NULL;
   bool any = false;
-  for (int i = 0; i < 256; i++) {
+  for (size_t i = 0; i < t->nbuckets; i++) {
     for (lc__counter *c = t->buckets[i]; b && c; c = c->next) {
       int64_t stands = lc__seg_close(c, b);
       if (stands < 0) stands = c->floor;
@@ -754,7 +783,7 @@ int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
   }
   int rc = any ? lc__log_write(log, b, true) : 0;
   if (b) leveldb_writebatch_destroy(b);
-  for (int i = 0; i < 256; i++) {
+  for (size_t i = 0; i < t->nbuckets; i++) {
     for (lc__counter *c = t->buckets[i], *next; c; c = next) {
       next = c->next;
       /* Segments: memcached still holds floor, ahead of what went out;
@@ -767,6 +796,9 @@ int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
     }
     t->buckets[i] = NULL;
   }
+  free(t->buckets);
+  t->buckets = NULL;
+  t->nbuckets = 0;
   pthread_mutex_destroy(&t->mu);
   return rc;
 }

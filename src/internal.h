@@ -140,7 +140,8 @@ void lc__claim_text(lc_t *h);
 typedef struct lc__counter lc__counter;
 typedef struct lc__table {
   pthread_mutex_t mu;
-  lc__counter *buckets[256];
+  lc__counter **buckets;      /* nbuckets (a power of two, doubling) */
+  size_t nbuckets;
   uint64_t count, max;        /* counters in the table; the limit */
 } lc__table;
 void lc__table_init(lc__table *t);
