@@ -13,6 +13,7 @@
  *     check's, tested on one server in test_faults.c.)
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,17 +40,17 @@ typedef struct worker {
   pthread_t t;
   lc_t *h;
   int id;
-  volatile int *stop;
+  atomic_int *stop;
   got *g;
   size_t n, cap;
-  long errors;
+  atomic_long errors;       /* read by the main thread while it runs */
   int last_err;
   char detail[256];
 } worker;
 
 static void *run(void *arg) {
   worker *w = arg;
-  for (int i = w->id; !*w->stop; i++) {
+  for (int i = w->id; !atomic_load(w->stop); i++) {
     char name[16];
     int idx = i % NAMES;
     snprintf(name, sizeof name, "s%d", idx);
@@ -116,7 +117,7 @@ static lc_t *open_spread(const char *dir, const char *extra) {
   return h;
 }
 
-static void start(worker *w, lc_t *h, volatile int *stop) {
+static void start(worker *w, lc_t *h, atomic_int *stop) {
   for (int i = 0; i < THREADS; i++) {
     w[i] = (worker){.h = h, .id = i, .stop = stop};
     assert_int_equal(pthread_create(&w[i].t, NULL, run, &w[i]), 0);
@@ -127,7 +128,7 @@ static long join(worker *w) {
   long errors = 0;
   for (int i = 0; i < THREADS; i++) {
     pthread_join(w[i].t, NULL);
-    errors += w[i].errors;
+    errors += atomic_load(&w[i].errors);
   }
   return errors;
 }
@@ -167,17 +168,17 @@ static void test_server_killed_no_ejection(void **state) {
   assert_non_null(dir);
   for (int i = 0; i < SERVERS; i++) assert_ok(mcd_flush_all(&srv[i]));
   lc_t *h = open_spread(dir, "");
-  volatile int stop = 0;
+  atomic_int stop = 0;
   worker w[THREADS];
   start(w, h, &stop);
   sleep_ms(300);
   mcd_kill9(&srv[1]);
   sleep_ms(500);
   long during = 0;
-  for (int i = 0; i < THREADS; i++) during += w[i].errors;
+  for (int i = 0; i < THREADS; i++) during += atomic_load(&w[i].errors);
   assert_int_equal(mcd_restart(&srv[1]), 0);       /* back, empty */
   sleep_ms(1500);
-  stop = 1;
+  atomic_store(&stop, 1);
   long errors = join(w);
   all_work(h);
   size_t total, dup = duplicates(w, &total);
@@ -186,7 +187,7 @@ static void test_server_killed_no_ejection(void **state) {
   int code = 0;
   const char *detail = "";
   for (int i = 0; i < THREADS; i++)
-    if (w[i].errors) code = w[i].last_err, detail = w[i].detail;
+    if (atomic_load(&w[i].errors)) code = w[i].last_err, detail = w[i].detail;
   printf("# %zu ids, %ld errors (%ld while the server was down, last %s: "
          "%s), %llu restores\n", total, errors, during, lc_err_name(code),
          detail, (unsigned long long)st.restores);
@@ -205,7 +206,7 @@ static void test_server_frozen_with_ejection(void **state) {
   assert_non_null(dir);
   for (int i = 0; i < SERVERS; i++) assert_ok(mcd_flush_all(&srv[i]));
   lc_t *h = open_spread(dir, " --REMOVE-FAILED-SERVERS=1");
-  volatile int stop = 0;
+  atomic_int stop = 0;
   worker w[THREADS];
   start(w, h, &stop);
   sleep_ms(300);
@@ -213,7 +214,7 @@ static void test_server_frozen_with_ejection(void **state) {
   sleep_ms(1500);
   assert_int_equal(mcd_thaw(&srv[1]), 0);
   sleep_ms(1000);
-  stop = 1;
+  atomic_store(&stop, 1);
   long errors = join(w);
   all_work(h);
   size_t total, dup = duplicates(w, &total);
