@@ -190,20 +190,9 @@ int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
 }
 
 int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v) {
-  memcached_st *mc;
-  int err = take(c, &mc);
-  if (err) return err;
   char buf[24];
   int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-  memcached_return_t rc = memcached_add(mc, key, klen, buf, (size_t)n, 0, 0);
-  if (rc == MEMCACHED_SUCCESS)
-    err = 0;
-  else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS)
-    err = LC__EXISTS;
-  else
-    err = map_error(mc, rc, "add");
-  give(c, mc);
-  return err;
+  return lc__cache_add_text(c, key, klen, key, klen, buf, (size_t)n);
 }
 
 int lc__cache_lower(lc__cache *c, const char *key, size_t klen,

@@ -241,6 +241,12 @@ typedef struct lcd_flusher {
   int failing;              /* the last run failed (logged once a streak) */
 } lcd_flusher;
 
+/* A singly linked list of jobs (by next) with its tail and length. */
+typedef struct lcd_jlist {
+  lcd_job *head, *tail;
+  size_t n;
+} lcd_jlist;
+
 /* The worker threads' queue (lcd_pool.c), shared by every loop. */
 typedef struct lcd_workers {
   pthread_mutex_t mu;
@@ -284,8 +290,7 @@ struct lcd_loop {
   struct event *tick;       /* once a second: lcd_conn_sweep */
   /* jobs parsed in this iteration, run or queued by submit_ev (last
    * priority) */
-  lcd_job *pend_head, *pend_tail;
-  size_t pend_count;
+  lcd_jlist pend;
   struct event *submit_ev;
   /* finished jobs from the workers, for this loop */
   pthread_mutex_t done_mu;

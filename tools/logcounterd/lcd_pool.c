@@ -321,28 +321,8 @@ static void done_cb(evutil_socket_t fd, short what, void *arg) {
   take_done(arg);
 }
 
-/* Jobs parsed during one loop iteration wait in the loop's own list; the
- * lowest-priority submit event, which runs after every I/O callback of the
- * iteration, runs or queues them all together (submit_pending). */
-void lcd_pool_submit(lcd_loop *l, lcd_job *j) {
-  j->next = NULL;
-  if (l->pend_tail)
-    l->pend_tail->next = j;
-  else
-    l->pend_head = j;
-  l->pend_tail = j;
-  l->pend_count++;
-  if (l->pend_count == 1)
-    event_active(l->submit_ev, EV_READ, 0);
-}
-
-/* A singly linked list of jobs with its tail and length. */
-typedef struct jlist {
-  lcd_job *head, *tail;
-  size_t n;
-} jlist;
-
-static void jlist_add(jlist *q, lcd_job *j) {
+/* Appends j to q. */
+static void jlist_add(lcd_jlist *q, lcd_job *j) {
   j->next = NULL;
   if (q->tail)
     q->tail->next = j;
@@ -352,8 +332,25 @@ static void jlist_add(jlist *q, lcd_job *j) {
   q->n++;
 }
 
+/* Jobs parsed during one loop iteration wait in the loop's own list; the
+ * lowest-priority submit event, which runs after every I/O callback of the
+ * iteration, runs or queues them all together (submit_pending). */
+/* Appends the chain j (linked by next) to q. */
+static void jlist_add_chain(lcd_jlist *q, lcd_job *j) {
+  for (lcd_job *n; j; j = n) {
+    n = j->next;
+    jlist_add(q, j);
+  }
+}
+
+void lcd_pool_submit(lcd_loop *l, lcd_job *j) {
+  jlist_add(&l->pend, j);
+  if (l->pend.n == 1)
+    event_active(l->submit_ev, EV_READ, 0);
+}
+
 /* Queues a list of jobs for the workers under one lock and one wake-up. */
-static void queue_jobs(lcd_server *s, jlist *q) {
+static void queue_jobs(lcd_server *s, lcd_jlist *q) {
   lcd_workers *p = &s->pool;
   if (!q->head)
     return;
@@ -367,7 +364,13 @@ static void queue_jobs(lcd_server *s, jlist *q) {
   if (p->idle > 0)
     pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
-  *q = (jlist){NULL, NULL, 0};
+  *q = (lcd_jlist){NULL, NULL, 0};
+}
+
+/* A loop hands q to the workers (counted in stats). */
+static void to_workers(lcd_loop *l, lcd_jlist *q) {
+  l->st.jobs_pooled += q->n;
+  queue_jobs(l->srv, q);
 }
 
 static int64_t now_us(void) {
@@ -402,10 +405,9 @@ static int runs_inline(lcd_loop *l, const lcd_job *j, int64_t now) {
  * Jobs that the answers let start (lcd_conn_job_done parses on) join the
  * next iteration's list. */
 static void submit_pending(lcd_loop *l) {
-  jlist fast = {NULL, NULL, 0}, slow = {NULL, NULL, 0};
-  lcd_job *list = l->pend_head;
-  l->pend_head = l->pend_tail = NULL;
-  l->pend_count = 0;
+  lcd_jlist fast = {NULL, NULL, 0}, slow = {NULL, NULL, 0};
+  lcd_job *list = l->pend.head;
+  l->pend = (lcd_jlist){NULL, NULL, 0};
   int64_t now = now_us();
   while (list) {
     lcd_job *j = list;
@@ -416,22 +418,13 @@ static void submit_pending(lcd_loop *l) {
   int ncalls = 0;
   while (fast.head && ncalls < LCD_INLINE_CALLS)
     calls[ncalls++] = take_chain(&fast.head, &fast.tail, &fast.n, 1);
-  while (fast.head) {
-    lcd_job *j = fast.head;
-    fast.head = j->next;
-    jlist_add(&slow, j);
-  }
-  l->st.jobs_pooled += slow.n;
-  queue_jobs(l->srv, &slow);
+  jlist_add_chain(&slow, fast.head);
+  to_workers(l, &slow);
   for (int i = 0; i < ncalls; i++) {
     lcd_job *j = calls[i];
     if (now_us() < l->inline_off_until) {     /* backing off: hand over */
-      for (lcd_job *n; j; j = n) {
-        n = j->next;
-        jlist_add(&slow, j);
-      }
-      l->st.jobs_pooled += slow.n;
-      queue_jobs(l->srv, &slow);
+      jlist_add_chain(&slow, j);
+      to_workers(l, &slow);
       continue;
     }
     int64_t t0 = now_us();
@@ -505,11 +498,8 @@ void lcd_pool_stop(lcd_server *s) {
   lcd_workers *p = &s->pool;
   for (int i = 0; i < s->nloops; i++) {
     lcd_loop *l = &s->loops[i];
-    jlist q = {l->pend_head, l->pend_tail, l->pend_count};
-    l->pend_head = l->pend_tail = NULL;
-    l->pend_count = 0;
     if (p->threads)
-      queue_jobs(s, &q);
+      queue_jobs(s, &l->pend);
   }
   if (p->threads) {
     pthread_mutex_lock(&p->mu);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+#define LCD_LIMIT_MAX 1000000000ULL   /* --max-counters, --max-tallies */
 #define DEFAULT_LISTEN "127.0.0.1:11311"
 #define DEFAULT_MEMCACHED "--SERVER=127.0.0.1:11211"
 
@@ -216,26 +217,22 @@ static int usage_error(const char *fmt, ...) {
 }
 
 /* A decimal number in min..max, or a usage error naming the option. */
-static int parse_int(const char *opt, const char *text, long min, long max,
-                     int *out) {
-  uint64_t v;
-  if (lc__proto_number(text, strlen(text), &v) != 0 || v < (uint64_t)min ||
-      v > (uint64_t)max)
-    return usage_error("invalid value '%s' for %s (must be %ld..%ld)", text,
-                       opt, min, max);
-  *out = (int)v;
+static int parse_number(const char *opt, const char *text, uint64_t min,
+                        uint64_t max, uint64_t *out) {
+  if (lc__proto_number(text, strlen(text), out) != 0 || *out < min ||
+      *out > max)
+    return usage_error("invalid value '%s' for %s (must be %llu..%llu)",
+                       text, opt, (unsigned long long)min,
+                       (unsigned long long)max);
   return 0;
 }
 
-/* A count 1..10^9 for a limit, or a usage error naming the option. */
-static int parse_u64(const char *opt, const char *text, uint64_t *out) {
+static int parse_int(const char *opt, const char *text, int min, int max,
+                     int *out) {
   uint64_t v;
-  if (lc__proto_number(text, strlen(text), &v) != 0 || v < 1 ||
-      v > 1000000000ULL)
-    return usage_error("invalid value '%s' for %s (must be 1..1000000000)",
-                       text, opt);
-  *out = v;
-  return 0;
+  int rc = parse_number(opt, text, (uint64_t)min, (uint64_t)max, &v);
+  if (!rc) *out = (int)v;
+  return rc;
 }
 
 /* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
@@ -308,10 +305,12 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                                    &set->workers); break;
     case 'c': rc = parse_int("--max-connections", optarg, 1, 1000000,
                              &set->max_connections); break;
-    case O_MAX_COUNTERS: rc = parse_u64("--max-counters", optarg,
-                                        &set->max_counters); break;
-    case O_MAX_TALLIES: rc = parse_u64("--max-tallies", optarg,
-                                       &set->max_tallies); break;
+    case O_MAX_COUNTERS: rc = parse_number("--max-counters", optarg, 1,
+                                           LCD_LIMIT_MAX, &set->max_counters);
+      break;
+    case O_MAX_TALLIES: rc = parse_number("--max-tallies", optarg, 1,
+                                          LCD_LIMIT_MAX, &set->max_tallies);
+      break;
     case O_IDLE: rc = parse_int("--idle-timeout", optarg, 0, 86400 * 365,
                                 &set->idle_timeout); break;
     case O_LINE: rc = parse_int("--line-timeout", optarg, 1, 3600,
