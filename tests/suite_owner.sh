@@ -23,13 +23,8 @@ DAEMON=$B/logcounterd CLI=$B/logcounter SCALE_OUT=tests/daemon/scale_out.py
 SCALE=${LC_TEST_SCALE:-1}
 [ "$SCALE" -ge 1 ] 2>/dev/null || SCALE=1
 
-passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   - $name"
-  else failed=$((failed + 1)); echo "FAIL - $name"; fi
-}
-finish() { echo "owner: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
+SUITE=owner
+. tests/check.sh
 
 for bin in "$DAEMON" "$CLI"; do
   [ -x "$bin" ] || { echo "suite_owner: $bin not built" >&2; failed=1; finish; }

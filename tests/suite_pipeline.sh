@@ -44,13 +44,8 @@ MANY=$LINES; [ "$SCALE" -gt 1 ] && MANY=$((1000000 / 16))
 case "$BUILD" in *build-*) RSS_KIB=$((512 * 1024)) ;; *) RSS_KIB=$((64 * 1024)) ;; esac
 REPLY_TIMEOUT=2 DRAIN_TIMEOUT=5
 
-passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   - $name"
-  else failed=$((failed + 1)); echo "FAIL - $name"; fi
-}
-finish() { echo "pipeline: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
+SUITE=pipeline
+. tests/check.sh
 
 for bin in "$DAEMON" "$CLI" "$PIPE"; do
   [ -x "$bin" ] || { echo "suite_pipeline: $bin not built" >&2; failed=1; finish; }

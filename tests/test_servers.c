@@ -162,88 +162,101 @@ static int group_teardown(void **state) {
   return 0;
 }
 
+/* One run: a fresh log on the three (flushed) servers, 8 threads already
+ * allocating for 300 ms when run_begin returns. */
+typedef struct outage {
+  char *dir;
+  lc_t *h;
+  atomic_int stop;
+  worker w[THREADS];
+  long errors;              /* after run_end: calls that failed */
+  size_t total, dup;        /* ids handed out, and handed out twice */
+  lc_stats st;
+} outage;
+
+static void run_begin(outage *r, const char *extra) {
+  r->dir = tmpdir_make();
+  assert_non_null(r->dir);
+  for (int i = 0; i < SERVERS; i++) assert_ok(mcd_flush_all(&srv[i]));
+  r->h = open_spread(r->dir, extra);
+  atomic_store(&r->stop, 0);
+  start(r->w, r->h, &r->stop);
+  sleep_ms(300);
+}
+
+/* Stops the threads, checks every counter works again, and counts. */
+static void run_end(outage *r) {
+  atomic_store(&r->stop, 1);
+  r->errors = join(r->w);
+  all_work(r->h);
+  r->dup = duplicates(r->w, &r->total);
+  assert_ok(lc_get_stats(r->h, &r->st));
+}
+
+static void run_free(outage *r) {
+  for (int i = 0; i < THREADS; i++) free(r->w[i].g);
+  assert_ok(lc_close(r->h));
+  tmpdir_free(r->dir);
+}
+
 static void test_server_killed_no_ejection(void **state) {
   (void)state;
-  char *dir = tmpdir_make();
-  assert_non_null(dir);
-  for (int i = 0; i < SERVERS; i++) assert_ok(mcd_flush_all(&srv[i]));
-  lc_t *h = open_spread(dir, "");
-  atomic_int stop = 0;
-  worker w[THREADS];
-  start(w, h, &stop);
-  sleep_ms(300);
+  static outage r;
+  run_begin(&r, "");
+  worker *w = r.w;
   mcd_kill9(&srv[1]);
   sleep_ms(500);
   long during = 0;
   for (int i = 0; i < THREADS; i++) during += atomic_load(&w[i].errors);
   assert_int_equal(mcd_restart(&srv[1]), 0);       /* back, empty */
   sleep_ms(1500);
-  atomic_store(&stop, 1);
-  long errors = join(w);
-  all_work(h);
-  size_t total, dup = duplicates(w, &total);
-  lc_stats st;
-  assert_ok(lc_get_stats(h, &st));
+  run_end(&r);
   int code = 0;
   const char *detail = "";
   for (int i = 0; i < THREADS; i++)
     if (atomic_load(&w[i].errors)) code = w[i].last_err, detail = w[i].detail;
   printf("# %zu ids, %ld errors (%ld while the server was down, last %s: "
-         "%s), %llu restores\n", total, errors, during, lc_err_name(code),
-         detail, (unsigned long long)st.restores);
+         "%s), %llu restores\n", r.total, r.errors, during,
+         lc_err_name(code), detail, (unsigned long long)r.st.restores);
   assert_true(during > 0);                /* its counters failed ... */
   assert_true(code == LC_EMEMCACHED || code == LC_ETIMEDOUT);  /* clearly */
-  assert_true(st.restores > 0);           /* ... and were restored */
-  assert_int_equal(dup, 0);
-  for (int i = 0; i < THREADS; i++) free(w[i].g);
-  assert_ok(lc_close(h));
-  tmpdir_free(dir);
+  assert_true(r.st.restores > 0);         /* ... and were restored */
+  assert_int_equal(r.dup, 0);
+  run_free(&r);
 }
 
 static void test_server_frozen_with_ejection(void **state) {
   (void)state;
-  char *dir = tmpdir_make();
-  assert_non_null(dir);
-  for (int i = 0; i < SERVERS; i++) assert_ok(mcd_flush_all(&srv[i]));
-  lc_t *h = open_spread(dir, " --REMOVE-FAILED-SERVERS=1");
-  atomic_int stop = 0;
-  worker w[THREADS];
-  start(w, h, &stop);
-  sleep_ms(300);
+  static outage r;
+  run_begin(&r, " --REMOVE-FAILED-SERVERS=1");
+  worker *w = r.w;
   assert_int_equal(mcd_freeze(&srv[1]), 0);       /* keeps its values */
   sleep_ms(1500);
   assert_int_equal(mcd_thaw(&srv[1]), 0);
   sleep_ms(1000);
-  atomic_store(&stop, 1);
-  long errors = join(w);
-  all_work(h);
-  size_t total, dup = duplicates(w, &total);
-  lc_stats st;
-  assert_ok(lc_get_stats(h, &st));
+  run_end(&r);
   printf("# %zu ids, %ld errors, %llu restores, %llu backwards answers "
-         "caught\n", total, errors, (unsigned long long)st.restores,
-         (unsigned long long)st.backwards);
-  assert_true(st.restores > 0);           /* at least the first uses */
-  assert_int_equal(dup, 0);
+         "caught\n", r.total, r.errors, (unsigned long long)r.st.restores,
+         (unsigned long long)r.st.backwards);
+  assert_true(r.st.restores > 0);         /* at least the first uses */
+  assert_int_equal(r.dup, 0);
   /* After the thaw, a new handle (a restart) has every server in its
    * ring again: each next value must still be above all handed out. */
   int64_t top[NAMES] = {0};
   for (int i = 0; i < THREADS; i++)
     for (size_t k = 0; k < w[i].n; k++)
       if (w[i].g[k].v > top[w[i].g[k].idx]) top[w[i].g[k].idx] = w[i].g[k].v;
-  assert_ok(lc_close(h));
-  h = open_spread(dir, " --REMOVE-FAILED-SERVERS=1");
+  assert_ok(lc_close(r.h));
+  r.h = open_spread(r.dir, " --REMOVE-FAILED-SERVERS=1");
   for (int i = 0; i < NAMES; i++) {
     char name[16];
     snprintf(name, sizeof name, "s%d", i);
-    assert_true(tu_next1(h, name) > top[i]);
+    assert_true(tu_next1(r.h, name) > top[i]);
   }
-  assert_ok(lc_get_stats(h, &st));
+  assert_ok(lc_get_stats(r.h, &r.st));
   printf("# reopened: every counter above all handed out (%llu stale "
-         "answers caught)\n", (unsigned long long)st.backwards);
-  for (int i = 0; i < THREADS; i++) free(w[i].g);
-  assert_ok(lc_close(h));
-  tmpdir_free(dir);
+         "answers caught)\n", (unsigned long long)r.st.backwards);
+  run_free(&r);
 }
 
 int main(void) {
