@@ -120,7 +120,11 @@ static int take(lc__cache *c, memcached_st **mc) {
   return 0;
 }
 
-static void give(lc__cache *c, memcached_st *mc) {
+/* Back to the pool.  After a failure (a timeout above all) the
+ * connection may still owe an answer, which the next command on it would
+ * read as its own: close it (the next use reconnects). */
+static void give(lc__cache *c, memcached_st *mc, int err) {
+  if (err < 0 && err != LC_EBADVALUE) memcached_quit(mc);
   memcached_pool_release(c->pool, mc);
 }
 
@@ -145,7 +149,7 @@ int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
   } else {
     err = map_error(mc, rc, "incr");
   }
-  give(c, mc);
+  give(c, mc, err);
   return err;
 }
 
@@ -185,7 +189,7 @@ int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
   } else {
     err = map_error(mc, rc, "get");
   }
-  give(c, mc);
+  give(c, mc, err);
   return err;
 }
 
@@ -237,7 +241,7 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
     }
   }
   memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SUPPORT_CAS, 0);
-  give(c, mc);
+  give(c, mc, err);
   return err;
 }
 
@@ -255,7 +259,7 @@ int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
     err = LC__EXISTS;
   else
     err = map_error(mc, rc, "add");
-  give(c, mc);
+  give(c, mc, err);
   return err;
 }
 
@@ -279,7 +283,7 @@ int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
   } else {
     err = rc == MEMCACHED_NOTFOUND ? LC__MISS : map_error(mc, rc, "get");
   }
-  give(c, mc);
+  give(c, mc, err);
   return err;
 }
 
@@ -292,6 +296,6 @@ int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
                                                   0);
   err = rc == MEMCACHED_SUCCESS ? 0
         : rc == MEMCACHED_NOTFOUND ? LC__MISS : map_error(mc, rc, "delete");
-  give(c, mc);
+  give(c, mc, err);
   return err;
 }

@@ -116,6 +116,7 @@ int lc__tally_mc_simple(lc_t *h, const char *key, size_t klen, bool add,
     err = lc__fail(rc == MEMCACHED_TIMEOUT ? LC_ETIMEDOUT : LC_EMEMCACHED,
                    "memcached %s %.*s: %s", add ? "add" : "delete", (int)klen,
                    key, memcached_strerror(mc, rc));
+  if (err < 0) memcached_quit(mc);   /* it may still owe an answer */
   memcached_pool_release(h->cache.pool, mc);
   return err;
 }

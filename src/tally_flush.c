@@ -106,6 +106,7 @@ static int mget(lc_t *h, slot *s, size_t ns) {
       rc != MEMCACHED_NOTFOUND)
     err = lc__fail(rc == MEMCACHED_TIMEOUT ? LC_ETIMEDOUT : LC_EMEMCACHED,
                    "memcached multi-get: %s", memcached_strerror(mc, rc));
+  if (err < 0) memcached_quit(mc);   /* it may still owe an answer */
   memcached_pool_release(h->cache.pool, mc);
 out:
   free(keys);
