@@ -81,7 +81,10 @@ extern "C" {
   X(EOWNED,    -18, "the counter is owned by another log (or was released "\
                     "from this one)")                                       \
   X(ELIMIT,    -19, "too many counters or tallies in this handle "          \
-                    "(max_counters / max_tallies)")
+                    "(max_counters / max_tallies)")                         \
+  X(ENOTISSUED, -20, "the value was never handed out (only issued values "  \
+                     "can be voided)")                                      \
+  X(EVOIDED,   -21, "the value is already voided")
 
 typedef enum {
 #define LC__ERR_ENUM(name, num, msg) LC_##name = (num),
@@ -277,6 +280,56 @@ LC_EXTERN int lc_iter_open(lc_t *h, const char *name, lc_iter **out);
 LC_EXTERN int lc_iter_next(lc_iter *it, lc_record *rec);
 LC_EXTERN void lc_iter_close(lc_iter *it);
 
+/*
+ * The gap ledger: why values are missing from the log.  Whenever the
+ * library knowingly skips values it writes a ledger entry (range, cause,
+ * time) in the same write as the record or reservation that goes with it,
+ * so a gap costs no extra sync.  A gap between records with no entry is
+ * unexplained (a log from before the ledger, or a bug).  Voids (lc_void)
+ * are entries too: values that were handed out and then declared unused.
+ */
+#define LC_REASON_MAX 200
+typedef struct lc_gap {
+  int64_t first;
+  int64_t last;
+  int64_t time_us;            /* when the entry was written */
+  int cause;                  /* LC_GAP_* */
+  char reason[LC_REASON_MAX + 1];   /* a void's reason; "" otherwise */
+} lc_gap;
+
+#define LC_GAP_BURNED 1    /* the block's log write failed: nobody got it */
+#define LC_GAP_RESTART 2   /* reserved by a run that stopped without closing
+                              (kill, crash, power cut), skipped at restart:
+                              never handed out, or handed out with records a
+                              power cut lost */
+#define LC_GAP_UNLOGGED 3  /* memcached was ahead of this log: taken from
+                              memcached by a run that died between its
+                              increment and its log write, or by another
+                              client */
+#define LC_GAP_SEGMENT 4   /* the unused rest of a prefetched segment, given
+                              up (lc_advance, lc_release, or lc_close when
+                              memcached could not be set back) */
+#define LC_GAP_ADVANCE 5   /* skipped on purpose by lc_advance / lc_adopt */
+#define LC_GAP_VOID 6      /* handed out, then voided (lc_void); lies inside
+                              a record */
+
+/* "burned", "restart", "unlogged", "segment-unused", "advance", "void"
+ * (or "unknown"). */
+LC_EXTERN const char *lc_gap_cause_name(int cause);
+/* Iterates one counter's ledger entries in ascending order (a snapshot),
+ * with lc_ledger_next; close with lc_iter_close. */
+LC_EXTERN int lc_ledger_open(lc_t *h, const char *name, lc_iter **out);
+/* 1: *gap holds the next entry.  0: no more.  LC_ECORRUPT: the next entry
+ * cannot be decoded (gap->last holds its key's value); the call after it
+ * continues. */
+LC_EXTERN int lc_ledger_next(lc_iter *it, lc_gap *gap);
+/* Marks value, already handed out, as voided (never used: a cancelled
+ * order), with a reason of 1..LC_REASON_MAX bytes; synced.  LC_ENOTISSUED
+ * when no record holds the value (or this handle holds it unissued in a
+ * segment); LC_EVOIDED when it is voided already. */
+LC_EXTERN int lc_void(lc_t *h, const char *name, int64_t value,
+                      const char *reason);
+
 typedef struct lc_prune_opts {
   /* Criteria; 0 means "not given".  At least one must be given.  Prune
    * deletes the oldest records, from the first on, up to (not including)
@@ -293,6 +346,8 @@ typedef struct lc_prune_opts {
 typedef struct lc_prune_result {
   uint64_t deleted;       /* records deleted */
   uint64_t kept;          /* records left */
+  uint64_t ledger_deleted;  /* ledger entries (gaps, voids) below the
+                               oldest record left, deleted with them */
 } lc_prune_result;
 
 /* Deletes old records of a counter in batches, then compacts the range so

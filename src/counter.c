@@ -154,6 +154,10 @@ int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out) {
   return find(h, name, true, out);
 }
 
+int lc__counter_find(lc_t *h, const char *name, lc__counter **out) {
+  return find(h, name, false, out);
+}
+
 
 /* mu held: may the first queued request send its batch now? */
 static bool can_send(const lc__counter *c) {
@@ -194,13 +198,16 @@ void lc__counter_release(lc__counter *c) {
 
 int lc__counter_load(lc_t *h, lc__counter *c) {
   if (c->loaded) return 0;
-  int64_t max = 0, res = 0;
+  int64_t max = 0, res = 0, gapmax = 0;
   int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
+  if (!rc) rc = lc__ledger_max(&h->log, c->name, c->nlen, &gapmax);
   if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
   if (!rc) rc = lc__claim_load(h, c);
   if (rc) return rc;
   pthread_mutex_lock(&c->mu);     /* read under mu by lc_next_n */
-  c->floor = max > res ? max : res;
+  c->gap_low = max > gapmax ? max : gapmax;   /* ledger gaps are skipped */
+  c->floor = c->gap_low > res ? c->gap_low : res;
+  c->restart_to = c->floor;       /* holes up to it: the last run's */
   c->reserved = res;
   c->loaded = true;
   pthread_mutex_unlock(&c->mu);
@@ -259,6 +266,8 @@ typedef struct block {
   uint64_t n;
   int64_t reservation;  /* a new reservation to write with it, or 0 */
   bool sync;
+  lc__gap gaps[LC__GAPS];   /* ledger entries riding along */
+  int ngaps;
 } block;
 
 /* mu held: the lowest floor an answer still in flight was sent with (the
@@ -323,6 +332,8 @@ static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
   if (last > c->floor) c->floor = last;  /* never again */
   c->used = true;
   remember(c, last - (int64_t)(n - 1), last);
+  lc__ledger_taken(c, last - (int64_t)(n - 1), last, lowest_sent_floor(c));
+  b->ngaps = lc__ledger_take(c, b->gaps);
 }
 
 /* mu held: may the answer v to an increment by n, sent when floor was
@@ -342,10 +353,17 @@ static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
   return true;
 }
 
-/* Writes the block's record, with its reservation if any. */
+/* Writes the block's record, with its reservation and ledger entries if
+ * any. */
 static int commit(lc_t *h, lc__counter *c, const block *b) {
-  int rc = lc__log_append(&h->log, c->name, c->nlen, b->last, b->n,
-                          b->reservation, b->sync);
+  leveldb_writebatch_t *wb = leveldb_writebatch_create();
+  lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_BLOCK, b->n,
+                       lc__now_us());
+  if (b->reservation)
+    lc__log_batch_reservation(wb, c->name, c->nlen, b->reservation);
+  lc__ledger_batch(wb, c, b->gaps, b->ngaps);
+  int rc = lc__log_write(&h->log, wb, b->sync);
+  leveldb_writebatch_destroy(wb);
   LC__STAT(h, log_writes, 1);
   if (b->sync) LC__STAT(h, log_syncs, 1);
   return rc;
@@ -475,6 +493,10 @@ static void send_batch(lc_t *h, lc__counter *c) {
   }
   pthread_mutex_lock(&c->mu);
   if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
+  if (rc && b.last) {         /* burned: the ledger says so next time */
+    lc__ledger_putback(c, b.gaps, b.ngaps);
+    lc__ledger_gap(c, b.last - (int64_t)(b.n - 1), b.last, LC_GAP_BURNED);
+  }
   for (req *r = batch, *next; r; r = next) {
     next = r->next;  /* r may vanish once done is seen */
     r->done = true;
@@ -633,33 +655,47 @@ static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   return lc__fail(LC_EAGAIN, "memcached kept changing %s", c->key);
 }
 
+/* Leader: the values floor+1..target are skipped on purpose: an advance
+ * entry, the holes below floor and the reservation (when target passes it)
+ * in one synced write; after it no restore starts below target. */
+static int skip_to(lc_t *h, lc__counter *c, int64_t target) {
+  lc__gap g[LC__GAPS + 1];
+  pthread_mutex_lock(&c->mu);
+  while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
+  bool raise = target > c->reserved;
+  c->res_writing = raise;   /* a batch that finished its increment may
+                               still be raising it after its write */
+  lc__ledger_settle(c, c->floor);
+  int n = lc__ledger_take(c, g);
+  pthread_mutex_unlock(&c->mu);
+  g[n] = (lc__gap){c->floor + 1, target, LC_GAP_ADVANCE};
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  lc__ledger_batch(b, c, g, n + 1);
+  if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
+  int rc = lc__log_write(&h->log, b, true);
+  leveldb_writebatch_destroy(b);
+  LC__STAT(h, log_writes, 1);
+  LC__STAT(h, log_syncs, 1);
+  pthread_mutex_lock(&c->mu);
+  if (raise) release_reservation(c, rc ? 0 : target);
+  if (rc) {
+    lc__ledger_putback(c, g, n);
+  } else {
+    c->floor = target;
+    c->gap_low = target;
+    c->used = true;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
 static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   (void)out;
   int64_t target = min_next - 1;  /* the value the counter must stand at */
   int rc = lc__seg_drop(h, c, target);   /* held values below min_next */
-  if (rc) return rc;
-  if (target > c->floor) {
-    /* durable first: after this, no restore can start below target.
-     * reserved under mu: a batch that has finished its increment may
-     * still be raising it after its write. */
-    pthread_mutex_lock(&c->mu);
-    while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
-    bool raise = target > c->reserved;
-    c->res_writing = raise;
-    pthread_mutex_unlock(&c->mu);
-    if (raise) {
-      rc = lc__log_put_reservation(&h->log, c->name, c->nlen, target);
-      LC__STAT(h, log_syncs, 1);
-      pthread_mutex_lock(&c->mu);
-      release_reservation(c, rc ? 0 : target);
-      pthread_mutex_unlock(&c->mu);
-      if (rc) return rc;
-    }
-    c->floor = target;
-    c->used = true;
-  }
+  if (!rc && target > c->floor) rc = skip_to(h, c, target);
   int64_t now;
-  rc = op_restore(h, c, 0, &now);  /* raises memcached to floor */
+  if (!rc) rc = op_restore(h, c, 0, &now);  /* raises memcached to floor */
   if (!rc) lc__seg_advanced(c, target);
   return rc;
 }
@@ -779,23 +815,42 @@ int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
         any = true;
       }
       c->reserved = stands;
+      if (c->used) {          /* nothing in flight: every hole is final */
+        lc__gap g[LC__GAPS];
+        lc__ledger_settle(c, c->floor);
+        int n = lc__ledger_take(c, g);
+        lc__ledger_batch(b, c, g, n);
+        any = any || n > 0;
+      }
     }
   }
   int rc = any ? lc__log_write(log, b, true) : 0;
-  if (b) leveldb_writebatch_destroy(b);
+  if (b) leveldb_writebatch_clear(b);
+  any = false;
   for (size_t i = 0; i < t->nbuckets; i++) {
     for (lc__counter *c = t->buckets[i], *next; c; c = next) {
       next = c->next;
       /* Segments: memcached still holds floor, ahead of what went out;
        * set it back (only if untouched since) so that a restart goes on
-       * at the next value.  Not possible: a gap, nothing worse. */
-      if (!rc && b && c->used && c->reserved < c->floor)
-        lc__cache_lower(cache, c->key, c->klen, (uint64_t)c->floor,
-                        (uint64_t)c->reserved);
+       * at the next value.  Not possible: a gap, in the ledger, and the
+       * reservation at floor (a restart then never reissues it). */
+      if (!rc && b && c->used && c->reserved < c->floor) {
+        int lowered = lc__cache_lower(cache, c->key, c->klen,
+                                      (uint64_t)c->floor,
+                                      (uint64_t)c->reserved);
+        if (lowered != 0 && lowered != LC__MISS) {
+          lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
+          lc__ledger_batch(b, c, &g, 1);
+          lc__log_batch_reservation(b, c->name, c->nlen, c->floor);
+          any = true;
+        }
+      }
       counter_free(c);
     }
     t->buckets[i] = NULL;
   }
+  if (any) rc = lc__log_write(log, b, true);
+  if (b) leveldb_writebatch_destroy(b);
   free(t->buckets);
   t->buckets = NULL;
   t->nbuckets = 0;

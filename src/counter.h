@@ -36,6 +36,15 @@ typedef struct lc__span {
   int64_t first, last;
 } lc__span;
 
+/* A gap known to this handle, waiting to ride along with the counter's
+ * next log write (ledger.c). */
+typedef struct lc__gap {
+  int64_t first, last;
+  int cause;                  /* LC_GAP_* */
+} lc__gap;
+#define LC__GAPS 8          /* pending gaps kept (beyond: the oldest is
+                               dropped, and shows as unexplained) */
+
 #define LC__SEGS 3          /* held at once: current, prefetched, one more */
 #define LC__SEG_CLOSES 8    /* finished segments whose records wait to be
                                rewritten with what went out */
@@ -78,6 +87,15 @@ struct lc__counter {
   int64_t handed;             /* the last value handed out of a segment */
   uint64_t seg_size;          /* the next segment's size (auto: adapts) */
   int64_t sized_us, sized_handed;   /* auto sizing: at the last fetch */
+  /* ledger.c, under mu: every value <= gap_low is in a block or segment
+   * this handle took, in a record of the log, or in a ledger entry
+   * (written or pending); ahead: taken above gap_low + 1, in order. */
+  int64_t gap_low;
+  int64_t restart_to;         /* holes up to here: LC_GAP_RESTART */
+  lc__span ahead[LC__ACCEPTED];
+  int nahead;
+  lc__gap gaps[LC__GAPS];     /* pending */
+  int ngaps;
   size_t nlen, klen;
   char *name;                 /* points into key, past the prefix */
   char key[];                 /* "lc:" NAME */
@@ -85,6 +103,8 @@ struct lc__counter {
 
 /* counter.c */
 int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out);
+/* The counter if this handle has it (*out NULL otherwise); no state made. */
+int lc__counter_find(lc_t *h, const char *name, lc__counter **out);
 void lc__counter_acquire(lc__counter *c);
 void lc__counter_release(lc__counter *c);
 /* Leader only: floor and reserved from the log on first use. */
@@ -116,6 +136,24 @@ int lc__claim_drop(lc_t *h, lc__counter *c);
  * reservation at `reservation` in the same synced write when that raises
  * it. */
 int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation);
+
+/* ledger.c (all with mu held, or as the only thread) */
+/* first..last were taken by this handle (a block accepted, a segment
+ * fetched); holes at or below low (no increment in flight can fill them
+ * any more) become pending gaps. */
+void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last,
+                      int64_t low);
+/* Every hole up to upto is final (nothing in flight): pending gaps. */
+void lc__ledger_settle(lc__counter *c, int64_t upto);
+/* A gap known as such (a burned block, a segment's unused rest). */
+void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause);
+/* Moves the pending gaps to out (returns how many), and puts them back
+ * (after a failed write). */
+int lc__ledger_take(lc__counter *c, lc__gap out[LC__GAPS]);
+void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n);
+/* Adds the entries of g[0..n) to b. */
+void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                      const lc__gap *g, int n);
 
 /* segment.c */
 /* lc_next_n for a handle with prefetch on. */

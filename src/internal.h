@@ -9,7 +9,8 @@
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
  *   segment.c  prefetched segments: ids handed out from memory
- *   iter.c     reading a counter's records in order
+ *   iter.c     reading a counter's records (and ledger) in order
+ *   ledger.c   the gap ledger: why values are missing, and voids
  *   tally*.c   tallies: write-behind counts (tally.c: add, get, state;
  *              tally_flush.c, tally_list.c, tally_rec.c)
  *   remote.c   remote mode: the same calls, answered by a logcounterd
@@ -57,6 +58,12 @@ int64_t lc__now_us(void);
  * LC_NAME_MAX + 10 bytes; returns the length. */
 size_t lc__record_prefix(char *buf, const char *name, size_t nlen);
 size_t lc__reservation_key(char *buf, const char *name, size_t nlen);
+/* The ledger (ledger.c): 'g' NAME '\0' then be64(last); value: version,
+ * cause, be64(count), be64(time), the reason's bytes. */
+size_t lc__ledger_prefix(char *buf, const char *name, size_t nlen);
+/* Decodes a ledger key (after its prefix of plen bytes) and value. */
+int lc__ledger_decode(const char *key, size_t klen, size_t plen,
+                      const char *val, size_t vlen, lc_gap *g);
 void lc__record_encode(unsigned char out[LC__RECORD_LEN], uint64_t count,
                        int64_t time_us);
 /* Decodes a record key (after its prefix of plen bytes) and value. */
@@ -130,6 +137,12 @@ int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t *out);
 /* The largest logged value of the counter (0 if none): one reverse seek. */
 int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
+/* The same for any prefix whose keys end in a be64 value (what: for the
+ * error detail). */
+int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
+                 int64_t *out);
+/* ledger.c: the last value of the counter's ledger entries (0 if none). */
+int lc__ledger_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync);
 /* claim.c: the log's identity (read, or made and synced on first open). */
 int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]);

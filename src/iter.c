@@ -1,5 +1,6 @@
 /*
- * iter.c - reading a counter's records in order (for dump and verify).
+ * iter.c - reading a counter's records, or its ledger entries, in order
+ * (for dump, verify and gaps).
  *
  * The iterator reads a LevelDB snapshot taken when it is opened, so records
  * appended meanwhile do not shift under it.  An undecodable record is
@@ -16,10 +17,11 @@ struct lc_iter {
   const leveldb_snapshot_t *snap;
   leveldb_readoptions_t *read;
   size_t plen;
+  bool ledger;                /* lc_ledger_open: 'g' entries, not records */
   char prefix[LC_NAME_MAX + 10];
 };
 
-int lc_iter_open(lc_t *h, const char *name, lc_iter **out) {
+static int iter_open(lc_t *h, const char *name, bool ledger, lc_iter **out) {
   lc__detail_clear();
   if (h == NULL || out == NULL) return lc__fail(LC_EINVAL, "NULL argument");
   int rc = LC__LOCAL_ONLY(h);
@@ -32,7 +34,9 @@ int lc_iter_open(lc_t *h, const char *name, lc_iter **out) {
     return lc__fail(LC_ENOMEM, "cannot allocate an iterator");
   }
   i->h = h;
-  i->plen = lc__record_prefix(i->prefix, name, strlen(name));
+  i->ledger = ledger;
+  i->plen = ledger ? lc__ledger_prefix(i->prefix, name, strlen(name))
+                   : lc__record_prefix(i->prefix, name, strlen(name));
   i->snap = leveldb_create_snapshot(h->log.db);
   leveldb_readoptions_set_snapshot(i->read, i->snap);
   leveldb_readoptions_set_verify_checksums(i->read, 1);
@@ -43,9 +47,18 @@ int lc_iter_open(lc_t *h, const char *name, lc_iter **out) {
   return 0;
 }
 
-int lc_iter_next(lc_iter *i, lc_record *rec) {
-  lc__detail_clear();
-  if (i == NULL || rec == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+int lc_iter_open(lc_t *h, const char *name, lc_iter **out) {
+  return iter_open(h, name, false, out);
+}
+
+int lc_ledger_open(lc_t *h, const char *name, lc_iter **out) {
+  return iter_open(h, name, true, out);
+}
+
+/* The next key and value under the prefix: 1, 0 at the end, or an
+ * error. */
+static int step(lc_iter *i, const char **k, size_t *klen, const char **v,
+                size_t *vlen) {
   if (!leveldb_iter_valid(i->it)) {
     char *err = NULL;
     leveldb_iter_get_error(i->it, &err);
@@ -54,15 +67,43 @@ int lc_iter_next(lc_iter *i, lc_record *rec) {
     leveldb_free(err);
     return rc;
   }
+  *k = leveldb_iter_key(i->it, klen);
+  if (*klen < i->plen || memcmp(*k, i->prefix, i->plen) != 0) return 0;
+  *v = leveldb_iter_value(i->it, vlen);
+  return 1;
+}
+
+/* The value of an undecodable entry's key, or 0. */
+static int64_t key_value(const lc_iter *i, const char *k, size_t klen) {
+  if (klen != i->plen + 8) return 0;
+  uint64_t last = lc__be64_get((const unsigned char *)k + i->plen);
+  return last > (uint64_t)LC_VALUE_MAX ? 0 : (int64_t)last;
+}
+
+int lc_iter_next(lc_iter *i, lc_record *rec) {
+  lc__detail_clear();
+  if (i == NULL || rec == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  if (i->ledger) return lc__fail(LC_EINVAL, "a ledger iterator");
   size_t klen, vlen;
-  const char *k = leveldb_iter_key(i->it, &klen);
-  if (klen < i->plen || memcmp(k, i->prefix, i->plen) != 0) return 0;
-  const char *v = leveldb_iter_value(i->it, &vlen);
-  int rc = lc__record_decode(k, klen, i->plen, v, vlen, rec);
-  if (rc && klen == i->plen + 8) {
-    uint64_t last = lc__be64_get((const unsigned char *)k + i->plen);
-    rec->last = last > (uint64_t)LC_VALUE_MAX ? 0 : (int64_t)last;
-  }
+  const char *k, *v;
+  int rc = step(i, &k, &klen, &v, &vlen);
+  if (rc <= 0) return rc;
+  rc = lc__record_decode(k, klen, i->plen, v, vlen, rec);
+  if (rc) rec->last = key_value(i, k, klen);
+  leveldb_iter_next(i->it);
+  return rc ? rc : 1;
+}
+
+int lc_ledger_next(lc_iter *i, lc_gap *gap) {
+  lc__detail_clear();
+  if (i == NULL || gap == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  if (!i->ledger) return lc__fail(LC_EINVAL, "not a ledger iterator");
+  size_t klen, vlen;
+  const char *k, *v;
+  int rc = step(i, &k, &klen, &v, &vlen);
+  if (rc <= 0) return rc;
+  rc = lc__ledger_decode(k, klen, i->plen, v, vlen, gap);
+  if (rc) gap->last = key_value(i, k, klen);
   leveldb_iter_next(i->it);
   return rc ? rc : 1;
 }

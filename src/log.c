@@ -239,6 +239,11 @@ int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
 int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
   char prefix[LC_NAME_MAX + 10];
   size_t plen = lc__record_prefix(prefix, name, nlen);
+  return lc__log_last(l, prefix, plen, "record", out);
+}
+
+int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
+                 int64_t *out) {
   leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
   /* Seek just past the prefix ('\0' -> '\1'), then step back once. */
   prefix[plen - 1] = '\1';
@@ -257,8 +262,8 @@ int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
     if (klen == plen + 8) {
       uint64_t v = lc__be64_get((const unsigned char *)k + plen);
       if (v > (uint64_t)LC_VALUE_MAX)
-        rc = lc__fail(LC_ECORRUPT, "record key %llu of %.*s out of range",
-                      (unsigned long long)v, (int)nlen, name);
+        rc = lc__fail(LC_ECORRUPT, "%s key %llu of %.*s out of range", what,
+                      (unsigned long long)v, (int)(plen - 2), prefix + 1);
       else
         *out = (int64_t)v;
       break;

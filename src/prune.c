@@ -7,7 +7,8 @@
  * touches the reservation, so that no restore can start below a value that
  * was handed out.  LevelDB has no range delete: deletions go in batches,
  * and the pruned range is compacted afterwards so that tombstones do not
- * pile up in front of later seeks.
+ * pile up in front of later seeks.  Ledger entries (gaps and voids) below
+ * the oldest record left go with the records.
  */
 #include "internal.h"
 
@@ -47,6 +48,42 @@ static int find_limit(lc__log *l, const char *prefix, size_t plen,
     return rc;
   }
   return 0;
+}
+
+static int iter_error(leveldb_iterator_t *it) {
+  char *err = NULL;
+  leveldb_iter_get_error(it, &err);
+  if (err == NULL) return 0;
+  int rc = lc__fail(LC_ELOG, "leveldb iterate: %s", err);
+  leveldb_free(err);
+  return rc;
+}
+
+/* Deletes the ledger entries that end below `below` (one batch: entries
+ * are few). */
+static int prune_ledger(lc__log *l, const char *name, int64_t below,
+                        uint64_t *deleted) {
+  char prefix[LC_NAME_MAX + 10];
+  size_t plen = lc__ledger_prefix(prefix, name, strlen(name));
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  uint64_t n = 0;
+  for (leveldb_iter_seek(it, prefix, plen); leveldb_iter_valid(it);
+       leveldb_iter_next(it)) {
+    size_t klen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, prefix, plen) != 0) break;
+    if (klen != plen + 8) continue;   /* undecodable: gaps shows it */
+    if (lc__be64_get((const unsigned char *)k + plen) >= (uint64_t)below) break;
+    leveldb_writebatch_delete(b, k, klen);
+    n++;
+  }
+  int rc = iter_error(it);
+  if (!rc && n) rc = lc__log_write(l, b, false);
+  if (!rc) *deleted = n;
+  leveldb_writebatch_destroy(b);
+  leveldb_iter_destroy(it);
+  return rc;
 }
 
 static bool deletable(const lc_prune_opts *o, const char *k, size_t klen,
@@ -119,15 +156,23 @@ int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
 
 count_rest:
   if (rc) return rc;
-  /* records left */
+  /* records left; the first value of the oldest */
+  int64_t oldest = 0;
   it = leveldb_create_iterator(l->db, l->read);
   for (leveldb_iter_seek(it, prefix, plen); leveldb_iter_valid(it);
        leveldb_iter_next(it)) {
-    size_t klen;
+    size_t klen, vlen;
     const char *k = leveldb_iter_key(it, &klen);
     if (klen < plen || memcmp(k, prefix, plen) != 0) break;
-    res->kept++;
+    lc_record rec;
+    const char *v = leveldb_iter_value(it, &vlen);
+    if (res->kept++ == 0 && lc__record_decode(k, klen, plen, v, vlen, &rec) == 0)
+      oldest = rec.first;
   }
+  rc = iter_error(it);
   leveldb_iter_destroy(it);
-  return 0;
+  lc__detail_clear();
+  if (!rc && res->deleted && oldest)
+    rc = prune_ledger(l, name, oldest, &res->ledger_deleted);
+  return rc;
 }

@@ -127,10 +127,16 @@ static uint64_t next_size(lc_t *h, lc__counter *c) {
 }
 
 /* Adds to b the rewrite of finished segment s's record: exactly what went
- * out of it, or no record if nothing did. */
+ * out of it, or no record if nothing did; and the ledger entry for its
+ * unused rest, up to gap_to (above it the values are given back). */
 static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
-                    const lc__seg *s) {
-  if (s->used < seg_size(s)) lc__log_batch_unrecord(b, c->name, c->nlen, s->end);
+                    const lc__seg *s, int64_t gap_to) {
+  if (s->used < seg_size(s)) {
+    lc__log_batch_unrecord(b, c->name, c->nlen, s->end);
+    lc__gap g = {s->first + (int64_t)s->used, s->end < gap_to ? s->end : gap_to,
+                 LC_GAP_SEGMENT};
+    if (g.first <= g.last) lc__ledger_batch(b, c, &g, 1);
+  }
   if (s->used > 0)
     lc__log_batch_record(b, c->name, c->nlen,
                          s->first + (int64_t)(s->used - 1), LC_RECORD_SEGMENT,
@@ -157,6 +163,8 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   pthread_mutex_unlock(&c->mu);
 
   int64_t last = 0, now = lc__now_us();
+  lc__gap gaps[LC__GAPS];
+  int ngaps = 0;
   if (!rc) {
     uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
     if (room == 0 || room < need)
@@ -169,11 +177,16 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   if (!rc) {
     c->floor = last;          /* handed out, held or burned: never again */
     c->used = true;
+    pthread_mutex_lock(&c->mu);
+    lc__ledger_taken(c, last - (int64_t)(size - 1), last, last);
+    ngaps = lc__ledger_take(c, gaps);
+    pthread_mutex_unlock(&c->mu);
     if (lc__test_before_commit) lc__test_before_commit(c->name);
     leveldb_writebatch_t *b = leveldb_writebatch_create();
     lc__log_batch_record(b, c->name, c->nlen, last, LC_RECORD_SEGMENT_OPEN,
                          size, now);
-    for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i]);
+    for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i], LC_VALUE_MAX);
+    lc__ledger_batch(b, c, gaps, ngaps);
     rc = lc__log_write(&h->log, b, true);
     leveldb_writebatch_destroy(b);
     LC__STAT(h, log_writes, 1);
@@ -187,6 +200,9 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   if (!rc) {
     if (c->nseg == LC__SEGS) finish_oldest(c);
     c->seg[c->nseg++] = (lc__seg){last - (int64_t)(size - 1), last, now, 0};
+  } else if (last) {          /* burned: the ledger says so next time */
+    lc__ledger_putback(c, gaps, ngaps);
+    lc__ledger_gap(c, last - (int64_t)(size - 1), last, LC_GAP_BURNED);
   }
   /* rewrites not written: back in front (their records stay open if
    * they do not fit, which is safe) */
@@ -276,7 +292,7 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   /* The records cut to what went out, and the reservation at below in the
    * same synced write: after it no restore starts below below. */
   leveldb_writebatch_t *b = leveldb_writebatch_create();
-  for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i]);
+  for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i], LC_VALUE_MAX);
   lc__log_batch_reservation(b, c->name, c->nlen, reserve);
   int rc = lc__log_write(&h->log, b, true);
   leveldb_writebatch_destroy(b);
@@ -298,7 +314,6 @@ void lc__seg_advanced(lc__counter *c, int64_t target) {
 int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
   while (c->nseg > 0) finish_oldest(c);
   if (c->nclose == 0 && !c->handed) return -1;
-  for (int i = 0; i < c->nclose; i++) rewrite(b, c, &c->closes[i]);
   /* Give back only the unused values contiguous below floor: from the
    * newest segment down, while each ends where the next one starts and
    * nothing of it went out.  Values between segments (memcached jumped:
@@ -313,6 +328,7 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
     }
     to = s->first - 1;
   }
+  for (int i = 0; i < c->nclose; i++) rewrite(b, c, &c->closes[i], to);
   c->nclose = 0;
   return to > c->handed ? to : c->handed;
 }

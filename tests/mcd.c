@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,6 +542,79 @@ long tu_records(lc_t *h, const char *name, lc_record **recs) {
   }
   *recs = v;
   return (long)n;
+}
+
+/* The ledger's entries, in order; how many, or a negative code. */
+static long ledger_entries(lc_t *h, const char *name, lc_gap **out) {
+  *out = NULL;
+  lc_iter *it = NULL;
+  int rc = lc_ledger_open(h, name, &it);
+  if (rc != 0) return rc;
+  size_t n = 0, cap = 0;
+  lc_gap *v = NULL, g;
+  while ((rc = lc_ledger_next(it, &g)) == 1) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      lc_gap *nv = realloc(v, cap * sizeof *v);
+      if (!nv) {
+        rc = LC_ENOMEM;
+        break;
+      }
+      v = nv;
+    }
+    v[n++] = g;
+  }
+  lc_iter_close(it);
+  if (rc != 0) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  return (long)n;
+}
+
+int tu_explain(lc_t *h, const char *name, tu_ledger *out) {
+  memset(out, 0, sizeof *out);
+  lc_record *r;
+  lc_gap *g;
+  long nr = tu_records(h, name, &r);
+  if (nr < 0) return (int)nr;
+  long ng = ledger_entries(h, name, &g);
+  if (ng < 0) {
+    free(r);
+    return (int)ng;
+  }
+  /* Walk both in value order (a record before an entry at the same first
+   * value: a void lies inside its record). */
+  int64_t prev = 0;
+  for (long i = 0, j = 0; i < nr || j < ng;) {
+    bool rec = i < nr && (j == ng || r[i].first <= g[j].first);
+    int64_t first = rec ? r[i].first : g[j].first;
+    int64_t last = rec ? r[i].last : g[j].last;
+    if (!rec && g[j].cause == LC_GAP_VOID) {
+      if (first > prev) out->conflicts++;
+      out->entries[LC_GAP_VOID]++;
+      out->values[LC_GAP_VOID]++;
+      j++;
+      continue;
+    }
+    if (prev && first <= prev) {
+      if (!rec) out->conflicts++;     /* a gap entry over logged values */
+    } else if (prev && first > prev + 1) {
+      out->values[0] += (uint64_t)(first - prev - 1);   /* unexplained */
+      out->entries[0]++;
+    }
+    if (!rec) {
+      int c = g[j].cause >= 1 && g[j].cause <= LC_GAP_VOID ? g[j].cause : 0;
+      out->values[c] += (uint64_t)(last - first + 1);
+      out->entries[c]++;
+    }
+    if (last > prev) prev = last;
+    if (rec) i++; else j++;
+  }
+  free(r);
+  free(g);
+  return 0;
 }
 
 /* ---- the shared fixture ------------------------------------------------ */

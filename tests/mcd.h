@@ -96,6 +96,17 @@ int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
  * *recs is malloc'd (free it).  Stops at the first non-record result. */
 long tu_records(lc_t *h, const char *name, lc_record **recs);
 
+/* A counter's gap ledger checked against its records, by cause (index
+ * LC_GAP_*): values and entries; index 0 counts the holes between records
+ * (or entries) that no ledger entry explains.  conflicts: gap entries over
+ * logged values, voids outside every record.  0 or a negative code. */
+typedef struct tu_ledger {
+  uint64_t values[LC_GAP_VOID + 1];
+  uint64_t entries[LC_GAP_VOID + 1];
+  uint64_t conflicts;
+} tu_ledger;
+int tu_explain(lc_t *h, const char *name, tu_ledger *out);
+
 /* The fixture most test programs share.  mc is the suite's memcached,
  * started and stopped by the cmocka group fixtures tu_group_setup and
  * tu_group_teardown.  tu_setup gives each test a fresh log directory and a

@@ -6,7 +6,8 @@
  *    the value is never returned, later ids are unique and greater; also
  *    under threads (every 5th write fails), in the synced mode, in
  *    lc_advance, in lc_close's final write, and for a prefetched segment
- *    (none of its values goes out).
+ *    (none of its values goes out).  The gap ledger records the burned
+ *    values (LC_GAP_BURNED) with the next write that succeeds.
  *  - synced writes delayed at random so that they complete out of order:
  *    the reservation in the log still covers every value returned.
  *  - memcached stopped and frozen (SIGSTOP): a clear error within the
@@ -132,6 +133,11 @@ static void test_log_write_failure(void **state) {
   for (int i = 0; i < 5; i++) assert_i64_eq(r[i].last, i + 1);
   assert_i64_eq(r[5].last, v);
   free(r);
+  /* The ledger says why 6..v-1 are missing (written with v's record). */
+  tu_ledger l;
+  assert_ok(tu_explain(f->h, "lw", &l));
+  assert_i64_eq(l.values[0], 0);
+  assert_i64_eq(l.values[LC_GAP_BURNED], v - 6);
   /* And after memcached loses the counter, still above everything. */
   assert_ok(mcd_flush_all(&mc));
   int64_t w = tu_next1(f->h, "lw");
@@ -170,6 +176,14 @@ static void test_segment_write_failure(void **state) {
   int64_t w = 0;
   assert_ok(lc_next(h, "seg", &w));
   assert_i64_op(w, >, burned);
+  assert_ok(lc_close(h));
+  /* Everything between the last value before the failure and w is in the
+   * ledger as burned, nothing else is missing. */
+  assert_ok(lc_open(&o, &h));
+  tu_ledger l;
+  assert_ok(tu_explain(h, "seg", &l));
+  assert_i64_eq(l.values[0], 0);
+  assert_i64_eq(l.values[LC_GAP_BURNED], w - v - 1);
   assert_ok(lc_close(h));
 }
 
@@ -230,6 +244,9 @@ static void test_log_write_failure_first_use(void **state) {
   atomic_store(&fail_all, 0);
   v = tu_next1(f->h, "first");
   assert_i64_op(v, >=, 2);          /* 1 was burned */
+  tu_ledger l;
+  assert_ok(tu_explain(f->h, "first", &l));
+  assert_i64_eq(l.values[LC_GAP_BURNED], v - 1);
   assert_ok(mcd_flush_all(&mc));
   assert_i64_op(tu_next1(f->h, "first"), >, v);
 }
@@ -261,6 +278,11 @@ static void test_log_write_failure_sync(void **state) {
   assert_int_equal(nr, (long)n);
   for (size_t i = 0; i < n; i++) assert_i64_eq(r[i].last, ids[i]);
   free(r);
+  tu_next1(f->h, "lws");            /* the last burned ones ride with it */
+  tu_ledger l;
+  assert_ok(tu_explain(f->h, "lws", &l));
+  assert_i64_eq(l.values[0], 0);
+  assert_i64_op(l.values[LC_GAP_BURNED], >=, elog);
 }
 
 typedef struct lw_worker {
@@ -337,6 +359,11 @@ static void test_log_write_failure_threads(void **state) {
   assert_ok(mcd_flush_all(&mc));
   assert_i64_op(tu_next1(f->h, "lwc"), >, all[T * per - 1]);
   free(all);
+  tu_ledger l;
+  assert_ok(tu_explain(f->h, "lwc", &l));
+  assert_i64_eq(l.values[0], 0);
+  assert_i64_eq(l.conflicts, 0);
+  assert_i64_op(l.values[LC_GAP_BURNED], >=, elog);
 }
 
 static void test_advance_log_failure(void **state) {

@@ -1,0 +1,320 @@
+/*
+ * ledger.c - the gap ledger: why values are missing from the log, and
+ * voids.
+ *
+ * Entries sit under 'g' NAME '\0' be64(last) (contiguous per counter, in
+ * value order, like the records); the value is version, cause, be64(count),
+ * be64(time), then a void's reason.
+ *
+ * How gaps are found.  Each counter keeps a frontier, gap_low: every value
+ * at or below it is in a block or segment this handle took, in a record
+ * that was in the log when the counter was loaded, or in a ledger entry.
+ * Blocks taken above gap_low + 1 wait in `ahead`.  A hole between gap_low
+ * and the next block taken is final once no increment in flight can fill
+ * it: an answer is accepted only above the floor its increment was sent
+ * with, so holes at or below the lowest such floor are final (counter.c
+ * passes it).  A final hole becomes a pending gap whose cause is known
+ * from where it lies: at or below the floor the counter was loaded with
+ * (the last run's reservation), LC_GAP_RESTART; above it, values memcached
+ * handed to someone else, LC_GAP_UNLOGGED.  Burned blocks and the unused
+ * rest of segments are reported as they happen.  Pending gaps ride along
+ * with the counter's next log write; a failed write puts them back.
+ */
+#include "counter.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ENTRY_HEAD 18   /* version, cause, count, time */
+#define LEDGER_VERSION 1
+
+static const char *const cause_names[] = {
+    [LC_GAP_BURNED] = "burned",   [LC_GAP_RESTART] = "restart",
+    [LC_GAP_UNLOGGED] = "unlogged", [LC_GAP_SEGMENT] = "segment-unused",
+    [LC_GAP_ADVANCE] = "advance", [LC_GAP_VOID] = "void",
+};
+
+const char *lc_gap_cause_name(int cause) {
+  if (cause < LC_GAP_BURNED || cause > LC_GAP_VOID) return "unknown";
+  return cause_names[cause];
+}
+
+size_t lc__ledger_prefix(char *buf, const char *name, size_t nlen) {
+  buf[0] = 'g';
+  memcpy(buf + 1, name, nlen);
+  buf[nlen + 1] = '\0';
+  return nlen + 2;
+}
+
+int lc__ledger_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
+  char prefix[LC_NAME_MAX + 10];
+  size_t plen = lc__ledger_prefix(prefix, name, nlen);
+  return lc__log_last(l, prefix, plen, "ledger", out);
+}
+
+static void put_entry(leveldb_writebatch_t *b, const char *name, size_t nlen,
+                      int64_t first, int64_t last, int cause,
+                      const char *reason, size_t rlen) {
+  char key[LC_NAME_MAX + 10];
+  unsigned char val[ENTRY_HEAD + LC_REASON_MAX];
+  size_t plen = lc__ledger_prefix(key, name, nlen);
+  lc__be64_put((unsigned char *)key + plen, (uint64_t)last);
+  val[0] = LEDGER_VERSION;
+  val[1] = (unsigned char)cause;
+  lc__be64_put(val + 2, (uint64_t)(last - first) + 1);
+  lc__be64_put(val + 10, (uint64_t)lc__now_us());
+  memcpy(val + ENTRY_HEAD, reason, rlen);
+  leveldb_writebatch_put(b, key, plen + 8, (const char *)val,
+                         ENTRY_HEAD + rlen);
+}
+
+int lc__ledger_decode(const char *key, size_t klen, size_t plen,
+                      const char *val, size_t vlen, lc_gap *g) {
+  memset(g, 0, sizeof *g);
+  if (klen != plen + 8)
+    return lc__fail(LC_ECORRUPT, "ledger key of %zu bytes", klen);
+  uint64_t last = lc__be64_get((const unsigned char *)key + plen);
+  if (last == 0 || last > (uint64_t)LC_VALUE_MAX)
+    return lc__fail(LC_ECORRUPT, "ledger key value %llu out of range",
+                    (unsigned long long)last);
+  g->last = (int64_t)last;
+  const unsigned char *v = (const unsigned char *)val;
+  if (vlen < ENTRY_HEAD || vlen > ENTRY_HEAD + LC_REASON_MAX ||
+      v[0] != LEDGER_VERSION)
+    return lc__fail(LC_ECORRUPT, "ledger entry %lld: %zu bytes, version %d",
+                    (long long)last, vlen, vlen ? v[0] : -1);
+  uint64_t count = lc__be64_get(v + 2);
+  if (count == 0 || count > last || v[1] < LC_GAP_BURNED ||
+      v[1] > LC_GAP_VOID)
+    return lc__fail(LC_ECORRUPT, "ledger entry %lld: count %llu, cause %d",
+                    (long long)last, (unsigned long long)count, v[1]);
+  g->first = (int64_t)(last - count + 1);
+  g->cause = v[1];
+  g->time_us = (int64_t)lc__be64_get(v + 10);
+  memcpy(g->reason, v + ENTRY_HEAD, vlen - ENTRY_HEAD);
+  g->reason[vlen - ENTRY_HEAD] = '\0';
+  return 0;
+}
+
+/* ---- the frontier (counter's mu held) ---------------------------------- */
+
+void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause) {
+  if (first > last) return;
+  if (c->ngaps > 0) {           /* continues the last one: one entry */
+    lc__gap *p = &c->gaps[c->ngaps - 1];
+    if (p->cause == cause && p->last + 1 == first) {
+      p->last = last;
+      return;
+    }
+  }
+  if (c->ngaps == LC__GAPS) {   /* full: the oldest goes unexplained */
+    memmove(c->gaps, c->gaps + 1, sizeof c->gaps[0] * (LC__GAPS - 1));
+    c->ngaps--;
+  }
+  c->gaps[c->ngaps++] = (lc__gap){first, last, cause};
+}
+
+/* The hole first..last, split where the restart window ends. */
+static void hole(lc__counter *c, int64_t first, int64_t last) {
+  if (first <= c->restart_to) {
+    int64_t end = last < c->restart_to ? last : c->restart_to;
+    lc__ledger_gap(c, first, end, LC_GAP_RESTART);
+    first = end + 1;
+  }
+  lc__ledger_gap(c, first, last, LC_GAP_UNLOGGED);
+}
+
+/* Moves gap_low over the blocks taken that now touch it. */
+static void absorb(lc__counter *c) {
+  int k = 0;
+  while (k < c->nahead && c->ahead[k].first <= c->gap_low + 1) {
+    if (c->ahead[k].last > c->gap_low) c->gap_low = c->ahead[k].last;
+    k++;
+  }
+  memmove(c->ahead, c->ahead + k, sizeof c->ahead[0] * (size_t)(c->nahead - k));
+  c->nahead -= k;
+}
+
+void lc__ledger_settle(lc__counter *c, int64_t upto) {
+  while (c->gap_low < upto) {
+    int64_t end = upto;
+    if (c->nahead > 0 && c->ahead[0].first - 1 < end)
+      end = c->ahead[0].first - 1;
+    hole(c, c->gap_low + 1, end);
+    c->gap_low = end;
+    absorb(c);
+  }
+}
+
+/* Adds first..last to ahead, merged with the spans it touches. */
+static void add_ahead(lc__counter *c, int64_t first, int64_t last) {
+  lc__span *a = c->ahead;
+  int i = 0;
+  while (i < c->nahead && a[i].last + 1 < first) i++;
+  int j = i;                    /* a[i..j) touch or overlap first..last */
+  while (j < c->nahead && a[j].first <= last + 1) {
+    if (a[j].first < first) first = a[j].first;
+    if (a[j].last > last) last = a[j].last;
+    j++;
+  }
+  if (j == i && c->nahead == LC__ACCEPTED) {
+    /* full: a hole of it can no longer be told (never seen: only holes
+     * above the floors of increments in flight wait here).  Merge the
+     * lowest two spans: their hole shows as unexplained, never as a wrong
+     * entry. */
+    a[0].last = a[1].last;
+    memmove(a + 1, a + 2, sizeof *a * (size_t)(c->nahead - 2));
+    c->nahead--;
+    add_ahead(c, first, last);
+    return;
+  }
+  memmove(a + i + 1, a + j, sizeof *a * (size_t)(c->nahead - j));
+  a[i] = (lc__span){first, last};
+  c->nahead += 1 - (j - i);
+}
+
+void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last,
+                      int64_t low) {
+  if (last > c->gap_low) {
+    add_ahead(c, first <= c->gap_low ? c->gap_low + 1 : first, last);
+    absorb(c);
+  }
+  lc__ledger_settle(c, low);
+}
+
+int lc__ledger_take(lc__counter *c, lc__gap out[LC__GAPS]) {
+  int n = c->ngaps;
+  memcpy(out, c->gaps, sizeof out[0] * (size_t)n);
+  c->ngaps = 0;
+  return n;
+}
+
+void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n) {
+  lc__gap later[LC__GAPS];
+  int nl = lc__ledger_take(c, later);
+  for (int i = 0; i < n; i++)
+    lc__ledger_gap(c, g[i].first, g[i].last, g[i].cause);
+  for (int i = 0; i < nl; i++)
+    lc__ledger_gap(c, later[i].first, later[i].last, later[i].cause);
+}
+
+void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                      const lc__gap *g, int n) {
+  for (int i = 0; i < n; i++)
+    put_entry(b, c->name, c->nlen, g[i].first, g[i].last, g[i].cause, "", 0);
+}
+
+/* ---- lc_void ------------------------------------------------------------ */
+
+/* Serialises lc_void's check-then-write within the process (the log is
+ * the process's alone). */
+static pthread_mutex_t void_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The record holding value: 1 and *rec, 0 when none does, or negative. */
+static int record_of(lc__log *l, const char *name, size_t nlen,
+                     int64_t value, lc_record *rec) {
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__record_prefix(key, name, nlen);
+  lc__be64_put((unsigned char *)key + plen, (uint64_t)value);
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  leveldb_iter_seek(it, key, plen + 8);   /* first record with last >= */
+  int rc = 0;
+  if (leveldb_iter_valid(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    const char *v = leveldb_iter_value(it, &vlen);
+    if (klen >= plen && memcmp(k, key, plen) == 0) {
+      rc = lc__record_decode(k, klen, plen, v, vlen, rec);
+      if (!rc) rc = rec->first <= value ? 1 : 0;
+    }
+  }
+  char *err = NULL;
+  leveldb_iter_get_error(it, &err);
+  leveldb_iter_destroy(it);
+  if (err) {
+    rc = lc__fail(LC_ELOG, "leveldb seek: %s", err);
+    leveldb_free(err);
+  }
+  return rc;
+}
+
+/* Whether this handle holds value in a segment, not handed out yet. */
+static bool held_unissued(lc_t *h, const char *name, int64_t value) {
+  lc__counter *c = NULL;
+  if (lc__counter_find(h, name, &c) != 0 || c == NULL) return false;
+  pthread_mutex_lock(&c->mu);
+  bool held = c->nseg > 0 && value > c->handed;
+  pthread_mutex_unlock(&c->mu);
+  return held;
+}
+
+static int check_reason(const char *reason, size_t *rlen) {
+  if (reason == NULL) return lc__fail(LC_EINVAL, "NULL reason");
+  *rlen = strlen(reason);
+  if (*rlen == 0 || *rlen > LC_REASON_MAX)
+    return lc__fail(LC_EINVAL, "a void's reason is 1..%d bytes, not %zu",
+                    LC_REASON_MAX, *rlen);
+  for (const unsigned char *p = (const unsigned char *)reason; *p; p++)
+    if (*p < 0x20 || *p == 0x7f)
+      return lc__fail(LC_EINVAL, "a void's reason has a control character");
+  return 0;
+}
+
+static int do_void(lc_t *h, const char *name, int64_t value,
+                   const char *reason, size_t rlen) {
+  size_t nlen = strlen(name);
+  lc_record rec;
+  int rc = record_of(&h->log, name, nlen, value, &rec);
+  if (rc < 0) return rc;
+  if (rc == 0 || (rec.version == LC_RECORD_SEGMENT_OPEN &&
+                  held_unissued(h, name, value)))
+    return lc__fail(LC_ENOTISSUED, "%s %lld has not been handed out", name,
+                    (long long)value);
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__ledger_prefix(key, name, nlen);
+  lc__be64_put((unsigned char *)key + plen, (uint64_t)value);
+  char *err = NULL;
+  size_t vlen = 0;
+  char *v = leveldb_get(h->log.db, h->log.read, key, plen + 8, &vlen, &err);
+  if (err) {
+    rc = lc__fail(LC_ELOG, "leveldb get: %s", err);
+    leveldb_free(err);
+    return rc;
+  }
+  if (v) {
+    lc_gap g;
+    rc = lc__ledger_decode(key, plen + 8, plen, v, vlen, &g);
+    leveldb_free(v);
+    if (rc) return rc;
+    return g.cause == LC_GAP_VOID
+               ? lc__fail(LC_EVOIDED, "%s %lld was voided: %s", name,
+                          (long long)value, g.reason)
+               : lc__fail(LC_ECORRUPT, "%s %lld is in a record and a %s gap",
+                          name, (long long)value, lc_gap_cause_name(g.cause));
+  }
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  put_entry(b, name, nlen, value, value, LC_GAP_VOID, reason, rlen);
+  rc = lc__log_write(&h->log, b, true);
+  leveldb_writebatch_destroy(b);
+  LC__STAT(h, log_writes, 1);
+  LC__STAT(h, log_syncs, 1);
+  return rc;
+}
+
+int lc_void(lc_t *h, const char *name, int64_t value, const char *reason) {
+  lc__detail_clear();
+  if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
+  int rc = LC__LOCAL_ONLY(h);
+  if (rc) return rc;
+  if ((rc = lc_check_name(name)) != 0)
+    return lc__fail(rc, "invalid counter name");
+  if (value < 1 || value > LC_VALUE_MAX)
+    return lc__fail(LC_EINVAL, "void value %lld", (long long)value);
+  size_t rlen = 0;
+  if ((rc = check_reason(reason, &rlen)) != 0) return rc;
+  pthread_mutex_lock(&void_mu);
+  rc = do_void(h, name, value, reason, rlen);
+  pthread_mutex_unlock(&void_mu);
+  if (rc) LC__STAT(h, errors, 1);
+  return rc;
+}
