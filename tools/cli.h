@@ -8,6 +8,9 @@
  *                 the handle (a log, or a logcounterd with --server)
  *   cli_cmds.c    next, current, restore, advance, release, adopt, prune
  *   cli_audit.c   verify, dump
+ *   cli_ledger.c  gaps, void (the gap ledger)
+ *   cli_trail.c   records and ledger entries merged, for the three above
+ *   cli_tally.c   tally add, get, flush, list
  *   cli_stats.c   stats (a logcounterd's statistics, through libmemcached)
  *
  * Conventions every file keeps (git style):
@@ -140,7 +143,37 @@ int cli_close(struct cli *c, int status);
 int cli_finish(struct cli *c, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* ---- the subcommands (cli_cmds.c, cli_audit.c, cli_stats.c) */
+/* ---- cli_trail.c: a counter's records and ledger entries, merged in
+ * value order, with the holes no entry explains */
+enum trail_kind { TRAIL_RECORD, TRAIL_GAP, TRAIL_VOID, TRAIL_BAD };
+struct trail_item {
+  enum trail_kind kind;
+  int64_t first, last;
+  uint64_t count;
+  int64_t time_us;
+  int version;            /* TRAIL_RECORD: LC_RECORD_* */
+  int cause;              /* TRAIL_GAP: LC_GAP_*, or 0 for a hole between
+                             records that no ledger entry explains */
+  const char *reason;     /* TRAIL_VOID */
+  bool overlap;           /* a record or gap entry over values seen
+                             already, or a void outside every record */
+  bool entry;             /* TRAIL_BAD: an undecodable ledger entry (else
+                             an undecodable record; last: its key) */
+  const char *detail;     /* TRAIL_BAD: why */
+};
+typedef void (*trail_fn)(void *ctx, const struct trail_item *t);
+/* Calls fn for each item; 0, or EXIT_RUNTIME after printing why the log
+ * could not be read. */
+int trail_walk(struct cli *c, const char *name, trail_fn fn, void *ctx);
+/* "block", "segment", "segment-open", "void", a cause's name, or
+ * "unexplained". */
+const char *trail_kind(const struct trail_item *t);
+/* One gap, void or open segment: "FIRST-LAST COUNT TIME KIND [REASON]"
+ * (text), or one JSON object; both end the line. */
+void trail_put_gap(struct cli *c, const struct trail_item *t);
+
+/* ---- the subcommands (cli_cmds.c, cli_audit.c, cli_ledger.c,
+ * cli_stats.c, cli_tally.c) */
 int cmd_next(struct cli *c, int argc, char **argv);
 int cmd_current(struct cli *c, int argc, char **argv);
 int cmd_restore(struct cli *c, int argc, char **argv);
@@ -150,6 +183,9 @@ int cmd_adopt(struct cli *c, int argc, char **argv);
 int cmd_prune(struct cli *c, int argc, char **argv);
 int cmd_verify(struct cli *c, int argc, char **argv);
 int cmd_dump(struct cli *c, int argc, char **argv);
+int cmd_gaps(struct cli *c, int argc, char **argv);
+int cmd_void(struct cli *c, int argc, char **argv);
+int cmd_tally(struct cli *c, int argc, char **argv);
 int cmd_stats(struct cli *c, int argc, char **argv);
 
 /* ---- cli_stats.c */

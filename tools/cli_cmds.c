@@ -297,11 +297,16 @@ int cmd_prune(struct cli *c, int argc, char **argv) {
   if (c->json) {
     fputs("{\"counter\":", stdout);
     cli_put_json(stdout, pos[0]);
-    printf(",\"deleted\":%" PRIu64 ",\"kept\":%" PRIu64 "}\n", res.deleted,
-           res.kept);
+    printf(",\"deleted\":%" PRIu64 ",\"kept\":%" PRIu64
+           ",\"ledger_deleted\":%" PRIu64 "}\n", res.deleted, res.kept,
+           res.ledger_deleted);
   } else {
-    printf("%s: deleted %" PRIu64 " records, kept %" PRIu64 "\n", pos[0],
+    printf("%s: deleted %" PRIu64 " records, kept %" PRIu64, pos[0],
            res.deleted, res.kept);
+    if (res.ledger_deleted)
+      printf("; deleted %" PRIu64 " ledger entr%s below them",
+             res.ledger_deleted, res.ledger_deleted == 1 ? "y" : "ies");
+    putchar('\n');
   }
   return 0;
 }

@@ -51,7 +51,6 @@ static int cmd_help(struct cli *c, int argc, char **argv) {
 
 /* ------------------------------------------------------ the command table */
 
-int cmd_tally(struct cli *c, int argc, char **argv);  /* cli_tally.c */
 static const struct command commands[] = {
   {"next", cmd_next, "[NAME] [-n COUNT]",
    "allocate COUNT ids (default 1), one per line",
@@ -101,20 +100,46 @@ static const struct command commands[] = {
    "                   number with a unit ms, s, m, h, d or w (e.g. 30d);\n"
    "                   a plain number is seconds\n"
    "  --json           print {\"counter\",\"deleted\",\"kept\"}\n", true},
-  {"verify", cmd_verify, "NAME",
-   "check the log: records, gaps, overlaps",
-   "  Gaps (values never handed out) are normal after failures and are\n"
-   "  listed; overlapping or undecodable records are corruption: exit 1.\n"
-   "  Needs the log: not with --server.\n"
+  {"verify", cmd_verify, "NAME [--explain]",
+   "check the log: records, gaps and their causes, overlaps",
+   "  Gaps (values never handed out) are normal after failures; each has a\n"
+   "  cause in the gap ledger (see 'gaps').  A gap with none, overlapping\n"
+   "  or undecodable records or ledger entries: exit 1.  Needs the log:\n"
+   "  not with --server.\n"
+   "  --explain        list every gap with its cause (else the first 10)\n"
    "  --json           print one object with every figure\n", true},
   {"dump", cmd_dump, "NAME",
    "print the audit trail, oldest record first",
    "  One line per record: FIRST-LAST COUNT TIME (just FIRST for a single\n"
-   "  id), TIME in UTC with microseconds.  Undecodable records are shown as\n"
+   "  id), TIME in UTC with microseconds; ledger entries (gaps and voids)\n"
+   "  in value order among them, as 'gaps' prints them.  Undecodable\n"
+   "  records are shown as\n"
    "  '# undecodable record (key value V)' and make the exit status 1.\n"
    "  Needs the log: not with --server.\n"
    "  --json           one object per line: {\"first\",\"last\",\"count\",\n"
    "                   \"time_us\",\"time\"}\n", true},
+  {"gaps", cmd_gaps, "NAME",
+   "list every gap with its cause, every void, every open segment",
+   "  One line per gap: FIRST-LAST COUNT TIME CAUSE (just FIRST for one\n"
+   "  value).  Causes: burned (a log write failed), restart (reserved by a\n"
+   "  run that stopped without closing), unlogged (memcached was ahead of\n"
+   "  the log: a run died between increment and write, or another client),\n"
+   "  segment-unused (a prefetched segment's unused rest), advance\n"
+   "  (advance or adopt --above), void (handed out, then voided: REASON\n"
+   "  follows), segment-open (a prefetched segment a crash left open: some\n"
+   "  values may never have gone out), unexplained (no ledger entry, TIME\n"
+   "  '-': exit 1).\n"
+   "  Needs the log: not with --server.\n"
+   "  --json           one object per line: {\"first\",\"last\",\"count\",\n"
+   "                   \"cause\",\"time_us\",\"time\",\"reason\"}\n", true},
+  {"void", cmd_void, "NAME VALUE --reason TEXT",
+   "mark an id that was handed out but never used (audit)",
+   "  Records, synced, that VALUE was handed out and then not used (a\n"
+   "  cancelled order), with why.  Refused for a value never handed out,\n"
+   "  and for one voided already.  'gaps' and 'dump' list voids.  Needs\n"
+   "  the log: not with --server.\n"
+   "  --reason TEXT    why, 1..200 bytes (required)\n"
+   "  --json           print {\"counter\",\"voided\",\"reason\"}\n", true},
   {"stats", cmd_stats, "[--json]",
    "show a logcounterd's statistics (needs --server)",
    "  One 'NAME VALUE' line per figure, as the daemon reports them (its\n"
