@@ -1,5 +1,6 @@
 # Makefile - builds liblogcounter (static and shared), the logcounter CLI,
-# logcounter.pc, and runs the demo (make run) and the suite (make test).
+# the logcounterd daemon, logcounter.pc, and runs the demo (make run) and
+# the suite (make test).
 # The version comes from include/logcounter.h; nothing is duplicated here.
 
 VERSION_MAJOR := $(shell sed -n 's/^\#define LC_VERSION_MAJOR \([0-9]*\).*/\1/p' include/logcounter.h)
@@ -25,7 +26,8 @@ endif
 comma   := ,
 BUILD   ?= build
 
-LC_CFLAGS = -std=c11 -Wall -Wextra -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
+LC_CFLAGS = -std=c11 -Wall -Wextra -Wshadow -Wmissing-prototypes \
+            -Wstrict-prototypes -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
             -Iinclude -Isrc -pthread
 LIBS      = -lmemcachedutil -lmemcached -lleveldb -pthread
 
@@ -43,9 +45,11 @@ TEST_LIB  = $(filter-out tests/test_%.c,$(wildcard tests/*.c))
 .PHONY: all deps run test unit-test cli-test install uninstall clean
 all: $(LIB_A) $(LIB_SO) $(CLI) $(PC)
 
-$(BUILD)/obj/%.o: src/%.c include/logcounter.h $(wildcard src/*.h)
+# -MMD: each object also depends on the headers it includes (.d files).
+$(BUILD)/obj/%.o: src/%.c include/logcounter.h
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(CC) $(LC_CFLAGS) $(CFLAGS) -MMD -MP -fPIC -fvisibility=hidden -c -o $@ $<
+-include $(LIB_OBJ:.o=.d)
 
 $(LIB_A): $(LIB_OBJ)
 	rm -f $@
@@ -62,7 +66,17 @@ CLI_SRC   = tools/logcounter.c $(wildcard tools/cli_*.c)
 $(CLI): $(CLI_SRC) tools/cli.h $(LIB_A)
 	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(LIB_A) $(LIBS)
 
-$(PC): logcounter.pc.in include/logcounter.h
+# The directories the .pc names, kept in a file that changes only when they
+# do: "make install PREFIX=X" after a plain "make" rewrites the .pc.
+PC_DIRS = $(BUILD)/pc-dirs
+$(PC_DIRS): FORCE
+	@mkdir -p $(@D)
+	@echo '$(PREFIX) $(LIBDIR) $(INCDIR)' | cmp -s - $@ 2>/dev/null || \
+	  echo '$(PREFIX) $(LIBDIR) $(INCDIR)' > $@
+FORCE:
+.PHONY: FORCE
+
+$(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
@@ -111,7 +125,7 @@ uninstall:
 clean:
 	rm -rf build build-*
 
-# ---- benchmark harness (bench/, issues 3 and 7) ----------------------------
+# ---- benchmark harness (bench/) ----------------------------
 # make bench        measures every allocation path against raw memcached incr
 #                   and against the peers (Redis INCR, PostgreSQL nextval:
 #                   mk/peers.mk) and writes bench/results/ (table, CSV,
@@ -146,7 +160,7 @@ bench-smoke: deps
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	@BUILD=$(BUILD) bench/run.sh --smoke
 
-# ---- daemon (tools/logcounterd/, issues 4 and 13) --------------------------
+# ---- daemon (tools/logcounterd/) --------------------------
 # build/logcounterd, the service speaking the memcached text protocol; its
 # request parser is src/proto.c (in the library, unit-tested by
 # tests/test_proto.c).  tests/daemon/lcd_client is the test and throughput

@@ -143,7 +143,7 @@ static bool prune(const bench_cfg *cfg, results *res, const char *path,
   lc_t *h = bench_open(cfg, path, LC_DURABILITY_DEFAULT);
   if (h == NULL) return false;
   lc_prune_opts o = {.below = (int64_t)(records / 10 * 9) + 1};
-  lc_prune_result pr = {0, 0};
+  lc_prune_result pr = {0};
   uint64_t t0 = now_ns();
   int rc = lc_prune(h, NAME, &o, &pr);
   double secs = (double)(now_ns() - t0) / 1e9;

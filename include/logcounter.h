@@ -363,7 +363,12 @@ typedef struct lc_stats {
   uint64_t backwards;     /* memcached answers not above the last value */
   uint64_t log_writes;    /* LevelDB write batches */
   uint64_t log_syncs;     /* synced LevelDB writes */
-  uint64_t errors;        /* calls that failed */
+  uint64_t errors;        /* failed calls that allocate, read or change
+                             a counter or tally: lc_next, lc_next_n,
+                             lc_current, lc_restore, lc_advance,
+                             lc_release, lc_adopt, lc_void, lc_tally_add,
+                             lc_tally_flush (not lc_tally_get, listing,
+                             iteration or prune) */
   uint64_t segments;      /* prefetched segments taken */
   uint64_t segment_waits; /* calls that found no segment and waited */
   /* Tallies (added in 0.1; see "Tallies" below). */

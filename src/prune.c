@@ -147,6 +147,7 @@ int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
     rc = lc__log_write(l, b, false);
     if (!rc) res->deleted += pending;
   }
+  if (!rc) rc = iter_error(it);   /* an I/O error ended the scan early */
   leveldb_writebatch_destroy(b);
   leveldb_iter_destroy(it);
   if (!rc && res->deleted) {

@@ -14,14 +14,16 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The LC_E code whose name appears in the detail text, or fallback. */
+/* The LC_E code named by the token right after "SERVER_ERROR " in the
+ * detail text (the daemon's "SERVER_ERROR EOVERFLOW ..."), or fallback. */
 static int code_from_detail(int fallback) {
-  const char *d = lc_last_detail();
+  const char *p = strstr(lc_last_detail(), "SERVER_ERROR ");
+  if (p == NULL) return fallback;
+  p += strlen("SERVER_ERROR ");
+  size_t n = strcspn(p, " :\r\n");
   for (int code = -1; strcmp(lc_err_name(code), "EUNKNOWN") != 0; code--) {
     const char *name = lc_err_name(code);
-    const char *p = strstr(d, name);
-    size_t n = strlen(name);
-    if (p && (p[n] == ' ' || p[n] == ':' || p[n] == '\0')) return code;
+    if (strlen(name) == n && strncmp(p, name, n) == 0) return code;
   }
   return fallback;
 }

@@ -96,7 +96,7 @@ static int rec_write(lc_t *h, lc__tally *t, const lc__trec *n) {
 
 /* ---- memcached calls that cache.c does not offer ---- */
 
-int lc__tally_mc_simple(lc_t *h, const char *key, size_t klen, bool add,
+static int mc_simple(lc_t *h, const char *key, size_t klen, bool add,
                      time_t ttl) {
   memcached_return_t rc;
   struct timespec wait = h->cache.fetch_wait;
@@ -340,7 +340,7 @@ static void schedule(lc_t *h, lc__tally *t) {
   char key[LC__MC_KEY_MAX + 2];
   int64_t due = lc__tally_mono_us() + (int64_t)w * 1000000 + MARGIN_US;
   size_t klen = lc__tally_mc_key(key, LC__TALLY_MC_MARK, t);
-  int rc = lc__tally_mc_simple(h, key, klen, true, (time_t)w);
+  int rc = mc_simple(h, key, klen, true, (time_t)w);
   if (rc == 0) LC__STAT(h, tally_schedules, 1);
   else if (rc < 0) LC__STAT(h, tally_schedule_failures, 1);
   /* LC__EXISTS: a concurrent first change (or a late marker): queueing
@@ -371,11 +371,12 @@ static int reserve(lc__tally *t, bool plus, uint64_t d, int64_t delta) {
  * lc__tally_add_total. */
 static int tally_add(lc_t *h, const char *name, int64_t delta,
                      lc__tally **tp, uint64_t *sum) {
+  if (delta == 0)               /* before any state is made for name */
+    return lc__fail(LC_EDELTA, "delta 0 for tally %s", name ? name : "(null)");
   lc__tally *t;
   int rc = lc__tally_lookup(h, name, &t);
   if (rc) return rc;
   *tp = t;
-  if (delta == 0) return lc__fail(LC_EDELTA, "delta 0 for tally %s", name);
   bool plus = delta > 0;
   uint64_t d = plus ? (uint64_t)delta : (uint64_t)0 - (uint64_t)delta;
 
@@ -405,7 +406,8 @@ static int tally_add(lc_t *h, const char *name, int64_t delta,
       key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
   for (int attempt = 0;; attempt++) {
     if (attempt == MAX_ATTEMPTS)
-      return lc__fail(LC_EAGAIN, "memcached kept losing %s", key);
+      return lc__fail(LC_EAGAIN, "memcached kept losing %.*s", (int)klen,
+                      key);
     uint64_t v;
     rc = lc__cache_incr(&h->cache, key, klen, d, &v);
     if (rc < 0) return rc;  /* the reservation stays: it may have counted */

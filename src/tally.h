@@ -39,7 +39,7 @@ struct lc__tally {
   bool seen_p, seen_m;        /* owner: this handle has seen the sum in
                                  memcached (so a vanished key with nothing
                                  acknowledged since lost nothing) */
-  size_t bidx;                /* position in a batch flush (mu) */
+  size_t bidx;                /* position in a batch flush (owner) */
   size_t nlen;
   char name[];
 };

@@ -632,7 +632,7 @@ else
     eval 'rc_is 0 && [ "$OUT" -gt "$top" ]'
 fi
 
-# ---- tallies (issue 5): write-behind counts ------------------------------
+# ---- tallies: write-behind counts ------------------------------
 lc tl tally add views 5
 check "tally add prints the change as pending" eval 'rc_is 0 && out_is "views: +5 (pending until a flush)"'
 lc tl tally add views -2
@@ -697,6 +697,13 @@ run tally --help
 check "tally --help: usage on stdout, exit 0" eval 'rc_is 0 && out_has "usage: logcounter tally"'
 run --server 127.0.0.1:1 tally get views
 check "tally with --server: refused, the daemon owns the log" eval 'rc_is 1 && [ -z "$OUT" ]'
+
+# ---- packaging: the .pc follows PREFIX (make install PREFIX=X after make)
+make -s BUILD="$TMP/pcb" PREFIX=/opt/lc-a "$TMP/pcb/logcounter.pc" >/dev/null 2>&1
+make -s BUILD="$TMP/pcb" PREFIX=/opt/lc-b "$TMP/pcb/logcounter.pc" >/dev/null 2>&1
+OUT=$(cat "$TMP/pcb/logcounter.pc" 2>/dev/null) ERR="" RC=-
+check "logcounter.pc is rewritten when PREFIX changes" \
+  eval 'grep -q "^prefix=/opt/lc-b" <<<"$OUT" && ! grep -q /opt/lc-a <<<"$OUT"'
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -17,6 +17,7 @@
 #include <event2/util.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -126,6 +127,7 @@ static int listen_unix(lcd_server *s) {
     return EXIT_USAGE;
   }
   memcpy(sun.sun_path, path, strlen(path));
+  bool bound = false;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     goto fail;
@@ -147,9 +149,9 @@ static int listen_unix(lcd_server *s) {
     unlink(path);
   }
   mode_t old = umask(0777 & ~(mode_t)s->set->socket_mode);
-  int rc = bind(fd, (struct sockaddr *)&sun, sizeof sun);
+  bound = bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
   umask(old);
-  if (rc != 0 || chmod(path, (mode_t)s->set->socket_mode) != 0)
+  if (!bound || chmod(path, (mode_t)s->set->socket_mode) != 0)
     goto fail;
   s->local = evconnlistener_new(s->loops[0].base, accept_cb, s,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
@@ -161,8 +163,10 @@ static int listen_unix(lcd_server *s) {
 fail:
   fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", path,
           strerror(errno));
-  if (fd >= 0 && !s->local)
+  if (fd >= 0)
     close(fd);
+  if (bound)                  /* the socket file is ours: no stale file */
+    unlink(path);
   return EXIT_RUNTIME;
 }
 

@@ -104,11 +104,12 @@ static void run_tally(lc_t *lc, lcd_job *j) {
     int64_t sum = 0;
     int n = 0;
     while (p.k) {
-      int64_t d = p.k->tdelta[p.i];
-      if (n > 0 && ((d > 0) != (sum > 0) ||
-                    (d > 0 ? d > INT64_MAX - sum : d < -INT64_MAX - sum)))
+      int64_t delta = p.k->tdelta[p.i];
+      if (n > 0 && ((delta > 0) != (sum > 0) ||
+                    (delta > 0 ? delta > INT64_MAX - sum
+                               : delta < -INT64_MAX - sum)))
         break;
-      sum += d;
+      sum += delta;
       n++;
       tpos_next(&p);
     }
