@@ -1,6 +1,6 @@
 /*
  * newcounters.c - the new-counters workloads: every call is the first use
- * of a name, the cost that a burst of new names pays (issues 14, 15).
+ * of a name, the cost that a burst of new names pays.
  *
  *   new-counters embedded   lc_next on a name never used before, one lc_t
  *                           shared by all threads: the log read, the

@@ -1,5 +1,5 @@
 /*
- * tally.c - the tally cases (issue 5): write-behind counts.
+ * tally.c - the tally cases: write-behind counts.
  *
  *   tally-add    throughput: lc_tally_add(h, "views", +1) from N threads
  *                on one shared lc_t with its own fresh log, at the same

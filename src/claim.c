@@ -1,5 +1,5 @@
 /*
- * claim.c - one owning log per counter, enforced (issue 14).
+ * claim.c - one owning log per counter, enforced.
  *
  * Each log has a random identity, made when the log is created and kept
  * under LC__ID_KEY.  Before a handle first increments, seeds, restores or

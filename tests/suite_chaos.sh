@@ -11,7 +11,7 @@
 # logcounter's histories are valid (no duplicate, nothing out of order,
 # tallies never above the true sum and below it only with the loss
 # reported, no owner died by itself), every counter got ids, every fault
-# kind was injected, no id was skipped where nothing failed (P4), the
+# kind was injected, no id was skipped where nothing failed, the
 # baseline's checker found duplicates (the checker can fail), and the
 # baseline run injected the same faults in the same order (the seed
 # replays the schedule).
@@ -104,7 +104,7 @@ done
 check "no findings (owners restarted and reopened their logs)" \
   grep -q '^findings *none' "$TMP/lc.out"
 # Nothing fails in this run (a long timeout: the machine may be loaded),
-# so no id may be skipped (P4; a clean restart skips nothing).  A call
+# so no id may be skipped (a clean restart skips nothing).  A call
 # that failed anyway (timed out) may burn one run of ids, no more; one
 # whose connection was closed by a clean stop burns none.
 p4_gaps=$(field gaps "$TMP/p4.out")
@@ -116,7 +116,7 @@ check "no-failure run valid (exit $p4_rc)" [ "$p4_rc" -eq 0 ]
 p4_ok=0
 [ "${p4_acked:-0}" -gt 0 ] && [ -n "$p4_gaps" ] && [ -n "$p4_failed" ] &&
   [ "${p4_runs:-0}" -le "$p4_failed" ] && p4_ok=1
-check "no-failure run (flush, rewind, pause, restart, prune): ${p4_acked:-no} ids, ${p4_gaps:-?} skipped in ${p4_runs:-?} runs, ${p4_failed:-?} calls failed (P4: no skip without a failure)" \
+check "no-failure run (flush, rewind, pause, restart, prune): ${p4_acked:-no} ids, ${p4_gaps:-?} skipped in ${p4_runs:-?} runs, ${p4_failed:-?} calls failed (no skip without a failure)" \
   [ "$p4_ok" = 1 ]
 check "baseline run finished with a report" grep -q '^result' "$TMP/seed.out"
 check "baseline (seed algorithm) has duplicates: ${seed_dups:-missing}" \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# suite_loops.sh - logcounterd's event-loop threads (issue 13), end to end:
+# suite_loops.sh - logcounterd's event-loop threads, end to end:
 #   - --threads / --workers: bounds, usage errors, "stats settings";
 #   - many connections spread over 3 loops on one counter (with and
 #     without --prefetch auto): no id twice, each connection's answers
@@ -138,7 +138,7 @@ check "the stall is counted (loop_backoffs, loop_stall_max_us >= 20 ms)" \
 conn; ask "incr stall 1"; v=$REPLY_LINE; conn_close
 check "after the stall: answered again" eval '[[ $v =~ ^[0-9]+$ ]]'
 
-# ---- limits on names (issue 15) ----------------------------------------------
+# ---- limits on names ----------------------------------------------
 stop_daemon TERM
 for bad in "--max-counters 0" "--max-tallies 0" "--max-counters 1000000001"; do
   # shellcheck disable=SC2086

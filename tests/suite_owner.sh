@@ -1,5 +1,5 @@
 #!/bin/bash
-# suite_owner.sh - one owning log per counter, end to end (issue 14):
+# suite_owner.sh - one owning log per counter, end to end:
 #   - a daemon and the CLI on two logs, one memcached: each refuses the
 #     other's counter (SERVER_ERROR EOWNED naming the owner; CLI exit 1),
 #     also after memcached's flush_all, whoever asks first;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # suite_pipeline.sh - logcounterd under the clients that used to stall it
-# (issue 11): deep pipelines, clients that never read, stock clients that
+#: deep pipelines, clients that never read, stock clients that
 # pipeline, and SIGTERM in the middle of each.
 #
 # Against a private memcached and $BUILD/logcounterd on free loopback

@@ -1,11 +1,12 @@
 /*
  * test_basic.c - single-threaded behaviour of the public API against a real
  * memcached: lc_next / lc_next_n / lc_current / lc_restore / lc_advance,
- * continuing without a gap after memcached loses the counter (P4), clean
- * close and reopen, the reservation (P3), bounds and overflow (P5), counter
- * names, counts and NULL arguments (P7), the error table and the
- * thread-local detail, options, durability names, stats, and iteration
- * (including a corrupt record planted with LevelDB directly).
+ * continuing without a gap after memcached loses the counter, clean
+ * close and reopen, the reservation (survives power loss), bounds and
+ * overflow, counter names, counts and NULL arguments (clear errors), the
+ * error table and the thread-local detail, options, durability names,
+ * stats, and iteration (including a corrupt record planted with LevelDB
+ * directly).
  *
  * Each test gets a fresh log directory and a flushed memcached.
  */
@@ -101,7 +102,7 @@ static void test_counters_independent(void **state) {
   free(r);
 }
 
-/* P4: memcached loses the counter while the owner runs: no skip. */
+/* No gap: memcached loses the counter while the owner runs: no skip. */
 static void test_flush_continues_without_gap(void **state) {
   fx_t *f = *state;
   srand(12345);
@@ -245,7 +246,7 @@ static void test_advance(void **state) {
   assert_i64_op(tu_next1(f->h, "adv2"), >=, 300);
 }
 
-/* ---- bounds (P5) ------------------------------------------------------- */
+/* ---- bounds ------------------------------------------------------------ */
 
 static void test_overflow(void **state) {
   fx_t *f = *state;
@@ -785,7 +786,7 @@ static void put_closed(fx_t *f, const char *k, size_t kl, const char *v,
   leveldb_options_destroy(lo);
 }
 
-/* A log directory of an unknown format version is refused (P7); the
+/* A log directory of an unknown format version is refused (clear errors); the
  * marker key is the one src/log.c writes. */
 static void test_unknown_format(void **state) {
   fx_t *f = *state;
@@ -828,7 +829,7 @@ static void test_corrupt_reservation(void **state) {
   assert_i64_eq(tu_next1(f->h, "other"), 1);
 }
 
-/* ---- close, reopen, reservation (P3, P4) ------------------------------- */
+/* ---- close, reopen, reservation (survives power loss; no gap without a failure) ------------------------------- */
 
 static void test_close_reopen_no_skip(void **state) {
   fx_t *f = *state;

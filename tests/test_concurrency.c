@@ -1,5 +1,5 @@
 /*
- * test_concurrency.c - many threads on one handle (P1, P4):
+ * test_concurrency.c - many threads on one handle (unique; no gap without a failure):
  *  - chaos: 8 threads x 20,000 ids on one counter while the main thread
  *    wipes memcached (flush_all) and SIGKILLs and restarts it several times;
  *    threads retry after ~1 ms on an error.  Zero duplicates over all ids,
@@ -341,7 +341,7 @@ static void race_round(lc_t *h, int use_restore, int64_t last,
              (unsigned long long)(st.restores - restores_before));
   assert_int_equal(count_duplicates(vals, RESTORERS), use_restore ? RESTORERS - 1 : 0);
   for (int i = 0; i < RESTORERS; i++) {
-    /* sorted: lc_next gives exactly last+1 .. last+8 (no gap, P4); every
+    /* sorted: lc_next gives exactly last+1 .. last+8 (no gap); every
      * lc_restore sees the counter at last. */
     assert_i64_eq(vals[i], use_restore ? last : last + 1 + i);
   }

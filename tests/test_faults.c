@@ -1,5 +1,5 @@
 /*
- * test_faults.c - failures injected under the library (P1, P2, P5, P6, P7):
+ * test_faults.c - failures injected under the library (unique; logged before returned; bounded; never waits forever; clear errors):
  *  - LevelDB writes that fail: this program is linked with
  *    -Wl,--wrap=leveldb_write, and __wrap_leveldb_write below fails on
  *    demand ("injected failure") without writing.  The call gets LC_ELOG,
@@ -95,7 +95,7 @@ static int teardown(void **state) {
 
 
 
-/* ---- log write failures (P2) ------------------------------------------- */
+/* ---- log write failures (logged before returned) ------------------------------------------- */
 
 static void test_log_write_failure(void **state) {
   fx_t *f = *state;
@@ -392,7 +392,7 @@ static void test_close_log_failure(void **state) {
   assert_i64_op(tu_next1(f->h, "cl"), >, last);
 }
 
-/* ---- memcached down or hung (P6) --------------------------------------- */
+/* ---- memcached down or hung (never waits forever) --------------------------------------- */
 
 /* After memcached is back, allocation must work again soon: retries for up
  * to 5 s (libmemcached may keep a failed server disabled for a moment),
@@ -538,7 +538,7 @@ static void test_memcached_frozen(void **state) {
   assert_int_equal(first_non_increasing(ids, n), (size_t)-1);
 }
 
-/* ---- what memcached holds (P5, P7) --------------------------------------- */
+/* ---- what memcached holds (bounded; clear errors) --------------------------------------- */
 
 static void test_nonnumeric_value(void **state) {
   fx_t *f = *state;

@@ -1,5 +1,5 @@
 /*
- * test_owner.c - one owning log per counter (issue 14): the claim in
+ * test_owner.c - one owning log per counter: the claim in
  * memcached, LC_EOWNED and its detail, the refusal remembered in the log
  * across memcached losses and restarts, release and adopt, and what the
  * claim cannot catch (a brand-new log after a memcached loss).

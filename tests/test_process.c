@@ -1,5 +1,5 @@
 /*
- * test_process.c - several processes and one log directory (P1, P4, P7):
+ * test_process.c - several processes and one log directory (unique; no gap without a failure; clear errors):
  *  - a child process (this program re-executed with --child-alloc) opens
  *    the log and loops lc_next, writing each id to a pipe, one line per
  *    write; it is SIGKILLed after a random 0-50 ms (seeded: the seed is
