@@ -26,9 +26,14 @@ endif
 comma   := ,
 BUILD   ?= build
 
-LC_CFLAGS = -std=c11 -Wall -Wextra -Wshadow -Wmissing-prototypes \
+LC_BASE   = -std=c11 -Wall -Wextra -Wshadow -Wmissing-prototypes \
             -Wstrict-prototypes -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
-            -Iinclude -Isrc -pthread
+            -pthread
+# The library, tests, bench, chaos and fuzz targets see src/ (the tests,
+# bench, chaos and fuzz programs use its format.h); the CLI and the daemon
+# only the public header.
+LC_CFLAGS   = $(LC_BASE) -Iinclude -Isrc
+TOOL_CFLAGS = $(LC_BASE) -Iinclude
 LIBS      = -lmemcachedutil -lmemcached -lleveldb -pthread
 
 LIB_SRC   = $(wildcard src/*.c)
@@ -55,6 +60,18 @@ $(LIB_A): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+# The library with its test seams (-DLC_TEST_SEAMS, see src/internal.h),
+# linked only by the chaos harness.
+LIB_SEAM_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/obj-seams/%.o)
+LIB_SEAM_A   = $(BUILD)/liblogcounter-seams.a
+$(BUILD)/obj-seams/%.o: src/%.c include/logcounter.h
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) -DLC_TEST_SEAMS -MMD -MP -c -o $@ $<
+-include $(LIB_SEAM_OBJ:.o=.d)
+$(LIB_SEAM_A): $(LIB_SEAM_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
 $(LIB_SO): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,liblogcounter.so.$(SOVERSION) $(LDFLAGS) -o $@.$(VERSION) $^ $(LIBS)
 	ln -sf liblogcounter.so.$(VERSION) $@.$(SOVERSION)
@@ -64,7 +81,7 @@ $(LIB_SO): $(LIB_OBJ)
 # tools/logcounterd/).
 CLI_SRC   = tools/logcounter.c $(wildcard tools/cli_*.c)
 $(CLI): $(CLI_SRC) tools/cli.h $(LIB_A)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(LIB_A) $(LIBS)
+	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(LIB_A) $(LIBS)
 
 # The directories the .pc names, kept in a file that changes only when they
 # do: "make install PREFIX=X" after a plain "make" rewrites the .pc.
@@ -80,11 +97,14 @@ $(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
-# test_faults fails LevelDB writes on demand through -Wl,--wrap.
+# test_faults fails LevelDB writes on demand through -Wl,--wrap;
+# test_proto tests the daemon's request parser.
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
+$(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c
+$(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_proto.h
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -o $@ $< $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -o $@ $< $(TEST_SRC_EXTRA) $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
 
 # The C example in README.md must compile.
 $(BUILD)/readme_example: README.md $(LIB_A)
@@ -162,9 +182,9 @@ bench-smoke: deps
 
 # ---- daemon (tools/logcounterd/) --------------------------
 # build/logcounterd, the service speaking the memcached text protocol; its
-# request parser is src/proto.c (in the library, unit-tested by
-# tests/test_proto.c).  tests/daemon/lcd_client is the test and throughput
-# client used by tests/daemon_test.sh.
+# request parser is tools/logcounterd/lcd_proto.c (unit-tested by
+# tests/test_proto.c, fuzzed by fuzz/fuzz_proto.c).  tests/daemon/lcd_client
+# is the test and throughput client used by tests/daemon_test.sh.
 # make daemon-test  builds both and runs tests/daemon_test.sh
 DAEMON_SRC = $(wildcard tools/logcounterd/*.c)
 DAEMON     = $(BUILD)/logcounterd
@@ -172,8 +192,8 @@ DAEMON_CLIENT = $(BUILD)/tests/lcd_client
 .PHONY: daemon-test
 all: $(DAEMON)
 
-$(DAEMON): $(DAEMON_SRC) tools/logcounterd/lcd.h $(LIB_A)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
+$(DAEMON): $(DAEMON_SRC) $(wildcard tools/logcounterd/*.h) $(LIB_A)
+	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
 
 $(DAEMON_CLIENT): tests/daemon/lcd_client.c tests/daemon/lcd_io.c tests/daemon/lcd_io.h
 	@mkdir -p $(@D)

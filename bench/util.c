@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "format.h"
 
 uint64_t now_ns(void) {
   struct timespec ts;

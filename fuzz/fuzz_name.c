@@ -1,16 +1,16 @@
 /*
  * fuzz_name.c - libFuzzer target: counter and tally name validation,
  * lc_check_name (src/keys.c: the library, the CLI and tallies use it),
- * lc__proto_check_name and lc__proto_tally_name (src/proto.c:
+ * lcd_proto_check_name and lcd_proto_tally_name (src/proto.c:
  * logcounterd's names and "tally:" keys, which arrive as bytes that are
  * not NUL-terminated).
  *
  * Properties checked:
  *  - both agree with a reference: 1..LC_NAME_MAX bytes, each 0x21..0x7e
  *    (lc_check_name sees the C string up to its first NUL;
- *    lc__proto_check_name refuses a NUL anywhere), and refuse with
+ *    lcd_proto_check_name refuses a NUL anywhere), and refuse with
  *    LC_ENAME; lc_check_name(NULL) is LC_EINVAL;
- *  - logcounterd's tally keys: lc__proto_tally_name recognizes exactly the
+ *  - logcounterd's tally keys: lcd_proto_tally_name recognizes exactly the
  *    keys that start with "tally:" and gives the rest as the name, which
  *    is checked like any other;
  *  - a valid name makes valid memcached keys ("lc:" NAME for counters,
@@ -24,7 +24,7 @@
 #include "fuzz.h"
 
 #include "internal.h"
-#include "proto.h"
+#include "lcd_proto.h"
 #include "tally.h"
 
 static int ref_valid(const unsigned char *s, size_t n) {
@@ -52,19 +52,19 @@ static int check_one(const uint8_t *data, size_t size) {
   free(cstr);
 
   char *bytes = fuzz_dup(data, size, 0);
-  lc__proto_token t = {bytes, size};
-  int prc = lc__proto_check_name(&t);
+  lcd_proto_token t = {bytes, size};
+  int prc = lcd_proto_check_name(&t);
   int valid = ref_valid(data, size);
   FUZZ_CHECK(prc == 0 || prc == LC_ENAME);
   FUZZ_CHECK((prc == 0) == valid);
 
   /* The daemon's tally keys: "tally:" NAME, NAME checked the same way. */
-  lc__proto_token tname = {NULL, 0};
-  int is_tally = lc__proto_tally_name(&t, &tname);
+  lcd_proto_token tname = {NULL, 0};
+  int is_tally = lcd_proto_tally_name(&t, &tname);
   FUZZ_CHECK(is_tally == (size >= 6 && memcmp(data, "tally:", 6) == 0));
   if (is_tally) {
     FUZZ_CHECK(tname.s == bytes + 6 && tname.len == size - 6);
-    int tvalid = lc__proto_check_name(&tname) == 0;
+    int tvalid = lcd_proto_check_name(&tname) == 0;
     FUZZ_CHECK(tvalid == ref_valid(data + 6, size - 6));
     if (tvalid)    /* the whole key is a valid memcached key */
       check_mc_key(bytes, size);

@@ -1,6 +1,6 @@
 /*
  * fuzz_proto.c - libFuzzer target: logcounterd's request parser
- * (src/proto.c), fed the input as a connection's byte stream, the way
+ * (tools/logcounterd/lcd_proto.c), fed the input as a connection's byte stream, the way
  * tools/logcounterd/lcd_conn.c consumes it: frame a line, parse it, skip the data
  * block of a refused storage command, stop at binary, an over-long line
  * or a closing error.
@@ -12,25 +12,25 @@
  *  - parsing: tokens lie inside the line, are non-empty and hold no space;
  *    incr has one name that lc_check_name accepts (never "tally:...") and
  *    a count in 1..LC_BLOCK_MAX; incr/decr tally:NAME has a valid NAME and
- *    a delta of +-1..INT64_MAX; get has 1..LC__PROTO_MAX_KEYS valid
+ *    a delta of +-1..INT64_MAX; get has 1..LCD_PROTO_MAX_KEYS valid
  *    counter names or "tally:" names; stats tally names a valid tally;
  *    refused and bad requests carry a reason; a refused data block is at
- *    most LC__PROTO_DATA_MAX + 2 bytes; noreply is only set by a last
+ *    most LCD_PROTO_DATA_MAX + 2 bytes; noreply is only set by a last
  *    token "noreply"; the line's terminator changes nothing (the same
  *    request with "\r\n", "\n" or none);
  *  - round trip: an incr, a tally change or a get printed back canonically
  *    parses to the same request;
- *  - lc__proto_number agrees with a strtoull-based reference on every
+ *  - lcd_proto_number agrees with a strtoull-based reference on every
  *    token.
  */
 #include "fuzz.h"
 
 #include "logcounter.h"
-#include "proto.h"
+#include "lcd_proto.h"
 
 #include <errno.h>
 
-static int tok_eq(const lc__proto_token *a, const lc__proto_token *b) {
+static int tok_eq(const lcd_proto_token *a, const lcd_proto_token *b) {
   return a->len == b->len && (a->len == 0 || memcmp(a->s, b->s, a->len) == 0);
 }
 
@@ -55,14 +55,14 @@ static int ref_number(const char *s, size_t len, uint64_t *out) {
 static void check_number(const char *s, size_t len) {
   uint64_t a = 0, b = 0;
   char *copy = fuzz_dup(s, len, 0);
-  int ra = lc__proto_number(copy, len, &a);
+  int ra = lcd_proto_number(copy, len, &a);
   int rb = ref_number(copy, len, &b);
   free(copy);
   FUZZ_CHECK(ra == rb);
   FUZZ_CHECK(ra != 0 || a == b);
 }
 
-static int valid_name(const lc__proto_token *t) {
+static int valid_name(const lcd_proto_token *t) {
   char buf[LC_NAME_MAX + 1];
   if (t->len == 0 || t->len > LC_NAME_MAX || memchr(t->s, '\0', t->len))
     return 0;
@@ -71,17 +71,17 @@ static int valid_name(const lc__proto_token *t) {
   return lc_check_name(buf) == 0;
 }
 
-static int is_tally_key(const lc__proto_token *t) {
+static int is_tally_key(const lcd_proto_token *t) {
   return t->len >= 6 && memcmp(t->s, "tally:", 6) == 0;
 }
 
 /* A key of a get: "tally:" and a valid tally name, or a counter name. */
-static int valid_key(const lc__proto_token *t) {
-  lc__proto_token rest = {t->s + 6, t->len - 6};
+static int valid_key(const lcd_proto_token *t) {
+  lcd_proto_token rest = {t->s + 6, t->len - 6};
   return is_tally_key(t) ? valid_name(&rest) : valid_name(t);
 }
 
-static void check_token(const lc__proto_token *t, const char *line,
+static void check_token(const lcd_proto_token *t, const char *line,
                         size_t len) {
   FUZZ_CHECK(t->s >= line && t->len > 0 && t->len <= len &&
              (size_t)(t->s - line) <= len - t->len);
@@ -89,15 +89,15 @@ static void check_token(const lc__proto_token *t, const char *line,
 }
 
 /* Prints req (an incr or a get) canonically and parses it again. */
-static void round_trip(const lc__proto_req *req) {
-  char buf[LC__PROTO_MAX_KEYS * (LC_NAME_MAX + 1) + 64];
+static void round_trip(const lcd_proto_req *req) {
+  char buf[LCD_PROTO_MAX_KEYS * (LC_NAME_MAX + 1) + 64];
   size_t n = 0;
-  if (req->cmd == LC__PROTO_INCR) {
+  if (req->cmd == LCD_PROTO_INCR) {
     n = (size_t)snprintf(buf, sizeof buf, "incr %.*s %llu%s\r\n",
                          (int)req->keys[0].len, req->keys[0].s,
                          (unsigned long long)req->count,
                          req->noreply ? " noreply" : "");
-  } else if (req->cmd == LC__PROTO_TALLY) {
+  } else if (req->cmd == LCD_PROTO_TALLY) {
     n = (size_t)snprintf(buf, sizeof buf, "%s tally:%.*s %llu%s\r\n",
                          req->delta < 0 ? "decr" : "incr",
                          (int)req->tally.len, req->tally.s,
@@ -113,8 +113,8 @@ static void round_trip(const lc__proto_req *req) {
   }
   FUZZ_CHECK(n < sizeof buf);
   char *line = fuzz_dup(buf, n, 0);
-  lc__proto_req again;
-  FUZZ_CHECK(lc__proto_parse(line, n, &again) == req->cmd);
+  lcd_proto_req again;
+  FUZZ_CHECK(lcd_proto_parse(line, n, &again) == req->cmd);
   FUZZ_CHECK(again.nkeys == req->nkeys && again.count == req->count &&
              again.noreply == req->noreply && again.gets == req->gets &&
              again.delta == req->delta && tok_eq(&again.tally, &req->tally));
@@ -133,22 +133,22 @@ static int ends_with_noreply(const char *line, size_t len) {
 }
 
 /* Parses line[0..len) into *req and checks the result. */
-static void check_request(const char *line, size_t len, lc__proto_req *req) {
-  lc__proto_cmd cmd = lc__proto_parse(line, len, req);
+static void check_request(const char *line, size_t len, lcd_proto_req *req) {
+  lcd_proto_cmd cmd = lcd_proto_parse(line, len, req);
   FUZZ_CHECK(cmd == req->cmd);
   if (req->verb.s)
     check_token(&req->verb, line, len);
-  FUZZ_CHECK(req->nkeys <= LC__PROTO_MAX_KEYS);
+  FUZZ_CHECK(req->nkeys <= LCD_PROTO_MAX_KEYS);
   for (size_t i = 0; i < req->nkeys; i++)
     check_token(&req->keys[i], line, len);
   if (req->noreply)
     FUZZ_CHECK(ends_with_noreply(line, len));
-  if (cmd == LC__PROTO_INCR) {
+  if (cmd == LCD_PROTO_INCR) {
     FUZZ_CHECK(req->nkeys == 1 && valid_name(&req->keys[0]));
     FUZZ_CHECK(!is_tally_key(&req->keys[0]));
     FUZZ_CHECK(req->count >= 1 && req->count <= LC_BLOCK_MAX);
     round_trip(req);
-  } else if (cmd == LC__PROTO_TALLY) {
+  } else if (cmd == LCD_PROTO_TALLY) {
     FUZZ_CHECK(req->nkeys == 1 && is_tally_key(&req->keys[0]));
     check_token(&req->tally, line, len);
     FUZZ_CHECK(req->tally.s == req->keys[0].s + 6 &&
@@ -156,19 +156,19 @@ static void check_request(const char *line, size_t len, lc__proto_req *req) {
     FUZZ_CHECK(valid_name(&req->tally));
     FUZZ_CHECK(req->delta != 0 && req->delta != INT64_MIN);
     round_trip(req);
-  } else if (cmd == LC__PROTO_GET) {
+  } else if (cmd == LCD_PROTO_GET) {
     FUZZ_CHECK(req->nkeys >= 1);
     for (size_t i = 0; i < req->nkeys; i++)
       FUZZ_CHECK(valid_key(&req->keys[i]));
     round_trip(req);
-  } else if (cmd == LC__PROTO_STATS && req->stats_tally) {
+  } else if (cmd == LCD_PROTO_STATS && req->stats_tally) {
     FUZZ_CHECK(req->nkeys == 1 && valid_name(&req->tally) &&
                tok_eq(&req->tally, &req->keys[0]));
-  } else if (cmd == LC__PROTO_REFUSED || cmd == LC__PROTO_BAD) {
+  } else if (cmd == LCD_PROTO_REFUSED || cmd == LCD_PROTO_BAD) {
     FUZZ_CHECK(req->error != NULL && req->error[0] != '\0');
   }
-  if (cmd == LC__PROTO_REFUSED)
-    FUZZ_CHECK(req->data_len <= LC__PROTO_DATA_MAX + 2);
+  if (cmd == LCD_PROTO_REFUSED)
+    FUZZ_CHECK(req->data_len <= LCD_PROTO_DATA_MAX + 2);
 }
 
 /* Tokens of the line for the number check: every space-separated run. */
@@ -190,12 +190,12 @@ static void check_frame(const char *p, size_t avail, size_t len) {
   FUZZ_CHECK(len >= 1 && len <= avail && p[len - 1] == '\n');
   FUZZ_CHECK(memchr(p, '\n', len - 1) == NULL);
   size_t content = len - 1 - (len >= 2 && p[len - 2] == '\r');
-  FUZZ_CHECK(content <= LC__PROTO_LINE_MAX);
+  FUZZ_CHECK(content <= LCD_PROTO_LINE_MAX);
   /* The same line on its own: the same frame; one byte short: more. */
   size_t len2 = 0;
-  FUZZ_CHECK(lc__proto_frame(p, len, &len2) == LC__PROTO_FRAME_LINE &&
+  FUZZ_CHECK(lcd_proto_frame(p, len, &len2) == LCD_PROTO_FRAME_LINE &&
              len2 == len);
-  FUZZ_CHECK(lc__proto_frame(p, len - 1, &len2) == LC__PROTO_FRAME_MORE);
+  FUZZ_CHECK(lcd_proto_frame(p, len - 1, &len2) == LCD_PROTO_FRAME_MORE);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -210,22 +210,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       continue;
     }
     size_t avail = size - pos, look = avail, len = 0;
-    if (look > LC__PROTO_LINE_MAX + 2)
-      look = LC__PROTO_LINE_MAX + 2;
+    if (look > LCD_PROTO_LINE_MAX + 2)
+      look = LCD_PROTO_LINE_MAX + 2;
     /* An exact copy of what the daemon would pull up. */
     char *p = fuzz_dup(in + pos, look, 0);
-    lc__proto_frame_result fr = lc__proto_frame(p, look, &len);
+    lcd_proto_frame_result fr = lcd_proto_frame(p, look, &len);
     if ((unsigned char)p[0] == 0x80) {
-      FUZZ_CHECK(fr == LC__PROTO_FRAME_BINARY);
-    } else if (fr == LC__PROTO_FRAME_MORE) {
-      FUZZ_CHECK(look < LC__PROTO_LINE_MAX + 2 && !memchr(p, '\n', look));
-    } else if (fr == LC__PROTO_FRAME_TOO_LONG) {
+      FUZZ_CHECK(fr == LCD_PROTO_FRAME_BINARY);
+    } else if (fr == LCD_PROTO_FRAME_MORE) {
+      FUZZ_CHECK(look < LCD_PROTO_LINE_MAX + 2 && !memchr(p, '\n', look));
+    } else if (fr == LCD_PROTO_FRAME_TOO_LONG) {
       const char *nl = memchr(p, '\n', look);
-      FUZZ_CHECK(!nl || nl - p > LC__PROTO_LINE_MAX);
+      FUZZ_CHECK(!nl || nl - p > LCD_PROTO_LINE_MAX);
     } else {
-      FUZZ_CHECK(fr == LC__PROTO_FRAME_LINE);
+      FUZZ_CHECK(fr == LCD_PROTO_FRAME_LINE);
     }
-    if (fr != LC__PROTO_FRAME_LINE) {
+    if (fr != LCD_PROTO_FRAME_LINE) {
       free(p);
       break;
     }
@@ -233,7 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(p);
     check_frame(line, look, len);
     check_numbers(line, len - 1);
-    lc__proto_req req, bare_req;
+    lcd_proto_req req, bare_req;
     /* The parser also accepts a line without its terminator, and the
      * terminator is not part of the last token. */
     size_t bare = len - 1 - (len >= 2 && line[len - 2] == '\r');
@@ -246,9 +246,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  req.noreply == bare_req.noreply &&
                  req.data_len == bare_req.data_len &&
                  req.close == bare_req.close && req.error == bare_req.error);
-    int stop = req.cmd == LC__PROTO_QUIT ||
-               (req.cmd == LC__PROTO_BAD && req.close);
-    if (req.cmd == LC__PROTO_REFUSED)
+    int stop = req.cmd == LCD_PROTO_QUIT ||
+               (req.cmd == LCD_PROTO_BAD && req.close);
+    if (req.cmd == LCD_PROTO_REFUSED)
       swallow = req.data_len;
     free(line);
     pos += len;

@@ -46,6 +46,9 @@ extern "C" {
 
 #define LC_VALUE_MAX INT64_MAX      /* the largest value ever handed out */
 #define LC_NAME_MAX 200             /* longest counter name, in bytes */
+/* logcounterd reads a key that starts with this as a tally's name (so no
+ * serial counter can be reached through it under such a name). */
+#define LC_DAEMON_TALLY_PREFIX "tally:"
 #define LC_BLOCK_MAX 1000000000ULL  /* largest n for lc_next_n */
 
 /*
@@ -422,6 +425,16 @@ LC_EXTERN int lc_get_stats(lc_t *h, lc_stats *out);
  * LC_ETALLYRANGE (nothing applied) when the durable total plus everything
  * pending plus delta could leave [INT64_MIN, INT64_MAX]. */
 LC_EXTERN int lc_tally_add(lc_t *h, const char *name, int64_t delta);
+/* lc_tally_add, and *after: the tally's total (durable + pending) right
+ * after the change, from the sum its own memcached increment answered and
+ * one read of the other side's sum (one more round trip).  It includes
+ * this change and every change acknowledged before this one began;
+ * concurrent changes may or may not be in it.  Once the change is made the
+ * call succeeds: if the other sum cannot be read, that side counts as
+ * having nothing pending; a loss detected meanwhile can also make it
+ * approximate.  (logcounterd's incr/decr replies.) */
+LC_EXTERN int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
+                                 int64_t *after);
 
 /* The window in seconds (1 .. 2592000; default 1): the first change of a
  * tally in a window schedules it, and a scheduled tally is due for flushing

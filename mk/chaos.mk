@@ -24,9 +24,9 @@ CHAOS_FLAGS   ?=
 TEST_EXTRA += $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
 .PHONY: chaos
 
-$(CHAOS_BIN): $(CHAOS_SRC) chaos/chaos.h $(LIB_A)
+$(CHAOS_BIN): $(CHAOS_SRC) chaos/chaos.h $(LIB_SEAM_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ichaos -o $@ $(CHAOS_SRC) $(LIB_A) $(LIBS)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -DLC_TEST_SEAMS -Ichaos -o $@ $(CHAOS_SRC) $(LIB_SEAM_A) $(LIBS)
 
 # Preloaded into every owner, sanitizer builds included: built without a
 # sanitizer (the runtime is the program's).

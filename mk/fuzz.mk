@@ -1,5 +1,5 @@
 # mk/fuzz.mk - coverage-guided fuzzing of every parser with libFuzzer
-# (fuzz/, issue 6).
+# (fuzz/).
 #
 # make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="proto record name cli"]
 #     installs clang and libclang-rt-14-dev if missing, builds each target
@@ -20,6 +20,8 @@ FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  ?= -O1 -g
 FUZZ_DEPS     = fuzz/fuzz.h include/logcounter.h $(wildcard src/*.h)
+# The proto and name targets fuzz the daemon's request parser too.
+FUZZ_PROTO    = -Itools/logcounterd tools/logcounterd/lcd_proto.c
 
 # The CLI target includes tools/logcounter.c and tools/cli_tally.c (for
 # their static parsers) and links the rest of the CLI with cli_open stubbed.
@@ -58,6 +60,7 @@ $(FUZZ_LIB_A): $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^
 
 $(FUZZ_BUILD)/fuzz_cli: FUZZ_EXTRA = -Itools $(FUZZ_CLI_SRC) $(FUZZ_CLI_LD)
+$(FUZZ_BUILD)/fuzz_proto $(FUZZ_BUILD)/fuzz_name: FUZZ_EXTRA = $(FUZZ_PROTO)
 $(FUZZ_BUILD)/fuzz_cli: $(FUZZ_CLI_DEPS)
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_DEPS) $(FUZZ_LIB_A)
 	@mkdir -p $(@D)
@@ -66,6 +69,7 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_DEPS) $(FUZZ_LIB_A)
 
 # ---- replay builds (the project's compiler and flags) ----
 $(BUILD)/fuzz/replay_cli: REPLAY_EXTRA = -Itools $(FUZZ_CLI_SRC) $(FUZZ_CLI_LD)
+$(BUILD)/fuzz/replay_proto $(BUILD)/fuzz/replay_name: REPLAY_EXTRA = $(FUZZ_PROTO)
 $(BUILD)/fuzz/replay_cli: $(FUZZ_CLI_DEPS)
 $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay_main.c $(FUZZ_DEPS) $(LIB_A)
 	@mkdir -p $(@D)

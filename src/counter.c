@@ -37,9 +37,11 @@
 
 #define MAX_ATTEMPTS 8
 
+#ifdef LC_TEST_SEAMS
 /* Test seam (the chaos harness): when set, called by a leader between its
- * memcached increment and its log write.  NULL outside tests. */
+ * memcached increment and its log write. */
 void (*lc__test_before_commit)(const char *name);
+#endif
 
 struct lc__req {
   uint64_t n;
@@ -479,7 +481,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
   wake(c);
   pthread_mutex_unlock(&c->mu);
 
-  if (!rc && lc__test_before_commit) lc__test_before_commit(c->name);
+  if (!rc) LC__SEAM_BEFORE_COMMIT(c->name);
   if (!rc) rc = commit(h, c, &b);
   uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1);  /* unsigned: */
   for (req *r = batch; r; r = r->next) {         /* may pass 2^63-1 */

@@ -1,7 +1,8 @@
 /*
  * internal.h - declarations shared by the files of liblogcounter.
  *
- * Internal non-static names start with lc__.  The pieces:
+ * Internal non-static names start with lc__.  The data layout (keys,
+ * records, ledger entries, tallies) is in format.h.  The pieces:
  *   errors.c   the error table and the thread-local failure detail
  *   keys.c     counter names, memcached keys, LevelDB keys and record codecs
  *   cache.c    memcached through libmemcachedutil's pool, with timeouts
@@ -19,7 +20,7 @@
 #ifndef LC_INTERNAL_H
 #define LC_INTERNAL_H
 
-#include "logcounter.h"
+#include "format.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -39,36 +40,6 @@ int lc__fail(int err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void lc__detail_clear(void);
 void lc__detail_set(const char *text);
-
-/* ---- keys.c ---- */
-#define LC__MC_PREFIX "lc:"
-#define LC__MC_KEY_MAX (sizeof(LC__MC_PREFIX) - 1 + LC_NAME_MAX)
-#define LC__RECORD_VERSION 1
-#define LC__RECORD_LEN 17         /* version, count, time */
-#define LC__FORMAT_KEY "!logcounter-format"
-#define LC__FORMAT_VALUE "1"
-#define LC__ID_KEY "!logcounter-id"   /* the log's identity (claim.c) */
-#define LC__ID_LEN 16
-
-void lc__be64_put(unsigned char *p, uint64_t v);
-uint64_t lc__be64_get(const unsigned char *p);
-int64_t lc__now_us(void);
-/* LevelDB key prefixes: 'r' name '\0' for records (then 8 bytes of the
- * big-endian last value), 'v' name for the reservation.  buf must hold
- * LC_NAME_MAX + 10 bytes; returns the length. */
-size_t lc__record_prefix(char *buf, const char *name, size_t nlen);
-size_t lc__reservation_key(char *buf, const char *name, size_t nlen);
-/* The ledger (ledger.c): 'g' NAME '\0' then be64(last); value: version,
- * cause, be64(count), be64(time), the reason's bytes. */
-size_t lc__ledger_prefix(char *buf, const char *name, size_t nlen);
-/* Decodes a ledger key (after its prefix of plen bytes) and value. */
-int lc__ledger_decode(const char *key, size_t klen, size_t plen,
-                      const char *val, size_t vlen, lc_gap *g);
-void lc__record_encode(unsigned char out[LC__RECORD_LEN], uint64_t count,
-                       int64_t time_us);
-/* Decodes a record key (after its prefix of plen bytes) and value. */
-int lc__record_decode(const char *key, size_t klen, size_t plen,
-                      const char *val, size_t vlen, lc_record *rec);
 
 /* ---- cache.c ---- */
 typedef struct lc__cache {
@@ -166,16 +137,18 @@ int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache);
 /* segment.c: the prefetcher thread of a handle with prefetch on. */
 int lc__prefetcher_start(lc_t *h);
 void lc__prefetcher_stop(lc_t *h);
-/* Test seam: called between a block's increment and its log write (with
- * durability sync, after the leader role was handed on); NULL normally. */
+/* Test seam, only in the library that tests and chaos link (built with
+ * LC_TEST_SEAMS): called between a block's increment and its log write
+ * (after the leader role was handed on); NULL unless set. */
+#ifdef LC_TEST_SEAMS
 extern void (*lc__test_before_commit)(const char *name);
+#define LC__SEAM_BEFORE_COMMIT(name) \
+  (lc__test_before_commit ? lc__test_before_commit(name) : (void)0)
+#else
+#define LC__SEAM_BEFORE_COMMIT(name) ((void)0)
+#endif
 
 /* ---- tally.c (tallies: write-behind counts) ---- */
-#define LC__TALLY_MC_PLUS "lt+:"     /* sum of positive deltas */
-#define LC__TALLY_MC_MINUS "lt-:"    /* sum of |negative deltas| */
-#define LC__TALLY_MC_MARK "lt@:"     /* window marker, expires */
-#define LC__TALLY_REC 't'            /* 't' NAME -> record */
-#define LC__TALLY_IDX 'T'            /* 'T' be64(total^2^63) NAME -> "" */
 typedef struct lc__tally lc__tally;
 typedef struct lc__tallies {
   pthread_mutex_t mu;          /* the hash table and the dirty queue */
@@ -186,13 +159,6 @@ typedef struct lc__tallies {
   _Atomic unsigned window_s;
   uint64_t max;                         /* max_tallies */
 } lc__tallies;
-/* 't' NAME; 'T' be64(total ^ 2^63) NAME.  buf: LC_NAME_MAX + 10 bytes. */
-size_t lc__tally_rec_key(char *buf, const char *name, size_t nlen);
-size_t lc__tally_idx_key(char *buf, int64_t total, const char *name,
-                         size_t nlen);
-/* Decodes a tally record's total and losses (either may be NULL). */
-int lc__tally_decode(const char *v, size_t vlen, int64_t *total,
-                     uint64_t *losses);
 void lc__tallies_init(lc__tallies *t);
 void lc__tallies_close(lc__tallies *t);
 

@@ -9,7 +9,6 @@
  * (e.g. "SERVER_ERROR EOVERFLOW ..."), which is mapped back to its code.
  */
 #include "internal.h"
-#include "proto.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -40,10 +39,11 @@ int lc__remote_config(const char *server, char *buf, size_t size) {
 /* logcounterd treats every key starting with "tally:" as a tally: such a
  * name cannot be a serial counter through it. */
 static int check_serial_name(const char *name) {
-  if (strncmp(name, LC__PROTO_TALLY_PREFIX, LC__PROTO_TALLY_PREFIX_LEN) == 0)
+  if (strncmp(name, LC_DAEMON_TALLY_PREFIX,
+              sizeof LC_DAEMON_TALLY_PREFIX - 1) == 0)
     return lc__fail(LC_ENAME, "\"%s\": names starting with \"%s\" are "
                     "tallies in logcounterd, not serial counters", name,
-                    LC__PROTO_TALLY_PREFIX);
+                    LC_DAEMON_TALLY_PREFIX);
   return 0;
 }
 

@@ -181,7 +181,7 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
     lc__ledger_taken(c, last - (int64_t)(size - 1), last, last);
     ngaps = lc__ledger_take(c, gaps);
     pthread_mutex_unlock(&c->mu);
-    if (lc__test_before_commit) lc__test_before_commit(c->name);
+    LC__SEAM_BEFORE_COMMIT(c->name);
     leveldb_writebatch_t *b = leveldb_writebatch_create();
     lc__log_batch_record(b, c->name, c->nlen, last, LC_RECORD_SEGMENT_OPEN,
                          size, now);

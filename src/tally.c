@@ -368,7 +368,7 @@ static int reserve(lc__tally *t, bool plus, uint64_t d, int64_t delta) {
 }
 
 /* The change; *tp and *sum (the side's memcached sum after it) for
- * lc__tally_add_total. */
+ * lc_tally_add_total. */
 static int tally_add(lc_t *h, const char *name, int64_t delta,
                      lc__tally **tp, uint64_t *sum) {
   if (delta == 0)               /* before any state is made for name */
@@ -450,7 +450,7 @@ int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
   return rc;
 }
 
-int lc__tally_add_total(lc_t *h, const char *name, int64_t delta,
+int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
                         int64_t *after) {
   lc__detail_clear();
   lc__tally *t;

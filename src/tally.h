@@ -75,18 +75,6 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
                         uint64_t prev, uint64_t *applied_new, uint64_t *d,
                         bool *lost);
 
-/*
- * lc_tally_add, and *after: the tally's total (durable + pending) right
- * after the change, from the sum its own memcached incr answered and one
- * read of the other side's sum (one more round trip, no lock held across
- * it).  It includes this change and every change acknowledged before this
- * one began; concurrent changes may or may not be in it.  Once the change
- * is made the call succeeds: if the other sum cannot be read, that side
- * counts as having nothing pending; a loss detected meanwhile (baselines
- * reset) can also make it approximate.  For logcounterd's incr/decr
- * replies.
- */
-int lc__tally_add_total(lc_t *h, const char *name, int64_t delta,
-                        int64_t *after);
+
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_proto.c - unit tests of logcounterd's request parser (src/proto.c):
+ * test_proto.c - unit tests of logcounterd's request parser (tools/logcounterd/lcd_proto.c):
  * framing (line ends, the length bound, the binary-protocol byte), every
  * command shape the daemon answers, noreply, counter names, counts, the
  * key limit of get, the refused commands and the data blocks they carry,
@@ -17,14 +17,14 @@
 #include <string.h>
 
 #include "logcounter.h"
-#include "proto.h"
+#include "lcd_proto.h"
 
 /* Parses a NUL-terminated line. */
-static lc__proto_cmd parse(const char *line, lc__proto_req *req) {
-  return lc__proto_parse(line, strlen(line), req);
+static lcd_proto_cmd parse(const char *line, lcd_proto_req *req) {
+  return lcd_proto_parse(line, strlen(line), req);
 }
 
-static int tok_eq(const lc__proto_token *t, const char *s) {
+static int tok_eq(const lcd_proto_token *t, const char *s) {
   return t->len == strlen(s) && memcmp(t->s, s, t->len) == 0;
 }
 
@@ -49,8 +49,8 @@ typedef struct err_case {
 } err_case;
 
 static void check_error_cases(const err_case *cases, size_t n,
-                              lc__proto_cmd want) {
-  lc__proto_req r;
+                              lcd_proto_cmd want) {
+  lcd_proto_req r;
   for (size_t i = 0; i < n; i++) {
     if (parse(cases[i].line, &r) != want)
       fail_msg("'%s' parsed as %d, expected %d", cases[i].line, (int)r.cmd,
@@ -76,17 +76,17 @@ static const char *tally_line(char *buf, size_t size, size_t len) {
 static void test_frame_lines(void **state) {
   (void)state;
   size_t len = 0;
-  assert_int_equal(lc__proto_frame("", 0, &len), LC__PROTO_FRAME_MORE);
-  assert_int_equal(lc__proto_frame("incr a 1", 8, &len), LC__PROTO_FRAME_MORE);
-  assert_int_equal(lc__proto_frame("incr a 1\r", 9, &len),
-                   LC__PROTO_FRAME_MORE);
-  assert_int_equal(lc__proto_frame("incr a 1\r\nget a\r\n", 17, &len),
-                   LC__PROTO_FRAME_LINE);
+  assert_int_equal(lcd_proto_frame("", 0, &len), LCD_PROTO_FRAME_MORE);
+  assert_int_equal(lcd_proto_frame("incr a 1", 8, &len), LCD_PROTO_FRAME_MORE);
+  assert_int_equal(lcd_proto_frame("incr a 1\r", 9, &len),
+                   LCD_PROTO_FRAME_MORE);
+  assert_int_equal(lcd_proto_frame("incr a 1\r\nget a\r\n", 17, &len),
+                   LCD_PROTO_FRAME_LINE);
   assert_int_equal(len, 10);                 /* the first line only */
-  assert_int_equal(lc__proto_frame("version\nquit\n", 13, &len),
-                   LC__PROTO_FRAME_LINE);    /* a bare "\n" ends a line */
+  assert_int_equal(lcd_proto_frame("version\nquit\n", 13, &len),
+                   LCD_PROTO_FRAME_LINE);    /* a bare "\n" ends a line */
   assert_int_equal(len, 8);
-  assert_int_equal(lc__proto_frame("\r\n", 2, &len), LC__PROTO_FRAME_LINE);
+  assert_int_equal(lcd_proto_frame("\r\n", 2, &len), LCD_PROTO_FRAME_LINE);
   assert_int_equal(len, 2);
 }
 
@@ -94,46 +94,46 @@ static void test_frame_binary(void **state) {
   (void)state;
   size_t len = 0;
   const char bin[] = "\x80\x05\x00\x03incr\r\n";
-  assert_int_equal(lc__proto_frame(bin, sizeof bin - 1, &len),
-                   LC__PROTO_FRAME_BINARY);
-  assert_int_equal(lc__proto_frame("\x80", 1, &len), LC__PROTO_FRAME_BINARY);
+  assert_int_equal(lcd_proto_frame(bin, sizeof bin - 1, &len),
+                   LCD_PROTO_FRAME_BINARY);
+  assert_int_equal(lcd_proto_frame("\x80", 1, &len), LCD_PROTO_FRAME_BINARY);
   /* Only the first byte of a request tells. */
-  assert_int_equal(lc__proto_frame("get \x80\r\n", 7, &len),
-                   LC__PROTO_FRAME_LINE);
+  assert_int_equal(lcd_proto_frame("get \x80\r\n", 7, &len),
+                   LCD_PROTO_FRAME_LINE);
 }
 
 static void test_frame_long_lines(void **state) {
   (void)state;
-  static char buf[LC__PROTO_LINE_MAX + 64];
-  size_t max = LC__PROTO_LINE_MAX, len = 0;
+  static char buf[LCD_PROTO_LINE_MAX + 64];
+  size_t max = LCD_PROTO_LINE_MAX, len = 0;
   memset(buf, 'a', max + 64);
   /* Exactly the limit, with "\r\n" or "\n": accepted. */
   memcpy(buf + max, "\r\n", 2);
-  assert_int_equal(lc__proto_frame(buf, max + 2, &len), LC__PROTO_FRAME_LINE);
+  assert_int_equal(lcd_proto_frame(buf, max + 2, &len), LCD_PROTO_FRAME_LINE);
   assert_int_equal(len, max + 2);
   buf[max] = '\n';
-  assert_int_equal(lc__proto_frame(buf, max + 1, &len), LC__PROTO_FRAME_LINE);
+  assert_int_equal(lcd_proto_frame(buf, max + 1, &len), LCD_PROTO_FRAME_LINE);
   assert_int_equal(len, max + 1);
   /* One byte more: too long, with or without its terminator seen. */
   memset(buf, 'a', max + 64);
   memcpy(buf + max + 1, "\r\n", 2);
-  assert_int_equal(lc__proto_frame(buf, max + 3, &len),
-                   LC__PROTO_FRAME_TOO_LONG);
+  assert_int_equal(lcd_proto_frame(buf, max + 3, &len),
+                   LCD_PROTO_FRAME_TOO_LONG);
   memset(buf, 'a', max + 64);
-  assert_int_equal(lc__proto_frame(buf, max + 2, &len),
-                   LC__PROTO_FRAME_TOO_LONG);
-  assert_int_equal(lc__proto_frame(buf, max + 64, &len),
-                   LC__PROTO_FRAME_TOO_LONG);
+  assert_int_equal(lcd_proto_frame(buf, max + 2, &len),
+                   LCD_PROTO_FRAME_TOO_LONG);
+  assert_int_equal(lcd_proto_frame(buf, max + 64, &len),
+                   LCD_PROTO_FRAME_TOO_LONG);
   /* Still below the limit and unfinished: wait. */
-  assert_int_equal(lc__proto_frame(buf, max, &len), LC__PROTO_FRAME_MORE);
+  assert_int_equal(lcd_proto_frame(buf, max, &len), LCD_PROTO_FRAME_MORE);
 }
 
 /* ---- incr -------------------------------------------------------------- */
 
 static void test_incr(void **state) {
   (void)state;
-  lc__proto_req r;
-  assert_int_equal(parse("incr orders 1\r\n", &r), LC__PROTO_INCR);
+  lcd_proto_req r;
+  assert_int_equal(parse("incr orders 1\r\n", &r), LCD_PROTO_INCR);
   assert_tok(r.keys[0], "orders");
   assert_int_equal(r.nkeys, 1);
   assert_int_equal(r.count, 1);
@@ -141,22 +141,22 @@ static void test_incr(void **state) {
   assert_tok(r.verb, "incr");
 
   assert_int_equal(parse("incr   orders   250  noreply\r\n", &r),
-                   LC__PROTO_INCR);
+                   LCD_PROTO_INCR);
   assert_tok(r.keys[0], "orders");
   assert_int_equal(r.count, 250);
   assert_int_equal(r.noreply, 1);
 
   /* Without "\r\n", or with a bare "\n". */
-  assert_int_equal(parse("incr a 7", &r), LC__PROTO_INCR);
+  assert_int_equal(parse("incr a 7", &r), LCD_PROTO_INCR);
   assert_int_equal(r.count, 7);
-  assert_int_equal(parse("incr a 7\n", &r), LC__PROTO_INCR);
+  assert_int_equal(parse("incr a 7\n", &r), LCD_PROTO_INCR);
   assert_int_equal(r.count, 7);
 
   /* The largest block. */
   char line[64];
   snprintf(line, sizeof line, "incr a %llu\r\n",
            (unsigned long long)LC_BLOCK_MAX);
-  assert_int_equal(parse(line, &r), LC__PROTO_INCR);
+  assert_int_equal(parse(line, &r), LCD_PROTO_INCR);
   assert_int_equal(r.count, LC_BLOCK_MAX);
 }
 
@@ -168,8 +168,8 @@ static void test_incr_bad_numbers(void **state) {
     "incr a 18446744073709551615", "incr a 18446744073709551616",
     "incr a 99999999999999999999999", "incr a \t1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    lc__proto_req r;
-    if (parse(bad[i], &r) != LC__PROTO_BAD)
+    lcd_proto_req r;
+    if (parse(bad[i], &r) != LCD_PROTO_BAD)
       fail_msg("'%s' was accepted", bad[i]);
     assert_string_equal(r.error, "invalid numeric delta argument");
     assert_int_equal(r.close, 0);
@@ -178,97 +178,97 @@ static void test_incr_bad_numbers(void **state) {
 
 static void test_incr_bad_shape(void **state) {
   (void)state;
-  lc__proto_req r;
-  assert_int_equal(parse("incr\r\n", &r), LC__PROTO_BAD);
+  lcd_proto_req r;
+  assert_int_equal(parse("incr\r\n", &r), LCD_PROTO_BAD);
   assert_error_has(r, "usage: incr");
-  assert_int_equal(parse("incr a\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("incr a 1 2\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("incr a 1 noreply x\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("incr a\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("incr a 1 2\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("incr a 1 noreply x\r\n", &r), LCD_PROTO_BAD);
   /* noreply is honoured even on a malformed line: the client expects
    * silence. */
-  assert_int_equal(parse("incr a noreply\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("incr a noreply\r\n", &r), LCD_PROTO_BAD);
   assert_int_equal(r.noreply, 1);
-  assert_int_equal(parse("incr a x noreply\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("incr a x noreply\r\n", &r), LCD_PROTO_BAD);
   assert_int_equal(r.noreply, 1);
   /* Case matters, as in memcached. */
-  assert_int_equal(parse("INCR a 1\r\n", &r), LC__PROTO_UNKNOWN);
-  assert_int_equal(parse("incr a 1 NOREPLY\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("INCR a 1\r\n", &r), LCD_PROTO_UNKNOWN);
+  assert_int_equal(parse("incr a 1 NOREPLY\r\n", &r), LCD_PROTO_BAD);
 }
 
 static void test_names(void **state) {
   (void)state;
-  lc__proto_req r;
+  lcd_proto_req r;
   char line[LC_NAME_MAX + 64];
   char name[LC_NAME_MAX + 2];
   memset(name, 'n', sizeof name);
   name[LC_NAME_MAX] = '\0';
   snprintf(line, sizeof line, "incr %s 1", name);
-  assert_int_equal(parse(line, &r), LC__PROTO_INCR);
+  assert_int_equal(parse(line, &r), LCD_PROTO_INCR);
   assert_int_equal(r.keys[0].len, LC_NAME_MAX);
   name[LC_NAME_MAX] = 'n';
   name[LC_NAME_MAX + 1] = '\0';
   snprintf(line, sizeof line, "incr %s 1", name);
-  assert_int_equal(parse(line, &r), LC__PROTO_BAD);
+  assert_int_equal(parse(line, &r), LCD_PROTO_BAD);
   assert_string_equal(r.error, "invalid counter name");
 
-  assert_int_equal(parse("incr a:b/c-d_e.f~!# 1", &r), LC__PROTO_INCR);
+  assert_int_equal(parse("incr a:b/c-d_e.f~!# 1", &r), LCD_PROTO_INCR);
   const char *bad[] = {"incr a\tb 1", "incr \x7f 1", "incr caf\xc3\xa9 1",
                        "incr a\rb 1", "incr a\x01 1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    if (parse(bad[i], &r) != LC__PROTO_BAD)
+    if (parse(bad[i], &r) != LCD_PROTO_BAD)
       fail_msg("name in '%s' was accepted", bad[i]);
     assert_string_equal(r.error, "invalid counter name");
   }
   /* A NUL byte inside a name must not shorten it into a valid one. */
   const char nul[] = "incr ab\0c 1\r\n";
-  assert_int_equal(lc__proto_parse(nul, sizeof nul - 1, &r), LC__PROTO_BAD);
+  assert_int_equal(lcd_proto_parse(nul, sizeof nul - 1, &r), LCD_PROTO_BAD);
   assert_string_equal(r.error, "invalid counter name");
-  lc__proto_token t = {"ab\0c", 4};
-  assert_int_equal(lc__proto_check_name(&t), LC_ENAME);
+  lcd_proto_token t = {"ab\0c", 4};
+  assert_int_equal(lcd_proto_check_name(&t), LC_ENAME);
   t.len = 2;
-  assert_int_equal(lc__proto_check_name(&t), 0);
+  assert_int_equal(lcd_proto_check_name(&t), 0);
   t.len = 0;
-  assert_int_equal(lc__proto_check_name(&t), LC_ENAME);
+  assert_int_equal(lcd_proto_check_name(&t), LC_ENAME);
 }
 
 /* ---- get --------------------------------------------------------------- */
 
 static void test_get(void **state) {
   (void)state;
-  lc__proto_req r;
-  assert_int_equal(parse("get a\r\n", &r), LC__PROTO_GET);
+  lcd_proto_req r;
+  assert_int_equal(parse("get a\r\n", &r), LCD_PROTO_GET);
   assert_int_equal(r.nkeys, 1);
   assert_int_equal(r.gets, 0);
   assert_tok(r.keys[0], "a");
-  assert_int_equal(parse("gets a bb  ccc\r\n", &r), LC__PROTO_GET);
+  assert_int_equal(parse("gets a bb  ccc\r\n", &r), LCD_PROTO_GET);
   assert_int_equal(r.gets, 1);
   assert_int_equal(r.nkeys, 3);
   assert_tok(r.keys[1], "bb");
   assert_tok(r.keys[2], "ccc");
   /* "noreply" is just a name here. */
-  assert_int_equal(parse("get noreply\r\n", &r), LC__PROTO_GET);
+  assert_int_equal(parse("get noreply\r\n", &r), LCD_PROTO_GET);
   assert_int_equal(r.noreply, 0);
-  assert_int_equal(parse("get\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("get\r\n", &r), LCD_PROTO_BAD);
   assert_error_has(r, "usage: get");
-  assert_int_equal(parse("get a b\x01\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("get a b\x01\r\n", &r), LCD_PROTO_BAD);
   assert_string_equal(r.error, "invalid counter name");
 }
 
 static void test_get_key_limit(void **state) {
   (void)state;
-  char line[LC__PROTO_LINE_MAX];
-  lc__proto_req r;
+  char line[LCD_PROTO_LINE_MAX];
+  lcd_proto_req r;
   size_t n = (size_t)snprintf(line, sizeof line, "get");
-  for (int i = 0; i < LC__PROTO_MAX_KEYS; i++)
+  for (int i = 0; i < LCD_PROTO_MAX_KEYS; i++)
     n += (size_t)snprintf(line + n, sizeof line - n, " k%d", i);
-  assert_int_equal(lc__proto_parse(line, n, &r), LC__PROTO_GET);
-  assert_int_equal(r.nkeys, LC__PROTO_MAX_KEYS);
-  assert_tok(r.keys[LC__PROTO_MAX_KEYS - 1], "k127");
+  assert_int_equal(lcd_proto_parse(line, n, &r), LCD_PROTO_GET);
+  assert_int_equal(r.nkeys, LCD_PROTO_MAX_KEYS);
+  assert_tok(r.keys[LCD_PROTO_MAX_KEYS - 1], "k127");
   n += (size_t)snprintf(line + n, sizeof line - n, " one-more");
-  assert_int_equal(lc__proto_parse(line, n, &r), LC__PROTO_BAD);
+  assert_int_equal(lcd_proto_parse(line, n, &r), LCD_PROTO_BAD);
   assert_error_has(r, "too many keys");
   n += (size_t)snprintf(line + n, sizeof line - n, " and more");
-  assert_int_equal(lc__proto_parse(line, n, &r), LC__PROTO_BAD);
+  assert_int_equal(lcd_proto_parse(line, n, &r), LCD_PROTO_BAD);
   assert_error_has(r, "too many keys");
 }
 
@@ -276,32 +276,32 @@ static void test_get_key_limit(void **state) {
 
 static void test_small_commands(void **state) {
   (void)state;
-  lc__proto_req r;
-  assert_int_equal(parse("stats\r\n", &r), LC__PROTO_STATS);
+  lcd_proto_req r;
+  assert_int_equal(parse("stats\r\n", &r), LCD_PROTO_STATS);
   assert_int_equal(r.stats_settings, 0);
-  assert_int_equal(parse("stats settings\r\n", &r), LC__PROTO_STATS);
+  assert_int_equal(parse("stats settings\r\n", &r), LCD_PROTO_STATS);
   assert_int_equal(r.stats_settings, 1);
-  assert_int_equal(parse("stats slabs\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("stats slabs\r\n", &r), LCD_PROTO_BAD);
   assert_error_has(r, "unknown stats group");
-  assert_int_equal(parse("version\r\n", &r), LC__PROTO_VERSION);
-  assert_int_equal(parse("version 2\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("quit\r\n", &r), LC__PROTO_QUIT);
-  assert_int_equal(parse("quit now\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("verbosity 1\r\n", &r), LC__PROTO_VERBOSITY);
+  assert_int_equal(parse("version\r\n", &r), LCD_PROTO_VERSION);
+  assert_int_equal(parse("version 2\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("quit\r\n", &r), LCD_PROTO_QUIT);
+  assert_int_equal(parse("quit now\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("verbosity 1\r\n", &r), LCD_PROTO_VERBOSITY);
   assert_int_equal(r.noreply, 0);
-  assert_int_equal(parse("verbosity 1 noreply\r\n", &r), LC__PROTO_VERBOSITY);
+  assert_int_equal(parse("verbosity 1 noreply\r\n", &r), LCD_PROTO_VERBOSITY);
   assert_int_equal(r.noreply, 1);
-  assert_int_equal(parse("verbosity\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("verbosity x\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("verbosity\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("verbosity x\r\n", &r), LCD_PROTO_BAD);
 }
 
 static void test_unknown(void **state) {
   (void)state;
-  lc__proto_req r;
+  lcd_proto_req r;
   const char *lines[] = {"", "\r\n", "   \r\n", "hello\r\n", "shutdown\r\n",
                          "getx a\r\n", "\x01\x02\r\n", "GET a\r\n"};
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
-    if (parse(lines[i], &r) != LC__PROTO_UNKNOWN)
+    if (parse(lines[i], &r) != LCD_PROTO_UNKNOWN)
       fail_msg("'%s' is not UNKNOWN", lines[i]);
 }
 
@@ -326,51 +326,51 @@ static void test_refused_without_data(void **state) {
     {"mn\r\n", "meta commands", 0},
   };
   check_error_cases(cases, sizeof cases / sizeof cases[0],
-                    LC__PROTO_REFUSED);
+                    LCD_PROTO_REFUSED);
 }
 
 static void test_refused_storage(void **state) {
   (void)state;
-  lc__proto_req r;
+  lcd_proto_req r;
   const char *verbs[] = {"set", "add", "replace", "append", "prepend"};
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
     char line[64];
     snprintf(line, sizeof line, "%s a 0 0 5\r\n", verbs[i]);
-    assert_int_equal(parse(line, &r), LC__PROTO_REFUSED);
+    assert_int_equal(parse(line, &r), LCD_PROTO_REFUSED);
     assert_int_equal(r.data_len, 7);          /* 5 bytes and "\r\n" */
     assert_int_equal(r.noreply, 0);
     assert_error_has(r, "only by incr");
     snprintf(line, sizeof line, "%s a 0 0 0 noreply\r\n", verbs[i]);
-    assert_int_equal(parse(line, &r), LC__PROTO_REFUSED);
+    assert_int_equal(parse(line, &r), LCD_PROTO_REFUSED);
     assert_int_equal(r.data_len, 2);
     assert_int_equal(r.noreply, 1);
   }
-  assert_int_equal(parse("cas a 0 0 3 99\r\n", &r), LC__PROTO_REFUSED);
+  assert_int_equal(parse("cas a 0 0 3 99\r\n", &r), LCD_PROTO_REFUSED);
   assert_int_equal(r.data_len, 5);
-  assert_int_equal(parse("cas a 0 0 3 99 noreply\r\n", &r), LC__PROTO_REFUSED);
+  assert_int_equal(parse("cas a 0 0 3 99 noreply\r\n", &r), LCD_PROTO_REFUSED);
   assert_int_equal(r.noreply, 1);
-  assert_int_equal(parse("ms a 4 T0\r\n", &r), LC__PROTO_REFUSED);
+  assert_int_equal(parse("ms a 4 T0\r\n", &r), LCD_PROTO_REFUSED);
   assert_int_equal(r.data_len, 6);
 
   /* Malformed: no data length to trust, nothing swallowed. */
-  assert_int_equal(parse("set a 0 0\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("set a 0 0\r\n", &r), LCD_PROTO_BAD);
   assert_int_equal(r.data_len, 0);
-  assert_int_equal(parse("set a 0 0 x\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("set a 0 0 -1\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("set a 0 0 1 2 3\r\n", &r), LC__PROTO_BAD);
-  assert_int_equal(parse("cas a 0 0 3\r\n", &r), LC__PROTO_BAD);
+  assert_int_equal(parse("set a 0 0 x\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("set a 0 0 -1\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("set a 0 0 1 2 3\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("cas a 0 0 3\r\n", &r), LCD_PROTO_BAD);
   assert_int_equal(r.close, 0);
 
   /* The largest block still read; one more closes the connection. */
   char line[64];
-  snprintf(line, sizeof line, "set a 0 0 %d\r\n", LC__PROTO_DATA_MAX);
-  assert_int_equal(parse(line, &r), LC__PROTO_REFUSED);
-  assert_int_equal(r.data_len, LC__PROTO_DATA_MAX + 2);
-  snprintf(line, sizeof line, "set a 0 0 %d\r\n", LC__PROTO_DATA_MAX + 1);
-  assert_int_equal(parse(line, &r), LC__PROTO_BAD);
+  snprintf(line, sizeof line, "set a 0 0 %d\r\n", LCD_PROTO_DATA_MAX);
+  assert_int_equal(parse(line, &r), LCD_PROTO_REFUSED);
+  assert_int_equal(r.data_len, LCD_PROTO_DATA_MAX + 2);
+  snprintf(line, sizeof line, "set a 0 0 %d\r\n", LCD_PROTO_DATA_MAX + 1);
+  assert_int_equal(parse(line, &r), LCD_PROTO_BAD);
   assert_int_equal(r.close, 1);
   assert_int_equal(parse("set a 0 0 99999999999999999999999\r\n", &r),
-                   LC__PROTO_BAD);
+                   LCD_PROTO_BAD);
 }
 
 /* ---- numbers ----------------------------------------------------------- */
@@ -378,60 +378,60 @@ static void test_refused_storage(void **state) {
 static void test_numbers(void **state) {
   (void)state;
   uint64_t v = 42;
-  assert_int_equal(lc__proto_number("0", 1, &v), 0);
+  assert_int_equal(lcd_proto_number("0", 1, &v), 0);
   assert_int_equal(v, 0);
-  assert_int_equal(lc__proto_number("18446744073709551615", 20, &v), 0);
+  assert_int_equal(lcd_proto_number("18446744073709551615", 20, &v), 0);
   assert_true(v == UINT64_MAX);
-  assert_int_equal(lc__proto_number("18446744073709551616", 20, &v), -1);
-  assert_int_equal(lc__proto_number("00000000000000000000001", 23, &v), -1);
-  assert_int_equal(lc__proto_number("", 0, &v), -1);
-  assert_int_equal(lc__proto_number("12", 1, &v), 0);   /* only len bytes */
+  assert_int_equal(lcd_proto_number("18446744073709551616", 20, &v), -1);
+  assert_int_equal(lcd_proto_number("00000000000000000000001", 23, &v), -1);
+  assert_int_equal(lcd_proto_number("", 0, &v), -1);
+  assert_int_equal(lcd_proto_number("12", 1, &v), 0);   /* only len bytes */
   assert_int_equal(v, 1);
-  assert_int_equal(lc__proto_number(" 1", 2, &v), -1);
-  assert_int_equal(lc__proto_number("1 ", 2, &v), -1);
+  assert_int_equal(lcd_proto_number(" 1", 2, &v), -1);
+  assert_int_equal(lcd_proto_number("1 ", 2, &v), -1);
 }
 
 /* ---- tallies ----------------------------------------------------------- */
 
 static void test_tally_incr_decr(void **state) {
   (void)state;
-  lc__proto_req r;
-  assert_int_equal(parse("incr tally:views 5\r\n", &r), LC__PROTO_TALLY);
+  lcd_proto_req r;
+  assert_int_equal(parse("incr tally:views 5\r\n", &r), LCD_PROTO_TALLY);
   assert_tok(r.keys[0], "tally:views");
   assert_tok(r.tally, "views");
   assert_int_equal(r.nkeys, 1);
   assert_true(r.delta == 5);
   assert_int_equal(r.noreply, 0);
   assert_int_equal(parse("decr  tally:views  7  noreply\r\n", &r),
-                   LC__PROTO_TALLY);
+                   LCD_PROTO_TALLY);
   assert_tok(r.tally, "views");
   assert_true(r.delta == -7);
   assert_int_equal(r.noreply, 1);
   /* The whole signed range but INT64_MIN, both ways. */
   assert_int_equal(parse("incr tally:x 9223372036854775807", &r),
-                   LC__PROTO_TALLY);
+                   LCD_PROTO_TALLY);
   assert_true(r.delta == INT64_MAX);
   assert_int_equal(parse("decr tally:x 9223372036854775807", &r),
-                   LC__PROTO_TALLY);
+                   LCD_PROTO_TALLY);
   assert_true(r.delta == -INT64_MAX);
   /* The count limit of serial counters does not apply to tallies. */
   char line[80];
   snprintf(line, sizeof line, "incr tally:x %llu\r\n",
            (unsigned long long)LC_BLOCK_MAX + 1);
-  assert_int_equal(parse(line, &r), LC__PROTO_TALLY);
+  assert_int_equal(parse(line, &r), LCD_PROTO_TALLY);
   assert_true(r.delta == (int64_t)LC_BLOCK_MAX + 1);
   /* A name with more colons, and the longest name. */
-  assert_int_equal(parse("incr tally:a:b:c 1\r\n", &r), LC__PROTO_TALLY);
+  assert_int_equal(parse("incr tally:a:b:c 1\r\n", &r), LCD_PROTO_TALLY);
   assert_tok(r.tally, "a:b:c");
   char longest[LC_NAME_MAX + 40];
   assert_int_equal(parse(tally_line(longest, sizeof longest, LC_NAME_MAX),
-                         &r), LC__PROTO_TALLY);
+                         &r), LCD_PROTO_TALLY);
   assert_int_equal(r.tally.len, LC_NAME_MAX);
 }
 
 static void test_tally_bad(void **state) {
   (void)state;
-  lc__proto_req r;
+  lcd_proto_req r;
   const err_case cases[] = {
     {"incr tally:v 0\r\n", "a tally takes 1..", 0},
     {"decr tally:v 0\r\n", "a tally takes 1..", 0},
@@ -456,11 +456,11 @@ static void test_tally_bad(void **state) {
     {"stats tally tally:\r\n", "invalid tally name", 0},
     {"stats tally a b\r\n", "unknown stats group", 0},
   };
-  check_error_cases(cases, sizeof cases / sizeof cases[0], LC__PROTO_BAD);
+  check_error_cases(cases, sizeof cases / sizeof cases[0], LCD_PROTO_BAD);
   /* A name longer than LC_NAME_MAX after the prefix. */
   char line[LC_NAME_MAX + 40];
   assert_int_equal(parse(tally_line(line, sizeof line, LC_NAME_MAX + 1), &r),
-                   LC__PROTO_BAD);
+                   LCD_PROTO_BAD);
   assert_error_has(r, "invalid tally name");
 }
 
@@ -468,43 +468,43 @@ static void test_tally_bad(void **state) {
  * keys that merely look alike are. */
 static void test_tally_namespace(void **state) {
   (void)state;
-  lc__proto_req r;
-  lc__proto_token name;
+  lcd_proto_req r;
+  lcd_proto_token name;
   const struct { const char *key; int tally; const char *rest; } keys[] = {
     {"tally:v", 1, "v"}, {"tally:", 1, ""}, {"tally:tally:v", 1, "tally:v"},
     {"tally", 0, NULL}, {"Tally:v", 0, NULL}, {"tallyv", 0, NULL},
     {"xtally:v", 0, NULL}, {"tally;v", 0, NULL}, {"t", 0, NULL},
   };
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    lc__proto_token t = {keys[i].key, strlen(keys[i].key)};
-    int got = lc__proto_tally_name(&t, &name);
+    lcd_proto_token t = {keys[i].key, strlen(keys[i].key)};
+    int got = lcd_proto_tally_name(&t, &name);
     if (got != keys[i].tally)
       fail_msg("'%s': tally %d, expected %d", keys[i].key, got,
                keys[i].tally);
     if (got)
       assert_tok(name, keys[i].rest);
   }
-  assert_int_equal(parse("incr Tally:v 1\r\n", &r), LC__PROTO_INCR);
-  assert_int_equal(parse("incr tallyv 1\r\n", &r), LC__PROTO_INCR);
-  assert_int_equal(parse("incr tally:v 1\r\n", &r), LC__PROTO_TALLY);
+  assert_int_equal(parse("incr Tally:v 1\r\n", &r), LCD_PROTO_INCR);
+  assert_int_equal(parse("incr tallyv 1\r\n", &r), LCD_PROTO_INCR);
+  assert_int_equal(parse("incr tally:v 1\r\n", &r), LCD_PROTO_TALLY);
   /* get mixes both kinds; keys keep their prefix (the VALUE line). */
   assert_int_equal(parse("gets orders tally:views tallyx\r\n", &r),
-                   LC__PROTO_GET);
+                   LCD_PROTO_GET);
   assert_int_equal(r.nkeys, 3);
   assert_int_equal(r.gets, 1);
   assert_tok(r.keys[1], "tally:views");
-  assert_int_equal(lc__proto_tally_name(&r.keys[1], &name), 1);
-  assert_int_equal(lc__proto_tally_name(&r.keys[2], &name), 0);
+  assert_int_equal(lcd_proto_tally_name(&r.keys[1], &name), 1);
+  assert_int_equal(lcd_proto_tally_name(&r.keys[2], &name), 0);
   /* stats tally NAME, with or without the prefix. */
-  assert_int_equal(parse("stats tally views\r\n", &r), LC__PROTO_STATS);
+  assert_int_equal(parse("stats tally views\r\n", &r), LCD_PROTO_STATS);
   assert_int_equal(r.stats_tally, 1);
   assert_int_equal(r.stats_settings, 0);
   assert_tok(r.tally, "views");
   assert_int_equal(r.nkeys, 1);
   assert_int_equal(parse("stats tally tally:views\r\n", &r),
-                   LC__PROTO_STATS);
+                   LCD_PROTO_STATS);
   assert_tok(r.tally, "views");
-  assert_int_equal(parse("stats\r\n", &r), LC__PROTO_STATS);
+  assert_int_equal(parse("stats\r\n", &r), LCD_PROTO_STATS);
   assert_int_equal(r.stats_tally, 0);
 }
 
@@ -526,13 +526,13 @@ static void test_prefixes_and_noise(void **state) {
       for (int flip = -1; flip < (int)k; flip++) {
         if (flip >= 0)
           copy[flip] ^= (char)0x5a;
-        lc__proto_req r;
+        lcd_proto_req r;
         size_t len;
-        lc__proto_cmd cmd = lc__proto_parse(copy, k, &r);
-        assert_true(cmd >= LC__PROTO_INCR && cmd <= LC__PROTO_TALLY);
-        if (cmd == LC__PROTO_BAD || cmd == LC__PROTO_REFUSED)
+        lcd_proto_cmd cmd = lcd_proto_parse(copy, k, &r);
+        assert_true(cmd >= LCD_PROTO_INCR && cmd <= LCD_PROTO_TALLY);
+        if (cmd == LCD_PROTO_BAD || cmd == LCD_PROTO_REFUSED)
           assert_non_null(r.error);
-        (void)lc__proto_frame(copy, k, &len);
+        (void)lcd_proto_frame(copy, k, &len);
         if (flip >= 0)
           copy[flip] ^= (char)0x5a;
       }

@@ -25,7 +25,7 @@
 
 #include <leveldb/c.h>
 
-#include "internal.h"
+#include "format.h"
 #include "mcd.h"
 
 

@@ -6,7 +6,7 @@
  *                  shutdown (drain, lc_close, pidfile)
  *   lcd_loops.c    the event-loop threads, handing them connections and
  *                  commands (drain, close)
- *   lcd_conn.c     connections: framing and parsing requests (src/proto.c),
+ *   lcd_conn.c     connections: framing and parsing requests (lcd_proto.c),
  *                  timeouts, closing
  *   lcd_jobs.c     incr/get jobs and the replies, in request order
  *   lcd_pool.c     running jobs: on the loop thread when the library
@@ -14,6 +14,9 @@
  *   lcd_listen.c   the TCP and unix-socket listeners, --max-connections
  *   lcd_stats.c    the "stats" and "stats settings" replies
  *   lcd_flush.c    the tally flusher thread (--flush-interval)
+ *   lcd_proto.c    the request parser (pure functions; lcd_proto.h)
+ *
+ * The daemon uses liblogcounter's public API only (include/logcounter.h).
  *
  * Threads, as in memcached: --threads event loops (default: the CPUs).
  * Loop 0 runs on the main thread and also owns the listeners and the
@@ -60,7 +63,7 @@
  *
  * Tallies: "incr/decr tally:NAME D" is a job; like incr, a buffered run
  * of changes of one tally becomes one job and a worker takes every queued
- * job of the same tally, and the changes share ONE lc__tally_add_total of
+ * job of the same tally, and the changes share ONE lc_tally_add_total of
  * their sum (one by one if the sum is 0 or out of range, or the shared one
  * is refused); each is answered with the total after it in queue order
  * (--no-coalesce: one call per change).  get/gets answer tally keys with
@@ -77,7 +80,7 @@
 #define LCD_H
 
 #include "logcounter.h"
-#include "proto.h"
+#include "lcd_proto.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -175,8 +178,8 @@ typedef struct lcd_job {
   int done;                 /* back from the pool, not yet answered */
   int lead;                 /* first of a chain: made the library call */
   /* Names, each NUL-terminated, one after another. */
-  char names[LC__PROTO_LINE_MAX + 2];
-  uint16_t name_off[LC__PROTO_MAX_KEYS];
+  char names[LCD_PROTO_LINE_MAX + 2];
+  uint16_t name_off[LCD_PROTO_MAX_KEYS];
   /* INCR: nreq requests of count[i] ids each (total in all). */
   int nreq;
   uint64_t count[LCD_RUN_MAX];
@@ -201,10 +204,10 @@ typedef struct lcd_job {
   int rc;                   /* 0 or the first LC_E* code (TALLY: the first
                                that the server caused, else the first) */
   int64_t first;            /* INCR: first id of the whole block */
-  int64_t values[LC__PROTO_MAX_KEYS];   /* GET: value (tally: total +
+  int64_t values[LCD_PROTO_MAX_KEYS];   /* GET: value (tally: total +
                                            pending), TALLY: the total
                                            after the change in values[0] */
-  unsigned char hit[LC__PROTO_MAX_KEYS];/* GET: answer a VALUE line */
+  unsigned char hit[LCD_PROTO_MAX_KEYS];/* GET: answer a VALUE line */
   int64_t tally_total, tally_pending;   /* stats_tally */
   uint64_t tally_losses;
   char detail[256];         /* lc_last_detail() of a failure */
@@ -392,9 +395,9 @@ void lcd_puts(lcd_conn *c, const char *s);
 void lcd_client_error(lcd_conn *c, const char *why, int noreply);
 /* incr / get: the request line (line_len bytes at the head of in) becomes
  * a job; the line is consumed. */
-void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                     size_t line_len);
-void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                    size_t line_len);
 /* The loop thread gets a finished job back; the replies of every job
  * whose turn has come are written, and parsing goes on.  May free the
@@ -407,11 +410,11 @@ int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
 /* Frees the connection's jobs (none may be in flight). */
 void lcd_conn_free_jobs(lcd_conn *c);
 
-void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                      size_t line_len);
 /* "stats tally NAME": a get job answered with STAT lines. */
 void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
-                           lc__proto_req *req, size_t line_len);
+                           lcd_proto_req *req, size_t line_len);
 
 /* lcd_flush.c */
 /* Starts the flusher thread (which sweeps first); 0 or -1. */

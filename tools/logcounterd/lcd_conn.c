@@ -10,7 +10,7 @@
  * that need no library call that blocks (stats but "stats tally NAME",
  * version, verbosity, quit, errors) are answered on the spot.
  *
- * Bounds: a request line is at most LC__PROTO_LINE_MAX bytes (longer:
+ * Bounds: a request line is at most LCD_PROTO_LINE_MAX bytes (longer:
  * CLIENT_ERROR line too long, then close); reading is switched off while
  * LCD_INPUT_MAX bytes or more are buffered (update_reading; no libevent
  * watermark, whose suspend/resume spun the loop when a job held the
@@ -154,14 +154,14 @@ static void update_reading(lcd_conn *c) {
 /* ---- requests ---------------------------------------------------------- */
 
 /* 1 if the request req may be handled now (lcd.h, Ordering). */
-static int may_start(const lcd_conn *c, const lc__proto_req *req,
-                     lc__proto_cmd kind) {
+static int may_start(const lcd_conn *c, const lcd_proto_req *req,
+                     lcd_proto_cmd kind) {
   switch (kind) {
-  case LC__PROTO_INCR:
+  case LCD_PROTO_INCR:
     return lcd_may_start(c, LCD_JOB_INCR, req->keys[0].s, req->keys[0].len);
-  case LC__PROTO_TALLY:
+  case LCD_PROTO_TALLY:
     return lcd_may_start(c, LCD_JOB_TALLY, req->tally.s, req->tally.len);
-  case LC__PROTO_GET:
+  case LCD_PROTO_GET:
     return lcd_may_start(c, LCD_JOB_GET, NULL, 0);
   default:          /* answered on the spot, after every job before it */
     return c->njobs == 0;
@@ -172,21 +172,21 @@ static int may_start(const lcd_conn *c, const lc__proto_req *req,
  * must wait (left in the input) until a job comes back. */
 static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
                        size_t line_len) {
-  lc__proto_req req;
-  lc__proto_cmd kind = lc__proto_parse(line, line_len, &req);
+  lcd_proto_req req;
+  lcd_proto_cmd kind = lcd_proto_parse(line, line_len, &req);
   if (!may_start(c, &req, kind))
     return 0;
   switch (kind) {
-  case LC__PROTO_INCR:
+  case LCD_PROTO_INCR:
     lcd_start_incr(c, in, &req, line_len);
     return 1;
-  case LC__PROTO_GET:
+  case LCD_PROTO_GET:
     lcd_start_get(c, in, &req, line_len);
     return 1;
-  case LC__PROTO_TALLY:
+  case LCD_PROTO_TALLY:
     lcd_start_tally(c, in, &req, line_len);
     return 1;
-  case LC__PROTO_STATS:
+  case LCD_PROTO_STATS:
     if (req.stats_tally) {
       lcd_start_stats_tally(c, in, &req, line_len);
       return 1;
@@ -197,33 +197,33 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
   }
   evbuffer_drain(in, line_len);         /* req's tokens are gone now */
   switch (req.cmd) {
-  case LC__PROTO_STATS:
+  case LCD_PROTO_STATS:
     lcd_put_stats(c->loop->srv, bufferevent_get_output(c->bev), req.stats_settings);
     break;
-  case LC__PROTO_VERSION:
+  case LCD_PROTO_VERSION:
     /* libmemcached rejects a major version 0 (memcstat, memcping and
      * every libmemcached client send "version" first), so the memcached
      * protocol level comes first, then ours. */
     lcd_puts(c, "VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG "-"
              LC_VERSION_STRING "\r\n");
     break;
-  case LC__PROTO_VERBOSITY:
+  case LCD_PROTO_VERBOSITY:
     if (!req.noreply)
       lcd_puts(c, "OK\r\n");
     break;
-  case LC__PROTO_QUIT:
+  case LCD_PROTO_QUIT:
     lcd_close_later(c, "quit");
     return 1;
-  case LC__PROTO_REFUSED:
+  case LCD_PROTO_REFUSED:
     c->swallow = req.data_len;
     lcd_client_error(c, req.error, req.noreply);
     return 1;
-  case LC__PROTO_BAD:
+  case LCD_PROTO_BAD:
     lcd_client_error(c, req.error, req.noreply && !req.close);
     if (req.close)
       lcd_close_later(c, req.error);
     return 1;
-  default:                              /* LC__PROTO_UNKNOWN */
+  default:                              /* LCD_PROTO_UNKNOWN */
     lcd_client_error(c, NULL, 0);
     return 1;
   }
@@ -261,20 +261,20 @@ void lcd_conn_process(lcd_conn *c) {
     }
     if (avail == 0)
       break;
-    size_t look = avail < LC__PROTO_LINE_MAX + 2 ? avail
-                                                 : LC__PROTO_LINE_MAX + 2;
+    size_t look = avail < LCD_PROTO_LINE_MAX + 2 ? avail
+                                                 : LCD_PROTO_LINE_MAX + 2;
     const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
-    lc__proto_frame_result fr = lc__proto_frame(p, look, &len);
-    if (fr == LC__PROTO_FRAME_MORE)
+    lcd_proto_frame_result fr = lcd_proto_frame(p, look, &len);
+    if (fr == LCD_PROTO_FRAME_MORE)
       break;
-    if (fr == LC__PROTO_FRAME_BINARY) {
+    if (fr == LCD_PROTO_FRAME_BINARY) {
       s->st.closed_binary++;
       lcd_log(s->set, 0, "connection %" PRIu64 " (%s): binary protocol is not "
               "supported (first byte 0x80); closing", c->id, c->peer);
       close_now(c, "binary protocol");
       return;
     }
-    if (fr == LC__PROTO_FRAME_TOO_LONG) {
+    if (fr == LCD_PROTO_FRAME_TOO_LONG) {
       if (c->njobs) {                   /* the error's turn comes later */
         waiting = 1;
         break;

@@ -165,7 +165,7 @@ void lcd_conn_free_jobs(lcd_conn *c) {
  * line_len bytes at the head of in (not consumed); names[0] is name if
  * given.  NULL after consuming the line and answering ENOMEM. */
 static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
-                          lcd_job_kind kind, const lc__proto_token *name) {
+                          lcd_job_kind kind, const lcd_proto_token *name) {
   lcd_job *j = job_get(c);
   if (!j) {
     evbuffer_drain(in, line_len);
@@ -183,16 +183,16 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
 
 /* The next buffered request line, parsed into *req: its command, with
  * *len its length; -1 when no complete line is buffered. */
-static int next_line(struct evbuffer *in, lc__proto_req *req, size_t *len) {
+static int next_line(struct evbuffer *in, lcd_proto_req *req, size_t *len) {
   size_t avail = evbuffer_get_length(in);
   if (avail == 0)
     return -1;
-  if (avail > LC__PROTO_LINE_MAX + 2)
-    avail = LC__PROTO_LINE_MAX + 2;
+  if (avail > LCD_PROTO_LINE_MAX + 2)
+    avail = LCD_PROTO_LINE_MAX + 2;
   const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
-  if (lc__proto_frame(p, avail, len) != LC__PROTO_FRAME_LINE)
+  if (lcd_proto_frame(p, avail, len) != LCD_PROTO_FRAME_LINE)
     return -1;
-  return (int)lc__proto_parse(p, *len, req);
+  return (int)lcd_proto_parse(p, *len, req);
 }
 
 static void count_tally_change(lcd_counters *st, int64_t delta) {
@@ -204,7 +204,7 @@ static void count_tally_change(lcd_counters *st, int64_t delta) {
 
 /* incr: the line is req (in the input, line_len bytes).  Buffered lines
  * that follow and are incr of the same counter join the same job. */
-void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                        size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_INCR, &req->keys[0]);
   if (!j)
@@ -217,7 +217,7 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   evbuffer_drain(in, line_len);
   size_t len;
   while (c->loop->set->coalesce && j->nreq < LCD_RUN_MAX) {
-    if (next_line(in, req, &len) != LC__PROTO_INCR ||
+    if (next_line(in, req, &len) != LCD_PROTO_INCR ||
         req->keys[0].len != nlen || memcmp(req->keys[0].s, j->names, nlen) ||
         req->count > LC_BLOCK_MAX - j->total)
       break;
@@ -232,7 +232,7 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   submit(c, j);
 }
 
-void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                       size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, NULL);
   if (!j)
@@ -253,7 +253,7 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
 
 /* incr/decr tally:NAME D: a job; buffered lines that follow and change
  * the same tally join it. */
-void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
+void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                      size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_TALLY, &req->tally);
   if (!j)
@@ -267,7 +267,7 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
   count_tally_change(st, req->delta);
   size_t len;
   while (c->loop->set->coalesce && j->nreq < LCD_RUN_MAX) {
-    if (next_line(in, req, &len) != LC__PROTO_TALLY ||
+    if (next_line(in, req, &len) != LCD_PROTO_TALLY ||
         req->tally.len != nlen || memcmp(req->tally.s, j->names, nlen))
       break;
     j->tdelta[j->nreq] = req->delta;
@@ -280,7 +280,7 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lc__proto_req *req,
 }
 
 void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
-                           lc__proto_req *req, size_t line_len) {
+                           lcd_proto_req *req, size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, &req->tally);
   if (!j)
     return;
@@ -353,8 +353,8 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
       continue;
     }
     s->st.get_hits++;
-    if (strncmp(j->names + j->name_off[i], LC__PROTO_TALLY_PREFIX,
-                LC__PROTO_TALLY_PREFIX_LEN) == 0)
+    if (strncmp(j->names + j->name_off[i], LCD_PROTO_TALLY_PREFIX,
+                LCD_PROTO_TALLY_PREFIX_LEN) == 0)
       s->st.get_tally++;
     char v[24];
     int n = snprintf(v, sizeof v, "%" PRId64, j->values[i]);

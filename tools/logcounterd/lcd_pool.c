@@ -22,7 +22,7 @@
  * Tally jobs (incr/decr tally:NAME) are merged the same way: a worker
  * takes every queued tally job of the same tally, and each run of
  * consecutive changes of one sign among them (each job may hold a
- * pipelined run) shares ONE lc__tally_add_total of its sum (one memcached
+ * pipelined run) shares ONE lc_tally_add_total of its sum (one memcached
  * incr, one read for the reply); change i is answered with the total after
  * the shared call minus the changes of the run after it, i.e. as if they
  * were applied one after another in queue order at that moment.  One sign
@@ -35,7 +35,6 @@
  * lcd_conn_job_done, so no id is allocated without its connection knowing.
  */
 #include "lcd.h"
-#include "tally.h"      /* lc__tally_add_total */
 
 #include <event2/event.h>
 #include <signal.h>
@@ -114,12 +113,12 @@ static void run_tally(lc_t *lc, lcd_job *j) {
       tpos_next(&p);
     }
     int64_t after = 0;
-    int rc = lc__tally_add_total(lc, j->names, sum, &after);
+    int rc = lc_tally_add_total(lc, j->names, sum, &after);
     call++;
     if (n > 1 && lcd_client_caused(rc)) {
       /* refused as a whole (nothing applied): some prefix may fit */
       for (tpos q = start; q.k != p.k || q.i != p.i; tpos_next(&q)) {
-        rc = lc__tally_add_total(lc, j->names, q.k->tdelta[q.i], &after);
+        rc = lc_tally_add_total(lc, j->names, q.k->tdelta[q.i], &after);
         call++;
         q.k->trc[q.i] = rc;
         q.k->tafter[q.i] = after;
@@ -182,10 +181,10 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
   }
   for (size_t i = 0; i < j->nkeys; i++) {
     const char *key = j->names + j->name_off[i];
-    if (strncmp(key, LC__PROTO_TALLY_PREFIX, LC__PROTO_TALLY_PREFIX_LEN) ==
+    if (strncmp(key, LCD_PROTO_TALLY_PREFIX, LCD_PROTO_TALLY_PREFIX_LEN) ==
         0) {
       int64_t total = 0, pending = 0;
-      j->rc = lc_tally_get(lc, key + LC__PROTO_TALLY_PREFIX_LEN, &total,
+      j->rc = lc_tally_get(lc, key + LCD_PROTO_TALLY_PREFIX_LEN, &total,
                            &pending, NULL);
       __int128 v = (__int128)total + pending;
       j->values[i] = v > INT64_MAX ? INT64_MAX

@@ -52,8 +52,8 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
         (unsigned long long)set->max_tallies, set->idle_timeout, set->line_timeout,
         set->drain_timeout, set->reply_timeout, LCD_INPUT_MAX, LCD_OUTPUT_MAX,
         LCD_CONN_JOBS, set->backlog, set->verbose,
-        set->pidfile ? set->pidfile : "none", LC__PROTO_LINE_MAX,
-        LC__PROTO_MAX_KEYS, (unsigned long long)LC_BLOCK_MAX,
+        set->pidfile ? set->pidfile : "none", LCD_PROTO_LINE_MAX,
+        LCD_PROTO_MAX_KEYS, (unsigned long long)LC_BLOCK_MAX,
         set->flush_interval, set->sweep_interval);
     return;
   }

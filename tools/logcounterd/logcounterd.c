@@ -219,7 +219,7 @@ static int usage_error(const char *fmt, ...) {
 /* A decimal number in min..max, or a usage error naming the option. */
 static int parse_number(const char *opt, const char *text, uint64_t min,
                         uint64_t max, uint64_t *out) {
-  if (lc__proto_number(text, strlen(text), out) != 0 || *out < min ||
+  if (lcd_proto_number(text, strlen(text), out) != 0 || *out < min ||
       *out > max)
     return usage_error("invalid value '%s' for %s (must be %llu..%llu)",
                        text, opt, (unsigned long long)min,
