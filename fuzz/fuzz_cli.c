@@ -2,9 +2,8 @@
  * fuzz_cli.c - libFuzzer target: the logcounter CLI's option and number
  * parsing (tools/logcounter.c, tools/cli_util.c, the subcommands).
  *
- * tools/logcounter.c (main renamed) and tools/cli_tally.c are included
- * here so that their static parsers (parse_globals, parse_i64) can be
- * called; the other CLI files are linked as they are, with cli_open
+ * Every CLI file but cli_main.c is linked as it is (the parsers are
+ * declared in tools/cli.h), with cli_open
  * replaced (-Wl,--wrap=cli_open) by a stub that opens nothing and returns
  * OPENED, so a subcommand runs exactly up to the point where it would
  * touch memcached, a log or a daemon.  stdout goes to /dev/null, stderr
@@ -30,14 +29,14 @@
  *    and shows the user's bytes escaped (printable ASCII and '\n' only);
  *    an option it names is one the user typed.
  */
-#define main lc_cli_main
-#include "../tools/logcounter.c"
-#undef main
-#include "../tools/cli_tally.c"
+#include "cli.h"
 
 #include "fuzz.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define OPENED 77       /* what the stub cli_open returns */
 #define MAX_ARGS 16
@@ -153,7 +152,7 @@ static int fuzz_duration(const char *text) {
 
 static int fuzz_i64(const char *text) {
   int64_t got = 0, want = 0;
-  int rc = parse_i64(NULL, "delta", text, &got);
+  int rc = cli_parse_i64(NULL, "delta", text, &got);
   int ref = ref_i64(text, &want);
   FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
   FUZZ_CHECK((rc == 0) == (ref == 0));
@@ -243,7 +242,7 @@ static void init_cli(struct cli *c) {
 static int fuzz_globals(int argc, char **argv) {
   struct cli c;
   init_cli(&c);
-  int rc = parse_globals(&c, argc, argv);
+  int rc = cli_parse_globals(&c, argc, argv);
   FUZZ_CHECK(rc == 0 || rc == HELP_SHOWN || rc == EXIT_USAGE);
   if (rc != 0)
     return rc;
@@ -257,15 +256,15 @@ static int fuzz_globals(int argc, char **argv) {
     FUZZ_CHECK(strstr(c.via, c.server) != NULL);
   }
   /* What main does next: the command word, if any, must be known. */
-  if (optind < argc && find_command(argv[optind]))
-    FUZZ_CHECK(strcmp(find_command(argv[optind])->name, argv[optind]) == 0);
+  if (optind < argc && cli_find_command(argv[optind]))
+    FUZZ_CHECK(strcmp(cli_find_command(argv[optind])->name, argv[optind]) == 0);
   return 0;
 }
 
 static int fuzz_command(unsigned variant, int argc, char **argv) {
   struct cli c;
   init_cli(&c);
-  c.cmd = &commands[variant % NCOMMANDS];
+  c.cmd = &cli_commands[variant % cli_ncommands];
   argv[0] = (char *)c.cmd->name;
   opens = 0;
   int rc = c.cmd->run(&c, argc, argv);

@@ -2,7 +2,8 @@
  * cli.h - the internals shared by the files of the logcounter command line
  * tool; nothing here is installed or part of liblogcounter's API.
  *
- *   logcounter.c  main, the global options, the subcommand table, help
+ *   cli_main.c    main
+ *   logcounter.c  the global options, the subcommand table, help
  *   cli_util.c    messages and exit codes, output escaping, the argument
  *                 parsers (one strict number parser), opening and closing
  *                 the handle (a log, or a logcounterd with --server)
@@ -80,8 +81,14 @@ struct command {
                                    the log */
 };
 
-/* ---- logcounter.c */
+/* ---- logcounter.c: the subcommand table, help, the global options */
+extern const struct command cli_commands[];
+extern const size_t cli_ncommands;
+const struct command *cli_find_command(const char *name);   /* or NULL */
 void cli_print_command_help(const struct command *cmd);
+/* Parses the global options (getopt: optind is left at the command);
+ * returns 0, HELP_SHOWN or EXIT_USAGE. */
+int cli_parse_globals(struct cli *c, int argc, char **argv);
 
 /* ---- cli_util.c: output and messages */
 /* errno of a failed write to stdout; main reports it before exiting. */
@@ -111,6 +118,9 @@ double cli_monotonic_s(void);
 int cli_parse_number(const struct command *cmd, const char *what,
                      const char *where, const char *text, uint64_t min,
                      uint64_t max, uint64_t *out);
+/* A strict signed 64-bit decimal (optional sign, digits only). */
+int cli_parse_i64(const struct command *cmd, const char *what,
+                  const char *text, int64_t *out);
 /* Digits with an optional unit ms, s, m, h, d or w; *out in us. */
 int cli_parse_duration(const struct command *cmd, const char *where,
                        const char *text, int64_t *out);

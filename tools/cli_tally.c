@@ -21,23 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A strict signed 64-bit decimal (optional sign, digits only). */
-static int parse_i64(const struct command *cmd, const char *what,
-                     const char *text, int64_t *out) {
-  const char *p = text;
-  if (*p == '+' || *p == '-') p++;
-  bool ok = *p >= '0' && *p <= '9';
-  for (; ok && *p; p++) ok = *p >= '0' && *p <= '9';
-  char *end = NULL;
-  errno = 0;
-  long long v = ok ? strtoll(text, &end, 10) : 0;
-  if (!ok || errno || *end)
-    return cli_usage_error(cmd, "%s '%s': not a number in -2^63 .. 2^63-1",
-                           what, text);
-  *out = v;
-  return 0;
-}
-
 static bool looks_negative(const char *a) {
   return a[0] == '-' && a[1] >= '0' && a[1] <= '9';
 }
@@ -66,7 +49,7 @@ static int tally_add(struct cli *c, int argc, char **argv) {
   int64_t delta;
   int rc;
   if ((rc = cli_check_name(c->cmd, pos[0])) ||
-      (rc = parse_i64(c->cmd, "delta", pos[1], &delta)))
+      (rc = cli_parse_i64(c->cmd, "delta", pos[1], &delta)))
     return rc;
   if (delta == 0) return cli_usage_error(c->cmd, "delta must not be 0");
   if ((rc = cli_open(c))) return rc;
@@ -155,10 +138,10 @@ static int list_option(struct cli *c, int opt, const char *arg, void *ctx) {
     return 0;
   case 'm':
     l->o.has_min = 1;
-    return parse_i64(c->cmd, "--min", arg, &l->o.min);
+    return cli_parse_i64(c->cmd, "--min", arg, &l->o.min);
   case 'M':
     l->o.has_max = 1;
-    return parse_i64(c->cmd, "--max", arg, &l->o.max);
+    return cli_parse_i64(c->cmd, "--max", arg, &l->o.max);
   case 't':
     l->o.order = LC_TALLY_BY_TOTAL_DESC;
     rc = cli_parse_number(c->cmd, "count", "--top", arg, 1, UINT32_MAX, &u);

@@ -180,6 +180,23 @@ int cli_parse_number(const struct command *cmd, const char *what,
   return 0;
 }
 
+/* A strict signed 64-bit decimal (optional sign, digits only). */
+int cli_parse_i64(const struct command *cmd, const char *what,
+                  const char *text, int64_t *out) {
+  const char *p = text;
+  if (*p == '+' || *p == '-') p++;
+  bool ok = *p >= '0' && *p <= '9';
+  for (; ok && *p; p++) ok = *p >= '0' && *p <= '9';
+  char *end = NULL;
+  errno = 0;
+  long long v = ok ? strtoll(text, &end, 10) : 0;
+  if (!ok || errno || *end)
+    return cli_usage_error(cmd, "%s '%s': not a number in -2^63 .. 2^63-1",
+                           what, text);
+  *out = v;
+  return 0;
+}
+
 /* Parses a duration: digits with an optional unit ms, s, m, h, d or w
  * (plain digits are seconds).  *out receives microseconds. */
 int cli_parse_duration(const struct command *cmd, const char *where,

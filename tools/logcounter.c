@@ -1,16 +1,18 @@
 /*
- * logcounter.c - the logcounter command line tool: main, the global
- * options, the table of subcommands and the help texts.
+ * logcounter.c - the logcounter command line tool: the global options,
+ * the table of subcommands and the help texts (main is in cli_main.c).
  *
  * A thin shell over liblogcounter for operators and scripts: it allocates
  * serial numbers (next), shows and repairs counters (current, restore,
- * advance), looks after the log (prune, verify, dump), and shows a
- * logcounterd's statistics (stats).  With --server it talks to a
+ * advance, release, adopt), looks after the log (prune, verify, dump,
+ * gaps, void), keeps tallies (tally), and shows a logcounterd's
+ * statistics (stats).  With --server it talks to a
  * logcounterd instead of owning a log: next and current go to the daemon;
  * the commands that need the log itself are refused.
  *
- * The subcommands live in cli_cmds.c, cli_audit.c and cli_stats.c, the
- * shared plumbing in cli_util.c; cli.h lists them and the conventions all
+ * The subcommands live in cli_cmds.c, cli_audit.c, cli_ledger.c,
+ * cli_tally.c and cli_stats.c, the shared plumbing in cli_util.c and
+ * cli_trail.c; cli.h lists them and the conventions all
  * of them keep (exit codes, message format, nothing opened before the
  * arguments are checked, stdout checked before exit 0).
  */
@@ -20,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct command *find_command(const char *name);
 static void print_general_help(FILE *f);
 
 void cli_print_command_help(const struct command *cmd) {
@@ -42,7 +43,7 @@ static int cmd_help(struct cli *c, int argc, char **argv) {
     print_general_help(stdout);
     return 0;
   }
-  const struct command *cmd = find_command(pos[0]);
+  const struct command *cmd = cli_find_command(pos[0]);
   if (!cmd)
     return cli_usage_error(NULL, "unknown command '%s'", pos[0]);
   cli_print_command_help(cmd);
@@ -51,7 +52,7 @@ static int cmd_help(struct cli *c, int argc, char **argv) {
 
 /* ------------------------------------------------------ the command table */
 
-static const struct command commands[] = {
+const struct command cli_commands[] = {
   {"next", cmd_next, "[NAME] [-n COUNT]",
    "allocate COUNT ids (default 1), one per line",
    "  NAME             the counter (default: \"" DEFAULT_NAME "\")\n"
@@ -167,12 +168,12 @@ static const struct command commands[] = {
   {"help", cmd_help, "[COMMAND]", "show this help, or one command's",
    "", false},
 };
-#define NCOMMANDS (sizeof commands / sizeof commands[0])
+const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];
 
-static const struct command *find_command(const char *name) {
-  for (size_t i = 0; i < NCOMMANDS; i++)
-    if (strcmp(commands[i].name, name) == 0)
-      return &commands[i];
+const struct command *cli_find_command(const char *name) {
+  for (size_t i = 0; i < cli_ncommands; i++)
+    if (strcmp(cli_commands[i].name, name) == 0)
+      return &cli_commands[i];
   return NULL;
 }
 
@@ -181,13 +182,13 @@ static void print_general_help(FILE *f) {
     "usage: " PROG " [options] <command> [args]\n\n"
     "Hands out unique serial numbers: each one is counted in memcached and\n"
     "logged to a LevelDB directory before it is printed.\n\nCommands:\n");
-  for (size_t i = 0; i < NCOMMANDS; i++) {
+  for (size_t i = 0; i < cli_ncommands; i++) {
     char head[96];
-    snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].usage);
+    snprintf(head, sizeof head, "%s %s", cli_commands[i].name, cli_commands[i].usage);
     if (strlen(head) > 26)
-      fprintf(f, "  %s\n  %-26s  %s\n", head, "", commands[i].summary);
+      fprintf(f, "  %s\n  %-26s  %s\n", head, "", cli_commands[i].summary);
     else
-      fprintf(f, "  %-26s  %s\n", head, commands[i].summary);
+      fprintf(f, "  %-26s  %s\n", head, cli_commands[i].summary);
   }
   fprintf(f,
     "\nOptions (before the command):\n"
@@ -230,8 +231,7 @@ static void print_general_help(FILE *f) {
 
 /* ------------------------------------------------------------------- main */
 
-/* Parses the global options; returns 0, HELP_SHOWN or EXIT_USAGE. */
-static int parse_globals(struct cli *c, int argc, char **argv) {
+int cli_parse_globals(struct cli *c, int argc, char **argv) {
   static const struct option lo[] = {
     {"server", required_argument, NULL, 'R'},
     {"memcached", required_argument, NULL, 'M'},
@@ -307,46 +307,4 @@ static int parse_globals(struct cli *c, int argc, char **argv) {
     snprintf(c->via, sizeof c->via, " through logcounterd '%s'", c->server);
   }
   return 0;
-}
-
-/* Flushes stdout; a failed write anywhere turns success into exit 1. */
-static int finish_output(int status) {
-  int failed = fflush(stdout) != 0 ? errno : 0;
-  if (!failed && ferror(stdout))
-    failed = cli_write_errno ? cli_write_errno : EIO;
-  if (failed && status == 0) {
-    fprintf(stderr, PROG ": cannot write output: %s\n", strerror(failed));
-    return EXIT_RUNTIME;
-  }
-  return status;
-}
-
-int main(int argc, char **argv) {
-  struct cli c;
-  memset(&c, 0, sizeof c);
-  c.memcached = getenv("LOGCOUNTER_MEMCACHED");
-  if (!c.memcached || !*c.memcached)
-    c.memcached = DEFAULT_MEMCACHED;
-  c.db = getenv("LOGCOUNTER_DB");
-  c.server = getenv("LOGCOUNTER_SERVER");
-  c.durability = LC_DURABILITY_DEFAULT;
-  c.timeout_ms = DEFAULT_TIMEOUT_MS;
-  c.wait_ms = DEFAULT_WAIT_MS;
-
-  int status = parse_globals(&c, argc, argv);
-  if (status == HELP_SHOWN)
-    return finish_output(0);
-  if (status)
-    return status;
-  if (optind >= argc)
-    return cli_usage_error(NULL, "no command given");
-  if (!(c.cmd = find_command(argv[optind])))
-    return cli_usage_error(NULL, "unknown command '%s'", argv[optind]);
-
-  status = c.cmd->run(&c, argc - optind, argv + optind);
-  if (status == HELP_SHOWN)
-    status = 0;
-  status = cli_close(&c, status);
-  free(c.db_alloc);
-  return finish_output(status);
 }
