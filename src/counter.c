@@ -56,36 +56,8 @@ struct lc__req {
 typedef lc__req req;
 
 void lc__table_init(lc__table *t) {
+  memset(t, 0, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
-  t->buckets = NULL;
-  t->nbuckets = 0;
-  t->count = 0;
-}
-
-static uint32_t hash(const char *s, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-  return h;
-}
-
-/* t->mu held: doubles the buckets once there are two counters a bucket
- * (a failed allocation keeps the old ones: longer chains, still right). */
-static void grow(lc__table *t) {
-  if (t->nbuckets && t->count < 2 * t->nbuckets) return;
-  size_t nb = t->nbuckets ? 2 * t->nbuckets : 256;
-  lc__counter **b = calloc(nb, sizeof *b);
-  if (b == NULL) return;
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    for (lc__counter *c = t->buckets[i], *next; c; c = next) {
-      next = c->next;
-      size_t j = hash(c->name, c->nlen) & (nb - 1);
-      c->next = b[j];
-      b[j] = c;
-    }
-  }
-  free(t->buckets);
-  t->buckets = b;
-  t->nbuckets = nb;
 }
 
 /* A new counter's state, not in any table; NULL when out of memory. */
@@ -101,6 +73,8 @@ static lc__counter *counter_new(const char *name, size_t n) {
   c->name = c->key + plen;
   c->nlen = n;
   c->klen = plen + n;
+  c->node.name = c->name;
+  c->node.nlen = n;
   return c;
 }
 
@@ -121,31 +95,21 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   size_t n = strlen(name);
   lc__table *t = &h->counters;
   pthread_mutex_lock(&t->mu);
-  if (create) grow(t);
-  if (t->nbuckets == 0) {            /* nothing yet (or no memory) */
-    pthread_mutex_unlock(&t->mu);
-    *out = NULL;
-    return create ? lc__fail(LC_ENOMEM, "cannot allocate the counter "
-                             "table") : 0;
-  }
-  size_t b = hash(name, n) & (t->nbuckets - 1);
-  lc__counter *c = t->buckets[b];
-  while (c && !(c->nlen == n && memcmp(c->name, name, n) == 0)) c = c->next;
+  lc__counter *c = (lc__counter *)lc__names_find(&t->names, name, n);
   if (c == NULL && create) {
-    if (t->count >= t->max) {
+    if (t->names.count >= t->names.max) {
       pthread_mutex_unlock(&t->mu);
       return lc__fail(LC_ELIMIT, "%s would be counter %llu of this handle "
                       "(max_counters %llu)", name,
-                      (unsigned long long)t->count + 1,
-                      (unsigned long long)t->max);
+                      (unsigned long long)t->names.count + 1,
+                      (unsigned long long)t->names.max);
     }
-    if ((c = counter_new(name, n)) == NULL) {
+    c = counter_new(name, n);
+    if (c == NULL || !lc__names_add(&t->names, &c->node)) {
       pthread_mutex_unlock(&t->mu);
+      if (c) counter_free(c);
       return lc__fail(LC_ENOMEM, "cannot allocate counter state");
     }
-    c->next = t->buckets[b];
-    t->buckets[b] = c;
-    t->count++;
   }
   pthread_mutex_unlock(&t->mu);
   *out = c;
@@ -803,59 +767,72 @@ int lc_reservation(lc_t *h, const char *name, int64_t *value) {
   return rc ? rc : lc__log_get_reservation(&h->log, name, strlen(name), value);
 }
 
+/* lc__table_close's passes over the counters. */
+typedef struct closing {
+  leveldb_writebatch_t *b;
+  lc__cache *cache;
+  bool any;                   /* b holds something to write */
+  bool written;               /* the first write succeeded: lower memcached */
+} closing;
+
+/* First pass: each counter's rewritten segment records, exact reservation
+ * and last ledger entries go into one batch. */
+static void close_write(lc__named *e, void *arg) {
+  lc__counter *c = (lc__counter *)e;
+  closing *k = arg;
+  int64_t stands = lc__seg_close(c, k->b);
+  if (stands < 0) stands = c->floor;
+  else k->any = true;           /* segment records rewritten */
+  if (c->used && stands != c->reserved) {
+    /* exact: a restart after a clean close skips nothing */
+    lc__log_batch_reservation(k->b, c->name, c->nlen, stands);
+    k->any = true;
+  }
+  c->reserved = stands;
+  if (c->used) {                /* nothing in flight: every hole is final */
+    lc__gap g[LC__GAPS];
+    lc__ledger_settle(c, c->floor);
+    int n = lc__ledger_take(c, g);
+    lc__ledger_batch(k->b, c, g, n);
+    k->any = k->any || n > 0;
+  }
+}
+
+/* Second pass: segments left memcached at floor, ahead of what went out;
+ * set it back (only if untouched since) so that a restart goes on at the
+ * next value.  Not possible: a gap, in the ledger, and the reservation at
+ * floor (a restart then never reissues it).  Then the counter is freed. */
+static void close_lower(lc__named *e, void *arg) {
+  lc__counter *c = (lc__counter *)e;
+  closing *k = arg;
+  if (k->written && c->used && c->reserved < c->floor) {
+    int lowered = lc__cache_lower(k->cache, c->key, c->klen,
+                                  (uint64_t)c->floor, (uint64_t)c->reserved);
+    if (lowered != 0 && lowered != LC__MISS) {
+      lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
+      lc__ledger_batch(k->b, c, &g, 1);
+      lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
+      k->any = true;
+    }
+  }
+  counter_free(c);
+}
+
 int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
-  leveldb_writebatch_t *b = log->db ? leveldb_writebatch_create() : NULL;
-  bool any = false;
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    for (lc__counter *c = t->buckets[i]; b && c; c = c->next) {
-      int64_t stands = lc__seg_close(c, b);
-      if (stands < 0) stands = c->floor;
-      else any = true;        /* segment records rewritten */
-      if (c->used && stands != c->reserved) {
-        /* exact: a restart after a clean close skips nothing */
-        lc__log_batch_reservation(b, c->name, c->nlen, stands);
-        any = true;
-      }
-      c->reserved = stands;
-      if (c->used) {          /* nothing in flight: every hole is final */
-        lc__gap g[LC__GAPS];
-        lc__ledger_settle(c, c->floor);
-        int n = lc__ledger_take(c, g);
-        lc__ledger_batch(b, c, g, n);
-        any = any || n > 0;
-      }
-    }
+  closing k = {.cache = cache};
+  int rc = 0;
+  if (log->db) {
+    k.b = leveldb_writebatch_create();
+    lc__names_each(&t->names, close_write, &k);
+    if (k.any) rc = lc__log_write(log, k.b, true);
+    leveldb_writebatch_clear(k.b);
+    k.any = false;
+    k.written = rc == 0;
   }
-  int rc = any ? lc__log_write(log, b, true) : 0;
-  if (b) leveldb_writebatch_clear(b);
-  any = false;
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    for (lc__counter *c = t->buckets[i], *next; c; c = next) {
-      next = c->next;
-      /* Segments: memcached still holds floor, ahead of what went out;
-       * set it back (only if untouched since) so that a restart goes on
-       * at the next value.  Not possible: a gap, in the ledger, and the
-       * reservation at floor (a restart then never reissues it). */
-      if (!rc && b && c->used && c->reserved < c->floor) {
-        int lowered = lc__cache_lower(cache, c->key, c->klen,
-                                      (uint64_t)c->floor,
-                                      (uint64_t)c->reserved);
-        if (lowered != 0 && lowered != LC__MISS) {
-          lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
-          lc__ledger_batch(b, c, &g, 1);
-          lc__log_batch_reservation(b, c->name, c->nlen, c->floor);
-          any = true;
-        }
-      }
-      counter_free(c);
-    }
-    t->buckets[i] = NULL;
-  }
-  if (any) rc = lc__log_write(log, b, true);
-  if (b) leveldb_writebatch_destroy(b);
-  free(t->buckets);
-  t->buckets = NULL;
-  t->nbuckets = 0;
+  lc__names_each(&t->names, close_lower, &k);
+  if (k.any) rc = lc__log_write(log, k.b, true);
+  if (k.b) leveldb_writebatch_destroy(k.b);
+  lc__names_clear(&t->names);
   pthread_mutex_destroy(&t->mu);
   return rc;
 }

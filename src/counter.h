@@ -50,7 +50,7 @@ typedef struct lc__gap {
                                rewritten with what went out */
 
 struct lc__counter {
-  lc__counter *next;          /* hash chain */
+  lc__named node;             /* first: the handle's name table entry */
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* for exclusive operations waiting */
   int excl_waiting;

@@ -119,9 +119,9 @@ int lc_open(const lc_options *o, lc_t **out) {
   if (h->opt.max_counters == 0) h->opt.max_counters = LC_MAX_COUNTERS_DEFAULT;
   if (h->opt.max_tallies == 0) h->opt.max_tallies = LC_MAX_TALLIES_DEFAULT;
   lc__table_init(&h->counters);
-  h->counters.max = h->opt.max_counters;
+  h->counters.names.max = h->opt.max_counters;
   lc__tallies_init(&h->tallies);
-  h->tallies.max = h->opt.max_tallies;
+  h->tallies.names.max = h->opt.max_tallies;
   int rc = remote ? open_remote(h)
                   : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                                    h->opt.pool_size);
@@ -170,10 +170,10 @@ int lc_get_stats(lc_t *h, lc_stats *s) {
   LC__LOAD(tally_seeds);
 #undef LC__LOAD
   pthread_mutex_lock(&h->counters.mu);
-  s->counters = h->counters.count;
+  s->counters = h->counters.names.count;
   pthread_mutex_unlock(&h->counters.mu);
   pthread_mutex_lock(&h->tallies.mu);
-  s->tallies = h->tallies.count;
+  s->tallies = h->tallies.names.count;
   pthread_mutex_unlock(&h->tallies.mu);
   return 0;
 }

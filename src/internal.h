@@ -12,6 +12,7 @@
  *   segment.c  prefetched segments: ids handed out from memory
  *   iter.c     reading a counter's records (and ledger) in order
  *   ledger.c   the gap ledger: why values are missing, and voids
+ *   names.c    the hash table of names (counters and tallies)
  *   tally*.c   tallies: write-behind counts (tally.c: add, get, state;
  *              tally_flush.c, tally_list.c, tally_rec.c)
  *   remote.c   remote mode: the same calls, answered by a logcounterd
@@ -120,13 +121,32 @@ int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]);
 /* claim.c: h->claim from h->log_id, the host name and the pid. */
 void lc__claim_text(lc_t *h);
 
+/* ---- names.c: the name table of counters and tallies ---- */
+typedef struct lc__named {      /* the first member of an entry */
+  struct lc__named *next;       /* hash chain */
+  const char *name;
+  size_t nlen;
+} lc__named;
+typedef struct lc__names {
+  lc__named **buckets;          /* nbuckets (a power of two, doubling) */
+  size_t nbuckets;
+  uint64_t count, max;          /* entries; the limit (kept by callers) */
+} lc__names;
+/* The entry named name (n bytes), or NULL. */
+lc__named *lc__names_find(const lc__names *t, const char *name, size_t n);
+/* Adds e (name and nlen set, not present); false when out of memory. */
+bool lc__names_add(lc__names *t, lc__named *e);
+/* Calls fn on every entry (fn may free it). */
+void lc__names_each(const lc__names *t, void (*fn)(lc__named *e, void *arg),
+                    void *arg);
+/* Forgets every entry (free them first, with lc__names_each). */
+void lc__names_clear(lc__names *t);
+
 /* ---- counter.c ---- */
 typedef struct lc__counter lc__counter;
 typedef struct lc__table {
   pthread_mutex_t mu;
-  lc__counter **buckets;      /* nbuckets (a power of two, doubling) */
-  size_t nbuckets;
-  uint64_t count, max;        /* counters in the table; the limit */
+  lc__names names;            /* the counters, by name */
 } lc__table;
 void lc__table_init(lc__table *t);
 /* Writes each counter's exact reservation (one synced batch), with the
@@ -151,13 +171,11 @@ extern void (*lc__test_before_commit)(const char *name);
 /* ---- tally.c (tallies: write-behind counts) ---- */
 typedef struct lc__tally lc__tally;
 typedef struct lc__tallies {
-  pthread_mutex_t mu;          /* the hash table and the dirty queue */
-  lc__tally **buckets;         /* nbuckets (a power of two) chains */
-  size_t nbuckets, count;
+  pthread_mutex_t mu;          /* the name table and the dirty queue */
+  lc__names names;             /* the tallies, by name */
   lc__tally *dirty_head, *dirty_tail;   /* scheduled, in schedule order */
   uint64_t seq;                         /* enqueues so far */
   _Atomic unsigned window_s;
-  uint64_t max;                         /* max_tallies */
 } lc__tallies;
 void lc__tallies_init(lc__tallies *t);
 void lc__tallies_close(lc__tallies *t);

@@ -57,18 +57,17 @@ void lc__tallies_init(lc__tallies *t) {
   atomic_store(&t->window_s, 1);
 }
 
+static void tally_free(lc__named *e, void *arg) {
+  (void)arg;
+  lc__tally *x = (lc__tally *)e;
+  pthread_mutex_destroy(&x->mu);
+  pthread_cond_destroy(&x->cv);
+  free(x);
+}
+
 void lc__tallies_close(lc__tallies *t) {
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    for (lc__tally *x = t->buckets[i], *next; x; x = next) {
-      next = x->next;
-      pthread_mutex_destroy(&x->mu);
-      pthread_cond_destroy(&x->cv);
-      free(x);
-    }
-  }
-  free(t->buckets);
-  t->buckets = NULL;
-  t->nbuckets = t->count = 0;
+  lc__names_each(&t->names, tally_free, NULL);
+  lc__names_clear(&t->names);
   pthread_mutex_destroy(&t->mu);
 }
 
@@ -123,33 +122,6 @@ static int mc_simple(lc_t *h, const char *key, size_t klen, bool add,
 
 /* ---- the table ---- */
 
-static uint32_t hash(const char *s, size_t n) {
-  uint32_t x = 2166136261u;
-  for (size_t i = 0; i < n; i++) x = (x ^ (unsigned char)s[i]) * 16777619u;
-  return x;
-}
-
-/* table mu held: doubles the buckets (from 1024) when chains grow past 2
- * on average, so lookups stay O(1) with millions of tallies.  A failed
- * allocation keeps the old table (longer chains, still correct). */
-static void grow(lc__tallies *tb) {
-  if (tb->nbuckets && tb->count < 2 * tb->nbuckets) return;
-  size_t nb = tb->nbuckets ? 2 * tb->nbuckets : 1024;
-  lc__tally **b = calloc(nb, sizeof *b);
-  if (b == NULL) return;
-  for (size_t i = 0; i < tb->nbuckets; i++) {
-    for (lc__tally *x = tb->buckets[i], *next; x; x = next) {
-      next = x->next;
-      size_t j = hash(x->name, x->nlen) & (nb - 1);
-      x->next = b[j];
-      b[j] = x;
-    }
-  }
-  free(tb->buckets);
-  tb->buckets = b;
-  tb->nbuckets = nb;
-}
-
 /* Finds the state of a tally; creates it when create, else *out may be
  * NULL.  Checks handle and name. */
 static int find(lc_t *h, const char *name, bool create, lc__tally **out) {
@@ -162,34 +134,29 @@ static int find(lc_t *h, const char *name, bool create, lc__tally **out) {
   size_t n = strlen(name);
   lc__tallies *tb = &h->tallies;
   pthread_mutex_lock(&tb->mu);
-  grow(tb);
-  if (tb->nbuckets == 0) {
-    pthread_mutex_unlock(&tb->mu);
-    return lc__fail(LC_ENOMEM, "cannot allocate the tally table");
-  }
-  size_t b = hash(name, n) & (tb->nbuckets - 1);
-  lc__tally *t = tb->buckets[b];
-  while (t && !(t->nlen == n && memcmp(t->name, name, n) == 0)) t = t->next;
-  if (t == NULL && create && tb->count >= tb->max) {
+  lc__tally *t = (lc__tally *)lc__names_find(&tb->names, name, n);
+  if (t == NULL && create && tb->names.count >= tb->names.max) {
     pthread_mutex_unlock(&tb->mu);
     return lc__fail(LC_ELIMIT, "%s would be tally %llu of this handle "
                     "(max_tallies %llu)", name,
-                    (unsigned long long)tb->count + 1,
-                    (unsigned long long)tb->max);
+                    (unsigned long long)tb->names.count + 1,
+                    (unsigned long long)tb->names.max);
   }
   if (t == NULL && create) {
     t = calloc(1, sizeof *t + n + 1);
-    if (t == NULL) {
+    if (t) {
+      memcpy(t->name, name, n + 1);
+      t->nlen = n;
+      t->node.name = t->name;
+      t->node.nlen = n;
+    }
+    if (t == NULL || !lc__names_add(&tb->names, &t->node)) {
       pthread_mutex_unlock(&tb->mu);
+      free(t);
       return lc__fail(LC_ENOMEM, "cannot allocate tally state");
     }
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
-    memcpy(t->name, name, n + 1);
-    t->nlen = n;
-    t->next = tb->buckets[b];
-    tb->buckets[b] = t;
-    tb->count++;
   }
   pthread_mutex_unlock(&tb->mu);
   *out = t;

@@ -3,8 +3,8 @@
  * share: the per-tally state and the helpers that read and write it.  Not
  * installed.
  *
- * Locking: the handle's lc__tallies.mu guards the hash table and the dirty
- * queue (next, dnext, dirty, due_us, seq).  Each tally has an owner at a
+ * Locking: the handle's lc__tallies.mu guards the name table and the
+ * dirty queue (node, dnext, dirty, due_us, seq).  Each tally has an owner at a
  * time (lc__tally_acquire .. release: a flag under its mu, not a held
  * mutex, so a batch flush may own hundreds): only the owner loads, seeds,
  * flushes and writes the mirror (loaded .. losses), and it writes it under
@@ -22,7 +22,7 @@
 #define LC__TALLY_ATTEMPTS 8
 
 struct lc__tally {
-  lc__tally *next;            /* hash chain (table mu) */
+  lc__named node;             /* first: the name table's entry (table mu) */
   lc__tally *dnext;           /* dirty queue (table mu) */
   atomic_bool dirty;          /* queued (written under table mu; read
                                  without it by a change's fast path) */
