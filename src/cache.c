@@ -128,6 +128,20 @@ static void give(lc__cache *c, memcached_st *mc, int err) {
   memcached_pool_release(c->pool, mc);
 }
 
+bool lc__cache_parse_u64(const char *v, size_t n, uint64_t *out) {
+  char buf[32];
+  while (n > 0 && v[n - 1] == ' ') n--;
+  if (n == 0 || n >= sizeof buf || v[0] < '0' || v[0] > '9') return false;
+  memcpy(buf, v, n);
+  buf[n] = '\0';
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(buf, &end, 10);
+  if (errno || *end) return false;
+  *out = x;
+  return true;
+}
+
 int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
                    uint64_t delta, uint64_t *out) {
   memcached_st *mc;
@@ -162,24 +176,9 @@ int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
   memcached_return_t rc;
   char *v = memcached_get(mc, key, klen, &vlen, &flags, &rc);
   if (v != NULL) {
-    /* memcached stores counters as decimal text, maybe space-padded */
-    char buf[32];
-    size_t n = vlen;
-    while (n > 0 && v[n - 1] == ' ') n--;
-    char *end = NULL;
-    err = LC_EBADVALUE;
-    if (n > 0 && n < sizeof buf && v[0] >= '0' && v[0] <= '9') {
-      memcpy(buf, v, n);
-      buf[n] = '\0';
-      errno = 0;
-      unsigned long long x = strtoull(buf, &end, 10);
-      if (errno == 0 && *end == '\0') {
-        *out = x;
-        err = 0;
-      }
-    }
-    if (err) lc__fail(err, "memcached key %.*s holds %zu bytes that are not "
-                      "a decimal number", (int)klen, key, vlen);
+    err = lc__cache_parse_u64(v, vlen, out) ? 0
+          : lc__fail(LC_EBADVALUE, "memcached key %.*s holds %zu bytes that "
+                     "are not a decimal number", (int)klen, key, vlen);
     free(v);
   } else if (rc == MEMCACHED_NOTFOUND) {
     err = LC__MISS;
@@ -196,7 +195,7 @@ int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
 int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v) {
   char buf[24];
   int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-  return lc__cache_add_text(c, key, klen, key, klen, buf, (size_t)n);
+  return lc__cache_add_text(c, key, klen, key, klen, buf, (size_t)n, 0);
 }
 
 int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
@@ -215,26 +214,18 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
               ? LC__MISS : map_error(mc, rc, "gets");
   } else {
     uint64_t cas = memcached_result_cas(r);
-    char buf[32];
-    size_t n = memcached_result_length(r);
-    const char *v = memcached_result_value(r);
-    while (n > 0 && v[n - 1] == ' ') n--;
-    err = LC__EXISTS;
-    if (n > 0 && n < sizeof buf) {
-      memcpy(buf, v, n);
-      buf[n] = '\0';
-      char *end;
-      errno = 0;
-      unsigned long long x = strtoull(buf, &end, 10);
-      if (errno == 0 && *end == '\0' && x == expect) err = 0;
-    }
+    uint64_t x;
+    err = lc__cache_parse_u64(memcached_result_value(r),
+                              memcached_result_length(r), &x) && x == expect
+              ? 0 : LC__EXISTS;
     memcached_result_free(r);
     /* the end of the answer */
     while ((r = memcached_fetch_result(mc, NULL, &rc)) != NULL)
       memcached_result_free(r);
     if (err == 0) {
-      n = (size_t)snprintf(buf, sizeof buf, "%llu", (unsigned long long)to);
-      rc = memcached_cas(mc, key, klen, buf, n, 0, 0, cas);
+      char buf[24];
+      int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)to);
+      rc = memcached_cas(mc, key, klen, buf, (size_t)n, 0, 0, cas);
       err = rc == MEMCACHED_SUCCESS ? 0
             : rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTFOUND
                 ? LC__EXISTS : map_error(mc, rc, "cas");
@@ -247,12 +238,12 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
 
 int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
                        const char *key, size_t klen, const char *v,
-                       size_t vlen) {
+                       size_t vlen, time_t ttl) {
   memcached_st *mc;
   int err = take(c, &mc);
   if (err) return err;
   memcached_return_t rc =
-      memcached_add_by_key(mc, master, mlen, key, klen, v, vlen, 0, 0);
+      memcached_add_by_key(mc, master, mlen, key, klen, v, vlen, ttl, 0);
   if (rc == MEMCACHED_SUCCESS)
     err = 0;
   else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS)
@@ -296,6 +287,27 @@ int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
                                                   0);
   err = rc == MEMCACHED_SUCCESS ? 0
         : rc == MEMCACHED_NOTFOUND ? LC__MISS : map_error(mc, rc, "delete");
+  give(c, mc, err);
+  return err;
+}
+
+int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,
+                   size_t n, lc__cache_got fn, void *arg) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  memcached_return_t rc = memcached_mget(mc, keys, lens, n);
+  memcached_result_st *r;
+  while (rc == MEMCACHED_SUCCESS &&
+         (r = memcached_fetch_result(mc, NULL, &rc)) != NULL) {
+    fn(arg, memcached_result_key_value(r), memcached_result_key_length(r),
+       memcached_result_value(r), memcached_result_length(r));
+    memcached_result_free(r);
+    rc = MEMCACHED_SUCCESS;
+  }
+  if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_END &&
+      rc != MEMCACHED_NOTFOUND)
+    err = map_error(mc, rc, "multi-get");
   give(c, mc, err);
   return err;
 }

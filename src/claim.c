@@ -196,7 +196,7 @@ int lc__claim(lc_t *h, lc__counter *c) {
   size_t klen = claim_key(key, c);
   for (int attempt = 0; attempt < 3; attempt++) {
     int rc = lc__cache_add_text(&h->cache, c->key, c->klen, key, klen,
-                                h->claim, strlen(h->claim));
+                                h->claim, strlen(h->claim), 0);
     if (rc == 0) {
       set_claimed(c, true);
       return 0;

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <time.h>
 #include <leveldb/c.h>
 #include <libmemcached/memcached.h>
 #include <libmemcached/util.h>
@@ -70,11 +71,19 @@ int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v);
  * negative). */
 int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
                        const char *key, size_t klen, const char *v,
-                       size_t vlen);
+                       size_t vlen, time_t ttl);
 int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
                        const char *key, size_t klen, char *buf, size_t size);
 int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
                      const char *key, size_t klen);
+/* One multi-get of n keys: fn is called for each key found (in any
+ * order); 0 or a negative code. */
+typedef void (*lc__cache_got)(void *arg, const char *key, size_t klen,
+                              const char *val, size_t vlen);
+int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,
+                   size_t n, lc__cache_got fn, void *arg);
+/* memcached's decimal counter text (maybe space-padded) as a number. */
+bool lc__cache_parse_u64(const char *v, size_t n, uint64_t *out);
 
 /* ---- log.c ---- */
 typedef struct lc__log {

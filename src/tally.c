@@ -93,33 +93,6 @@ static int rec_write(lc_t *h, lc__tally *t, const lc__trec *n) {
   return rc;
 }
 
-/* ---- memcached calls that cache.c does not offer ---- */
-
-static int mc_simple(lc_t *h, const char *key, size_t klen, bool add,
-                     time_t ttl) {
-  memcached_return_t rc;
-  struct timespec wait = h->cache.fetch_wait;
-  memcached_st *mc = memcached_pool_fetch(h->cache.pool, &wait, &rc);
-  if (mc == NULL)
-    return lc__fail(LC_ETIMEDOUT, "no free memcached connection: %s",
-                    memcached_strerror(NULL, rc));
-  if (add)
-    rc = memcached_add(mc, key, klen, "1", 1, ttl, 0);
-  else
-    rc = memcached_delete(mc, key, klen, 0);
-  int err = 0;
-  if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS)
-    err = LC__EXISTS;
-  else if (rc == MEMCACHED_NOTFOUND) err = LC__MISS;
-  else if (rc != MEMCACHED_SUCCESS)
-    err = lc__fail(rc == MEMCACHED_TIMEOUT ? LC_ETIMEDOUT : LC_EMEMCACHED,
-                   "memcached %s %.*s: %s", add ? "add" : "delete", (int)klen,
-                   key, memcached_strerror(mc, rc));
-  if (err < 0) memcached_quit(mc);   /* it may still owe an answer */
-  memcached_pool_release(h->cache.pool, mc);
-  return err;
-}
-
 /* ---- the table ---- */
 
 /* Finds the state of a tally; creates it when create, else *out may be
@@ -307,7 +280,8 @@ static void schedule(lc_t *h, lc__tally *t) {
   char key[LC__MC_KEY_MAX + 2];
   int64_t due = lc__tally_mono_us() + (int64_t)w * 1000000 + MARGIN_US;
   size_t klen = lc__tally_mc_key(key, LC__TALLY_MC_MARK, t);
-  int rc = mc_simple(h, key, klen, true, (time_t)w);
+  int rc = lc__cache_add_text(&h->cache, key, klen, key, klen, "1", 1,
+                              (time_t)w);
   if (rc == 0) LC__STAT(h, tally_schedules, 1);
   else if (rc < 0) LC__STAT(h, tally_schedule_failures, 1);
   /* LC__EXISTS: a concurrent first change (or a late marker): queueing

@@ -18,27 +18,11 @@
 #include "internal.h"
 #include "tally.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define BATCH 512
 #define KEY_MAX (LC__MC_KEY_MAX + 2)
-
-/* Parses memcached's decimal counter text (maybe space-padded). */
-static bool parse_u64(const char *v, size_t n, uint64_t *out) {
-  char buf[32];
-  while (n > 0 && v[n - 1] == ' ') n--;
-  if (n == 0 || n >= sizeof buf || v[0] < '0' || v[0] > '9') return false;
-  memcpy(buf, v, n);
-  buf[n] = '\0';
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(buf, &end, 10);
-  if (errno || *end) return false;
-  *out = x;
-  return true;
-}
 
 typedef struct slot {
   lc__tally *t;
@@ -48,6 +32,33 @@ typedef struct slot {
   uint64_t dp, dm;
   bool write;
 } slot;
+
+/* A sum the multi-get found: into its slot. */
+typedef struct got_ctx {
+  lc_t *h;
+  slot *s;
+  size_t ns;
+} got_ctx;
+
+static void got_sum(void *arg, const char *k, size_t klen, const char *v,
+                    size_t vlen) {
+  got_ctx *g = arg;
+  char name[LC_NAME_MAX + 1];
+  lc__tally *t = NULL;
+  size_t plen = strlen(LC__TALLY_MC_PLUS);
+  if (klen > plen && klen - plen <= LC_NAME_MAX) {
+    memcpy(name, k + plen, klen - plen);
+    name[klen - plen] = '\0';
+    if (lc__tally_lookup(g->h, name, &t) != 0) t = NULL;
+  }
+  /* every tally of the batch is held by this thread: bidx is ours */
+  if (t && t->bidx < g->ns && g->s[t->bidx].t == t) {
+    int side = k[2] == '-';
+    slot *x = &g->s[t->bidx];
+    /* not a number: read it again alone */
+    x->pre[side] = lc__cache_parse_u64(v, vlen, &x->val[side]) ? 0 : -1;
+  }
+}
 
 /* Reads both sums of every slot with one multi-get. */
 static int mget(lc_t *h, slot *s, size_t ns) {
@@ -69,45 +80,8 @@ static int mget(lc_t *h, slot *s, size_t ns) {
       s[i].pre[side] = LC__MISS;
     }
   }
-  memcached_return_t rc;
-  struct timespec wait = h->cache.fetch_wait;
-  memcached_st *mc = memcached_pool_fetch(h->cache.pool, &wait, &rc);
-  if (mc == NULL) {
-    err = lc__fail(LC_ETIMEDOUT, "no free memcached connection: %s",
-                   memcached_strerror(NULL, rc));
-    goto out;
-  }
-  rc = memcached_mget(mc, kp, kl, 2 * ns);
-  memcached_result_st *r;
-  while (rc == MEMCACHED_SUCCESS &&
-         (r = memcached_fetch_result(mc, NULL, &rc)) != NULL) {
-    const char *k = memcached_result_key_value(r);
-    size_t klen = memcached_result_key_length(r);
-    char name[LC_NAME_MAX + 1];
-    lc__tally *t = NULL;
-    size_t plen = strlen(LC__TALLY_MC_PLUS);
-    if (klen > plen && klen - plen <= LC_NAME_MAX) {
-      memcpy(name, k + plen, klen - plen);
-      name[klen - plen] = '\0';
-      if (lc__tally_lookup(h, name, &t) != 0) t = NULL;
-    }
-    /* every tally of the batch is held by this thread: bidx is ours */
-    if (t && t->bidx < ns && s[t->bidx].t == t) {
-      int side = k[2] == '-';
-      slot *x = &s[t->bidx];
-      x->pre[side] = parse_u64(memcached_result_value(r),
-                               memcached_result_length(r), &x->val[side])
-                         ? 0 : -1;  /* not a number: read it again alone */
-    }
-    memcached_result_free(r);
-    rc = MEMCACHED_SUCCESS;
-  }
-  if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_END &&
-      rc != MEMCACHED_NOTFOUND)
-    err = lc__fail(rc == MEMCACHED_TIMEOUT ? LC_ETIMEDOUT : LC_EMEMCACHED,
-                   "memcached multi-get: %s", memcached_strerror(mc, rc));
-  if (err < 0) memcached_quit(mc);   /* it may still owe an answer */
-  memcached_pool_release(h->cache.pool, mc);
+  err = lc__cache_mget(&h->cache, kp, kl, 2 * ns, got_sum,
+                       &(got_ctx){h, s, ns});
 out:
   free(keys);
   free(kp);
