@@ -51,6 +51,8 @@ int lc__record_decode(const char *key, size_t klen, size_t plen,
 #define LC__TALLY_MC_MARK "lt@:"     /* window marker, expires */
 #define LC__TALLY_REC 't'            /* 't' NAME -> record */
 #define LC__TALLY_IDX 'T'            /* 'T' be64(total^2^63) NAME -> "" */
+/* The index sorts totals as unsigned: total ^ LC__TALLY_BIAS. */
+#define LC__TALLY_BIAS 0x8000000000000000ULL
 /* 't' NAME; 'T' be64(total ^ 2^63) NAME.  buf: LC_NAME_MAX + 10 bytes. */
 size_t lc__tally_rec_key(char *buf, const char *name, size_t nlen);
 size_t lc__tally_idx_key(char *buf, int64_t total, const char *name,

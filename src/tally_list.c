@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIAS 0x8000000000000000ULL
 
 typedef struct lister {
   const lc_tally_list_opts *o;
@@ -72,7 +71,7 @@ static int by_total(lc_t *h, leveldb_iterator_t *it, lister *l,
   unsigned char start[9];
   start[0] = LC__TALLY_IDX;
   if (o->has_max && o->max != INT64_MAX) {
-    lc__be64_put(start + 1, ((uint64_t)o->max ^ BIAS) + 1);
+    lc__be64_put(start + 1, ((uint64_t)o->max ^ LC__TALLY_BIAS) + 1);
     leveldb_iter_seek(it, (const char *)start, 9);
   } else {
     start[0]++;  /* just past every index key */
@@ -87,7 +86,8 @@ static int by_total(lc_t *h, leveldb_iterator_t *it, lister *l,
     const char *k = leveldb_iter_key(it, &kl);
     if (kl < 1 || k[0] != LC__TALLY_IDX) break;
     if (kl < 10 || kl - 9 > LC_NAME_MAX) continue;
-    info.total = (int64_t)(lc__be64_get((const unsigned char *)k + 1) ^ BIAS);
+    info.total = (int64_t)(lc__be64_get((const unsigned char *)k + 1) ^
+                           LC__TALLY_BIAS);
     if (o->has_min && info.total < o->min) break;
     if (o->has_max && info.total > o->max) continue;
     size_t nlen = kl - 9;

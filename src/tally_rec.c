@@ -16,7 +16,6 @@
 
 #define REC_VERSION 1
 #define REC_LEN 33
-#define BIAS 0x8000000000000000ULL
 
 size_t lc__tally_rec_key(char *buf, const char *name, size_t nlen) {
   buf[0] = LC__TALLY_REC;
@@ -27,7 +26,7 @@ size_t lc__tally_rec_key(char *buf, const char *name, size_t nlen) {
 size_t lc__tally_idx_key(char *buf, int64_t total, const char *name,
                          size_t nlen) {
   buf[0] = LC__TALLY_IDX;
-  lc__be64_put((unsigned char *)buf + 1, (uint64_t)total ^ BIAS);
+  lc__be64_put((unsigned char *)buf + 1, (uint64_t)total ^ LC__TALLY_BIAS);
   memcpy(buf + 9, name, nlen);
   return nlen + 9;
 }
