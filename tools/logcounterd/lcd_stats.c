@@ -25,113 +25,145 @@ const char *lcd_prefetch_text(uint64_t prefetch, char buf[24]) {
   return buf;
 }
 
-void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
+/* One "STAT name value" line each, as memcached's APPEND_STAT. */
+static void stat_u(struct evbuffer *o, const char *name, uint64_t v) {
+  evbuffer_add_printf(o, "STAT %s %" PRIu64 "\r\n", name, v);
+}
+
+static void stat_i(struct evbuffer *o, const char *name, long long v) {
+  evbuffer_add_printf(o, "STAT %s %lld\r\n", name, v);
+}
+
+static void stat_s(struct evbuffer *o, const char *name, const char *v) {
+  evbuffer_add_printf(o, "STAT %s %s\r\n", name, v ? v : "none");
+}
+
+static void put_settings(lcd_server *s, struct evbuffer *o) {
   const lcd_settings *set = s->set;
-  if (settings) {
-    char pbuf[24];
-    const char *prefetch = lcd_prefetch_text(set->prefetch, pbuf);
-    evbuffer_add_printf(o,
-        "STAT listen %s\r\nSTAT socket %s\r\nSTAT socket_mode %04o\r\n"
-        "STAT memcached %s\r\nSTAT db %s\r\nSTAT durability %s\r\n"
-        "STAT prefetch %s\r\n"
-        "STAT timeout_ms %d\r\nSTAT threads %d\r\nSTAT workers %d\r\n"
-        "STAT max_connections %d\r\nSTAT max_counters %llu\r\n"
-        "STAT max_tallies %llu"
-        "\r\nSTAT idle_timeout %d\r\nSTAT line_timeout %d\r\n"
-        "STAT drain_timeout %d\r\nSTAT reply_timeout %d\r\n"
-        "STAT input_max %d\r\nSTAT output_max %d\r\n"
-        "STAT conn_jobs_max %d\r\nSTAT backlog %d\r\nSTAT verbosity %d\r\n"
-        "STAT pidfile %s\r\nSTAT line_max %d\r\nSTAT max_keys %d\r\n"
-        "STAT block_max %llu\r\nSTAT flush_interval %d\r\n"
-        "STAT sweep_interval %d\r\nEND\r\n",
-        set->listen, set->socket_path ? set->socket_path : "none",
-        set->socket_mode, set->memcached, set->db,
-        lc_durability_name(set->durability), prefetch, set->timeout_ms,
-        set->threads, set->workers,
-        set->max_connections, (unsigned long long)set->max_counters,
-        (unsigned long long)set->max_tallies, set->idle_timeout, set->line_timeout,
-        set->drain_timeout, set->reply_timeout, LCD_INPUT_MAX, LCD_OUTPUT_MAX,
-        LCD_CONN_JOBS, set->backlog, set->verbose,
-        set->pidfile ? set->pidfile : "none", LCD_PROTO_LINE_MAX,
-        LCD_PROTO_MAX_KEYS, (unsigned long long)LC_BLOCK_MAX,
-        set->flush_interval, set->sweep_interval);
-    return;
-  }
-  lc_stats ls;
-  memset(&ls, 0, sizeof ls);
-  lc_get_stats(s->lc, &ls);
-  lcd_counters sum;
+  char pbuf[24];
+  stat_s(o, "listen", set->listen);
+  stat_s(o, "socket", set->socket_path);
+  evbuffer_add_printf(o, "STAT socket_mode %04o\r\n", set->socket_mode);
+  stat_s(o, "memcached", set->memcached);
+  stat_s(o, "db", set->db);
+  stat_s(o, "durability", lc_durability_name(set->durability));
+  stat_s(o, "prefetch", lcd_prefetch_text(set->prefetch, pbuf));
+  stat_i(o, "timeout_ms", set->timeout_ms);
+  stat_i(o, "threads", set->threads);
+  stat_i(o, "workers", set->workers);
+  stat_i(o, "max_connections", set->max_connections);
+  stat_u(o, "max_counters", set->max_counters);
+  stat_u(o, "max_tallies", set->max_tallies);
+  stat_i(o, "idle_timeout", set->idle_timeout);
+  stat_i(o, "line_timeout", set->line_timeout);
+  stat_i(o, "drain_timeout", set->drain_timeout);
+  stat_i(o, "reply_timeout", set->reply_timeout);
+  stat_i(o, "input_max", LCD_INPUT_MAX);
+  stat_i(o, "output_max", LCD_OUTPUT_MAX);
+  stat_i(o, "conn_jobs_max", LCD_CONN_JOBS);
+  stat_i(o, "backlog", set->backlog);
+  stat_i(o, "verbosity", set->verbose);
+  stat_s(o, "pidfile", set->pidfile);
+  stat_i(o, "line_max", LCD_PROTO_LINE_MAX);
+  stat_i(o, "max_keys", LCD_PROTO_MAX_KEYS);
+  stat_u(o, "block_max", LC_BLOCK_MAX);
+  stat_i(o, "flush_interval", set->flush_interval);
+  stat_i(o, "sweep_interval", set->sweep_interval);
+}
+
+/* The daemon's own figures, summed over the loops. */
+static void put_daemon(lcd_server *s, struct evbuffer *o) {
+  lcd_counters d;
   uint64_t stall_max;
   int nopen;
-  lcd_loops_sum(s, &sum, &stall_max, &nopen);
-  const lcd_counters *d = &sum;
+  lcd_loops_sum(s, &d, &stall_max, &nopen);
   time_t now = lcd_now();
-  evbuffer_add_printf(o,
-      "STAT pid %ld\r\nSTAT uptime %lld\r\nSTAT time %lld\r\n"
-      "STAT version %s\r\nSTAT libevent %s\r\nSTAT pointer_size %d\r\n"
-      "STAT threads %d\r\nSTAT workers %d\r\nSTAT durability %s\r\n"
-      "STAT curr_connections %d\r\nSTAT total_connections %" PRIu64 "\r\n"
-      "STAT rejected_connections %" PRIu64 "\r\n"
-      "STAT max_connections %d\r\nSTAT cmd_incr %" PRIu64 "\r\n"
-      "STAT incr_ids %" PRIu64 "\r\nSTAT incr_merged %" PRIu64 "\r\n"
-      "STAT incr_errors %" PRIu64 "\r\nSTAT cmd_get %" PRIu64 "\r\n"
-      "STAT get_hits %" PRIu64 "\r\nSTAT get_misses %" PRIu64 "\r\n"
-      "STAT allocations %" PRIu64 "\r\nSTAT ids %" PRIu64 "\r\n"
-      "STAT increments %" PRIu64 "\r\nSTAT restores %" PRIu64 "\r\n"
-      "STAT backwards %" PRIu64 "\r\nSTAT log_writes %" PRIu64 "\r\n"
-      "STAT log_syncs %" PRIu64 "\r\nSTAT errors %" PRIu64 "\r\n"
-      "STAT segments %" PRIu64 "\r\nSTAT segment_waits %" PRIu64 "\r\n"
-      "STAT counters %" PRIu64 "\r\nSTAT tallies %" PRIu64 "\r\n"
-      "STAT client_errors %" PRIu64 "\r\nSTAT server_errors %" PRIu64 "\r\n"
-      "STAT closed_idle %" PRIu64 "\r\nSTAT closed_garbage %" PRIu64 "\r\n"
-      "STAT closed_binary %" PRIu64 "\r\nSTAT closed_line_too_long %" PRIu64
-      "\r\nSTAT jobs_queued %zu\r\n",
-      (long)getpid(), (long long)(now - s->started),
-      (long long)(s->started_wall + (now - s->started)), lc_version(),
-      event_get_version(), (int)(sizeof(void *) * 8), set->threads,
-      set->workers,
-      lc_durability_name(set->durability), nopen,
-      (uint64_t)atomic_load(&s->total_connections),
-      d->rejected_connections, set->max_connections, d->cmd_incr,
-      d->incr_ids, d->incr_merged, d->incr_errors, d->cmd_get, d->get_hits,
-      d->get_misses, ls.allocations, ls.ids, ls.increments, ls.restores,
-      ls.backwards, ls.log_writes, ls.log_syncs, ls.errors, ls.segments,
-      ls.segment_waits, ls.counters, ls.tallies,
-      d->client_errors, d->server_errors, d->closed_idle, d->closed_garbage,
-      d->closed_binary, d->closed_long, lcd_pool_queued(s));
-  evbuffer_add_printf(o,
-      "STAT closed_unread %" PRIu64 "\r\nSTAT read_paused %" PRIu64
-      "\r\nSTAT output_paused %" PRIu64 "\r\n",
-      d->closed_unread, d->read_paused, d->output_paused);
+  stat_i(o, "pid", (long long)getpid());
+  stat_i(o, "uptime", (long long)(now - s->started));
+  stat_i(o, "time", (long long)(s->started_wall + (now - s->started)));
+  stat_s(o, "version", lc_version());
+  stat_s(o, "libevent", event_get_version());
+  stat_i(o, "pointer_size", (long long)(sizeof(void *) * 8));
+  stat_i(o, "threads", s->set->threads);
+  stat_i(o, "workers", s->set->workers);
+  stat_s(o, "durability", lc_durability_name(s->set->durability));
+  stat_i(o, "curr_connections", nopen);
+  stat_u(o, "total_connections", atomic_load(&s->total_connections));
+  stat_u(o, "rejected_connections", d.rejected_connections);
+  stat_i(o, "max_connections", s->set->max_connections);
+  stat_u(o, "cmd_incr", d.cmd_incr);
+  stat_u(o, "incr_ids", d.incr_ids);
+  stat_u(o, "incr_merged", d.incr_merged);
+  stat_u(o, "incr_errors", d.incr_errors);
+  stat_u(o, "cmd_get", d.cmd_get);
+  stat_u(o, "get_hits", d.get_hits);
+  stat_u(o, "get_misses", d.get_misses);
+  stat_u(o, "client_errors", d.client_errors);
+  stat_u(o, "server_errors", d.server_errors);
+  stat_u(o, "closed_idle", d.closed_idle);
+  stat_u(o, "closed_garbage", d.closed_garbage);
+  stat_u(o, "closed_binary", d.closed_binary);
+  stat_u(o, "closed_line_too_long", d.closed_long);
+  stat_u(o, "jobs_queued", lcd_pool_queued(s));
+  stat_u(o, "closed_unread", d.closed_unread);
+  stat_u(o, "read_paused", d.read_paused);
+  stat_u(o, "output_paused", d.output_paused);
   /* Where the work ran: on the loop thread or handed to the workers; the
    * requests per lc_next_n call (the coalescing factor); the longest
    * library call that held the loop, and how often one was slow enough to
    * send the loop's work to the workers for a while. */
-  evbuffer_add_printf(o,
-      "STAT jobs_inline %" PRIu64 "\r\nSTAT jobs_pooled %" PRIu64
-      "\r\nSTAT incr_calls %" PRIu64 "\r\nSTAT incr_per_call %.2f"
-      "\r\nSTAT loop_stall_max_us %" PRIu64 "\r\nSTAT loop_backoffs %"
-      PRIu64 "\r\n",
-      d->jobs_inline, d->jobs_pooled, d->incr_calls,
-      d->incr_calls ? (double)d->cmd_incr / (double)d->incr_calls : 0.0,
-      stall_max, d->loop_backoffs);
-  uint64_t runs, sweeps, ferrors, flushed;
-  lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
-  evbuffer_add_printf(o,
-      "STAT cmd_tally_incr %" PRIu64 "\r\nSTAT cmd_tally_decr %" PRIu64
-      "\r\nSTAT tally_merged %" PRIu64
-      "\r\nSTAT tally_errors %" PRIu64 "\r\nSTAT get_tally %" PRIu64
-      "\r\nSTAT tally_adds %" PRIu64 "\r\nSTAT tally_flushes %" PRIu64
-      "\r\nSTAT tally_schedules %" PRIu64
-      "\r\nSTAT tally_schedule_failures %" PRIu64
-      "\r\nSTAT tally_losses %" PRIu64 "\r\nSTAT tally_seeds %" PRIu64
-      "\r\nSTAT flusher_runs %" PRIu64 "\r\nSTAT flusher_sweeps %" PRIu64
-      "\r\nSTAT flusher_errors %" PRIu64 "\r\nSTAT flusher_written %"
-      PRIu64 "\r\nEND\r\n",
-      d->cmd_tally_incr, d->cmd_tally_decr, d->tally_merged, d->tally_errors,
-      d->get_tally,
-      ls.tally_adds, ls.tally_flushes, ls.tally_schedules,
-      ls.tally_schedule_failures, ls.tally_losses, ls.tally_seeds, runs,
-      sweeps, ferrors, flushed);
+  stat_u(o, "jobs_inline", d.jobs_inline);
+  stat_u(o, "jobs_pooled", d.jobs_pooled);
+  stat_u(o, "incr_calls", d.incr_calls);
+  evbuffer_add_printf(o, "STAT incr_per_call %.2f\r\n",
+                      d.incr_calls ? (double)d.cmd_incr / (double)d.incr_calls
+                                   : 0.0);
+  stat_u(o, "loop_stall_max_us", stall_max);
+  stat_u(o, "loop_backoffs", d.loop_backoffs);
+  stat_u(o, "cmd_tally_incr", d.cmd_tally_incr);
+  stat_u(o, "cmd_tally_decr", d.cmd_tally_decr);
+  stat_u(o, "tally_merged", d.tally_merged);
+  stat_u(o, "tally_errors", d.tally_errors);
+  stat_u(o, "get_tally", d.get_tally);
 }
 
+/* The library's figures (lc_get_stats) and the flusher's. */
+static void put_library(lcd_server *s, struct evbuffer *o) {
+  lc_stats ls;
+  memset(&ls, 0, sizeof ls);
+  lc_get_stats(s->lc, &ls);
+  stat_u(o, "allocations", ls.allocations);
+  stat_u(o, "ids", ls.ids);
+  stat_u(o, "increments", ls.increments);
+  stat_u(o, "restores", ls.restores);
+  stat_u(o, "backwards", ls.backwards);
+  stat_u(o, "log_writes", ls.log_writes);
+  stat_u(o, "log_syncs", ls.log_syncs);
+  stat_u(o, "errors", ls.errors);
+  stat_u(o, "segments", ls.segments);
+  stat_u(o, "segment_waits", ls.segment_waits);
+  stat_u(o, "counters", ls.counters);
+  stat_u(o, "tallies", ls.tallies);
+  stat_u(o, "tally_adds", ls.tally_adds);
+  stat_u(o, "tally_flushes", ls.tally_flushes);
+  stat_u(o, "tally_schedules", ls.tally_schedules);
+  stat_u(o, "tally_schedule_failures", ls.tally_schedule_failures);
+  stat_u(o, "tally_losses", ls.tally_losses);
+  stat_u(o, "tally_seeds", ls.tally_seeds);
+  uint64_t runs, sweeps, ferrors, flushed;
+  lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
+  stat_u(o, "flusher_runs", runs);
+  stat_u(o, "flusher_sweeps", sweeps);
+  stat_u(o, "flusher_errors", ferrors);
+  stat_u(o, "flusher_written", flushed);
+}
+
+void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
+  if (settings) {
+    put_settings(s, o);
+  } else {
+    put_daemon(s, o);
+    put_library(s, o);
+  }
+  evbuffer_add(o, "END\r\n", 5);
+}
