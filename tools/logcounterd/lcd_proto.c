@@ -238,6 +238,69 @@ static const char *const storage_why =
     "storage commands are not supported: logcounterd counters change only "
     "by incr";
 
+/* stats, stats settings, stats tally NAME. */
+static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
+  if (tk->ntok == 1)
+    return req->cmd = LCD_PROTO_STATS;
+  if (tk->ntok == 2 && tok_is(&tk->t[1], "settings")) {
+    req->stats_settings = 1;
+    return req->cmd = LCD_PROTO_STATS;
+  }
+  if (tk->ntok == 3 && tok_is(&tk->t[1], "tally")) {
+    lcd_proto_token name = tk->t[2], rest;
+    if (lcd_proto_tally_name(&name, &rest))
+      name = rest;                    /* "stats tally tally:NAME" too */
+    if (lcd_proto_check_name(&name) != 0)
+      return bad(req, "invalid tally name (1-200 bytes of printable "
+                      "ASCII, no space)");
+    req->stats_tally = 1;
+    req->tally = name;
+    req->keys[0] = name;
+    req->nkeys = 1;
+    return req->cmd = LCD_PROTO_STATS;
+  }
+  return bad(req, "unknown stats group (logcounterd has 'stats', "
+                  "'stats settings' and 'stats tally <name>')");
+}
+
+/* The commands logcounterd refuses, each with its reason (decr: tallies
+ * only); LCD_PROTO_UNKNOWN for a verb memcached does not have either. */
+static lcd_proto_cmd parse_refused(toks *tk, lcd_proto_req *req) {
+  const lcd_proto_token *v = &tk->t[0];
+  if (tok_is(v, "decr"))
+    return parse_decr(tk, req);
+  if (tok_is(v, "set") || tok_is(v, "add") || tok_is(v, "replace") ||
+      tok_is(v, "append") || tok_is(v, "prepend"))
+    return parse_storage(tk, req, 4, 4, 4, storage_why);
+  if (tok_is(v, "cas"))
+    return parse_storage(tk, req, 4, 5, 5, storage_why);
+  if (tok_is(v, "delete") || tok_is(v, "flush_all")) {
+    take_noreply(tk, req);
+    return refused(req, tok_is(v, "delete")
+                            ? "delete is not supported: counters are never "
+                              "deleted"
+                            : "flush_all is not supported: counters are "
+                              "never deleted");
+  }
+  if (tok_is(v, "touch") || tok_is(v, "gat") || tok_is(v, "gats")) {
+    if (tok_is(v, "touch"))
+      take_noreply(tk, req);
+    return refused(req, "touch, gat and gats are not supported: counters "
+                        "never expire");
+  }
+  if (tok_is(v, "ms")) {
+    if (tk->ntok < 3)
+      return bad(req, "bad command line format");
+    return parse_storage(tk, req, 2, 2, MAX_TOK, "meta commands are not "
+                         "supported: use incr and get");
+  }
+  if (tok_is(v, "mg") || tok_is(v, "md") || tok_is(v, "ma") ||
+      tok_is(v, "mn") || tok_is(v, "me"))
+    return refused(req, "meta commands are not supported: use incr and get");
+  req->error = "unknown command";
+  return req->cmd = LCD_PROTO_UNKNOWN;
+}
+
 lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
                               lcd_proto_req *req) {
   toks tk;
@@ -253,38 +316,14 @@ lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
   }
   const lcd_proto_token *v = &tk.t[0];
   req->verb = *v;
-
   if (tok_is(v, "incr"))
     return parse_incr(&tk, req);
-  if (tok_is(v, "get"))
-    return parse_get(&tk, req);
-  if (tok_is(v, "gets")) {
-    req->gets = 1;
+  if (tok_is(v, "get") || tok_is(v, "gets")) {
+    req->gets = tok_is(v, "gets");
     return parse_get(&tk, req);
   }
-  if (tok_is(v, "stats")) {
-    if (tk.ntok == 1)
-      return req->cmd = LCD_PROTO_STATS;
-    if (tk.ntok == 2 && tok_is(&tk.t[1], "settings")) {
-      req->stats_settings = 1;
-      return req->cmd = LCD_PROTO_STATS;
-    }
-    if (tk.ntok == 3 && tok_is(&tk.t[1], "tally")) {
-      lcd_proto_token name = tk.t[2], rest;
-      if (lcd_proto_tally_name(&name, &rest))
-        name = rest;                    /* "stats tally tally:NAME" too */
-      if (lcd_proto_check_name(&name) != 0)
-        return bad(req, "invalid tally name (1-200 bytes of printable "
-                        "ASCII, no space)");
-      req->stats_tally = 1;
-      req->tally = name;
-      req->keys[0] = name;
-      req->nkeys = 1;
-      return req->cmd = LCD_PROTO_STATS;
-    }
-    return bad(req, "unknown stats group (logcounterd has 'stats', "
-                    "'stats settings' and 'stats tally <name>')");
-  }
+  if (tok_is(v, "stats"))
+    return parse_stats(&tk, req);
   if (tok_is(v, "version"))
     return tk.ntok == 1 ? (req->cmd = LCD_PROTO_VERSION)
                         : bad(req, "bad command line format: usage: version");
@@ -299,40 +338,5 @@ lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
                       "[noreply]");
     return req->cmd = LCD_PROTO_VERBOSITY;
   }
-
-  /* Refused commands, each with its reason (decr: tallies only). */
-  if (tok_is(v, "decr"))
-    return parse_decr(&tk, req);
-  if (tok_is(v, "set") || tok_is(v, "add") || tok_is(v, "replace") ||
-      tok_is(v, "append") || tok_is(v, "prepend"))
-    return parse_storage(&tk, req, 4, 4, 4, storage_why);
-  if (tok_is(v, "cas"))
-    return parse_storage(&tk, req, 4, 5, 5, storage_why);
-  if (tok_is(v, "delete")) {
-    take_noreply(&tk, req);
-    return refused(req, "delete is not supported: counters are never "
-                        "deleted");
-  }
-  if (tok_is(v, "flush_all")) {
-    take_noreply(&tk, req);
-    return refused(req, "flush_all is not supported: counters are never "
-                        "deleted");
-  }
-  if (tok_is(v, "touch") || tok_is(v, "gat") || tok_is(v, "gats")) {
-    if (tok_is(v, "touch"))
-      take_noreply(&tk, req);
-    return refused(req, "touch, gat and gats are not supported: counters "
-                        "never expire");
-  }
-  if (tok_is(v, "ms")) {
-    if (tk.ntok < 3)
-      return bad(req, "bad command line format");
-    return parse_storage(&tk, req, 2, 2, MAX_TOK, "meta commands are not "
-                         "supported: use incr and get");
-  }
-  if (tok_is(v, "mg") || tok_is(v, "md") || tok_is(v, "ma") ||
-      tok_is(v, "mn") || tok_is(v, "me"))
-    return refused(req, "meta commands are not supported: use incr and get");
-  req->error = "unknown command";
-  return req->cmd = LCD_PROTO_UNKNOWN;
+  return parse_refused(&tk, req);
 }
