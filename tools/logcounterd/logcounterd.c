@@ -28,6 +28,8 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,50 +229,105 @@ static int parse_number(const char *opt, const char *text, uint64_t min,
   return 0;
 }
 
-static int parse_int(const char *opt, const char *text, int min, int max,
-                     int *out) {
-  uint64_t v;
-  int rc = parse_number(opt, text, (uint64_t)min, (uint64_t)max, &v);
-  if (!rc) *out = (int)v;
-  return rc;
+/* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
+enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN, O_PID,
+       O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP, O_REPLY,
+       O_PREFETCH, O_WORKERS, O_MAX_COUNTERS, O_MAX_TALLIES };
+
+static const struct option long_options[] = {
+  {"listen", required_argument, NULL, 'l'},
+  {"socket", required_argument, NULL, 's'},
+  {"socket-mode", required_argument, NULL, O_MODE},
+  {"memcached", required_argument, NULL, O_MC},
+  {"db", required_argument, NULL, O_DB},
+  {"durability", required_argument, NULL, O_DUR},
+  {"prefetch", required_argument, NULL, O_PREFETCH},
+  {"timeout", required_argument, NULL, O_TIMEOUT},
+  {"threads", required_argument, NULL, 't'},
+  {"workers", required_argument, NULL, O_WORKERS},
+  {"max-connections", required_argument, NULL, 'c'},
+  {"max-counters", required_argument, NULL, O_MAX_COUNTERS},
+  {"max-tallies", required_argument, NULL, O_MAX_TALLIES},
+  {"idle-timeout", required_argument, NULL, O_IDLE},
+  {"line-timeout", required_argument, NULL, O_LINE},
+  {"drain-timeout", required_argument, NULL, O_DRAIN},
+  {"reply-timeout", required_argument, NULL, O_REPLY},
+  {"pidfile", required_argument, NULL, O_PID},
+  {"flush-interval", required_argument, NULL, O_FLUSH},
+  {"sweep-interval", required_argument, NULL, O_SWEEP},
+  {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
+  {"verbose", no_argument, NULL, 'v'},
+  {"help", no_argument, NULL, 'h'},
+  {"version", no_argument, NULL, O_VERSION},
+  {NULL, 0, NULL, 0}};
+
+/* The numeric options: their bounds and the setting each one sets (an int,
+ * or a uint64_t when wide). */
+static const struct number_option {
+  int opt;
+  const char *name;
+  uint64_t min, max;
+  size_t offset;
+  bool wide;
+} number_options[] = {
+  {O_TIMEOUT, "--timeout", 1, 600000, offsetof(lcd_settings, timeout_ms), 0},
+  {'t', "--threads", 1, LCD_THREADS_MAX, offsetof(lcd_settings, threads), 0},
+  {O_WORKERS, "--workers", 1, 1024, offsetof(lcd_settings, workers), 0},
+  {'c', "--max-connections", 1, 1000000,
+   offsetof(lcd_settings, max_connections), 0},
+  {O_MAX_COUNTERS, "--max-counters", 1, LCD_LIMIT_MAX,
+   offsetof(lcd_settings, max_counters), 1},
+  {O_MAX_TALLIES, "--max-tallies", 1, LCD_LIMIT_MAX,
+   offsetof(lcd_settings, max_tallies), 1},
+  {O_IDLE, "--idle-timeout", 0, 86400 * 365,
+   offsetof(lcd_settings, idle_timeout), 0},
+  {O_LINE, "--line-timeout", 1, 3600, offsetof(lcd_settings, line_timeout), 0},
+  {O_DRAIN, "--drain-timeout", 0, 3600,
+   offsetof(lcd_settings, drain_timeout), 0},
+  {O_REPLY, "--reply-timeout", 1, 3600,
+   offsetof(lcd_settings, reply_timeout), 0},
+  {O_FLUSH, "--flush-interval", 0, 86400,
+   offsetof(lcd_settings, flush_interval), 0},
+  {O_SWEEP, "--sweep-interval", 0, 86400 * 30,
+   offsetof(lcd_settings, sweep_interval), 0},
+};
+
+/* Sets a numeric option: 0, EXIT_USAGE, or 1 when opt is not one. */
+static int number_option(lcd_settings *set, int opt, const char *text) {
+  for (size_t i = 0; i < sizeof number_options / sizeof *number_options;
+       i++) {
+    const struct number_option *n = &number_options[i];
+    if (n->opt != opt) continue;
+    uint64_t v;
+    int rc = parse_number(n->name, text, n->min, n->max, &v);
+    if (rc) return rc;
+    char *field = (char *)set + n->offset;
+    if (n->wide) *(uint64_t *)field = v;
+    else *(int *)field = (int)v;
+    return 0;
+  }
+  return 1;
 }
 
-/* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
+/* --socket-mode: octal permission bits. */
+static int socket_mode(lcd_settings *set, const char *text) {
+  char *end;
+  errno = 0;
+  long m = strtol(text, &end, 8);
+  if (errno || !*text || *end || m < 0 || m > 0777)
+    return usage_error("invalid mode '%s' for --socket-mode (octal, "
+                       "e.g. 0660)", text);
+  set->socket_mode = (int)m;
+  return 0;
+}
+
 static int parse_options(lcd_settings *set, int argc, char **argv) {
-  enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN,
-         O_PID, O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP,
-         O_REPLY, O_PREFETCH, O_WORKERS, O_MAX_COUNTERS, O_MAX_TALLIES };
-  static const struct option lo[] = {
-    {"listen", required_argument, NULL, 'l'},
-    {"socket", required_argument, NULL, 's'},
-    {"socket-mode", required_argument, NULL, O_MODE},
-    {"memcached", required_argument, NULL, O_MC},
-    {"db", required_argument, NULL, O_DB},
-    {"durability", required_argument, NULL, O_DUR},
-    {"prefetch", required_argument, NULL, O_PREFETCH},
-    {"timeout", required_argument, NULL, O_TIMEOUT},
-    {"threads", required_argument, NULL, 't'},
-    {"workers", required_argument, NULL, O_WORKERS},
-    {"max-connections", required_argument, NULL, 'c'},
-    {"max-counters", required_argument, NULL, O_MAX_COUNTERS},
-    {"max-tallies", required_argument, NULL, O_MAX_TALLIES},
-    {"idle-timeout", required_argument, NULL, O_IDLE},
-    {"line-timeout", required_argument, NULL, O_LINE},
-    {"drain-timeout", required_argument, NULL, O_DRAIN},
-    {"reply-timeout", required_argument, NULL, O_REPLY},
-    {"pidfile", required_argument, NULL, O_PID},
-    {"flush-interval", required_argument, NULL, O_FLUSH},
-    {"sweep-interval", required_argument, NULL, O_SWEEP},
-    {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, O_VERSION},
-    {NULL, 0, NULL, 0}};
   int opt, rc = 0;
   const char *prefetch = getenv("LOGCOUNTER_PREFETCH");
   const char *prefetch_from = "LOGCOUNTER_PREFETCH";
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":l:s:t:c:vh", lo, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":l:s:t:c:vh", long_options,
+                            NULL)) != -1) {
     switch (opt) {
     case 'l': set->listen = optarg; break;
     case 's': set->socket_path = optarg; break;
@@ -282,53 +339,21 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     case O_PREFETCH: prefetch = optarg; prefetch_from = "--prefetch"; break;
     case 'h': usage(stdout); return -1;
     case O_VERSION: printf(LCD_PROG " %s\n", lc_version()); return -1;
+    case O_MODE: rc = socket_mode(set, optarg); break;
     case O_DUR:
       if (lc_durability_parse(optarg, &set->durability) != 0)
         return usage_error("invalid durability '%s' for --durability (must "
                            "be default or sync)", optarg);
       break;
-    case O_MODE: {
-      char *end;
-      errno = 0;
-      long m = strtol(optarg, &end, 8);
-      if (errno || !*optarg || *end || m < 0 || m > 0777)
-        return usage_error("invalid mode '%s' for --socket-mode (octal, "
-                           "e.g. 0660)", optarg);
-      set->socket_mode = (int)m;
-      break;
-    }
-    case O_TIMEOUT: rc = parse_int("--timeout", optarg, 1, 600000,
-                                   &set->timeout_ms); break;
-    case 't': rc = parse_int("--threads", optarg, 1, LCD_THREADS_MAX,
-                             &set->threads); break;
-    case O_WORKERS: rc = parse_int("--workers", optarg, 1, 1024,
-                                   &set->workers); break;
-    case 'c': rc = parse_int("--max-connections", optarg, 1, 1000000,
-                             &set->max_connections); break;
-    case O_MAX_COUNTERS: rc = parse_number("--max-counters", optarg, 1,
-                                           LCD_LIMIT_MAX, &set->max_counters);
-      break;
-    case O_MAX_TALLIES: rc = parse_number("--max-tallies", optarg, 1,
-                                          LCD_LIMIT_MAX, &set->max_tallies);
-      break;
-    case O_IDLE: rc = parse_int("--idle-timeout", optarg, 0, 86400 * 365,
-                                &set->idle_timeout); break;
-    case O_LINE: rc = parse_int("--line-timeout", optarg, 1, 3600,
-                                &set->line_timeout); break;
-    case O_DRAIN: rc = parse_int("--drain-timeout", optarg, 0, 3600,
-                                 &set->drain_timeout); break;
-    case O_REPLY: rc = parse_int("--reply-timeout", optarg, 1, 3600,
-                                 &set->reply_timeout); break;
-    case O_FLUSH: rc = parse_int("--flush-interval", optarg, 0, 86400,
-                                 &set->flush_interval); break;
-    case O_SWEEP: rc = parse_int("--sweep-interval", optarg, 0, 86400 * 30,
-                                 &set->sweep_interval); break;
     case ':':
       return usage_error("option '%s' needs a value", argv[optind - 1]);
-    default:
+    case '?':
       if (optopt)
         return usage_error("unknown option '-%c'", optopt);
       return usage_error("unknown option '%s'", argv[optind - 1]);
+    default:
+      rc = number_option(set, opt, optarg);
+      break;
     }
     if (rc)
       return rc;
