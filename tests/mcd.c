@@ -516,6 +516,14 @@ int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
   return lc_open(&o, out);
 }
 
+int tu_open_prefetch(const char *dir, uint64_t prefetch, lc_t **out) {
+  char path[TU_PATH_MAX];
+  lc_options o;
+  tu_options(&o, &mc, dir, path);
+  o.prefetch = prefetch;
+  return lc_open(&o, out);
+}
+
 long tu_records(lc_t *h, const char *name, lc_record **recs) {
   *recs = NULL;
   lc_iter *it = NULL;
@@ -644,6 +652,14 @@ int tu_setup_with(void **state, lc_durability_t d, int timeout_ms) {
     return -1;
   }
   return 0;
+}
+
+int tu_setup_dir(void **state) {
+  fx_t *f = calloc(1, sizeof *f);
+  if (!f) return -1;
+  *state = f;
+  f->dir = tmpdir_make();
+  return f->dir && mcd_flush_all(&mc) == 0 ? 0 : -1;
 }
 
 int tu_setup(void **state) {

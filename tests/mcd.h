@@ -92,6 +92,9 @@ void tu_options_sub(lc_options *o, const mcd_t *m, const char *dir,
  * timeout (0: the library's default); returns the lc_open code. */
 int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
             int timeout_ms, lc_t **out);
+/* Opens a handle on DIR/db against the suite's memcached with prefetch
+ * (lc_options.prefetch; 0: off). */
+int tu_open_prefetch(const char *dir, uint64_t prefetch, lc_t **out);
 /* Collects a counter's records; returns how many (or a negative code),
  * *recs is malloc'd (free it).  Stops at the first non-record result. */
 long tu_records(lc_t *h, const char *name, lc_record **recs);
@@ -120,6 +123,7 @@ int tu_group_setup(void **state);
 int tu_group_teardown(void **state);
 int tu_setup_with(void **state, lc_durability_t d, int timeout_ms);
 int tu_setup(void **state);     /* default durability and timeout */
+int tu_setup_dir(void **state); /* a fresh directory, no handle yet */
 int tu_teardown(void **state);
 
 /* Assertions with readable messages; include <cmocka.h> before this. */

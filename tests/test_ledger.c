@@ -38,29 +38,6 @@
 #include "counter.h"   /* the frontier, tested directly below */
 #include "mcd.h"
 
-static int setup(void **state) {
-  fx_t *f = calloc(1, sizeof *f);
-  if (!f || !(f->dir = tmpdir_make()) || mcd_flush_all(&mc) != 0) return -1;
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *f = *state;
-  lc_close(f->h);
-  tmpdir_free(f->dir);
-  free(f);
-  return 0;
-}
-
-static int open_with(const char *dir, uint64_t prefetch, lc_t **h) {
-  lc_options o;
-  char path[TU_PATH_MAX];
-  tu_options(&o, &mc, dir, path);
-  o.prefetch = prefetch;
-  return lc_open(&o, h);
-}
-
 /* The ledger of name, checked: no unexplained hole, no conflict. */
 static tu_ledger explained(lc_t *h, const char *name) {
   tu_ledger l;
@@ -81,7 +58,7 @@ static int64_t crash_after(const char *dir, const char *name, int n) {
   if (pid == 0) {
     lc_t *h;
     int64_t v = 0;
-    if (open_with(dir, 0, &h) != 0) _exit(1);
+    if (tu_open_prefetch(dir, 0, &h) != 0) _exit(1);
     for (int i = 0; i < n; i++)
       if (lc_next(h, name, &v) != 0) _exit(1);
     if (write(p[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
@@ -103,7 +80,7 @@ static void test_restart(void **state) {
   fx_t *f = *state;
   int64_t last = crash_after(f->dir, "rs", 3);
   assert_i64_eq(last, 3);
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   int64_t res = 0;
   assert_ok(lc_reservation(f->h, "rs", &res));
   assert_i64_op(res, >, last);
@@ -114,7 +91,7 @@ static void test_restart(void **state) {
   assert_i64_eq(l.values[LC_GAP_UNLOGGED], 0);
   /* a clean close and reopen adds nothing */
   assert_ok(lc_close(f->h));
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   assert_i64_eq(tu_next1(f->h, "rs"), res + 2);
   tu_ledger l2 = explained(f->h, "rs");
   assert_i64_eq(l2.entries[LC_GAP_RESTART], 1);
@@ -128,7 +105,7 @@ static void test_restart_memcached_ahead(void **state) {
   fx_t *f = *state;
   int64_t last = crash_after(f->dir, "ra", 5);
   char ahead[32];
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   int64_t res = 0;
   assert_ok(lc_reservation(f->h, "ra", &res));
   snprintf(ahead, sizeof ahead, "%lld", (long long)(res + 50));
@@ -145,7 +122,7 @@ static void test_restart_memcached_flushed(void **state) {
   fx_t *f = *state;
   int64_t last = crash_after(f->dir, "rf", 4);
   assert_ok(mcd_flush_all(&mc));
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   int64_t res = 0;
   assert_ok(lc_reservation(f->h, "rf", &res));
   assert_i64_eq(tu_next1(f->h, "rf"), res + 1);
@@ -158,7 +135,7 @@ static void test_restart_memcached_flushed(void **state) {
 
 static void test_backwards_no_gap(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   for (int i = 0; i < 5; i++) tu_next1(f->h, "bw");
   assert_ok(mcd_set(&mc, "lc:bw", "2"));       /* a stray set, backwards */
   assert_i64_eq(tu_next1(f->h, "bw"), 6);      /* raised exactly past */
@@ -170,7 +147,7 @@ static void test_backwards_no_gap(void **state) {
 
 static void test_memcached_ahead(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   for (int i = 0; i < 5; i++) tu_next1(f->h, "ah");
   assert_ok(mcd_set(&mc, "lc:ah", "105"));     /* another client's incrs */
   assert_i64_eq(tu_next1(f->h, "ah"), 106);
@@ -184,7 +161,7 @@ static void test_memcached_ahead(void **state) {
 
 static void test_advance(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   for (int i = 0; i < 5; i++) tu_next1(f->h, "adv");
   assert_ok(lc_advance(f->h, "adv", 100));
   assert_ok(lc_advance(f->h, "adv", 50));      /* below: nothing */
@@ -196,7 +173,7 @@ static void test_advance(void **state) {
    * is above the last record, and a restart goes on above it */
   assert_ok(lc_advance(f->h, "adv", 1000));
   assert_ok(lc_close(f->h));
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   assert_i64_eq(tu_next1(f->h, "adv"), 1000);
   l = explained(f->h, "adv");
   assert_i64_eq(l.values[LC_GAP_ADVANCE], 94 + 899);
@@ -206,13 +183,13 @@ static void test_advance(void **state) {
 
 static void test_segment_advance(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_i64_eq(tu_next1(f->h, "sa"), 1);      /* holds 1..1000 */
   assert_ok(lc_advance(f->h, "sa", 500));      /* gives the rest up */
   int64_t v = tu_next1(f->h, "sa");
   assert_i64_eq(v, 1001);
   assert_ok(lc_close(f->h));
-  assert_ok(open_with(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   tu_ledger l = explained(f->h, "sa");
   assert_i64_eq(l.values[LC_GAP_SEGMENT], 999);   /* 2..1000 */
   assert_i64_eq(l.values[LC_GAP_ADVANCE], 0);
@@ -222,14 +199,14 @@ static void test_segment_advance(void **state) {
  * given back, and the ledger says so. */
 static void test_segment_close_not_given_back(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   for (int i = 0; i < 60; i++) tu_next1(f->h, "sc");   /* holds 1..100 */
   for (int i = 0; i < 100 && mcd_counter_value(&mc, "sc") < 200; i++)
     sleep_ms(10);                               /* the prefetch: ..200 */
   assert_i64_eq(mcd_counter_value(&mc, "sc"), 200);
   assert_ok(mcd_set(&mc, "lc:sc", "250"));      /* 201..250 elsewhere */
   assert_ok(lc_close(f->h));
-  assert_ok(open_with(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_eq(tu_next1(f->h, "sc"), 251);
   tu_ledger l = explained(f->h, "sc");
   assert_i64_eq(l.values[LC_GAP_SEGMENT], 140);   /* 61..200 */
@@ -239,10 +216,10 @@ static void test_segment_close_not_given_back(void **state) {
 /* The same with memcached left alone: given back, no gap. */
 static void test_segment_close_given_back(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   for (int i = 0; i < 10; i++) tu_next1(f->h, "sg");
   assert_ok(lc_close(f->h));
-  assert_ok(open_with(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_eq(tu_next1(f->h, "sg"), 11);
   tu_ledger l = explained(f->h, "sg");
   for (int k = 1; k <= LC_GAP_VOID; k++) assert_int_equal(l.entries[k], 0);
@@ -255,7 +232,7 @@ static void test_segment_crash(void **state) {
   if (pid == 0) {
     lc_t *h;
     int64_t v;
-    if (open_with(f->dir, 1000, &h) != 0) _exit(1);
+    if (tu_open_prefetch(f->dir, 1000, &h) != 0) _exit(1);
     for (int i = 0; i < 10; i++)
       if (lc_next(h, "sk", &v) != 0) _exit(1);
     _exit(0);                                   /* no lc_close */
@@ -263,7 +240,7 @@ static void test_segment_crash(void **state) {
   int st;
   assert_int_equal(waitpid(pid, &st, 0), pid);
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  assert_ok(open_with(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   int64_t v = tu_next1(f->h, "sk");
   assert_i64_op(v, >, 1000);
   explained(f->h, "sk");          /* the open record covers 1..1000 */
@@ -277,7 +254,7 @@ static void test_segment_crash(void **state) {
 
 static void test_deleted_entry_unexplained(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   tu_next1(f->h, "del");
   assert_ok(lc_advance(f->h, "del", 11));
   assert_i64_eq(tu_next1(f->h, "del"), 11);
@@ -298,7 +275,7 @@ static void test_deleted_entry_unexplained(void **state) {
   leveldb_writeoptions_destroy(wo);
   leveldb_close(db);
   leveldb_options_destroy(lo);
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   tu_ledger l;
   assert_ok(tu_explain(f->h, "del", &l));
   assert_i64_eq(l.values[0], 9);                /* 2..10 */
@@ -309,7 +286,7 @@ static void test_deleted_entry_unexplained(void **state) {
 
 static void test_void(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   for (int i = 0; i < 10; i++) tu_next1(f->h, "vd");
   assert_ok(lc_void(f->h, "vd", 5, "order 5 cancelled"));
   assert_rc(lc_void(f->h, "vd", 5, "again"), LC_EVOIDED);
@@ -363,7 +340,7 @@ static void test_void(void **state) {
 /* A value held in a segment and not handed out cannot be voided. */
 static void test_void_prefetched(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   for (int i = 0; i < 3; i++) tu_next1(f->h, "vp");
   assert_ok(lc_void(f->h, "vp", 3, "issued"));
   assert_rc(lc_void(f->h, "vp", 4, "held"), LC_ENOTISSUED);
@@ -390,7 +367,7 @@ static void *th_main(void *p) {
  * every hole is explained, and exactly by those jumps. */
 static void test_threads(void **state) {
   fx_t *f = *state;
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   th t[8];
   for (int i = 0; i < 8; i++) {
     t[i] = (th){.h = f->h};
@@ -412,7 +389,7 @@ static void test_threads(void **state) {
     assert_ok(t[i].rc);
   }
   assert_ok(lc_close(f->h));
-  assert_ok(open_with(f->dir, 0, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   tu_ledger l = explained(f->h, "mt");
   assert_true(l.values[LC_GAP_UNLOGGED] <= jumped * 1000 + 1000);
   assert_int_equal(l.values[LC_GAP_RESTART] + l.values[LC_GAP_BURNED], 0);
@@ -466,20 +443,20 @@ static void test_frontier(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_restart_memcached_ahead, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_restart_memcached_flushed, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_backwards_no_gap, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_memcached_ahead, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_advance, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_segment_advance, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_segment_close_not_given_back, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_segment_close_given_back, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_segment_crash, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_deleted_entry_unexplained, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_void, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_void_prefetched, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_restart, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_restart_memcached_ahead, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_restart_memcached_flushed, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_backwards_no_gap, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_memcached_ahead, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_advance, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_segment_advance, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_segment_close_not_given_back, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_segment_close_given_back, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_segment_crash, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_deleted_entry_unexplained, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_void, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_void_prefetched, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_threads, tu_setup_dir, tu_teardown),
     cmocka_unit_test(test_frontier),
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);

@@ -38,31 +38,6 @@
 
 #include "mcd.h"
 
-static int open_pf(const char *dir, uint64_t prefetch, lc_t **h) {
-  lc_options o;
-  char path[TU_PATH_MAX];
-  tu_options(&o, &mc, dir, path);
-  o.prefetch = prefetch;
-  return lc_open(&o, h);
-}
-
-static int setup(void **state) {
-  fx_t *f = calloc(1, sizeof *f);
-  if (!f || !(f->dir = tmpdir_make()) || mcd_flush_all(&mc) != 0) return -1;
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *f = *state;
-  lc_close(f->h);
-  tmpdir_free(f->dir);
-  free(f);
-  return 0;
-}
-
-
-
 /* ---- many threads --------------------------------------------------------- */
 
 typedef struct th {
@@ -81,7 +56,7 @@ static void *th_main(void *p) {
 
 static void test_threads_unique(void **state) {
   fx_t *f = *state;
-  assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, LC_PREFETCH_AUTO, &f->h));
   enum { T = 8 };
   long n = scaled(100000, 1000);
   th a[T];
@@ -109,7 +84,7 @@ static void test_threads_unique(void **state) {
 
 static void test_fixed_size(void **state) {
   fx_t *f = *state;
-  assert_ok(open_pf(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_eq(tu_next1(f->h, "fx"), 1);
   assert_i64_op(mcd_counter_value(&mc, "fx"), >=, 100);     /* a segment ahead */
   for (int i = 2; i <= 1000; i++) assert_i64_eq(tu_next1(f->h, "fx"), i);
@@ -129,7 +104,7 @@ static void test_fixed_size(void **state) {
 /* ---- clean close ---------------------------------------------------------- */
 
 static void close_then_reopen(fx_t *f, bool wipe) {
-  assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, LC_PREFETCH_AUTO, &f->h));
   int64_t last = 0;
   for (int i = 0; i < 1234; i++) last = tu_next1(f->h, "cc");
   assert_i64_eq(last, 1234);
@@ -138,7 +113,7 @@ static void close_then_reopen(fx_t *f, bool wipe) {
   f->h = NULL;
   assert_i64_eq(mcd_counter_value(&mc, "cc"), 1234);        /* set back */
   if (wipe) assert_ok(mcd_flush_all(&mc));
-  assert_ok(open_pf(f->dir, LC_PREFETCH_AUTO, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, LC_PREFETCH_AUTO, &f->h));
   assert_i64_eq(tu_next1(f->h, "cc"), 1235);     /* no gap */
   /* the records cover 1..1235 exactly, without a hole */
   lc_record *r;
@@ -168,7 +143,7 @@ static void test_kill_mid_segment(void **state) {
   if (pid == 0) {
     close(p[0]);
     lc_t *h;
-    if (open_pf(f->dir, 1000, &h) != 0) _exit(1);
+    if (tu_open_prefetch(f->dir, 1000, &h) != 0) _exit(1);
     for (int i = 0; i < 10; i++) {
       int64_t v;
       if (lc_next(h, "kill", &v) != 0) _exit(1);
@@ -189,7 +164,7 @@ static void test_kill_mid_segment(void **state) {
   waitpid(pid, &st, 0);
   assert_true(WIFSIGNALED(st));
   assert_ok(mcd_flush_all(&mc));
-  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   int64_t v = tu_next1(f->h, "kill");
   assert_i64_op(v, >, max);
   assert_i64_op(v, >, 1000);                  /* the held rest is skipped */
@@ -205,7 +180,7 @@ static void test_kill_mid_segment(void **state) {
 
 static void test_memcached_lost(void **state) {
   fx_t *f = *state;
-  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   int64_t last = 0;
   for (int i = 0; i < 10; i++) last = tu_next1(f->h, "ml");
   lc_stats a, b;
@@ -232,7 +207,7 @@ static void test_memcached_lost(void **state) {
 
 static void test_advance_while_held(void **state) {
   fx_t *f = *state;
-  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_i64_eq(tu_next1(f->h, "adv"), 1);
   assert_ok(lc_advance(f->h, "adv", 500));    /* inside the held segment */
   int64_t v = tu_next1(f->h, "adv");
@@ -248,18 +223,18 @@ static void test_advance_while_held(void **state) {
  * whether the advance fell inside the held segment or above it. */
 static void test_advance_then_close(void **state) {
   fx_t *f = *state;
-  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   for (int i = 0; i < 120; i++) tu_next1(f->h, "ac");
   assert_ok(lc_advance(f->h, "ac", 151));     /* inside [1..1000] */
   int64_t cur = 0;
   assert_ok(lc_current(f->h, "ac", &cur));
   assert_i64_op(cur, >=, 150);
   assert_ok(lc_close(f->h));
-  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_i64_op(tu_next1(f->h, "ac"), >=, 151);
   assert_ok(lc_advance(f->h, "ac", 100000));  /* far above */
   assert_ok(lc_close(f->h));
-  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_i64_op(tu_next1(f->h, "ac"), >=, 100000);
 }
 
@@ -268,7 +243,7 @@ static void test_advance_then_close(void **state) {
  * own unused values). */
 static void test_close_gap_not_given_back(void **state) {
   fx_t *f = *state;
-  assert_ok(open_pf(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_eq(tu_next1(f->h, "gb"), 1);        /* holds 1..100 */
   assert_ok(mcd_set(&mc, "lc:gb", "200"));    /* 101..200 went elsewhere */
   int64_t last = 0;
@@ -279,7 +254,7 @@ static void test_close_gap_not_given_back(void **state) {
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_i64_eq(mcd_counter_value(&mc, "gb"), 200);         /* not 60 */
-  assert_ok(open_pf(f->dir, 100, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_op(tu_next1(f->h, "gb"), >, 200);
 }
 
@@ -287,7 +262,7 @@ static void test_close_gap_not_given_back(void **state) {
 
 static void test_end_of_range(void **state) {
   fx_t *f = *state;
-  assert_ok(open_pf(f->dir, 1000, &f->h));
+  assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_ok(lc_advance(f->h, "end", LC_VALUE_MAX - 49));
   int64_t v = 0, prev = 0;
   int got = 0;
@@ -331,7 +306,7 @@ static void test_parse(void **state) {
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup_dir, tu_teardown)
       T(test_threads_unique),
       T(test_fixed_size),
       T(test_clean_close),
