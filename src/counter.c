@@ -175,6 +175,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   c->floor = c->gap_low > res ? c->gap_low : res;
   c->restart_to = c->floor;       /* holes up to it: the last run's */
   c->reserved = res;
+  lc__ledger_load_tail(&h->log, c);
   c->loaded = true;
   pthread_mutex_unlock(&c->mu);
   return 0;

@@ -204,6 +204,73 @@ void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
     put_entry(b, c->name, c->nlen, g[i].first, g[i].last, g[i].cause, "", 0);
 }
 
+/* ---- at load: holes a crash left unexplained ---------------------------- */
+
+#define TAIL 8    /* records looked at: a gap entry still pending at a crash
+                     lies below at most the blocks that were in flight when
+                     it arose (LC__INFLIGHT), so it is among the last few */
+
+/* The spans of the last (at most) n keys under prefix, newest first, with
+ * their counts decoded by count_of (0: skip the key); how many. */
+static int last_spans(lc__log *l, char *prefix, size_t plen, int n,
+                      uint64_t (*count_of)(const char *v, size_t vlen),
+                      lc__span *out) {
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  prefix[plen - 1] = '\1';
+  leveldb_iter_seek(it, prefix, plen);
+  prefix[plen - 1] = '\0';
+  if (leveldb_iter_valid(it)) leveldb_iter_prev(it);
+  else leveldb_iter_seek_to_last(it);
+  int k = 0;
+  for (; k < n && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
+    size_t klen, vlen;
+    const char *key = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(key, prefix, plen) != 0) break;
+    const char *v = leveldb_iter_value(it, &vlen);
+    uint64_t last = klen == plen + 8
+                        ? lc__be64_get((const unsigned char *)key + plen) : 0;
+    uint64_t count = count_of(v, vlen);
+    if (last == 0 || last > (uint64_t)LC_VALUE_MAX || count == 0 ||
+        count > last)
+      continue;                 /* undecodable or a void: verify says so */
+    out[k++] = (lc__span){(int64_t)(last - count + 1), (int64_t)last};
+  }
+  leveldb_iter_destroy(it);
+  return k;
+}
+
+static uint64_t record_count(const char *v, size_t vlen) {
+  return vlen == LC__RECORD_LEN ? lc__be64_get((const unsigned char *)v + 1)
+                                : 0;
+}
+
+static uint64_t gap_count(const char *v, size_t vlen) {
+  const unsigned char *u = (const unsigned char *)v;
+  return vlen >= ENTRY_HEAD && u[1] != LC_GAP_VOID ? lc__be64_get(u + 2) : 0;
+}
+
+void lc__ledger_load_tail(lc__log *l, lc__counter *c) {
+  char prefix[LC_NAME_MAX + 10];
+  lc__span recs[TAIL], gaps[2 * TAIL];
+  size_t plen = lc__record_prefix(prefix, c->name, c->nlen);
+  int nr = last_spans(l, prefix, plen, TAIL, record_count, recs);
+  plen = lc__ledger_prefix(prefix, c->name, c->nlen);
+  int ng = last_spans(l, prefix, plen, 2 * TAIL, gap_count, gaps);
+  /* Walk down from the newest record: a hole between two of the last
+   * records that no entry covers was pending when the last run died. */
+  for (int i = 0; i + 1 < nr; i++) {
+    int64_t hi = recs[i].first - 1, lo = recs[i + 1].last + 1;
+    bool odd = false;           /* an entry inside: leave it to verify */
+    for (int j = 0; j < ng && hi >= lo && !odd; j++) {
+      if (gaps[j].last < lo || gaps[j].first > hi) continue;
+      if (gaps[j].last == hi) hi = gaps[j].first - 1;   /* covered on top */
+      else if (gaps[j].first == lo) lo = gaps[j].last + 1;
+      else odd = true;
+    }
+    if (hi >= lo && !odd) lc__ledger_gap(c, lo, hi, LC_GAP_RESTART);
+  }
+}
+
 /* ---- lc_void ------------------------------------------------------------ */
 
 /* Serialises lc_void's check-then-write within the process (the log is

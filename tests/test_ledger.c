@@ -14,6 +14,8 @@
  *    at lc_close when memcached cannot be set back (LC_GAP_SEGMENT), and
  *    a crash mid-segment (an open record, no unexplained hole);
  *  - a ledger entry deleted by hand shows as unexplained;
+ *  - an entry a crash lost (pending below a record that was written): the
+ *    next run explains the hole among the last records as a restart gap;
  *  - lc_void: only issued values, once, with a checked reason; shown in
  *    the ledger; kept by a prune below it, deleted with its record;
  *  - many threads: the ledger stays consistent with the records;
@@ -282,6 +284,40 @@ static void test_deleted_entry_unexplained(void **state) {
   assert_i64_eq(l.entries[LC_GAP_ADVANCE], 0);
 }
 
+/* A gap entry still pending when a run died (a burned block below a
+ * block whose write went through): the next run finds the hole among the
+ * last records and explains it as a restart gap. */
+static void test_lost_pending_gap(void **state) {
+  fx_t *f = *state;
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
+  for (int i = 0; i < 5; i++) tu_next1(f->h, "lp");
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  /* record 3 removed by hand: as if its write had failed and the run
+   * died before the next write carried the burned entry */
+  char key[2 + 2 + 8] = "rlp";
+  for (int i = 0; i < 8; i++) key[4 + i] = (char)(i == 7 ? 3 : 0);
+  char path[TU_PATH_MAX], *err = NULL;
+  lc_options o;
+  tu_options(&o, &mc, f->dir, path);
+  leveldb_options_t *lo = leveldb_options_create();
+  leveldb_t *db = leveldb_open(lo, path, &err);
+  assert_null(err);
+  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+  leveldb_delete(db, wo, key, sizeof key, &err);
+  assert_null(err);
+  leveldb_writeoptions_destroy(wo);
+  leveldb_close(db);
+  leveldb_options_destroy(lo);
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
+  tu_ledger l;
+  assert_ok(tu_explain(f->h, "lp", &l));
+  assert_i64_eq(l.values[0], 1);                /* before any use */
+  assert_i64_eq(tu_next1(f->h, "lp"), 6);
+  l = explained(f->h, "lp");
+  assert_i64_eq(l.values[LC_GAP_RESTART], 1);
+}
+
 /* ---- lc_void ---------------------------------------------------------------- */
 
 static void test_void(void **state) {
@@ -454,6 +490,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_segment_close_given_back, tu_setup_dir, tu_teardown),
     cmocka_unit_test_setup_teardown(test_segment_crash, tu_setup_dir, tu_teardown),
     cmocka_unit_test_setup_teardown(test_deleted_entry_unexplained, tu_setup_dir, tu_teardown),
+    cmocka_unit_test_setup_teardown(test_lost_pending_gap, tu_setup_dir, tu_teardown),
     cmocka_unit_test_setup_teardown(test_void, tu_setup_dir, tu_teardown),
     cmocka_unit_test_setup_teardown(test_void_prefetched, tu_setup_dir, tu_teardown),
     cmocka_unit_test_setup_teardown(test_threads, tu_setup_dir, tu_teardown),
