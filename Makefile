@@ -45,7 +45,9 @@ PC        = $(BUILD)/logcounter.pc
 
 TEST_SRC  = $(wildcard tests/test_*.c)
 TEST_BIN  = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TEST_LIB  = $(filter-out tests/test_%.c,$(wildcard tests/*.c))
+# common/: the helpers tests/, bench/ and chaos/ share (common.h).
+COMMON_SRC = common/common.c
+TEST_LIB  = $(filter-out tests/test_%.c,$(wildcard tests/*.c)) $(COMMON_SRC)
 
 .PHONY: all deps run test unit-test cli-test install uninstall clean
 all: $(LIB_A) $(LIB_SO) $(CLI) $(PC)
@@ -102,9 +104,9 @@ $(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_proto.h
-$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h) $(LIB_A)
+$(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h common/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -o $@ $< $(TEST_SRC_EXTRA) $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -Icommon -o $@ $< $(TEST_SRC_EXTRA) $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
 
 # The C example in README.md must compile.
 $(BUILD)/readme_example: README.md $(LIB_A)
@@ -155,16 +157,16 @@ clean:
 #                   without them and their rows say why.
 # make bench-smoke  a few seconds: every case runs and gives sane numbers
 #                   (build/bench: no peers, so no hiredis or libpq needed)
-BENCH_SRC = $(wildcard bench/*.c)
+BENCH_SRC = $(wildcard bench/*.c) $(COMMON_SRC)
 BENCH_BIN = $(BUILD)/bench
 BENCH_VARS = BENCH_SECONDS BENCH_RUNS BENCH_THREADS BENCH_RECORDS_MAX \
              BENCH_RESTORE_REPEATS BENCH_CASES BENCH_OUT BENCH_WIDE_THREADS
 export $(BENCH_VARS)
 .PHONY: bench bench-smoke
 
-$(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h) $(LIB_A)
+$(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h common/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ibench -o $@ $(BENCH_SRC) $(LIB_A) $(LIBS) -lm
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ibench -Icommon -o $@ $(BENCH_SRC) $(LIB_A) $(LIBS) -lm
 
 bench:
 	@tests/deps.sh gnuplot-nox

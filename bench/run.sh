@@ -110,8 +110,10 @@ start_daemon() {
   tail -n 5 "$work/daemon-$name.log" >&2
   return 1
 }
-# new-counters leaves a counter in this daemon per call: no limit on names
-start_daemon coalesce --max-counters 1000000000
+# new-counters leaves a counter in this daemon per call: no limit on names.
+# BENCH_DAEMON_FLAGS: more options for this daemon (an A/B of a setting).
+# shellcheck disable=SC2086
+start_daemon coalesce --max-counters 1000000000 ${BENCH_DAEMON_FLAGS:-}
 export BENCH_DAEMON="--SERVER=127.0.0.1:$dport"
 start_daemon no-coalesce --no-coalesce
 export BENCH_DAEMON_NOCOALESCE="--SERVER=127.0.0.1:$dport"

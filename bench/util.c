@@ -15,13 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "format.h"
 
-uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+uint64_t now_ns(void) { return (uint64_t)common_mono_ns(); }
 
 void sleep_s(double s) {
   if (s <= 0) return;
@@ -30,17 +27,7 @@ void sleep_s(double s) {
   }
 }
 
-int mkdir_p(const char *path) {
-  char buf[PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
+int mkdir_p(const char *path) { return common_mkdir_p(path, 0755); }
 
 /* Calls fn on each entry of a directory tree, children first. */
 static int walk(const char *path, void (*fn)(const char *, const struct stat *,
@@ -64,16 +51,7 @@ static int walk(const char *path, void (*fn)(const char *, const struct stat *,
   return 0;
 }
 
-static void remove_one(const char *path, const struct stat *st, void *arg) {
-  int *failed = arg;
-  if ((S_ISDIR(st->st_mode) ? rmdir(path) : unlink(path)) != 0) *failed = 1;
-}
-
-int rm_rf(const char *path) {
-  int failed = 0;
-  if (walk(path, remove_one, &failed) != 0) return -1;
-  return failed ? -1 : 0;
-}
+int rm_rf(const char *path) { return common_rm_rf(path); }
 
 static void add_size(const char *path, const struct stat *st, void *arg) {
   (void)path;

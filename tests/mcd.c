@@ -9,6 +9,7 @@
  * inherited descriptor so that it never holds a test's pipe open.
  */
 #include "mcd.h"
+#include "common.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -70,22 +71,7 @@ static void live_del(pid_t pid) {
 
 /* ---- sockets ---------------------------------------------------------- */
 
-int mcd_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+int mcd_free_port(void) { return common_free_port(); }
 
 /* A connected socket with 2 s send/receive timeouts, or -1. */
 static int connect_port(int port) {
@@ -400,31 +386,7 @@ char *tmpdir_make(void) {
   return strdup(tmpl);
 }
 
-int tmpdir_remove(const char *path) {
-  if (!path) return 0;
-  struct stat st;
-  if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
-  if (!S_ISDIR(st.st_mode)) return unlink(path);
-  DIR *d = opendir(path);
-  if (!d) return -1;
-  int rc = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    size_t len = strlen(path) + strlen(e->d_name) + 2;
-    char *p = malloc(len);
-    if (!p) {
-      rc = -1;
-      break;
-    }
-    snprintf(p, len, "%s/%s", path, e->d_name);
-    if (tmpdir_remove(p) != 0) rc = -1;
-    free(p);
-  }
-  closedir(d);
-  if (rmdir(path) != 0) rc = -1;
-  return rc;
-}
+int tmpdir_remove(const char *path) { return common_rm_rf(path); }
 
 void tmpdir_free(char *path) {
   tmpdir_remove(path);
@@ -451,17 +413,9 @@ int64_t now_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+int64_t mono_us(void) { return common_mono_ns() / 1000; }
 
-void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
+void sleep_ms(int ms) { common_sleep_ms(ms); }
 
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
