@@ -1,4 +1,4 @@
-# ---- chaos harness (chaos/, issue 6) ---------------------------------------
+# ---- chaos harness (chaos/) ------------------------------------------------
 # make chaos   many clients (library threads; processes and connections
 #              through logcounterd) against a few counters and tallies while
 #              a nemesis injects faults on a seeded schedule, then a checker's

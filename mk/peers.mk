@@ -1,4 +1,4 @@
-# peers.mk - the benchmark's peers (issue 7): Redis INCR and PostgreSQL
+# peers.mk - the benchmark's peers: Redis INCR and PostgreSQL
 # sequences measured beside logcounter in the same run.
 #
 # $(BUILD)/bench-peers is build/bench with bench/peers/*.c (hiredis, libpq)
