@@ -1,4 +1,4 @@
-# ---- deep pipelines through logcounterd ------------------------------------------------------
+# ---- deep pipelines through logcounterd -----------------------------------
 # tests/daemon/lcd_pipe: the pipelining, never-reading and libmemcached
 # NOREPLY+BUFFER_REQUESTS clients of tests/suite_pipeline.sh (make test).
 PIPE_CLIENT = $(BUILD)/tests/lcd_pipe
