@@ -100,18 +100,33 @@ int lc__ledger_decode(const char *key, size_t klen, size_t plen,
 
 void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause) {
   if (first > last) return;
-  if (c->ngaps > 0) {           /* continues the last one: one entry */
-    lc__gap *p = &c->gaps[c->ngaps - 1];
-    if (p->cause == cause && p->last + 1 == first) {
-      p->last = last;
-      return;
+  /* Kept in value order, merged with neighbours of the same cause, so the
+   * blocks burned during a write outage (failing in any order, two in
+   * flight) stay one entry. */
+  lc__gap *g = c->gaps;
+  int i = 0;
+  while (i < c->ngaps && g[i].last < first) i++;
+  if (i > 0 && g[i - 1].cause == cause && g[i - 1].last + 1 == first) {
+    g[i - 1].last = last;
+    if (i < c->ngaps && g[i].cause == cause && g[i].first == last + 1) {
+      g[i - 1].last = g[i].last;
+      memmove(g + i, g + i + 1, sizeof *g * (size_t)(c->ngaps - i - 1));
+      c->ngaps--;
     }
+    return;
   }
-  if (c->ngaps == LC__GAPS) {   /* full: the oldest goes unexplained */
-    memmove(c->gaps, c->gaps + 1, sizeof c->gaps[0] * (LC__GAPS - 1));
+  if (i < c->ngaps && g[i].cause == cause && g[i].first == last + 1) {
+    g[i].first = first;
+    return;
+  }
+  if (c->ngaps == LC__GAPS) {   /* full: the lowest goes unexplained */
+    memmove(g, g + 1, sizeof *g * (LC__GAPS - 1));
     c->ngaps--;
+    if (i > 0) i--;
   }
-  c->gaps[c->ngaps++] = (lc__gap){first, last, cause};
+  memmove(g + i + 1, g + i, sizeof *g * (size_t)(c->ngaps - i));
+  g[i] = (lc__gap){first, last, cause};
+  c->ngaps++;
 }
 
 /* The hole first..last, split where the restart window ends. */
@@ -190,12 +205,8 @@ int lc__ledger_take(lc__counter *c, lc__gap out[LC__GAPS]) {
 }
 
 void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n) {
-  lc__gap later[LC__GAPS];
-  int nl = lc__ledger_take(c, later);
   for (int i = 0; i < n; i++)
     lc__ledger_gap(c, g[i].first, g[i].last, g[i].cause);
-  for (int i = 0; i < nl; i++)
-    lc__ledger_gap(c, later[i].first, later[i].last, later[i].cause);
 }
 
 void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,

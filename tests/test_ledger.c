@@ -469,6 +469,19 @@ static void test_frontier(void **state) {
   assert_int_equal(lc__ledger_take(c, g), 1);
   assert_i64_eq(g[0].first, 62);
   assert_i64_eq(g[0].last, 69);
+  /* Burned blocks failing in any order stay one entry. */
+  assert_int_equal(lc__ledger_take(c, g), 0);
+  lc__ledger_gap(c, 220, 229, LC_GAP_BURNED);
+  lc__ledger_gap(c, 200, 209, LC_GAP_BURNED);
+  lc__ledger_gap(c, 230, 239, LC_GAP_BURNED);
+  lc__ledger_gap(c, 210, 219, LC_GAP_BURNED);
+  lc__ledger_gap(c, 240, 240, LC_GAP_UNLOGGED);      /* another cause */
+  assert_int_equal(lc__ledger_take(c, g), 2);
+  assert_i64_eq(g[0].first, 200);
+  assert_i64_eq(g[0].last, 239);
+  assert_int_equal(g[1].cause, LC_GAP_UNLOGGED);
+  lc__ledger_putback(c, g, 2);                        /* a failed write */
+  assert_int_equal(lc__ledger_take(c, g), 2);
   /* Full of separate spans (never seen): merged, never a wrong entry. */
   for (int64_t v = 100; v < 100 + 3 * (LC__ACCEPTED + 4); v += 3)
     lc__ledger_taken(c, v, v, 71);
