@@ -203,6 +203,9 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   } else if (last) {          /* burned: the ledger says so next time */
     lc__ledger_putback(c, gaps, ngaps);
     lc__ledger_gap(c, last - (int64_t)(size - 1), last, LC_GAP_BURNED);
+    c->seg_size = 0;          /* auto: start small again, so that a write
+                                 outage does not burn a large segment per
+                                 attempt */
   }
   /* rewrites not written: back in front (their records stay open if
    * they do not fit, which is safe) */
