@@ -11,6 +11,9 @@
  *   dclient.c   "chaos dclient": connections to logcounterd
  *   check.c     the checker and its report
  *   logged.c    the checker's read-back of the owners' logs
+ *   ledger.c    the checker's reading of their gap ledgers
+ *   ledger_report.c  its part of the report (and which faults explain
+ *               which causes)
  *   util.c      time, random numbers, the shared control block
  *   powercut.c  the LD_PRELOAD shim (its own .so): records what each file
  *               of a log directory had made durable, fails log writes
@@ -197,8 +200,57 @@ typedef struct ch_logged {
   uint64_t unlogged, synced_lost, cut_away, pruned, corrupt, errors;
   char example[200], error[1400];
 } ch_logged;
+/* A run of ids between two acknowledged blocks that nobody received, and
+ * the fault kind check.c's blame() names for it (F_KINDS: none). */
+typedef struct ch_gap {
+  int64_t first, last;
+  int kind;
+} ch_gap;
+/* ledger.c: what the gap ledgers say, over every counter.  Causes are
+ * indexed by LC_GAP_* (1..6); index 0 is "in no ledger entry". */
+#define CH_CAUSES 7
+typedef struct ch_ledger {
+  bool read;                  /* at least one counter's ledger was read */
+  uint64_t entries[CH_CAUSES], ids[CH_CAUSES];   /* entries between records */
+  uint64_t owner_ids[3][CH_CAUSES];   /* the same by owner (T_EMB, T_LCD) */
+  uint64_t unexplained, holes;        /* ids in no record and no entry */
+  uint64_t unexplained_acked;         /* of those, acknowledged (their
+                                         records a power cut took) */
+  uint64_t conflicts;         /* overlaps, misplaced voids, undecodable
+                                 entries, acknowledged ids in a gap */
+  uint64_t c_unexplained[CH_COUNTERS], c_conflicts[CH_COUNTERS];
+  uint64_t below_oldest;      /* entries under a pruned counter's oldest
+                                 record (not checked) */
+  uint64_t acked_restart;     /* acknowledged ids in restart gaps: their
+                                 records a power cut took */
+  /* the acknowledged gaps: ids by fault blamed (F_KINDS: none) and cause
+   * (0: in no entry, and in no record: unexplained) */
+  uint64_t ack[F_KINDS + 1][CH_CAUSES];
+  uint64_t ack_handed[F_KINDS + 1];   /* in a record: handed out, never
+                                         acknowledged */
+  uint64_t ack_open[F_KINDS + 1];     /* of those, in an open segment */
+  uint64_t ack_pruned[F_KINDS + 1];   /* below a pruned counter's oldest */
+  char example[400], conflict[400];
+} ch_ledger;
+/* Checks counter c's records (sorted, n of them) and ledger entries
+ * (ne, bad of them undecodable) against each other, and the acknowledged
+ * blocks and gaps (both sorted by first) against them; adds to out. */
+struct lc_record;
+typedef struct ch_entry {
+  int64_t first, last;
+  int cause;
+} ch_entry;
+void ch_check_ledger(const ch_run *r, int c, const struct lc_record *rec,
+                     size_t n, const ch_entry *e, size_t ne, uint64_t bad,
+                     const ch_blk *blocks, size_t nb, const ch_gap *gaps,
+                     size_t ng, ch_ledger *out);
+/* ledger_report.c: prints the ledger's lines of the report; true when it
+ * holds (nothing unexplained, no conflict, every cause fits the faults of
+ * the run). */
+bool ch_ledger_report(const ch_run *r, const ch_ledger *l);
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
-                     ch_logged *out);
+                     const ch_gap *gaps, size_t ngaps, ch_logged *out,
+                     ch_ledger *led);
 /* A tally's total, pending and losses, from the log of who ("lcd"). */
 int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
                  int64_t *pending, uint64_t *losses);

@@ -13,7 +13,10 @@
  *    gap, else the nearest one).  A heuristic, not a proof: it names the
  *    fault that most plausibly burned the values (a call in flight when
  *    it struck, a failed write, a restart above the reservation);
- *  - logged: each owner's log read back (logged.c);
+ *  - logged: each owner's log read back (logged.c), with its gap ledger
+ *    (ledger.c): every hole between records tiled by ledger entries, and
+ *    every gap above explained by records (handed out, not acknowledged)
+ *    or by entries whose cause fits the faults of the run;
  *  - tallies: the durable total after a final sweep and flush, against
  *    the exact sum A of acknowledged changes and the sum U of changes
  *    attempted but not acknowledged (they may or may not have applied).
@@ -35,6 +38,8 @@
 typedef struct series {
   ch_blk *b;
   size_t n, cap;
+  ch_gap *g;          /* the gaps, in order, with the fault blamed */
+  size_t ng, gcap;
   uint64_t ids, dup_ids, dup_blocks, gap_ids, gap_runs;
   int64_t max;
 } series;
@@ -156,6 +161,11 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
                    ch_counter_name(c), (long long)b->first, (long long)hi);
       } else if (b->first > end + 1) {
         int k = blame(r, end_t, b->t_ns, ch_owner_of(c));
+        if (x->ng == x->gcap) {
+          x->gcap = x->gcap ? 2 * x->gcap : 256;
+          x->g = realloc(x->g, x->gcap * sizeof *x->g);
+        }
+        x->g[x->ng++] = (ch_gap){end + 1, b->first - 1, k};
         gap_runs[k]++;
         gap_ids[k] += (uint64_t)(b->first - end - 1);
         x->gap_runs++;
@@ -170,8 +180,10 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
 
   /* logged before returned: read each owner's log back */
   ch_logged lg = {0};
+  static ch_ledger led;
+  memset(&led, 0, sizeof led);
   for (int c = 0; c < CH_COUNTERS && !r->baseline; c++)
-    ch_check_logged(r, c, s[c].b, s[c].n, &lg);
+    ch_check_logged(r, c, s[c].b, s[c].n, s[c].g, s[c].ng, &lg, &led);
 
   /* the tallies' final state, as the last worker wrote it */
   int64_t total[CH_TALLIES] = {0}, pending[CH_TALLIES] = {0};
@@ -243,6 +255,13 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
       printf("%-13s   after %-18s %6llu runs %9llu ids\n", "",
              k == F_KINDS ? "(no fault)" : ch_fault_name(k),
              (unsigned long long)gap_runs[k], (unsigned long long)gap_ids[k]);
+  bool ledger_ok = true;
+  if (r->baseline)
+    line("ledger", "not checked (nor is logged in a baseline run)");
+  else if (lg.errors)
+    line("ledger", "not checked (a log could not be read: see logged)");
+  else
+    ledger_ok = ch_ledger_report(r, &led);
   for (int c = 0; c < CH_COUNTERS; c++)
     printf("%-13s %s (%s): %llu ids, up to %lld, %llu duplicated, %llu "
            "missing in %llu gaps\n", c ? "" : "counters", ch_counter_name(c),
@@ -288,10 +307,11 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   bool all_kinds = true;
   for (int k = 0; k < F_KINDS; k++) all_kinds = all_kinds && kinds[k] > 0;
   bool valid = dup_ids == 0 && ooo == 0 && tally_ok && r->unexpected == 0 &&
-               lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0;
+               lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0 &&
+               ledger_ok;
   printf("%-13s %s%s\n", "result", valid ? "VALID" : "INVALID",
          all_kinds ? "" : " (not every fault kind was injected)");
-  for (int c = 0; c < CH_COUNTERS; c++) free(s[c].b);
+  for (int c = 0; c < CH_COUNTERS; c++) free(s[c].b), free(s[c].g);
   fflush(stdout);
   return valid ? 0 : 1;
 }

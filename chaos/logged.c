@@ -1,5 +1,5 @@
 /*
- * logged.c - the checker's read-back of the owners' logs (P2: logged
+ * logged.c - the checker's read-back of the owners' logs (logged
  * before returned).  After the run each owner's log is read with the
  * library's iterator; every acknowledged block must lie within one logged
  * record, except:
@@ -9,7 +9,8 @@
  *  - blocks below the point the prune fault published before pruning (for
  *    a block across two prefetched segments, the part below it).
  * Both exceptions are counted, not hidden; so are records that do not
- * decode (must be none).  It also reads the daemon's tallies' final totals.
+ * decode (must be none).  It reads each counter's gap ledger with its
+ * records, for ledger.c, and the daemon's tallies' final totals.
  */
 #include "chaos.h"
 
@@ -18,12 +19,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Logged records of one counter, sorted by first value. */
+/* Logged records of one counter, sorted by first value, and its ledger
+ * entries (gaps and voids), sorted too. */
 typedef struct recs {
   lc_record *r;
   size_t n, cap;
   uint64_t corrupt;   /* records that did not decode */
+  ch_entry *e;
+  size_t ne, ecap;
+  uint64_t bad;       /* ledger entries that did not decode */
 } recs;
+
+static void *grow(void *p, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return p;
+  *cap = *cap ? 2 * *cap : 4096;
+  return realloc(p, *cap * size);
+}
+
+/* The counter's ledger, from the open handle h. */
+static int read_ledger(lc_t *h, int obj, recs *out) {
+  lc_iter *it = NULL;
+  int rc = lc_ledger_open(h, ch_counter_name(obj), &it);
+  lc_gap g;
+  int k;
+  while (!rc && (k = lc_ledger_next(it, &g)) != 0) {
+    if (k == LC_ECORRUPT) {   /* a conflict for ledger.c; the next follows */
+      out->bad++;
+      continue;
+    }
+    if (k < 0) {
+      rc = k;
+      break;
+    }
+    out->e = grow(out->e, &out->ecap, out->ne, sizeof *out->e);
+    out->e[out->ne++] = (ch_entry){g.first, g.last, g.cause};
+  }
+  lc_iter_close(it);
+  return rc;
+}
 
 /* Opens the log of owner who ("emb" or "lcd"), its path in path. */
 static int open_log(const ch_run *r, const char *who, char path[1024],
@@ -58,12 +91,10 @@ static int read_log(const ch_run *r, const char *who, int obj, recs *out,
       rc = k;
       break;
     }
-    if (out->n == out->cap) {
-      out->cap = out->cap ? 2 * out->cap : 4096;
-      out->r = realloc(out->r, out->cap * sizeof *out->r);
-    }
+    out->r = grow(out->r, &out->cap, out->n, sizeof *out->r);
     out->r[out->n++] = rec;
   }
+  if (!rc) rc = read_ledger(h, obj, out);
   if (rc) snprintf(err, size, "%s: %s (%s)", path, lc_err_name(rc), lc_last_detail());
   lc_iter_close(it);
   lc_close(h);
@@ -119,15 +150,19 @@ int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
 }
 
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
-                     ch_logged *out) {
+                     const ch_gap *gaps, size_t ngaps, ch_logged *out,
+                     ch_ledger *led) {
   recs l = {0};
   if (read_log(r, ch_owner_of(c) == T_EMB ? "emb" : "lcd", c, &l, out->error,
                sizeof out->error) != 0) {
     out->errors++;
     free(l.r);
+    free(l.e);
     return;
   }
   out->corrupt += l.corrupt;
+  ch_check_ledger(r, c, l.r, l.n, l.e, l.ne, l.bad, blocks, n, gaps, ngaps,
+                  led);
   int64_t cut = last_cut(r, ch_owner_of(c));
   for (size_t i = 0; i < n; i++) {
     const ch_blk *b = &blocks[i];
@@ -153,4 +188,5 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
                b->t_ns <= cut ? " (synced)" : "");
   }
   free(l.r);
+  free(l.e);
 }

@@ -1,0 +1,203 @@
+/*
+ * ledger_report.c - the gap ledger's part of the chaos report (what
+ * ledger.c found): the gaps explained by cause, what is unexplained or in
+ * conflict, whether each cause fits the faults of the run, and the
+ * acknowledged gaps tabulated by fault blamed and ledger cause.
+ *
+ * The fit, per owner: a cause seen on its counters must be one that a
+ * fault injected in the run (on it, or on memcached) can produce; unfit()
+ * says which can, read from nemesis.c and the library.  The blame of
+ * check.c is a heuristic, so the table is only reported: what fails is a
+ * cause that no fault of the whole run explains.
+ */
+#include "chaos.h"
+
+#include <logcounter.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Was a fault of kind injected on owner (or on memcached, which every
+ * owner uses)? */
+static bool hit(const ch_run *r, int kind, int owner) {
+  for (size_t i = 0; i < r->nfaults; i++) {
+    const ch_fault *f = &r->faults[i];
+    if (!f->missed && f->kind == kind &&
+        (f->target == T_NONE || f->target == owner))
+      return true;
+  }
+  return false;
+}
+
+/* Did owner ever run with prefetched segments?  Its n-th start ran in
+ * ch_owner_mode(n). */
+static bool ran_prefetch(const ch_run *r, int owner) {
+  int n = 0;
+  for (size_t i = 0; i < r->nstarts; i++)
+    if (r->starts[i].target == owner &&
+        strcmp(ch_owner_mode(++n, r->baseline), "prefetch") == 0)
+      return true;
+  return false;
+}
+
+/* Why no fault of the run can have produced cause on owner's counters,
+ * or NULL when one can:
+ *  burned    a failed log write: only log-write-fail fails them;
+ *  restart   holes up to the reservation a run left without closing:
+ *            owner-kill, power-cut, or an owner that died by itself;
+ *  unlogged  memcached ahead of the log: an increment whose answer was
+ *            lost (a timeout: memcached-freeze or -kill, or any call that
+ *            failed), a run killed between increment and log write
+ *            (owner-kill, power-cut, a crash), or memcached set ahead of
+ *            a restarted owner (memcached-rewind to an older snapshot);
+ *            a flush alone makes the library restore from the log, exact;
+ *  segment   the unused rest of a prefetched segment: a start in
+ *            prefetch mode;
+ *  advance, void: never, chaos calls none of lc_advance, lc_adopt,
+ *            lc_void. */
+static const char *unfit(const ch_run *r, int owner, int cause) {
+  bool died = hit(r, F_OWNER_KILL, owner) || hit(r, F_POWER_CUT, owner) ||
+              r->unexpected > 0;
+  const ch_ctl *ctl = owner == T_EMB ? r->emb_ctl : r->dcl_ctl;
+  switch (cause) {
+  case LC_GAP_BURNED:
+    return hit(r, F_WRITE_FAIL, owner) ? NULL : "no log-write-fail hit it";
+  case LC_GAP_RESTART:
+    return died ? NULL : "it was never killed, cut off or crashed";
+  case LC_GAP_UNLOGGED:
+    return died || hit(r, F_MC_KILL, owner) || hit(r, F_MC_FREEZE, owner) ||
+                   hit(r, F_MC_REWIND, owner) ||
+                   atomic_load(&ctl->calls_failed) > 0
+               ? NULL
+               : "no memcached kill, freeze or rewind, no kill, power cut "
+                 "or crash of it, and no call failed";
+  case LC_GAP_SEGMENT:
+    return ran_prefetch(r, owner) ? NULL : "it never ran with prefetch";
+  case LC_GAP_ADVANCE:
+    return "chaos calls neither lc_advance nor lc_adopt";
+  default:
+    return "chaos never calls lc_void";
+  }
+}
+
+/* " (e0 3, d1 2)": the counters with a non-zero count. */
+static void by_counter(const uint64_t n[CH_COUNTERS]) {
+  const char *sep = " (";
+  for (int c = 0; c < CH_COUNTERS; c++)
+    if (n[c]) {
+      printf("%s%s %llu", sep, ch_counter_name(c), (unsigned long long)n[c]);
+      sep = ", ";
+    }
+  if (sep[0] == ',') printf(")");
+}
+
+/* The table's columns: a cause's name, at least 8 wide. */
+static int width(const char *name) {
+  int w = (int)strlen(name);
+  return w < 8 ? 8 : w;
+}
+
+static void cell(const char *name, uint64_t v) {
+  printf(" %*llu", width(name), (unsigned long long)v);
+}
+
+static void row(const char *label, const uint64_t ack[CH_CAUSES],
+                uint64_t handed, uint64_t open, uint64_t pruned) {
+  printf("%-13s   %-18s", "", label);
+  for (int j = 1; j < CH_CAUSES; j++) cell(lc_gap_cause_name(j), ack[j]);
+  cell("record", handed);
+  cell("open", open);
+  cell("pruned", pruned);
+  cell("none", ack[0]);
+  printf("\n");
+}
+
+bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
+  uint64_t gaps = 0;
+  for (int k = 1; k < LC_GAP_VOID; k++) gaps += l->entries[k];
+  printf("%-13s %llu gaps explained (by cause:", "ledger",
+         (unsigned long long)gaps);
+  const char *sep = " ";
+  for (int k = 1; k < LC_GAP_VOID; k++)
+    if (l->entries[k]) {
+      printf("%s%s %llu gaps %llu ids", sep, lc_gap_cause_name(k),
+             (unsigned long long)l->entries[k], (unsigned long long)l->ids[k]);
+      sep = ", ";
+    }
+  printf("%s)", gaps ? "" : " none");
+  if (l->entries[LC_GAP_VOID])
+    printf(", %llu voids (%llu ids)",
+           (unsigned long long)l->entries[LC_GAP_VOID],
+           (unsigned long long)l->ids[LC_GAP_VOID]);
+  /* A power cut can take an owner's unsynced records, and with them the
+   * entries that rode along (default durability; LevelDB does not sync
+   * the directory after a restart's recovery either): holes on the
+   * counters of an owner it hit are excused, not failed. */
+  uint64_t excused = 0;
+  for (int c = 0; c < CH_COUNTERS; c++)
+    if (hit(r, F_POWER_CUT, ch_owner_of(c))) excused += l->c_unexplained[c];
+  printf("; %llu ids unexplained in %llu holes",
+         (unsigned long long)l->unexplained, (unsigned long long)l->holes);
+  by_counter(l->c_unexplained);
+  if (l->unexplained_acked)
+    printf(", %llu of them acknowledged (records a power cut took)",
+           (unsigned long long)l->unexplained_acked);
+  if (excused)
+    printf(", %llu on owners a power cut hit (excused: records and entries "
+           "it may have taken)", (unsigned long long)excused);
+  printf(" (else must be 0); %llu conflicts with the records",
+         (unsigned long long)l->conflicts);
+  by_counter(l->c_conflicts);
+  printf(" (must be 0)");
+  if (l->acked_restart)
+    printf("; %llu acknowledged ids in restart gaps (records a power cut "
+           "took)", (unsigned long long)l->acked_restart);
+  if (l->below_oldest)
+    printf("; %llu entries below a pruned counter's oldest record",
+           (unsigned long long)l->below_oldest);
+  printf("\n");
+  if (l->example[0]) printf("%-13s   unexplained, e.g. %s\n", "", l->example);
+  if (l->conflict[0]) printf("%-13s   conflict, e.g. %s\n", "", l->conflict);
+
+  /* each cause against the faults of the run, per owner */
+  unsigned misfits = 0;
+  for (int o = T_EMB; o <= T_LCD; o++)
+    for (int k = 1; k < CH_CAUSES; k++) {
+      const char *why = l->owner_ids[o][k] ? unfit(r, o, k) : NULL;
+      if (why == NULL) continue;
+      printf("%-13s   FAIL: %llu %s ids on %s's counters, but %s\n", "",
+             (unsigned long long)l->owner_ids[o][k], lc_gap_cause_name(k),
+             ch_target_name(o), why);
+      misfits++;
+    }
+  if (!misfits && (gaps || l->entries[LC_GAP_VOID]))
+    printf("%-13s   every cause fits the faults injected\n", "");
+
+  /* the acknowledged gaps: fault blamed x cause */
+  uint64_t col[CH_CAUSES] = {0}, handed = 0, open = 0, pruned = 0;
+  bool any = false;
+  for (int k = 0; k <= F_KINDS; k++) {
+    uint64_t sum = l->ack_handed[k] + l->ack_pruned[k];
+    for (int j = 0; j < CH_CAUSES; j++) sum += l->ack[k][j];
+    if (!sum) continue;
+    if (!any) {
+      printf("%-13s   acknowledged gaps, ids by fault blamed and what the log "
+             "says (record: handed out, never acknowledged; open: of those, "
+             "in a segment a crash left open; pruned: below a pruned "
+             "counter's oldest record; none: must be 0):\n", "");
+      printf("%-13s   %-18s", "", "after");
+      for (int j = 1; j < CH_CAUSES; j++)
+        printf(" %*s", width(lc_gap_cause_name(j)), lc_gap_cause_name(j));
+      printf(" %8s %8s %8s %8s\n", "record", "open", "pruned", "none");
+      any = true;
+    }
+    row(k == F_KINDS ? "(no fault)" : ch_fault_name(k), l->ack[k],
+        l->ack_handed[k], l->ack_open[k], l->ack_pruned[k]);
+    for (int j = 0; j < CH_CAUSES; j++) col[j] += l->ack[k][j];
+    handed += l->ack_handed[k], open += l->ack_open[k];
+    pruned += l->ack_pruned[k];
+  }
+  if (any) row("total", col, handed, open, pruned);
+  /* the "none" ids lie in unexplained holes: excused with them */
+  return l->read && l->unexplained == excused && l->conflicts == 0 &&
+         col[0] <= excused && misfits == 0;
+}
