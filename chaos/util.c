@@ -5,6 +5,7 @@
  * memcached text commands over loopback.
  */
 #include "chaos.h"
+#include "common.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,18 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-int64_t ch_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t ch_now_ns(void) { return common_mono_ns(); }
 
-void ch_sleep_ms(int64_t ms) {
-  if (ms <= 0) return;
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
+void ch_sleep_ms(int64_t ms) { common_sleep_ms(ms); }
 
 uint64_t ch_rand(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -100,20 +92,8 @@ bool ch_port_open(int port) {
   return true;
 }
 
-/* A free loopback port, as the kernel picks it. */
-int ch_port_free(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+/* A free loopback port, below the ephemeral range (common.h). */
+int ch_port_free(void) { return common_free_port(); }
 
 /* Sends one command line (without CRLF) and reads one reply line. */
 int ch_mc_command(int port, const char *cmd, char *reply, size_t size) {

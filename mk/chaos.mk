@@ -13,7 +13,7 @@
 #                               CHAOS_SERVERS=3: the multi-server mode)
 #                CHAOS_FLAGS    more options of build/chaos run (--help)
 # tests/suite_chaos.sh runs a short round in make test.
-CHAOS_SRC  = $(filter-out chaos/powercut.c,$(wildcard chaos/*.c))
+CHAOS_SRC  = $(filter-out chaos/powercut.c,$(wildcard chaos/*.c)) $(COMMON_SRC)
 CHAOS_BIN  = $(BUILD)/chaos
 CHAOS_SHIM = $(BUILD)/chaos_powercut.so
 CHAOS_SECONDS ?= 180
@@ -24,9 +24,9 @@ CHAOS_FLAGS   ?=
 TEST_EXTRA += $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
 .PHONY: chaos
 
-$(CHAOS_BIN): $(CHAOS_SRC) chaos/chaos.h $(LIB_SEAM_A)
+$(CHAOS_BIN): $(CHAOS_SRC) chaos/chaos.h common/common.h $(LIB_SEAM_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -DLC_TEST_SEAMS -Ichaos -o $@ $(CHAOS_SRC) $(LIB_SEAM_A) $(LIBS)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -DLC_TEST_SEAMS -Ichaos -Icommon -o $@ $(CHAOS_SRC) $(LIB_SEAM_A) $(LIBS)
 
 # Preloaded into every owner, sanitizer builds included: built without a
 # sanitizer (the runtime is the program's).
