@@ -2,7 +2,8 @@
 # memcached.sh - starts or stops a private memcached on a free loopback port.
 #   memcached.sh start DIR   starts one, writes DIR/memcached.pid, prints port
 #   memcached.sh stop DIR    stops the one started with DIR
-# It listens on 127.0.0.1 only, without UDP, and with -M (no eviction).
+# It listens on 127.0.0.1 only, without UDP, and with -M (no eviction:
+# when full it answers errors), with LC_MEMCACHED_MB of memory (default 64).
 set -eu
 . "$(dirname "$0")/port.sh"
 cmd=${1:?usage: memcached.sh start|stop DIR}
@@ -16,7 +17,7 @@ start)
     tries=$((tries + 1))
     port=$(free_port) || continue
     # shellcheck disable=SC2086
-    memcached -l 127.0.0.1 -p "$port" -U 0 -M -m 64 $user -d -P "$dir/memcached.pid" 2>"$dir/memcached.err" || continue
+    memcached -l 127.0.0.1 -p "$port" -U 0 -M -m "${LC_MEMCACHED_MB:-64}" $user -d -P "$dir/memcached.pid" 2>"$dir/memcached.err" || continue
     i=0
     while [ $i -lt 50 ]; do
       if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
