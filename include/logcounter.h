@@ -131,7 +131,10 @@ typedef struct lc_options {
   int timeout_ms;               /* memcached connect/answer; 0: 1000 */
   int lock_wait_ms;             /* wait this long for a held log; 0: none */
   uint64_t reserve;             /* reservation window; 0: 1000 */
-  int pool_size;                /* memcached connections; 0: 16 */
+  int pool_size;                /* memcached connections; 0: 16.  A call
+                                   finding none free waits for one, up to
+                                   timeout_ms (then LC_ETIMEDOUT): give at
+                                   least one per thread calling at once */
   const char *owner;            /* who holds the log, shown to processes
                                    that find it held; NULL: "liblogcounter" */
   /* Remote mode: "HOST:PORT" or a unix socket path of a logcounterd.  When

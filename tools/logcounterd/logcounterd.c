@@ -60,7 +60,7 @@ static void settings_init(lcd_settings *set) {
   set->prefetch = 0;        /* LOGCOUNTER_PREFETCH: parse_options */
   set->timeout_ms = 1000;
   set->threads = default_threads();
-  set->workers = 4;
+  set->workers = 32;
   set->max_connections = 1024;
   set->idle_timeout = 0;
   set->line_timeout = 10;
@@ -157,7 +157,8 @@ static void usage(FILE *f) {
     "                          into one memcached increment\n"
     "  --workers N             threads for slow library calls (first use\n"
     "                          of a name, sync durability), 1..1024\n"
-    "                          (default %d)\n"
+    "                          (default %d; new names arriving together\n"
+    "                          share one synced write per worker wave)\n"
     "  --no-coalesce           do not merge them: every incr request costs\n"
     "                          its own memcached increment (to measure\n"
     "                          what coalescing gains) (default: %s)\n"
@@ -464,6 +465,11 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.timeout_ms = s->set->timeout_ms;
   o.max_counters = s->set->max_counters;
   o.max_tallies = s->set->max_tallies;
+  /* a memcached connection for every thread that calls the library at
+   * once (loops, workers, the flusher, the prefetcher): a call that waits
+   * for one gives up after the timeout */
+  o.pool_size = s->set->threads + s->set->workers + 2;
+  if (o.pool_size < 16) o.pool_size = 16;
   snprintf(owner, size, LCD_PROG " (pid %ld)", (long)getpid());
   o.owner = owner;
   if (!s->set->coalesce)
