@@ -181,6 +181,22 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   return 0;
 }
 
+int lc__counter_claim(lc_t *h, lc__counter *c) {
+  if (c->floor == 0 && !atomic_load(&c->refusal)) {
+    /* A counter this log has never logged, reserved or skipped: seed its
+     * key first (add: a key that exists is left alone), so that the first
+     * increment finds it instead of missing, seeding and claiming again
+     * (three round trips fewer per new name).  Before the claim, not
+     * after: if memcached loses both meanwhile, that increment misses and
+     * the usual seed claims again.  Seeding a key another log owns is
+     * harmless (it restarts at 0; its owner's floor check raises it). */
+    int rc = lc__cache_add(&h->cache, c->key, c->klen, 0);
+    if (rc < 0) return rc;
+    if (rc == 0) LC__STAT(h, restores, 1);
+  }
+  return lc__claim(h, c);
+}
+
 /* Leader only: seeds a lost key at max(floor, log max) with add, after
  * claiming the counter again (memcached lost the claim with the key). */
 static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
@@ -516,7 +532,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       pthread_mutex_unlock(&c->mu);
       lc__counter_acquire(c);
       rc = lc__counter_load(h, c);
-      if (!rc && !c->claimed) rc = lc__claim(h, c);
+      if (!rc && !c->claimed) rc = lc__counter_claim(h, c);
       lc__counter_release(c);
       if (rc) {
         pthread_cond_destroy(&r.cv);
@@ -575,7 +591,7 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   if (!rc) {
     lc__counter_acquire(c);
     rc = lc__counter_load(h, c);
-    if (!rc && claim && !c->claimed) rc = lc__claim(h, c);
+    if (!rc && claim && !c->claimed) rc = lc__counter_claim(h, c);
     if (!rc) rc = op(h, c, arg, out);
     lc__counter_release(c);
   }

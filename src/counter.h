@@ -107,6 +107,9 @@ int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out);
 int lc__counter_find(lc_t *h, const char *name, lc__counter **out);
 void lc__counter_acquire(lc__counter *c);
 void lc__counter_release(lc__counter *c);
+/* Leader only, loaded: claims c (lc__claim), seeding a counter this log
+ * has never used in memcached first. */
+int lc__counter_claim(lc_t *h, lc__counter *c);
 /* Leader only: floor and reserved from the log on first use. */
 int lc__counter_load(lc_t *h, lc__counter *c);
 /* Leader only: a block of n values wholly above floor from memcached

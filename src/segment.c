@@ -152,7 +152,7 @@ static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
 static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   lc__counter_acquire(c);
   int rc = lc__counter_load(h, c);
-  if (!rc && !c->claimed) rc = lc__claim(h, c);
+  if (!rc && !c->claimed) rc = lc__counter_claim(h, c);
   lc__seg closes[LC__SEG_CLOSES];
   pthread_mutex_lock(&c->mu);
   uint64_t size = next_size(h, c);
