@@ -26,10 +26,10 @@
 
 #include "logcounter.h"
 
-static const char *const CASES[] = {"memcached-incr", "seed", "next", "next_n",
-                                    "leveldb-put", "daemon-incr", "tally-add",
-                                    "tally-flush", "restore", "prune",
-                                    "new-counters"};
+static const char *const CASES[] = {
+    "memcached-incr", "seed",        "next",        "next_n",
+    "leveldb-put",    "daemon-incr", "tally-add",   "tally-flush",
+    "restore",        "prune",       "new-counters"};
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 static void usage(FILE *f) {
@@ -100,13 +100,16 @@ static const char *env(const char *name, const char *def) {
 static int parse_cfg(bench_cfg *c) {
   char *end;
   c->seconds = strtod(env("BENCH_SECONDS", "24"), &end);
-  if (*end || !(c->seconds > 0)) return fprintf(stderr, "bench: bad BENCH_SECONDS\n"), -1;
+  if (*end || !(c->seconds > 0))
+    return fprintf(stderr, "bench: bad BENCH_SECONDS\n"), -1;
   c->runs = atoi(env("BENCH_RUNS", "3"));
   c->restore_repeats = atoi(env("BENCH_RESTORE_REPEATS", "5"));
   if (c->runs < 1 || c->runs > BENCH_MAX_RUNS || c->restore_repeats < 1 ||
       c->restore_repeats > BENCH_MAX_RUNS)
-    return fprintf(stderr, "bench: BENCH_RUNS and BENCH_RESTORE_REPEATS: 1..%d\n",
-                   BENCH_MAX_RUNS), -1;
+    return fprintf(stderr,
+                   "bench: BENCH_RUNS and BENCH_RESTORE_REPEATS: 1..%d\n",
+                   BENCH_MAX_RUNS),
+           -1;
   c->records_max = strtoull(env("BENCH_RECORDS_MAX", "10000000"), &end, 10);
   if (*end || c->records_max < 10 || c->records_max > 1000000000)
     return fprintf(stderr, "bench: BENCH_RECORDS_MAX: 10..1000000000\n"), -1;
@@ -213,16 +216,18 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
   bool ok = true;
   double each = cfg->seconds / cfg->runs / cfg->nthreads;
   for (int r = 0; r < cfg->runs; r++) {
-    for (int t = 0; t < nt; t++) {  /* each case close in time to its incr */
+    for (int t = 0; t < nt; t++) { /* each case close in time to its incr */
       for (int i = 0; i < cs->n; i++) {
         const workload *w = &cs->w[i];
         if (!workload_runs_at(w, counts[t], wide_only[t])) continue;
         sample *x = &s[(i * nt + t) * cfg->runs + r];
-        bool ran = run_once(w, counts[t], w->time_share > 0
-                                              ? each * w->time_share : each, x);
-        ok &= ran || is_peer(w->kase);  /* a peer's failure is only reported */
-        fprintf(stderr, "bench: run %d/%d %-14s %-7s %4llu x %d threads: "
-                "%.0f ids/s\n", r + 1, cfg->runs, w->kase, w->mode,
+        bool ran = run_once(w, counts[t],
+                            w->time_share > 0 ? each * w->time_share : each, x);
+        ok &= ran || is_peer(w->kase); /* a peer's failure is only reported */
+        fprintf(stderr,
+                "bench: run %d/%d %-14s %-7s %4llu x %d threads: "
+                "%.0f ids/s\n",
+                r + 1, cfg->runs, w->kase, w->mode,
                 (unsigned long long)w->block, counts[t], x->ids_per_s);
       }
     }
@@ -233,7 +238,7 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
       sample *runs = &s[(i * nt + t) * cfg->runs], *med = runs;
       double rates[BENCH_MAX_RUNS];
       for (int r = 0; r < cfg->runs; r++) rates[r] = runs[r].ids_per_s;
-      median(rates, cfg->runs);  /* sorts: the middle one is a real run */
+      median(rates, cfg->runs); /* sorts: the middle one is a real run */
       double want = rates[(cfg->runs - 1) / 2];
       uint64_t errors = 0;
       for (int r = 0; r < cfg->runs; r++) {
@@ -241,8 +246,16 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
         if (runs[r].ids_per_s == want) med = &runs[r];
       }
       point *p = results_add_point(res);
-      *p = (point){"", "", counts[t], cs->w[i].block, med->ids_per_s,
-                   med->p50_us, med->p99_us, med->p999_us, -1, errors};
+      *p = (point){"",
+                   "",
+                   counts[t],
+                   cs->w[i].block,
+                   med->ids_per_s,
+                   med->p50_us,
+                   med->p99_us,
+                   med->p999_us,
+                   -1,
+                   errors};
       snprintf(p->kase, sizeof p->kase, "%s", cs->w[i].kase);
       snprintf(p->mode, sizeof p->mode, "%s", cs->w[i].mode);
     }
@@ -262,7 +275,8 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
 
 static double incr_rate(const results *res, int threads) {
   for (size_t i = 0; i < res->np; i++)
-    if (strcmp(res->p[i].kase, "memcached-incr") == 0 && res->p[i].threads == threads)
+    if (strcmp(res->p[i].kase, "memcached-incr") == 0 &&
+        res->p[i].threads == threads)
       return res->p[i].ids_per_s;
   return 0;
 }
@@ -310,21 +324,23 @@ static void print_table(const results *res) {
            us(a, sizeof a, p->p50_us), us(b, sizeof b, p->p99_us),
            us(c, sizeof c, p->p999_us), ratio, (unsigned long long)p->errors);
   }
-  for (int i = 0; i < res->nskip; i++)  /* a peer that did not run: why */
+  for (int i = 0; i < res->nskip; i++) /* a peer that did not run: why */
     printf("%-18s %-12s %7s %8llu  not run: %s\n", res->skip[i].kase,
            res->skip[i].mode, "-", (unsigned long long)res->skip[i].block,
            res->skip[i].why);
-  printf("seed (UNSAFE) is the original LogCounter: set instead of add, no lock,"
-         " record written\nafter the value is used and its failure ignored.  "
-         "For restore and prune rows, block is\nthe log's record count, ids/s "
-         "is operations per second; for tally-flush, block is the\nnumber of "
-         "dirty tallies and ids/s is tallies flushed per second.\n");
+  printf(
+      "seed (UNSAFE) is the original LogCounter: set instead of add, no lock,"
+      " record written\nafter the value is used and its failure ignored.  "
+      "For restore and prune rows, block is\nthe log's record count, ids/s "
+      "is operations per second; for tally-flush, block is the\nnumber of "
+      "dirty tallies and ids/s is tallies flushed per second.\n");
   double factor = 0;
   int at = coalescing_factor(res, &factor);
   if (at > 0)
     printf("daemon-incr: threads = client connections to logcounterd, one "
            "counter.  Coalescing\nfactor at %d connections: %.2f (coalesce "
-           "ids/s / no-coalesce ids/s).\n", at, factor);
+           "ids/s / no-coalesce ids/s).\n",
+           at, factor);
   if (res->tally_writes >= 0)
     printf("tally-flush: durable writes per tally per window: %lld (log writes "
            "for %llu changes of\none tally in one window and a forced flush "
@@ -339,37 +355,46 @@ static void print_table(const results *res) {
   for (size_t i = 0; i < res->nr; i++) {
     const restore_row *r = &res->r[i];
     char rate[24] = "-";
-    if (r->records_per_s >= 0) snprintf(rate, sizeof rate, "%.0f", r->records_per_s);
+    if (r->records_per_s >= 0)
+      snprintf(rate, sizeof rate, "%.0f", r->records_per_s);
     printf("%-11s %-12s %10llu %10llu %10.6f %12s %14llu %14llu %3s\n", r->kase,
-           r->mode, (unsigned long long)r->records, (unsigned long long)r->pruned,
-           r->seconds, rate, (unsigned long long)r->bytes_before,
+           r->mode, (unsigned long long)r->records,
+           (unsigned long long)r->pruned, r->seconds, rate,
+           (unsigned long long)r->bytes_before,
            (unsigned long long)r->bytes_after, r->ok ? "yes" : "NO");
   }
 }
 
 static int write_csv(const bench_cfg *cfg, const results *res) {
   char path[4096];
-  if (mkdir_p(cfg->out) != 0) return fprintf(stderr, "bench: cannot create %s\n", cfg->out), -1;
+  if (mkdir_p(cfg->out) != 0)
+    return fprintf(stderr, "bench: cannot create %s\n", cfg->out), -1;
   snprintf(path, sizeof path, "%s/latest.csv", cfg->out);
   FILE *f = fopen(path, "w");
   if (f == NULL) return fprintf(stderr, "bench: cannot write %s\n", path), -1;
-  fprintf(f, "case,mode,threads,block,ids_per_s,p50_us,p99_us,p999_us,ratio_to_incr\n");
+  fprintf(
+      f,
+      "case,mode,threads,block,ids_per_s,p50_us,p99_us,p999_us,ratio_to_incr\n");
   for (size_t i = 0; i < res->np; i++) {
     const point *p = &res->p[i];
-    fprintf(f, "%s,%s,%d,%llu,%.1f,%.2f,%.2f,%.2f,", p->kase, p->mode, p->threads,
-            (unsigned long long)p->block, p->ids_per_s, p->p50_us, p->p99_us,
-            p->p999_us);
+    fprintf(f, "%s,%s,%d,%llu,%.1f,%.2f,%.2f,%.2f,", p->kase, p->mode,
+            p->threads, (unsigned long long)p->block, p->ids_per_s, p->p50_us,
+            p->p99_us, p->p999_us);
     if (p->ratio >= 0) fprintf(f, "%.3f", p->ratio);
     fputc('\n', f);
   }
   int bad = ferror(f) | fclose(f);
   snprintf(path, sizeof path, "%s/latest-restore.csv", cfg->out);
-  if ((f = fopen(path, "w")) == NULL) return fprintf(stderr, "bench: cannot write %s\n", path), -1;
-  fprintf(f, "case,mode,records,pruned,seconds,records_per_s,db_bytes_before,db_bytes_after\n");
+  if ((f = fopen(path, "w")) == NULL)
+    return fprintf(stderr, "bench: cannot write %s\n", path), -1;
+  fprintf(
+      f,
+      "case,mode,records,pruned,seconds,records_per_s,db_bytes_before,db_bytes_after\n");
   for (size_t i = 0; i < res->nr; i++) {
     const restore_row *r = &res->r[i];
     fprintf(f, "%s,%s,%llu,%llu,%.6f,", r->kase, r->mode,
-            (unsigned long long)r->records, (unsigned long long)r->pruned, r->seconds);
+            (unsigned long long)r->records, (unsigned long long)r->pruned,
+            r->seconds);
     if (r->records_per_s >= 0) fprintf(f, "%.0f", r->records_per_s);
     fprintf(f, ",%llu,%llu\n", (unsigned long long)r->bytes_before,
             (unsigned long long)r->bytes_after);
@@ -382,18 +407,19 @@ static int write_csv(const bench_cfg *cfg, const results *res) {
 /* The sanity checks; returns the number of failures. */
 static int check(const bench_cfg *cfg, const results *res, bool quiet) {
   int passed = 0, failed = 0;
-#define VERDICT(cond, ...)                                     \
-  do {                                                         \
-    if (cond) passed++;                                        \
-    else {                                                     \
-      failed++;                                                \
+#define VERDICT(cond, ...)                                           \
+  do {                                                               \
+    if (cond)                                                        \
+      passed++;                                                      \
+    else {                                                           \
+      failed++;                                                      \
       if (!quiet) fprintf(stderr, "bench-smoke: FAIL " __VA_ARGS__); \
-    }                                                          \
+    }                                                                \
   } while (0)
   for (size_t c = 0; c < NCASES; c++) {
     if (!bench_case_selected(cfg, CASES[c])) continue;
     bool daemon = strcmp(CASES[c], "daemon-incr") == 0;
-    if (daemon && cfg->daemon == NULL) continue;  /* no daemon: skipped */
+    if (daemon && cfg->daemon == NULL) continue; /* no daemon: skipped */
     int n = 0, nc = 0;
     for (size_t i = 0; i < res->np; i++) {
       n += strcmp(res->p[i].kase, CASES[c]) == 0;
@@ -406,18 +432,20 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
   }
   for (size_t i = 0; i < res->np; i++) {
     const point *p = &res->p[i];
-    if (is_peer(p->kase) && !cfg->check) continue;  /* reported, not fatal */
+    if (is_peer(p->kase) && !cfg->check) continue; /* reported, not fatal */
     VERDICT(p->ids_per_s > 0 && p->errors == 0 && p->p50_us > 0 &&
                 p->p50_us <= p->p99_us && p->p99_us <= p->p999_us,
             "%s %s block %llu at %d threads: %.1f ids/s, %llu errors, p50 "
-            "%.1f p99 %.1f p999 %.1f us\n", p->kase, p->mode,
-            (unsigned long long)p->block, p->threads, p->ids_per_s,
-            (unsigned long long)p->errors, p->p50_us, p->p99_us, p->p999_us);
+            "%.1f p99 %.1f p999 %.1f us\n",
+            p->kase, p->mode, (unsigned long long)p->block, p->threads,
+            p->ids_per_s, (unsigned long long)p->errors, p->p50_us, p->p99_us,
+            p->p999_us);
   }
   if (bench_case_selected(cfg, "tally-flush"))
     VERDICT(res->tally_writes == 1 && res->tally_flushed == 1,
             "tally-flush: %lld durable writes per tally per window (%llu "
-            "records flushed), want 1\n", (long long)res->tally_writes,
+            "records flushed), want 1\n",
+            (long long)res->tally_writes,
             (unsigned long long)res->tally_flushed);
   /* a peer that did not run fails only the smoke run of build/bench-peers
    * (make bench-peers-smoke); make bench goes on without it */
@@ -427,8 +455,8 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
             res->skip[i].why);
   for (size_t i = 0; i < res->nr; i++) {
     const restore_row *r = &res->r[i];
-    VERDICT(r->ok && r->seconds > 0, "%s %s of %llu records\n", r->kase, r->mode,
-            (unsigned long long)r->records);
+    VERDICT(r->ok && r->seconds > 0, "%s %s of %llu records\n", r->kase,
+            r->mode, (unsigned long long)r->records);
   }
 #undef VERDICT
   if (cfg->check) printf("bench-smoke: %d passed, %d failed\n", passed, failed);
@@ -438,7 +466,8 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
 int main(int argc, char **argv) {
   bench_cfg cfg = {0};
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--check") == 0) cfg.check = true;
+    if (strcmp(argv[i], "--check") == 0)
+      cfg.check = true;
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -452,18 +481,21 @@ int main(int argc, char **argv) {
   machine(mach, sizeof mach);
   printf("logcounter %s benchmark on %s\n", lc_version(), mach);
   printf("memcached %s; %.3g s per case line: %d run(s) of %.3g s per "
-         "point, median run reported; threads", cfg.memcached, cfg.seconds,
-         cfg.runs, cfg.seconds / cfg.runs / cfg.nthreads);
-  for (int i = 0; i < cfg.nthreads; i++) printf("%s%d", i ? "," : " ", cfg.threads[i]);
+         "point, median run reported; threads",
+         cfg.memcached, cfg.seconds, cfg.runs,
+         cfg.seconds / cfg.runs / cfg.nthreads);
+  for (int i = 0; i < cfg.nthreads; i++)
+    printf("%s%d", i ? "," : " ", cfg.threads[i]);
   if (cfg.nwide) {
     printf(" (memcached-incr, daemon-incr also");
-    for (int i = 0; i < cfg.nwide; i++) printf("%s%d", i ? "," : " ", cfg.wide[i]);
+    for (int i = 0; i < cfg.nwide; i++)
+      printf("%s%d", i ? "," : " ", cfg.wide[i]);
     printf("; next, next_n x100/x1000 and the peers also those up to %d)",
            BENCH_PEER_WIDE_MAX);
   }
   if (bench_has_peers)
-    printf("; the peers' runs are %.3g s", cfg.seconds / cfg.runs /
-           cfg.nthreads * BENCH_PEER_SHARE);
+    printf("; the peers' runs are %.3g s",
+           cfg.seconds / cfg.runs / cfg.nthreads * BENCH_PEER_SHARE);
   printf("; logs up to %llu records\n", (unsigned long long)cfg.records_max);
   fflush(stdout);
 
@@ -476,7 +508,8 @@ int main(int argc, char **argv) {
   cases_close(&cs);
   if (ok && bench_case_selected(&cfg, "tally-flush"))
     ok = tally_run(&cfg, &res) == 0 && ok;
-  if (ok && (bench_case_selected(&cfg, "restore") || bench_case_selected(&cfg, "prune")))
+  if (ok && (bench_case_selected(&cfg, "restore") ||
+             bench_case_selected(&cfg, "prune")))
     ok = restore_run(&cfg, &res, incr_rate(&res, 1)) == 0 && ok;
   print_table(&res);
   if (write_csv(&cfg, &res) != 0) ok = false;
@@ -485,6 +518,7 @@ int main(int argc, char **argv) {
   free(res.p);
   free(res.r);
   if (!cfg.check && failed)
-    fprintf(stderr, "bench: %d measurement(s) had errors (see above)\n", failed);
+    fprintf(stderr, "bench: %d measurement(s) had errors (see above)\n",
+            failed);
   return ok && failed == 0 ? 0 : 1;
 }

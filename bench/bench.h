@@ -45,32 +45,32 @@
 #define BENCH_PEER_SHARE 0.5
 
 typedef struct bench_cfg {
-  double seconds;          /* per case line: all thread counts and runs */
-  int runs;                /* runs per point; the median run is reported */
-  int threads[16];         /* thread counts */
+  double seconds;  /* per case line: all thread counts and runs */
+  int runs;        /* runs per point; the median run is reported */
+  int threads[16]; /* thread counts */
   int nthreads;
-  int wide[8];             /* extra thread counts for the wide workloads
+  int wide[8]; /* extra thread counts for the wide workloads
                               (memcached-incr, daemon-incr) only */
   int nwide;
-  uint64_t records_max;    /* largest log for restore/prune */
-  int restore_repeats;     /* timed restores per log state */
-  uint64_t tallies;        /* tally-flush: dirty tallies flushed at once */
-  uint64_t tally_changes;  /* changes of one tally in one window */
-  const char *memcached;   /* libmemcached configuration string */
-  const char *daemon;      /* logcounterd, coalescing (NULL: no daemon) */
-  const char *daemon_nc;   /* logcounterd --no-coalesce (NULL: none) */
-  const char *daemon_pf;   /* logcounterd --prefetch auto (NULL: none) */
+  uint64_t records_max;   /* largest log for restore/prune */
+  int restore_repeats;    /* timed restores per log state */
+  uint64_t tallies;       /* tally-flush: dirty tallies flushed at once */
+  uint64_t tally_changes; /* changes of one tally in one window */
+  const char *memcached;  /* libmemcached configuration string */
+  const char *daemon;     /* logcounterd, coalescing (NULL: no daemon) */
+  const char *daemon_nc;  /* logcounterd --no-coalesce (NULL: none) */
+  const char *daemon_pf;  /* logcounterd --prefetch auto (NULL: none) */
   /* The peers (build/bench-peers only): an address, "none: WHY" when
    * bench/run.sh could not start it, or NULL when not asked for. */
-  const char *redis_everysec;  /* redis-server, AOF appendfsync everysec */
-  const char *redis_always;    /* redis-server, AOF appendfsync always */
-  const char *pg;              /* PostgreSQL conninfo */
-  const char *peers_why;       /* set: the peers were wanted but could not
+  const char *redis_everysec; /* redis-server, AOF appendfsync everysec */
+  const char *redis_always;   /* redis-server, AOF appendfsync always */
+  const char *pg;             /* PostgreSQL conninfo */
+  const char *peers_why;      /* set: the peers were wanted but could not
                                   be built; each peer row says this */
-  const char *dir;         /* scratch directory for the LevelDB logs */
-  const char *out;         /* where latest.csv and latest-restore.csv go */
-  const char *cases;       /* comma-separated case names, or NULL: all */
-  bool check;              /* print the bench-smoke verdict */
+  const char *dir;            /* scratch directory for the LevelDB logs */
+  const char *out;            /* where latest.csv and latest-restore.csv go */
+  const char *cases;          /* comma-separated case names, or NULL: all */
+  bool check;                 /* print the bench-smoke verdict */
 } bench_cfg;
 
 /* One row of latest.csv.  Negative ratio: not applicable. */
@@ -90,7 +90,7 @@ typedef struct restore_row {
   uint64_t records, pruned;
   double seconds, records_per_s;
   uint64_t bytes_before, bytes_after;
-  bool ok;                 /* the operation did what it should */
+  bool ok; /* the operation did what it should */
 } restore_row;
 
 /* A peer line that did not run, and why (printed in its row). */
@@ -108,7 +108,7 @@ typedef struct results {
   size_t np, pcap;
   skipped skip[BENCH_SKIPPED_MAX];
   int nskip;
-  char peer_notes[512];    /* the peers' settings as they reported them */
+  char peer_notes[512]; /* the peers' settings as they reported them */
   restore_row *r;
   size_t nr, rcap;
   /* tally-flush: log writes of tally_changes changes of one tally in one
@@ -124,18 +124,18 @@ bool bench_case_selected(const bench_cfg *cfg, const char *name);
 /* ---- runner.c ---- */
 typedef struct workload {
   const char *kase, *mode;
-  uint64_t block;          /* ids per call */
+  uint64_t block; /* ids per call */
   void *shared;
   /* Per-thread state, made in the thread before timing starts. */
   int (*thread_open)(void *shared, void **state, char *err, size_t errlen);
   void (*thread_close)(void *state);
   /* One call: the number of ids obtained, or -1 with err filled. */
   int64_t (*op)(void *shared, void *state, char *err, size_t errlen);
-  int wide_max;            /* also run at the cfg->wide thread counts up
+  int wide_max;      /* also run at the cfg->wide thread counts up
                               to this one (0: only at cfg->threads) */
-  double time_share;       /* the part of a point's time its runs get
+  double time_share; /* the part of a point's time its runs get
                               (0: all of it; the peers: BENCH_PEER_SHARE) */
-  int threads_max;         /* runs only at counts up to this (0: all) */
+  int threads_max;   /* runs only at counts up to this (0: all) */
 } workload;
 
 /* Does w run at this thread count (wide_only: not among cfg->threads)? */
@@ -160,10 +160,10 @@ typedef struct case_set {
   workload w[BENCH_LINES_MAX];
   int n;
   void *priv;
-  void *daemon_priv;       /* daemon.c's */
-  void *tally_priv;        /* tally.c's */
-  void *nc_priv;           /* newcounters.c's */
-  void *peer_priv;         /* bench/peers/'s */
+  void *daemon_priv; /* daemon.c's */
+  void *tally_priv;  /* tally.c's */
+  void *nc_priv;     /* newcounters.c's */
+  void *peer_priv;   /* bench/peers/'s */
 } case_set;
 /* Opens the shared state of every selected throughput workload. */
 /* A fresh, empty directory cfg->dir/name (its path into path). */
@@ -209,8 +209,8 @@ extern const bool bench_has_peers;
 
 /* ---- peers.c ---- */
 /* A skipped row for a peer line. */
-void peer_skip(results *res, const char *kase, const char *mode,
-               uint64_t block, const char *why);
+void peer_skip(results *res, const char *kase, const char *mode, uint64_t block,
+               const char *why);
 /* The comparison table (logcounter against each peer), its CSV
  * (OUT/latest-peers.csv) and the durability notes; nothing when no peer
  * was asked for. */

@@ -66,7 +66,7 @@ typedef struct put_shared {
 typedef struct priv {
   mc_shared incr;
   seed_shared seed;
-  lc_t *h[4];               /* next default, next sync, next_n, prefetch */
+  lc_t *h[4]; /* next default, next sync, next_n, prefetch */
   next_shared next[3], next_n[3];
   put_shared put[2];
 } priv;
@@ -83,13 +83,16 @@ static int mc_thread_open(void *shared, void **state, char *err, size_t n) {
   return 0;
 }
 
-static void mc_thread_close(void *state) { memcached_free(state); }
+static void mc_thread_close(void *state) {
+  memcached_free(state);
+}
 
 static int64_t incr_op(void *shared, void *state, char *err, size_t n) {
   mc_shared *s = shared;
   memcached_st *mc = state;
   uint64_t v = 0;
-  memcached_return_t rc = memcached_increment(mc, s->key, strlen(s->key), 1, &v);
+  memcached_return_t rc =
+      memcached_increment(mc, s->key, strlen(s->key), 1, &v);
   if (rc != MEMCACHED_SUCCESS) {
     snprintf(err, n, "incr: %s", memcached_last_error_message(mc));
     return -1;
@@ -124,7 +127,7 @@ static int64_t seed_op(void *shared, void *state, char *err, size_t n) {
     int len = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
     memcached_set(mc, s->mc.key, klen, buf, (size_t)len, 0, 0);
   }
-  char *e = NULL;  /* the record comes after; its failure is ignored */
+  char *e = NULL; /* the record comes after; its failure is ignored */
   record_put(s->db, s->wo, s->prefix, s->plen, v, &e);
   leveldb_free(e);
   return 1;
@@ -134,7 +137,7 @@ static int64_t seed_op(void *shared, void *state, char *err, size_t n) {
 
 static int next_thread_open(void *shared, void **state, char *err, size_t n) {
   (void)shared;
-  *state = calloc(1, sizeof(int64_t));  /* the last value this thread got */
+  *state = calloc(1, sizeof(int64_t)); /* the last value this thread got */
   if (*state == NULL) snprintf(err, n, "out of memory");
   return *state ? 0 : -1;
 }
@@ -149,7 +152,7 @@ static int64_t next_op(void *shared, void *state, char *err, size_t n) {
              lc_last_detail());
     return -1;
   }
-  if (v <= *last) {  /* one handle's values only ever go up */
+  if (v <= *last) { /* one handle's values only ever go up */
     snprintf(err, n, "went backwards: %lld after %lld", (long long)v,
              (long long)*last);
     return -1;
@@ -205,8 +208,8 @@ lc_t *bench_open_prefetch(const bench_cfg *cfg, const char *path,
   lc_t *h = NULL;
   int rc = lc_open(&o, &h);
   if (rc)
-    fprintf(stderr, "bench: cannot open %s: %s (%s)\n", path,
-            lc_strerror(rc), lc_last_detail());
+    fprintf(stderr, "bench: cannot open %s: %s (%s)\n", path, lc_strerror(rc),
+            lc_last_detail());
   return h;
 }
 
@@ -249,8 +252,8 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
   p->seed.mc = (mc_shared){master, "bench:seed"};
 
   if (bench_case_selected(cfg, "memcached-incr")) {
-    memcached_return_t rc = memcached_set(master, p->incr.key,
-                                          strlen(p->incr.key), "0", 1, 0, 0);
+    memcached_return_t rc =
+        memcached_set(master, p->incr.key, strlen(p->incr.key), "0", 1, 0, 0);
     if (rc != MEMCACHED_SUCCESS) {
       fprintf(stderr, "bench: memcached set: %s\n",
               memcached_last_error_message(master));
@@ -270,8 +273,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
         0);
   }
   if (bench_case_selected(cfg, "next")) {
-    static const char *dirs[3] = {"next-default", "next-sync",
-                                  "next-prefetch"};
+    static const char *dirs[3] = {"next-default", "next-sync", "next-prefetch"};
     static const int slot[3] = {0, 1, 3};
     for (int i = 0; i < 3; i++) {
       lc_durability_t d = i == 1 ? LC_DURABILITY_SYNC : LC_DURABILITY_DEFAULT;
@@ -295,9 +297,8 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
       return -1;
     for (int i = 0; i < 3; i++) {
       p->next_n[i] = (next_shared){p->h[2], names[i], blocks[i]};
-      add(cs, "next_n", "default", blocks[i], &p->next_n[i],
-          next_thread_open, free, next_op,
-          blocks[i] >= 100 ? BENCH_PEER_WIDE_MAX : 0);
+      add(cs, "next_n", "default", blocks[i], &p->next_n[i], next_thread_open,
+          free, next_op, blocks[i] >= 100 ? BENCH_PEER_WIDE_MAX : 0);
     }
   }
   if (bench_case_selected(cfg, "leveldb-put")) {
@@ -330,14 +331,15 @@ void cases_close(case_set *cs) {
     if (p->h[i] && lc_get_stats(p->h[i], &st) == 0 && st.increments)
       printf("library stats, %-13s: %llu calls, %llu memcached incr (%.2f "
              "calls per incr), %llu log writes, %llu syncs, %llu restores\n",
-             what[i],
-             (unsigned long long)st.allocations, (unsigned long long)st.increments,
+             what[i], (unsigned long long)st.allocations,
+             (unsigned long long)st.increments,
              (double)st.allocations / (double)st.increments,
-             (unsigned long long)st.log_writes, (unsigned long long)st.log_syncs,
-             (unsigned long long)st.restores);
+             (unsigned long long)st.log_writes,
+             (unsigned long long)st.log_syncs, (unsigned long long)st.restores);
     int rc = lc_close(p->h[i]);
-    if (rc) fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(rc),
-                    lc_last_detail());
+    if (rc)
+      fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(rc),
+              lc_last_detail());
   }
   seed_shared *s = &p->seed;
   if (s->db) leveldb_close(s->db);

@@ -36,7 +36,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 /* One daemon: its connection settings and its counter (each daemon has
  * its own log, and one log owns a counter: each its own name). */
 typedef struct daemon_shared {
@@ -46,12 +45,12 @@ typedef struct daemon_shared {
 } daemon_shared;
 
 #define PIPE_DEPTH 100
-#define PIPE_LINE_MAX 48        /* "incr KEY 1\r\n" */
+#define PIPE_LINE_MAX 48 /* "incr KEY 1\r\n" */
 
 typedef struct daemon_priv {
-  daemon_shared d[3];       /* coalesce, no-coalesce, prefetch */
+  daemon_shared d[3]; /* coalesce, no-coalesce, prefetch */
   const char *mode[3];
-  daemon_shared pipe[2];    /* coalesce, prefetch: pipelined */
+  daemon_shared pipe[2]; /* coalesce, prefetch: pipelined */
 } daemon_priv;
 
 /* A pipelining connection: a raw socket, the 100 request lines, and the
@@ -92,13 +91,13 @@ static int64_t daemon_op(void *shared, void *state, char *err, size_t n) {
   const daemon_shared *s = shared;
   daemon_thread *t = state;
   uint64_t v = 0;
-  memcached_return_t rc = memcached_increment(t->mc, s->key, strlen(s->key),
-                                              1, &v);
+  memcached_return_t rc =
+      memcached_increment(t->mc, s->key, strlen(s->key), 1, &v);
   if (rc != MEMCACHED_SUCCESS) {
     snprintf(err, n, "incr: %s", memcached_last_error_message(t->mc));
     return -1;
   }
-  if (v <= t->last) {  /* one connection's answers only ever go up */
+  if (v <= t->last) { /* one connection's answers only ever go up */
     snprintf(err, n, "went backwards: %llu after %llu", (unsigned long long)v,
              (unsigned long long)t->last);
     return -1;
@@ -148,7 +147,7 @@ static void pipe_thread_close(void *state) {
 /* One call: 100 requests in one write, then their 100 answers, each a
  * number above the one before. */
 static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
-  (void)shared;  /* the request lines hold the key */
+  (void)shared; /* the request lines hold the key */
   pipe_thread *t = state;
   for (size_t off = 0; off < t->req_len;) {
     ssize_t w = write(t->fd, t->req + off, t->req_len - off);
@@ -177,8 +176,8 @@ static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
     char *end;
     uint64_t v = strtoull(t->in, &end, 10);
     if (end == t->in || v <= t->last) {
-      snprintf(err, n, "bad answer '%.*s' after %llu",
-               (int)(eol - t->in), t->in, (unsigned long long)t->last);
+      snprintf(err, n, "bad answer '%.*s' after %llu", (int)(eol - t->in),
+               t->in, (unsigned long long)t->last);
       return -1;
     }
     t->last = v;
@@ -193,9 +192,9 @@ static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
 int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   if (!bench_case_selected(cfg, "daemon-incr")) return 0;
   if (cfg->daemon == NULL) {
-    if (cfg->cases)  /* asked for by name: say why it is missing */
+    if (cfg->cases) /* asked for by name: say why it is missing */
       fprintf(stderr, "bench: daemon-incr needs BENCH_DAEMON (bench/run.sh "
-              "starts logcounterd): skipped\n");
+                      "starts logcounterd): skipped\n");
     return 0;
   }
   daemon_priv *p = calloc(1, sizeof *p);
@@ -219,8 +218,16 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
     d->key = keys[i];
     if ((d->master = mc_open(configs[i])) == NULL) return -1;
     workload *w = &cs->w[cs->n++];
-    *w = (workload){"daemon-incr", p->mode[i], 1, d, daemon_thread_open,
-                    daemon_thread_close, daemon_op, BENCH_MAX_THREADS, 0, 0};
+    *w = (workload){"daemon-incr",
+                    p->mode[i],
+                    1,
+                    d,
+                    daemon_thread_open,
+                    daemon_thread_close,
+                    daemon_op,
+                    BENCH_MAX_THREADS,
+                    0,
+                    0};
   }
   const char *pipes[2] = {cfg->daemon, cfg->daemon_pf};
   static const char *pipe_mode[2] = {"coalesce-pipe100", "prefetch-pipe100"};
@@ -232,9 +239,16 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
     }
     p->pipe[i].config = pipes[i];
     p->pipe[i].key = i ? "bench-pipe-prefetch" : "bench-pipe-coalesce";
-    cs->w[cs->n++] = (workload){"daemon-incr", pipe_mode[i], PIPE_DEPTH,
-                                &p->pipe[i], pipe_thread_open,
-                                pipe_thread_close, pipe_op, 0, 0, 1};
+    cs->w[cs->n++] = (workload){"daemon-incr",
+                                pipe_mode[i],
+                                PIPE_DEPTH,
+                                &p->pipe[i],
+                                pipe_thread_open,
+                                pipe_thread_close,
+                                pipe_op,
+                                0,
+                                0,
+                                1};
   }
   return 0;
 }
@@ -256,10 +270,14 @@ static memcached_return_t stat_cb(const memcached_instance_st *server,
   memcpy(v, value, n);
   v[n] = '\0';
   uint64_t x = strtoull(v, NULL, 10);
-#define IS(name) (key_length == strlen(name) && memcmp(key, name, key_length) == 0)
-  if (IS("cmd_incr")) w->cmd_incr = x, w->seen++;
-  else if (IS("increments")) w->increments = x, w->seen++;
-  else if (IS("incr_merged")) w->incr_merged = x, w->seen++;
+#define IS(name) \
+  (key_length == strlen(name) && memcmp(key, name, key_length) == 0)
+  if (IS("cmd_incr"))
+    w->cmd_incr = x, w->seen++;
+  else if (IS("increments"))
+    w->increments = x, w->seen++;
+  else if (IS("incr_merged"))
+    w->incr_merged = x, w->seen++;
 #undef IS
   return MEMCACHED_SUCCESS;
 }
@@ -271,7 +289,8 @@ void daemon_cases_close(case_set *cs) {
     daemon_shared *d = &p->d[i];
     if (d->master == NULL) continue;
     stat_want w = {0, 0, 0, 0};
-    memcached_return_t rc = memcached_stat_execute(d->master, NULL, stat_cb, &w);
+    memcached_return_t rc =
+        memcached_stat_execute(d->master, NULL, stat_cb, &w);
     if (rc == MEMCACHED_SUCCESS && w.seen == 3 && w.increments)
       printf("daemon stats, %-12s: %llu incr requests, %llu memcached incr "
              "(%.2f requests per incr), %llu merged from pipelined lines\n",

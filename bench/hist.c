@@ -26,7 +26,9 @@ static double bucket_mid(unsigned i) {
   return low + ((double)((uint64_t)1 << s) - 1.0) / 2.0;
 }
 
-void hist_reset(hist *h) { memset(h, 0, sizeof *h); }
+void hist_reset(hist *h) {
+  memset(h, 0, sizeof *h);
+}
 
 void hist_add(hist *h, uint64_t ns) {
   h->b[bucket_of(ns)]++;

@@ -27,7 +27,7 @@ typedef struct nc_priv {
 } nc_priv;
 
 typedef struct nc_thread {
-  memcached_st *mc;         /* daemon mode */
+  memcached_st *mc; /* daemon mode */
   unsigned run;
   uint64_t i;
 } nc_thread;
@@ -38,8 +38,8 @@ static int nc_open(void *shared, void **state, char *err, size_t n,
                    bool daemon) {
   nc_priv *p = shared;
   nc_thread *t = calloc(1, sizeof *t);
-  if (t == NULL || (daemon && (t->mc = memcached_clone(NULL, p->daemon)) ==
-                                  NULL)) {
+  if (t == NULL ||
+      (daemon && (t->mc = memcached_clone(NULL, p->daemon)) == NULL)) {
     free(t);
     snprintf(err, n, "out of memory");
     return -1;
@@ -71,8 +71,8 @@ static int64_t nc_op(void *shared, void *state, char *err, size_t n) {
                      (unsigned long long)t->i++);
   uint64_t v = 0;
   if (t->mc) {
-    memcached_return_t rc = memcached_increment(t->mc, name, (size_t)len, 1,
-                                                &v);
+    memcached_return_t rc =
+        memcached_increment(t->mc, name, (size_t)len, 1, &v);
     if (rc != MEMCACHED_SUCCESS) {
       snprintf(err, n, "incr %s: %s", name,
                memcached_last_error_message(t->mc));
@@ -109,11 +109,12 @@ int newcounters_cases_open(const bench_cfg *cfg, case_set *cs) {
     fprintf(stderr, "bench: too many case lines\n");
     return -1;
   }
-  cs->w[cs->n++] = (workload){"new-counters", "embedded", 1, p,
-                              nc_open_embedded, nc_close, nc_op, 0, 0, 0};
+  cs->w[cs->n++] =
+      (workload){"new-counters", "embedded", 1, p, nc_open_embedded,
+                 nc_close,       nc_op,      0, 0, 0};
   if (cfg->daemon && (p->daemon = mc_open(cfg->daemon)) != NULL)
-    cs->w[cs->n++] = (workload){"new-counters", "daemon", 1, p,
-                                nc_open_daemon, nc_close, nc_op, 0, 0, 0};
+    cs->w[cs->n++] = (workload){"new-counters", "daemon", 1, p, nc_open_daemon,
+                                nc_close,       nc_op,    0, 0, 0};
   return 0;
 }
 

@@ -18,4 +18,6 @@ int peer_cases_open(const bench_cfg *cfg, case_set *cs, results *res) {
   return 0;
 }
 
-void peer_cases_close(case_set *cs) { (void)cs; }
+void peer_cases_close(case_set *cs) {
+  (void)cs;
+}

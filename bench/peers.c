@@ -29,12 +29,11 @@ bool is_peer(const char *kase) {
 
 void peer_note(results *res, const char *text) {
   size_t len = strlen(res->peer_notes);
-  snprintf(res->peer_notes + len, sizeof res->peer_notes - len, "\n  %s",
-           text);
+  snprintf(res->peer_notes + len, sizeof res->peer_notes - len, "\n  %s", text);
 }
 
-void peer_skip(results *res, const char *kase, const char *mode,
-               uint64_t block, const char *why) {
+void peer_skip(results *res, const char *kase, const char *mode, uint64_t block,
+               const char *why) {
   if (res->nskip >= BENCH_SKIPPED_MAX) return;
   skipped *s = &res->skip[res->nskip++];
   snprintf(s->kase, sizeof s->kase, "%s", kase);
@@ -47,21 +46,25 @@ void peer_skip(results *res, const char *kase, const char *mode,
 
 void peer_skip_all(const bench_cfg *cfg, results *res, bool redis, bool pg,
                    const char *why) {
-  static const struct { const char *kase, *mode; uint64_t block; bool redis; }
-      lines[] = {{"redis-incr", "aof-everysec", 1, true},
-                 {"redis-incr", "aof-always", 1, true},
-                 {"redis-incrby", "aof-everysec", 100, true},
-                 {"redis-incrby", "aof-everysec", 1000, true},
-                 {"pg-nextval", "default", 1, false},
-                 {"pg-nextval-block", "default", 100, false},
-                 {"pg-nextval-block", "default", 1000, false}};
+  static const struct {
+    const char *kase, *mode;
+    uint64_t block;
+    bool redis;
+  } lines[] = {{"redis-incr", "aof-everysec", 1, true},
+               {"redis-incr", "aof-always", 1, true},
+               {"redis-incrby", "aof-everysec", 100, true},
+               {"redis-incrby", "aof-everysec", 1000, true},
+               {"pg-nextval", "default", 1, false},
+               {"pg-nextval-block", "default", 100, false},
+               {"pg-nextval-block", "default", 1000, false}};
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
-    if ((lines[i].redis ? redis : pg) && bench_case_selected(cfg, lines[i].kase))
+    if ((lines[i].redis ? redis : pg) &&
+        bench_case_selected(cfg, lines[i].kase))
       peer_skip(res, lines[i].kase, lines[i].mode, lines[i].block, why);
 }
 
-static const point *find(const results *res, const char *kase,
-                         const char *mode, uint64_t block, int threads) {
+static const point *find(const results *res, const char *kase, const char *mode,
+                         uint64_t block, int threads) {
   for (size_t i = 0; i < res->np; i++) {
     const point *p = &res->p[i];
     if (strcmp(p->kase, kase) == 0 && strcmp(p->mode, mode) == 0 &&
@@ -98,8 +101,10 @@ static bool compared(const point *p) {
 }
 
 static const char *ratio(char *buf, size_t size, double r) {
-  if (r < 0) snprintf(buf, size, "-");
-  else snprintf(buf, size, "%.2f", r);
+  if (r < 0)
+    snprintf(buf, size, "-");
+  else
+    snprintf(buf, size, "%.2f", r);
   return buf;
 }
 
@@ -114,9 +119,8 @@ void peers_print(const results *res) {
   printf("\nlogcounter against the peers, same run, same thread (connection) "
          "count and block:\nratio = logcounter ids/s / the other's ids/s "
          "(above 1.00: logcounter gives more ids/s)\n");
-  printf("%-12s %-12s %6s %7s %12s %7s %8s %14s %7s\n", "case", "mode",
-         "block", "threads", "ids/s", "x incr", "x redis", "x redis-always",
-         "x pg");
+  printf("%-12s %-12s %6s %7s %12s %7s %8s %14s %7s\n", "case", "mode", "block",
+         "threads", "ids/s", "x incr", "x redis", "x redis-always", "x pg");
   for (size_t i = 0; i < res->np; i++) {
     const point *p = &res->p[i];
     double r[3];
@@ -165,11 +169,11 @@ static void csv_ratio(FILE *f, double r) {
 int peers_write_csv(const bench_cfg *cfg, const results *res) {
   char path[4096];
   snprintf(path, sizeof path, "%s/latest-peers.csv", cfg->out);
-  if (!any_peer(res)) return remove(path), 0;  /* none from an older run */
+  if (!any_peer(res)) return remove(path), 0; /* none from an older run */
   FILE *f = fopen(path, "w");
   if (f == NULL) return fprintf(stderr, "bench: cannot write %s\n", path), -1;
   fprintf(f, "case,mode,threads,block,ids_per_s,ratio_to_incr,ratio_to_redis,"
-          "ratio_to_redis_always,ratio_to_pg,note\n");
+             "ratio_to_redis_always,ratio_to_pg,note\n");
   for (size_t i = 0; i < res->np; i++) {
     const point *p = &res->p[i];
     double r[3];

@@ -37,7 +37,7 @@ static int build_log(const char *path, uint64_t n, double *settle) {
   char key[LC_NAME_MAX + 10], *err = NULL;
   unsigned char val[LC__RECORD_LEN];
   size_t plen = lc__record_prefix(key, NAME, strlen(NAME));
-  int64_t t = lc__now_us() - (int64_t)n * 1000;  /* a record per ms */
+  int64_t t = lc__now_us() - (int64_t)n * 1000; /* a record per ms */
   leveldb_writebatch_put(b, LC__FORMAT_KEY, strlen(LC__FORMAT_KEY),
                          LC__FORMAT_VALUE, strlen(LC__FORMAT_VALUE));
   for (uint64_t v = 1; v <= n && err == NULL; v++) {
@@ -62,7 +62,6 @@ static int build_log(const char *path, uint64_t n, double *settle) {
   return err ? -1 : 0;
 }
 
-
 /* One lc_next after memcached lost everything; false unless it restored
  * and went up. */
 static bool timed_restore(lc_t *h, memcached_st *mc, int64_t *last,
@@ -80,13 +79,15 @@ static bool timed_restore(lc_t *h, memcached_st *mc, int64_t *last,
   *secs = (double)(now_ns() - t0) / 1e9;
   lc_get_stats(h, &after);
   if (rc) {
-    fprintf(stderr, "bench: restore: %s (%s)\n", lc_strerror(rc), lc_last_detail());
+    fprintf(stderr, "bench: restore: %s (%s)\n", lc_strerror(rc),
+            lc_last_detail());
     return false;
   }
   bool ok = after.restores == before.restores + 1 && v > *last;
-  if (!ok) fprintf(stderr, "bench: restore gave %lld after %lld, %llu restores\n",
-                   (long long)v, (long long)*last,
-                   (unsigned long long)(after.restores - before.restores));
+  if (!ok)
+    fprintf(stderr, "bench: restore gave %lld after %lld, %llu restores\n",
+            (long long)v, (long long)*last,
+            (unsigned long long)(after.restores - before.restores));
   *last = v;
   return ok;
 }
@@ -106,8 +107,9 @@ static bool restores(const bench_cfg *cfg, results *res, const char *path,
   lc_t *h = NULL;
   while (n < cfg->restore_repeats && ok) {
     if (h == NULL) {
-      if ((h = bench_open(cfg, path, LC_DURABILITY_DEFAULT)) == NULL) return false;
-      int64_t v;  /* warm: the handle has allocated before the loss */
+      if ((h = bench_open(cfg, path, LC_DURABILITY_DEFAULT)) == NULL)
+        return false;
+      int64_t v; /* warm: the handle has allocated before the loss */
       if (!cold) {
         ok = lc_next(h, NAME, &v) == 0;
         if (ok) *last = v;
@@ -120,18 +122,26 @@ static bool restores(const bench_cfg *cfg, results *res, const char *path,
     }
   }
   lc_close(h);
-  double med = median(t, n);  /* sorts t */
+  double med = median(t, n); /* sorts t */
   uint64_t bytes = du_bytes(path);
   char mode[24];
-  snprintf(mode, sizeof mode, "%s%s", cold ? "cold" : "warm", pruned ? "-pruned" : "");
+  snprintf(mode, sizeof mode, "%s%s", cold ? "cold" : "warm",
+           pruned ? "-pruned" : "");
   restore_row *r = results_add_restore(res);
   *r = (restore_row){"restore", "", records - pruned, pruned, med, -1, bytes,
-                     bytes, ok};
+                     bytes,     ok};
   snprintf(r->mode, sizeof r->mode, "%s", mode);
   point *p = results_add_point(res);
-  *p = (point){"restore", "", 1, records, med > 0 ? 1 / med : 0, med * 1e6,
-               nearest_rank(t, n, 0.99) * 1e6, nearest_rank(t, n, 0.999) * 1e6,
-               -1, ok ? 0 : 1};
+  *p = (point){"restore",
+               "",
+               1,
+               records,
+               med > 0 ? 1 / med : 0,
+               med * 1e6,
+               nearest_rank(t, n, 0.99) * 1e6,
+               nearest_rank(t, n, 0.999) * 1e6,
+               -1,
+               ok ? 0 : 1};
   snprintf(p->mode, sizeof p->mode, "%s", mode);
   if (incr_per_s > 0) p->ratio = p->ids_per_s / incr_per_s;
   return ok;
@@ -147,17 +157,19 @@ static bool prune(const bench_cfg *cfg, results *res, const char *path,
   uint64_t t0 = now_ns();
   int rc = lc_prune(h, NAME, &o, &pr);
   double secs = (double)(now_ns() - t0) / 1e9;
-  if (rc) fprintf(stderr, "bench: prune: %s (%s)\n", lc_strerror(rc), lc_last_detail());
+  if (rc)
+    fprintf(stderr, "bench: prune: %s (%s)\n", lc_strerror(rc),
+            lc_last_detail());
   lc_close(h);
   uint64_t after = du_bytes(path);
   bool ok = rc == 0 && pr.deleted > 0 && secs > 0;
   double rate = secs > 0 ? (double)pr.deleted / secs : 0;
   restore_row *r = results_add_restore(res);
-  *r = (restore_row){"prune", "below-90pct", records, pr.deleted, secs, rate,
-                     before, after, ok};
+  *r = (restore_row){"prune", "below-90pct", records, pr.deleted, secs,
+                     rate,    before,        after,   ok};
   point *p = results_add_point(res);
-  *p = (point){"prune", "below-90pct", 1, records, rate, secs * 1e6,
-               secs * 1e6, secs * 1e6, -1, ok ? 0 : 1};
+  *p = (point){"prune",    "below-90pct", 1,          records, rate,
+               secs * 1e6, secs * 1e6,    secs * 1e6, -1,      ok ? 0 : 1};
   *deleted = pr.deleted;
   return ok;
 }
@@ -165,21 +177,26 @@ static bool prune(const bench_cfg *cfg, results *res, const char *path,
 static bool one_size(const bench_cfg *cfg, results *res, memcached_st *mc,
                      uint64_t n, double incr_per_s) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/restore-%llu", cfg->dir, (unsigned long long)n);
+  snprintf(path, sizeof path, "%s/restore-%llu", cfg->dir,
+           (unsigned long long)n);
   if (rm_rf(path) != 0 || mkdir_p(cfg->dir) != 0) return false;
-  fprintf(stderr, "bench: building a log of %llu records\n", (unsigned long long)n);
+  fprintf(stderr, "bench: building a log of %llu records\n",
+          (unsigned long long)n);
   uint64_t t0 = now_ns();
   double settle = 0;
   int rc = build_log(path, n, &settle);
   double secs = (double)(now_ns() - t0) / 1e9 - settle;
   uint64_t bytes = du_bytes(path);
   restore_row *r = results_add_restore(res);
-  *r = (restore_row){"build", "write-batch", n, 0, secs,
-                     secs > 0 ? (double)n / secs : 0, 0, bytes, rc == 0};
+  *r = (restore_row){"build", "write-batch", n,
+                     0,       secs,          secs > 0 ? (double)n / secs : 0,
+                     0,       bytes,         rc == 0};
   if (rc) return false;
   r = results_add_restore(res);
-  *r = (restore_row){"build", "compact-all", n, 0, settle,
-                     settle > 0 ? (double)n / settle : 0, bytes, bytes, true};
+  *r =
+      (restore_row){"build", "compact-all", n,
+                    0,       settle,        settle > 0 ? (double)n / settle : 0,
+                    bytes,   bytes,         true};
   int64_t last = 0;
   uint64_t deleted = 0;
   bool ok = restores(cfg, res, path, mc, true, n, 0, &last, incr_per_s);

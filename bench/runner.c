@@ -79,7 +79,7 @@ bool run_once(const workload *w, int threads, double seconds, sample *out) {
     k->stop = &stop;
     if (pthread_create(&k->tid, NULL, work, k) != 0) break;
   }
-  if (started < threads) {  /* cannot happen at these thread counts */
+  if (started < threads) { /* cannot happen at these thread counts */
     fprintf(stderr, "bench: cannot start %d threads\n", threads);
     abort();
   }

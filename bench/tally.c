@@ -61,8 +61,8 @@ int tally_cases_open(const bench_cfg *cfg, case_set *cs) {
   if ((p->h = open_fresh(cfg, "tally-add", path, sizeof path)) == NULL)
     return -1;
   workload *w = &cs->w[cs->n++];
-  *w = (workload){"tally-add", "views", 1, p->h, NULL, NULL, tally_add_op,
-                  0, 0, 0};
+  *w = (workload){"tally-add", "views",      1, p->h, NULL,
+                  NULL,        tally_add_op, 0, 0,    0};
   return 0;
 }
 
@@ -72,14 +72,15 @@ void tally_cases_close(case_set *cs) {
   lc_stats st;
   if (p->h && lc_get_stats(p->h, &st) == 0 && st.tally_adds)
     printf("library stats, %-12s: %llu adds, %llu windows scheduled (%llu "
-           "failed), %llu log writes\n", "tally-add",
-           (unsigned long long)st.tally_adds,
+           "failed), %llu log writes\n",
+           "tally-add", (unsigned long long)st.tally_adds,
            (unsigned long long)st.tally_schedules,
            (unsigned long long)st.tally_schedule_failures,
            (unsigned long long)st.log_writes);
   int rc = lc_close(p->h);
-  if (rc) fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(rc),
-                  lc_last_detail());
+  if (rc)
+    fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(rc),
+            lc_last_detail());
   free(p);
   cs->tally_priv = NULL;
 }
@@ -89,7 +90,7 @@ void tally_cases_close(case_set *cs) {
 typedef struct filler {
   pthread_t tid;
   lc_t *h;
-  uint64_t from, to;   /* tallies t<from> .. t<to - 1> */
+  uint64_t from, to; /* tallies t<from> .. t<to - 1> */
   int rc;
 } filler;
 
@@ -139,25 +140,27 @@ static bool flush_case(const bench_cfg *cfg, results *res) {
     uint64_t t0 = now_ns();
     int rc = lc_tally_flush(h, 0, LC_TALLY_FORCE, &n);
     secs = (double)(now_ns() - t0) / 1e9;
-    if (rc) fprintf(stderr, "bench: lc_tally_flush: %s (%s)\n", lc_strerror(rc),
-                    lc_last_detail());
+    if (rc)
+      fprintf(stderr, "bench: lc_tally_flush: %s (%s)\n", lc_strerror(rc),
+              lc_last_detail());
     ok = rc == 0 && n == k && secs > 0;
     if (rc == 0 && n != k)
       fprintf(stderr, "bench: lc_tally_flush wrote %llu of %llu tallies\n",
               (unsigned long long)n, (unsigned long long)k);
   }
   int rc = lc_close(h);
-  if (rc) fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(rc),
-                  lc_last_detail());
+  if (rc)
+    fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(rc),
+            lc_last_detail());
   uint64_t after = du_bytes(path);
   rm_rf(path);
   double rate = secs > 0 ? (double)n / secs : 0;
   restore_row *r = results_add_restore(res);
-  *r = (restore_row){"tally-flush", "force", k, 0, secs, rate, before, after,
-                     ok};
+  *r = (restore_row){"tally-flush", "force", k,     0, secs,
+                     rate,          before,  after, ok};
   point *p = results_add_point(res);
-  *p = (point){"tally-flush", "force", 1, k, rate, secs * 1e6, secs * 1e6,
-               secs * 1e6, -1, ok ? 0 : 1};
+  *p = (point){"tally-flush", "force",    1,          k,  rate,
+               secs * 1e6,    secs * 1e6, secs * 1e6, -1, ok ? 0 : 1};
   return ok;
 }
 
@@ -182,11 +185,13 @@ static bool writes_case(const bench_cfg *cfg, results *res) {
   if (!rc) rc = lc_get_stats(h, &st1);
   int64_t total = 0, pending = -1;
   if (!rc) rc = lc_tally_get(h, name, &total, &pending, NULL);
-  if (rc) fprintf(stderr, "bench: tally writes: %s (%s)\n", lc_strerror(rc),
-                  lc_last_detail());
+  if (rc)
+    fprintf(stderr, "bench: tally writes: %s (%s)\n", lc_strerror(rc),
+            lc_last_detail());
   int crc = lc_close(h);
-  if (crc) fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(crc),
-                   lc_last_detail());
+  if (crc)
+    fprintf(stderr, "bench: lc_close: %s (%s)\n", lc_strerror(crc),
+            lc_last_detail());
   rm_rf(path);
   if (rc) return false;
   res->tally_changes = cfg->tally_changes;
@@ -194,8 +199,10 @@ static bool writes_case(const bench_cfg *cfg, results *res) {
   res->tally_flushed = n;
   bool ok = total == (int64_t)cfg->tally_changes + 1 && pending == 0;
   if (!ok)
-    fprintf(stderr, "bench: tally writes: total %lld pending %lld after %llu "
-            "changes\n", (long long)total, (long long)pending,
+    fprintf(stderr,
+            "bench: tally writes: total %lld pending %lld after %llu "
+            "changes\n",
+            (long long)total, (long long)pending,
             (unsigned long long)cfg->tally_changes + 1);
   return ok;
 }

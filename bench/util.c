@@ -18,7 +18,9 @@
 #include "common.h"
 #include "format.h"
 
-uint64_t now_ns(void) { return (uint64_t)common_mono_ns(); }
+uint64_t now_ns(void) {
+  return (uint64_t)common_mono_ns();
+}
 
 void sleep_s(double s) {
   if (s <= 0) return;
@@ -27,11 +29,14 @@ void sleep_s(double s) {
   }
 }
 
-int mkdir_p(const char *path) { return common_mkdir_p(path, 0755); }
+int mkdir_p(const char *path) {
+  return common_mkdir_p(path, 0755);
+}
 
 /* Calls fn on each entry of a directory tree, children first. */
-static int walk(const char *path, void (*fn)(const char *, const struct stat *,
-                                             void *), void *arg) {
+static int walk(const char *path,
+                void (*fn)(const char *, const struct stat *, void *),
+                void *arg) {
   struct stat st;
   if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
   if (S_ISDIR(st.st_mode)) {
@@ -41,7 +46,8 @@ static int walk(const char *path, void (*fn)(const char *, const struct stat *,
     while ((e = readdir(d)) != NULL) {
       if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
       char sub[PATH_MAX];
-      if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
+      if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >=
+          (int)sizeof sub)
         continue;
       walk(sub, fn, arg);
     }
@@ -51,7 +57,9 @@ static int walk(const char *path, void (*fn)(const char *, const struct stat *,
   return 0;
 }
 
-int rm_rf(const char *path) { return common_rm_rf(path); }
+int rm_rf(const char *path) {
+  return common_rm_rf(path);
+}
 
 static void add_size(const char *path, const struct stat *st, void *arg) {
   (void)path;
@@ -72,7 +80,8 @@ leveldb_t *db_open(const char *path, size_t write_buffer) {
   leveldb_t *db = leveldb_open(o, path, &err);
   leveldb_options_destroy(o);
   if (db == NULL) {
-    fprintf(stderr, "bench: cannot open LevelDB %s: %s\n", path, err ? err : "?");
+    fprintf(stderr, "bench: cannot open LevelDB %s: %s\n", path,
+            err ? err : "?");
     leveldb_free(err);
   }
   return db;
@@ -95,7 +104,7 @@ memcached_st *mc_open(const char *config) {
 uint64_t db_max(leveldb_t *db, const char *prefix, size_t plen) {
   char end[LC_NAME_MAX + 10];
   memcpy(end, prefix, plen);
-  end[plen - 1] = '\1';  /* just past every key under the prefix */
+  end[plen - 1] = '\1'; /* just past every key under the prefix */
   leveldb_readoptions_t *ro = leveldb_readoptions_create();
   leveldb_iterator_t *it = leveldb_create_iterator(db, ro);
   leveldb_iter_seek(it, end, plen);

@@ -39,7 +39,9 @@ static void on_signal(int sig) {
 void ch_note(ch_run *r, const char *fmt, ...) {
   size_t used = strlen(r->findings);
   if (used + 4 >= sizeof r->findings) return;
-  if (used) used += (size_t)snprintf(r->findings + used, sizeof r->findings - used, "; ");
+  if (used)
+    used +=
+        (size_t)snprintf(r->findings + used, sizeof r->findings - used, "; ");
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->findings + used, sizeof r->findings - used, fmt, ap);
@@ -48,54 +50,66 @@ void ch_note(ch_run *r, const char *fmt, ...) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-"usage: chaos run [options]\n"
-"\n"
-"Runs the embedded worker (library threads: counters e0..e2, tallies t0,\n"
-"t1) and logcounterd with client processes (counters d0, d1) against a\n"
-"private memcached while faults are injected on a seeded schedule, then\n"
-"checks every acknowledged id and tally change and prints a report.\n"
-"\n"
-"  --seconds N       run at least this long (default 180)\n"
-"  --min-ids N       and until this many ids were acknowledged (default 0)\n"
-"                    and one fault of each kind was injected\n"
-"  --max-seconds N   but never longer (default 4 x seconds + 600)\n"
-"  --seed N          the fault schedule's seed (default: from the clock;\n"
-"                    the report prints it: the same seed replays the same\n"
-"                    faults in the same order with the same timing)\n"
-"  --baseline seed   the embedded counters use the original, UNSAFE\n"
-"                    algorithm (set instead of add, no floor): the checker\n"
-"                    must find duplicates\n"
-"  --only KIND,...   inject only these kinds: memcached-kill,\n"
-"                    memcached-flush, memcached-freeze, owner-kill,\n"
-"                    pause-before-log, log-write-fail, power-cut,\n"
-"                    memcached-rewind, owner-restart, prune\n"
-"  --threads N       embedded client threads (default 6)\n"
-"  --dclients N      daemon client processes, 1..8 (default 2)\n"
-"  --conns N         connections per daemon client (default 3)\n"
-"  --servers N       memcached servers, 1..3 (default 1); with several the\n"
-"                    counters spread over them (ketama) and each memcached\n"
-"                    fault hits one server (seeded)\n"
-"  --timeout MS      memcached timeout of the owners (default 300)\n"
-"  --dir DIR         the run directory (default: a new /tmp/chaos.XXXXXX,\n"
-"                    removed after a valid run)\n"
-"  --keep            keep the run directory\n"
-"  --schedule FILE   write the faults, one per line, as injected\n"
-"  --daemon PATH     logcounterd (default: next to this program)\n"
-"  --shim PATH       the LD_PRELOAD shim (default: chaos_powercut.so next\n"
-"                    to this program)\n"
-"  -v, --verbose     tell each fault as it happens\n");
+  fprintf(
+      f,
+      "usage: chaos run [options]\n"
+      "\n"
+      "Runs the embedded worker (library threads: counters e0..e2, tallies t0,\n"
+      "t1) and logcounterd with client processes (counters d0, d1) against a\n"
+      "private memcached while faults are injected on a seeded schedule, then\n"
+      "checks every acknowledged id and tally change and prints a report.\n"
+      "\n"
+      "  --seconds N       run at least this long (default 180)\n"
+      "  --min-ids N       and until this many ids were acknowledged (default 0)\n"
+      "                    and one fault of each kind was injected\n"
+      "  --max-seconds N   but never longer (default 4 x seconds + 600)\n"
+      "  --seed N          the fault schedule's seed (default: from the clock;\n"
+      "                    the report prints it: the same seed replays the same\n"
+      "                    faults in the same order with the same timing)\n"
+      "  --baseline seed   the embedded counters use the original, UNSAFE\n"
+      "                    algorithm (set instead of add, no floor): the checker\n"
+      "                    must find duplicates\n"
+      "  --only KIND,...   inject only these kinds: memcached-kill,\n"
+      "                    memcached-flush, memcached-freeze, owner-kill,\n"
+      "                    pause-before-log, log-write-fail, power-cut,\n"
+      "                    memcached-rewind, owner-restart, prune\n"
+      "  --threads N       embedded client threads (default 6)\n"
+      "  --dclients N      daemon client processes, 1..8 (default 2)\n"
+      "  --conns N         connections per daemon client (default 3)\n"
+      "  --servers N       memcached servers, 1..3 (default 1); with several the\n"
+      "                    counters spread over them (ketama) and each memcached\n"
+      "                    fault hits one server (seeded)\n"
+      "  --timeout MS      memcached timeout of the owners (default 300)\n"
+      "  --dir DIR         the run directory (default: a new /tmp/chaos.XXXXXX,\n"
+      "                    removed after a valid run)\n"
+      "  --keep            keep the run directory\n"
+      "  --schedule FILE   write the faults, one per line, as injected\n"
+      "  --daemon PATH     logcounterd (default: next to this program)\n"
+      "  --shim PATH       the LD_PRELOAD shim (default: chaos_powercut.so next\n"
+      "                    to this program)\n"
+      "  -v, --verbose     tell each fault as it happens\n");
 }
 
 static int parse(ch_run *r, int argc, char **argv) {
-  static const struct option opts[] = {
-      {"seconds", 1, 0, 's'}, {"min-ids", 1, 0, 'm'}, {"max-seconds", 1, 0, 'M'},
-      {"seed", 1, 0, 'S'}, {"baseline", 1, 0, 'b'}, {"threads", 1, 0, 't'},
-      {"dclients", 1, 0, 'D'}, {"conns", 1, 0, 'c'}, {"timeout", 1, 0, 'T'},
-      {"dir", 1, 0, 'd'}, {"keep", 0, 0, 'k'}, {"schedule", 1, 0, 'o'},
-      {"daemon", 1, 0, 'L'}, {"shim", 1, 0, 'P'}, {"verbose", 0, 0, 'v'},
-      {"only", 1, 0, 'O'}, {"servers", 1, 0, 'N'}, {"help", 0, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option opts[] = {{"seconds", 1, 0, 's'},
+                                       {"min-ids", 1, 0, 'm'},
+                                       {"max-seconds", 1, 0, 'M'},
+                                       {"seed", 1, 0, 'S'},
+                                       {"baseline", 1, 0, 'b'},
+                                       {"threads", 1, 0, 't'},
+                                       {"dclients", 1, 0, 'D'},
+                                       {"conns", 1, 0, 'c'},
+                                       {"timeout", 1, 0, 'T'},
+                                       {"dir", 1, 0, 'd'},
+                                       {"keep", 0, 0, 'k'},
+                                       {"schedule", 1, 0, 'o'},
+                                       {"daemon", 1, 0, 'L'},
+                                       {"shim", 1, 0, 'P'},
+                                       {"verbose", 0, 0, 'v'},
+                                       {"only", 1, 0, 'O'},
+                                       {"servers", 1, 0, 'N'},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
   r->seconds = 180;
   r->threads = 6;
   r->dclients = 2;
@@ -209,7 +223,8 @@ static int setup(ch_run *r) {
 }
 
 static uint64_t acked(const ch_run *r) {
-  return atomic_load(&r->emb_ctl->ids_acked) + atomic_load(&r->dcl_ctl->ids_acked);
+  return atomic_load(&r->emb_ctl->ids_acked) +
+         atomic_load(&r->dcl_ctl->ids_acked);
 }
 
 /* Waits ms, reaping children; false when the run should end (not before
@@ -226,19 +241,21 @@ static bool wait_gap(ch_run *r, int64_t ms, bool first_round,
     if (el >= r->seconds && acked(r) >= r->min_ids && !first_round)
       return false;
     if (now >= *next_progress) {
-      fprintf(stderr, "chaos: %.0f s, %llu ids acknowledged, %zu faults\n",
-              el, (unsigned long long)acked(r), r->nfaults);
+      fprintf(stderr, "chaos: %.0f s, %llu ids acknowledged, %zu faults\n", el,
+              (unsigned long long)acked(r), r->nfaults);
       *next_progress = now + 10 * 1000000000ll;
     }
     if (now >= until) return true;
-    ch_sleep_ms((until - now) / 1000000 < 50 ? (until - now) / 1000000 + 1 : 50);
+    ch_sleep_ms((until - now) / 1000000 < 50 ? (until - now) / 1000000 + 1
+                                             : 50);
   }
 }
 
 /* A sanitizer build's report in any child's log is a finding. */
 static void scan_logs(ch_run *r) {
   static const char *logs[] = {"emb.log", "lcd.log", "dclient.log"};
-  static const char *marks[] = {"WARNING: ThreadSanitizer", "ERROR: AddressSanitizer",
+  static const char *marks[] = {"WARNING: ThreadSanitizer",
+                                "ERROR: AddressSanitizer",
                                 "ERROR: LeakSanitizer", "runtime error:"};
   char path[1024], line[1024];
   for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
@@ -269,9 +286,10 @@ static int run(ch_run *r) {
   }
   char mc[160];
   ch_mc_config(r, mc, sizeof mc);
-  fprintf(stderr, "chaos: seed %llu, run directory %s, memcached %s, "
-          "logcounterd port %d\n", (unsigned long long)r->seed, r->dir, mc,
-          r->lcd_port);
+  fprintf(stderr,
+          "chaos: seed %llu, run directory %s, memcached %s, "
+          "logcounterd port %d\n",
+          (unsigned long long)r->seed, r->dir, mc, r->lcd_port);
   FILE *sched = NULL;
   if (r->schedule_out && (sched = fopen(r->schedule_out, "w")) == NULL) {
     fprintf(stderr, "chaos: cannot write %s\n", r->schedule_out);
@@ -279,8 +297,7 @@ static int run(ch_run *r) {
   }
   int mc_failed = 0;
   for (int s = 0; s < r->nmc; s++) mc_failed |= ch_start_memcached(r, s);
-  if (mc_failed || ch_start_lcd(r) || ch_start_emb(r) ||
-      ch_start_dclients(r)) {
+  if (mc_failed || ch_start_lcd(r) || ch_start_emb(r) || ch_start_dclients(r)) {
     fprintf(stderr, "chaos: cannot start: %s (see %s/*.log)\n", r->findings,
             r->dir);
     ch_stop_all(r);
@@ -311,8 +328,8 @@ static int run(ch_run *r) {
     if (sched)
       fprintf(sched, "%zu +%lldms %s%s%s %lldms back %d server %d%s\n", i,
               (long long)gap, ch_fault_name(f.kind), f.target ? " " : "",
-              ch_target_name(f.target), (long long)f.arg_ms, f.back,
-              f.server, f.missed ? " (no allocation reached the seam)" : "");
+              ch_target_name(f.target), (long long)f.arg_ms, f.back, f.server,
+              f.missed ? " (no allocation reached the seam)" : "");
     if (r->verbose)
       fprintf(stderr, "chaos: %6.1f s %s %s %lld ms\n",
               (double)(f.t_ns - r->start_ns) / 1e9, ch_fault_name(f.kind),
@@ -357,7 +374,7 @@ static int run(ch_run *r) {
   ch_kill_wait(&r->lcd_pid, SIGTERM);
   scan_logs(r);
 
-  int rc = ch_check(r, elapsed);   /* memcached still up: it opens logs */
+  int rc = ch_check(r, elapsed); /* memcached still up: it opens logs */
   ch_stop_all(r);
   if (interrupted) rc = 1;
   if (rc == 0 && !r->keep)
@@ -368,8 +385,10 @@ static int run(ch_run *r) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && strcmp(argv[1], "worker") == 0) return ch_worker_main(argc, argv);
-  if (argc >= 2 && strcmp(argv[1], "dclient") == 0) return ch_dclient_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "worker") == 0)
+    return ch_worker_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "dclient") == 0)
+    return ch_dclient_main(argc, argv);
   if (argc < 2 || strcmp(argv[1], "run") != 0) {
     usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
     return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;

@@ -44,13 +44,13 @@ enum { REC_ID = 1, REC_TALLY_TRY = 2, REC_TALLY_ACK = 3 };
 
 /* One acknowledgement (or tally attempt), 40 bytes, one write(2) each. */
 typedef struct ch_rec {
-  int64_t t_ns;      /* CLOCK_MONOTONIC when it happened */
-  int64_t t0_ns;     /* REC_ID: when the call began */
-  int64_t value;     /* REC_ID: the block's last id; tallies: the delta */
-  uint32_t n;        /* REC_ID: the block's length */
-  uint32_t client;   /* the client (thread or connection) */
+  int64_t t_ns;    /* CLOCK_MONOTONIC when it happened */
+  int64_t t0_ns;   /* REC_ID: when the call began */
+  int64_t value;   /* REC_ID: the block's last id; tallies: the delta */
+  uint32_t n;      /* REC_ID: the block's length */
+  uint32_t client; /* the client (thread or connection) */
   uint8_t kind;
-  uint8_t obj;       /* counter or tally index */
+  uint8_t obj; /* counter or tally index */
   uint8_t pad[6];
 } ch_rec;
 
@@ -61,30 +61,30 @@ typedef struct ch_rec {
 /* The control block: a small file mapped by the driver and one owner (and
  * the shim in it), so its fields survive the owner's death. */
 typedef struct ch_ctl {
-  _Atomic int64_t fail_until_ns;    /* shim: log writes fail until then */
-  _Atomic uint64_t writes_failed;   /* shim: writes failed on purpose */
-  _Atomic int pause_req;            /* worker: next allocation pauses */
-  _Atomic int paused;               /* worker: an allocation is paused */
+  _Atomic int64_t fail_until_ns;  /* shim: log writes fail until then */
+  _Atomic uint64_t writes_failed; /* shim: writes failed on purpose */
+  _Atomic int pause_req;          /* worker: next allocation pauses */
+  _Atomic int paused;             /* worker: an allocation is paused */
   _Atomic int pause_release;
-  _Atomic uint64_t pauses;          /* allocations actually paused */
-  _Atomic int ready;                /* worker: log open, clients running */
-  _Atomic int prune_req;            /* worker: prune now (1), done (2) */
-  _Atomic int64_t pruned_below[CH_EMB_COUNTERS];  /* records below these
+  _Atomic uint64_t pauses; /* allocations actually paused */
+  _Atomic int ready;       /* worker: log open, clients running */
+  _Atomic int prune_req;   /* worker: prune now (1), done (2) */
+  _Atomic int64_t pruned_below[CH_EMB_COUNTERS]; /* records below these
                                        values may have been pruned */
   _Atomic uint64_t calls, calls_failed, ids_attempted, ids_acked;
-  _Atomic uint64_t calls_lost;      /* failed: connection closed under it */
+  _Atomic uint64_t calls_lost; /* failed: connection closed under it */
   _Atomic uint64_t tally_calls, tally_failed;
 } ch_ctl;
 
 /* util.c */
 int64_t ch_now_ns(void);
 void ch_sleep_ms(int64_t ms);
-uint64_t ch_rand(uint64_t *state);             /* splitmix64 */
+uint64_t ch_rand(uint64_t *state); /* splitmix64 */
 uint64_t ch_rand_between(uint64_t *state, uint64_t lo, uint64_t hi);
 ch_ctl *ch_ctl_map(const char *path, bool create);
 int ch_rec_write(int fd, const ch_rec *r);
-const char *ch_counter_name(int i);            /* "e0".."e2", "d0", "d1" */
-const char *ch_tally_name(int i);              /* "t0" "t1" "u0" "u1" */
+const char *ch_counter_name(int i); /* "e0".."e2", "d0", "d1" */
+const char *ch_tally_name(int i);   /* "t0" "t1" "u0" "u1" */
 int ch_mc_command(int port, const char *cmd, char *reply, size_t size);
 long long ch_mc_get(int port, const char *key);
 int ch_mc_set(int port, const char *key, long long v);
@@ -93,7 +93,7 @@ bool ch_port_open(int port);
 /* A socket connected to the loopback port with send and receive timeouts
  * of timeout_ms, or -1. */
 int ch_connect_port(int port, int timeout_ms);
-uint64_t ch_block_size(uint64_t *rng);         /* 1 .. 100, mostly 1 */
+uint64_t ch_block_size(uint64_t *rng); /* 1 .. 100, mostly 1 */
 
 /* worker.c, dclient.c */
 int ch_worker_main(int argc, char **argv);
@@ -105,21 +105,31 @@ int ch_cut_apply(const char *state, const char *bak, char *summary,
                  size_t size);
 
 /* ---- the driver (chaos.c, procs.c, nemesis.c, check.c) ---- */
-enum { F_MC_KILL, F_MC_FLUSH, F_MC_FREEZE, F_OWNER_KILL, F_PAUSE,
-       F_WRITE_FAIL, F_POWER_CUT, F_MC_REWIND, F_OWNER_RESTART, F_PRUNE,
-       F_KINDS };
-enum { T_NONE, T_EMB, T_LCD };   /* fault targets */
+enum {
+  F_MC_KILL,
+  F_MC_FLUSH,
+  F_MC_FREEZE,
+  F_OWNER_KILL,
+  F_PAUSE,
+  F_WRITE_FAIL,
+  F_POWER_CUT,
+  F_MC_REWIND,
+  F_OWNER_RESTART,
+  F_PRUNE,
+  F_KINDS
+};
+enum { T_NONE, T_EMB, T_LCD }; /* fault targets */
 
-#define CH_MC_MAX 3      /* memcached servers in the multi-server mode */
+#define CH_MC_MAX 3 /* memcached servers in the multi-server mode */
 
 typedef struct ch_fault {
-  int64_t t_ns, end_ns;   /* when it began and ended */
+  int64_t t_ns, end_ns; /* when it began and ended */
   int kind, target;
-  int server;             /* a memcached fault's server (--servers) */
-  int64_t arg_ms;         /* duration or delay */
-  int back;               /* memcached-rewind: to values read this many
+  int server;     /* a memcached fault's server (--servers) */
+  int64_t arg_ms; /* duration or delay */
+  int back;       /* memcached-rewind: to values read this many
                              faults ago (0: read now, set after arg_ms) */
-  bool missed;            /* a pause no allocation reached: not injected */
+  bool missed;    /* a pause no allocation reached: not injected */
 } ch_fault;
 
 typedef struct ch_run {
@@ -127,32 +137,32 @@ typedef struct ch_run {
   uint64_t seed;
   int seconds, max_seconds, threads, dclients, conns, timeout_ms;
   uint64_t min_ids;
-  unsigned only;          /* fault kinds allowed, a bit each; 0: all */
+  unsigned only; /* fault kinds allowed, a bit each; 0: all */
   bool baseline, keep, verbose;
   char dir[512], self[512], daemon[512], shim[512];
   const char *schedule_out;
   /* state */
-  int nmc;                /* memcached servers, 1..CH_MC_MAX (--servers) */
+  int nmc; /* memcached servers, 1..CH_MC_MAX (--servers) */
   int mc_port[CH_MC_MAX], lcd_port;
   int mc_pid[CH_MC_MAX], emb_pid, lcd_pid, dcl_pid[8];
   bool mc_frozen[CH_MC_MAX];
-  int emb_inc;            /* embedded incarnations started */
+  int emb_inc; /* embedded incarnations started */
   ch_ctl *emb_ctl, *lcd_ctl, *dcl_ctl;
   ch_fault *faults;
   size_t nfaults, cap;
-  struct ch_start {       /* each start of an owner, and its durability */
+  struct ch_start { /* each start of an owner, and its durability */
     int64_t t_ns;
     int target;
     bool sync;
-  } *starts;
+  } * starts;
   size_t nstarts, scap;
-  unsigned unexpected;    /* owner exits nobody caused */
-  unsigned open_failures; /* owner could not open its log */
-  unsigned flush_failed_stops;  /* logcounterd's clean stops that exited 1
+  unsigned unexpected;         /* owner exits nobody caused */
+  unsigned open_failures;      /* owner could not open its log */
+  unsigned flush_failed_stops; /* logcounterd's clean stops that exited 1
                                    because the final tally flush failed */
-  long long snap[4][CH_COUNTERS + CH_TALLIES];  /* memcached's values at */
-  signed char snap_srv[4][CH_COUNTERS + CH_TALLIES];  /* and the server */
-  size_t nsnap;                                 /* the last faults' starts */
+  long long snap[4][CH_COUNTERS + CH_TALLIES];       /* memcached's values at */
+  signed char snap_srv[4][CH_COUNTERS + CH_TALLIES]; /* and the server */
+  size_t nsnap; /* the last faults' starts */
   char findings[2048];
   int64_t start_ns;
 } ch_run;
@@ -188,7 +198,7 @@ int ch_inject(ch_run *r, ch_fault *f);
 void ch_heal(ch_run *r);
 /* check.c: reads every record and prints the report; 0 when valid. */
 int ch_check(ch_run *r, int64_t elapsed_ns);
-int ch_owner_of(int obj);                  /* T_EMB or T_LCD */
+int ch_owner_of(int obj); /* T_EMB or T_LCD */
 /* One acknowledged block, as the checker sees it. */
 typedef struct ch_blk {
   int64_t first, last, t_ns, t0_ns;
@@ -210,26 +220,26 @@ typedef struct ch_gap {
  * indexed by LC_GAP_* (1..6); index 0 is "in no ledger entry". */
 #define CH_CAUSES 7
 typedef struct ch_ledger {
-  bool read;                  /* at least one counter's ledger was read */
-  uint64_t entries[CH_CAUSES], ids[CH_CAUSES];   /* entries between records */
-  uint64_t owner_ids[3][CH_CAUSES];   /* the same by owner (T_EMB, T_LCD) */
-  uint64_t unexplained, holes;        /* ids in no record and no entry */
-  uint64_t unexplained_acked;         /* of those, acknowledged (their
+  bool read; /* at least one counter's ledger was read */
+  uint64_t entries[CH_CAUSES], ids[CH_CAUSES]; /* entries between records */
+  uint64_t owner_ids[3][CH_CAUSES]; /* the same by owner (T_EMB, T_LCD) */
+  uint64_t unexplained, holes;      /* ids in no record and no entry */
+  uint64_t unexplained_acked;       /* of those, acknowledged (their
                                          records a power cut took) */
-  uint64_t conflicts;         /* overlaps, misplaced voids, undecodable
+  uint64_t conflicts;               /* overlaps, misplaced voids, undecodable
                                  entries, acknowledged ids in a gap */
   uint64_t c_unexplained[CH_COUNTERS], c_conflicts[CH_COUNTERS];
-  uint64_t below_oldest;      /* entries under a pruned counter's oldest
+  uint64_t below_oldest;  /* entries under a pruned counter's oldest
                                  record (not checked) */
-  uint64_t acked_restart;     /* acknowledged ids in restart gaps: their
+  uint64_t acked_restart; /* acknowledged ids in restart gaps: their
                                  records a power cut took */
   /* the acknowledged gaps: ids by fault blamed (F_KINDS: none) and cause
    * (0: in no entry, and in no record: unexplained) */
   uint64_t ack[F_KINDS + 1][CH_CAUSES];
-  uint64_t ack_handed[F_KINDS + 1];   /* in a record: handed out, never
+  uint64_t ack_handed[F_KINDS + 1]; /* in a record: handed out, never
                                          acknowledged */
-  uint64_t ack_open[F_KINDS + 1];     /* of those, in an open segment */
-  uint64_t ack_pruned[F_KINDS + 1];   /* below a pruned counter's oldest */
+  uint64_t ack_open[F_KINDS + 1];   /* of those, in an open segment */
+  uint64_t ack_pruned[F_KINDS + 1]; /* below a pruned counter's oldest */
   char example[400], conflict[400];
 } ch_ledger;
 /* Checks counter c's records (sorted, n of them) and ledger entries

@@ -34,11 +34,10 @@
 #include <string.h>
 #include <unistd.h>
 
-
 typedef struct series {
   ch_blk *b;
   size_t n, cap;
-  ch_gap *g;          /* the gaps, in order, with the fault blamed */
+  ch_gap *g; /* the gaps, in order, with the fault blamed */
   size_t ng, gcap;
   uint64_t ids, dup_ids, dup_blocks, gap_ids, gap_runs;
   int64_t max;
@@ -54,7 +53,9 @@ static int cmp_blk(const void *a, const void *b) {
   return (x->last > y->last) - (x->last < y->last);
 }
 
-int ch_owner_of(int obj) { return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD; }
+int ch_owner_of(int obj) {
+  return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD;
+}
 
 /* The fault a gap is blamed on, among those that can touch a counter of
  * owner: the ids were lost between the acknowledgements of the blocks on
@@ -96,7 +97,7 @@ static uint64_t load(const char *path, series *s, tally_sum *ts,
         ts[r->obj].acked += r->value;
       if (r->kind != REC_ID || r->obj >= CH_COUNTERS || r->n == 0) continue;
       ch_blk b = {r->value - (int64_t)r->n + 1, r->value, r->t_ns, r->t0_ns,
-               r->client};
+                  r->client};
       int64_t *l = &last[r->client & 0xff][r->obj];
       if (b.first <= *l) (*ooo)++;
       *l = b.last;
@@ -146,8 +147,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   for (int c = 0; c < CH_COUNTERS; c++) {
     series *x = &s[c];
     qsort(x->b, x->n, sizeof *x->b, cmp_blk);
-    int64_t end = 0;   /* every id <= end was acknowledged */
-    int64_t end_t = x->n ? x->b[0].t_ns : 0;   /* when end's block was */
+    int64_t end = 0; /* every id <= end was acknowledged */
+    int64_t end_t = x->n ? x->b[0].t_ns : 0; /* when end's block was */
     for (size_t i = 0; i < x->n; i++) {
       ch_blk *b = &x->b[i];
       x->ids += (uint64_t)(b->last - b->first + 1);
@@ -157,8 +158,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
         x->dup_blocks++;
         if (!dup_example[0])
           snprintf(dup_example, sizeof dup_example,
-                   "e.g. %s: %lld..%lld acknowledged again",
-                   ch_counter_name(c), (long long)b->first, (long long)hi);
+                   "e.g. %s: %lld..%lld acknowledged again", ch_counter_name(c),
+                   (long long)b->first, (long long)hi);
       } else if (b->first > end + 1) {
         int k = blame(r, end_t, b->t_ns, ch_owner_of(c));
         if (x->ng == x->gcap) {
@@ -199,7 +200,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     if (i >= 0 && i < CH_EMB_TALLIES)
       trc[i] = rc, total[i] = tt, pending[i] = pp, losses[i] = ll;
   if (f) fclose(f);
-  for (int t = CH_EMB_TALLIES; t < CH_TALLIES; t++) {  /* the daemon's */
+  for (int t = CH_EMB_TALLIES; t < CH_TALLIES; t++) { /* the daemon's */
     uint64_t lo = 0;
     trc[t] = ch_log_tally(r, "lcd", t, &total[t], &pending[t], &lo);
     losses[t] = lo;
@@ -222,7 +223,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
          r->baseline ? "SEED-FAITHFUL BASELINE (the original, UNSAFE)"
                      : "logcounter",
          (unsigned long long)r->seed, (double)elapsed_ns / 1e9);
-  line("attempted", "%llu calls for %llu ids (embedded %llu calls, "
+  line("attempted",
+       "%llu calls for %llu ids (embedded %llu calls, "
        "through logcounterd %llu); %llu calls failed, %llu of them by a "
        "connection closed under them",
        (unsigned long long)(e->calls + dc->calls),
@@ -241,12 +243,13 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   else if (lg.errors)
     line("logged", "FAIL: cannot read a log: %s", lg.error);
   else
-    line("logged", "%llu acknowledged blocks missing from the log (must be "
+    line("logged",
+         "%llu acknowledged blocks missing from the log (must be "
          "0; %llu of them synced before a power cut)%s%s; %llu taken by a "
          "power cut (unsynced records of default durability), %llu pruned; "
-         "%llu corrupt records (must be 0)", (unsigned long long)lg.unlogged,
-         (unsigned long long)lg.synced_lost, lg.unlogged ? "; " : "",
-         lg.example, (unsigned long long)lg.cut_away,
+         "%llu corrupt records (must be 0)",
+         (unsigned long long)lg.unlogged, (unsigned long long)lg.synced_lost,
+         lg.unlogged ? "; " : "", lg.example, (unsigned long long)lg.cut_away,
          (unsigned long long)lg.pruned, (unsigned long long)lg.corrupt);
   line("gaps", "%llu ids in %llu runs", (unsigned long long)gids,
        (unsigned long long)gruns);
@@ -264,28 +267,31 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     ledger_ok = ch_ledger_report(r, &led);
   for (int c = 0; c < CH_COUNTERS; c++)
     printf("%-13s %s (%s): %llu ids, up to %lld, %llu duplicated, %llu "
-           "missing in %llu gaps\n", c ? "" : "counters", ch_counter_name(c),
+           "missing in %llu gaps\n",
+           c ? "" : "counters", ch_counter_name(c),
            ch_target_name(ch_owner_of(c)), (unsigned long long)s[c].ids,
            (long long)s[c].max, (unsigned long long)s[c].dup_ids,
            (unsigned long long)s[c].gap_ids, (unsigned long long)s[c].gap_runs);
   bool tally_ok = true;
   for (int t = 0; t < CH_TALLIES; t++) {
     int64_t a = ts[t].acked, u = ts[t].tried - ts[t].acked;
-    bool ok = trc[t] == 0 && total[t] <= a + u &&
-              (total[t] >= a || losses[t] > 0);
+    bool ok =
+        trc[t] == 0 && total[t] <= a + u && (total[t] >= a || losses[t] > 0);
     tally_ok = tally_ok && ok;
-    printf("%-13s %s (%s): durable total %lld; acknowledged changes sum to %lld, "
-           "%lld more attempted unacknowledged; %llu losses reported, "
-           "%lld pending: %s\n", t ? "" : "tallies", ch_tally_name(t),
-           t < CH_EMB_TALLIES ? "embedded" : "logcounterd",
-           (long long)total[t], (long long)a, (long long)u, losses[t],
-           (long long)pending[t],
-           trc[t] != 0 ? "FAIL (no final reading)"
-           : !ok ? (total[t] > a + u ? "FAIL (above the true sum)"
-                                     : "FAIL (below the sum, no loss reported)")
-           : total[t] == a ? "exact"
-           : total[t] > a ? "ok (includes unacknowledged changes)"
-                          : "ok (below: memcached lost pending changes, reported)");
+    printf(
+        "%-13s %s (%s): durable total %lld; acknowledged changes sum to %lld, "
+        "%lld more attempted unacknowledged; %llu losses reported, "
+        "%lld pending: %s\n",
+        t ? "" : "tallies", ch_tally_name(t),
+        t < CH_EMB_TALLIES ? "embedded" : "logcounterd", (long long)total[t],
+        (long long)a, (long long)u, losses[t], (long long)pending[t],
+        trc[t] != 0     ? "FAIL (no final reading)"
+        : !ok           ? (total[t] > a + u ? "FAIL (above the true sum)"
+                                            : "FAIL (below the sum, no loss reported)")
+        : total[t] == a ? "exact"
+        : total[t] > a
+            ? "ok (includes unacknowledged changes)"
+            : "ok (below: memcached lost pending changes, reported)");
   }
   printf("%-13s", "faults");
   for (int k = 0; k < F_KINDS; k++) {
@@ -299,8 +305,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
          "before their log write, %u faults not carried out (a pause that no "
          "allocation reached, a prune with no worker up), %u clean stops of "
          "logcounterd with exit status 1 because memcached failed its final "
-         "tally flush (as documented)\n", "",
-         (unsigned long long)(e->writes_failed + r->lcd_ctl->writes_failed),
+         "tally flush (as documented)\n",
+         "", (unsigned long long)(e->writes_failed + r->lcd_ctl->writes_failed),
          (unsigned long long)e->pauses, skipped, r->flush_failed_stops);
   printf("%-13s %s\n", "findings", r->findings[0] ? r->findings : "none");
 

@@ -28,14 +28,14 @@
 #include <unistd.h>
 
 typedef struct entry {
-  char op;            /* C S D R U */
-  char *a, *b, *bak;  /* paths */
+  char op;           /* C S D R U */
+  char *a, *b, *bak; /* paths */
   int64_t len;
-  int obj, old;       /* file objects moved or replaced (replay) */
+  int obj, old; /* file objects moved or replaced (replay) */
 } entry;
 
 typedef struct file_obj {
-  int64_t durable;    /* -1: unknown, keep as is */
+  int64_t durable; /* -1: unknown, keep as is */
 } file_obj;
 
 typedef struct cut {
@@ -43,7 +43,7 @@ typedef struct cut {
   size_t n, cap;
   file_obj *objs;
   size_t nobj, objcap;
-  char **paths;       /* path -> object, linear (a few hundred files) */
+  char **paths; /* path -> object, linear (a few hundred files) */
   int *pobj;
   size_t npaths, pcap;
 } cut;
@@ -112,7 +112,10 @@ static int parse(cut *c, const char *state) {
     entry e = {.op = op[0], .a = strdup(a), .obj = -1, .old = -1};
     if (e.op == 'S') e.len = b ? atoll(b) : 0;
     if (e.op == 'R' || e.op == 'U') {
-      if (!b || (e.op == 'R' && !d)) { free(e.a); continue; }  /* torn */
+      if (!b || (e.op == 'R' && !d)) {
+        free(e.a);
+        continue;
+      } /* torn */
       e.b = strdup(b);
       if (e.op == 'R') e.bak = strdup(d);
     }
@@ -205,7 +208,8 @@ int ch_cut_apply(const char *state, const char *bak, char *summary,
   }
   snprintf(summary, size,
            "undid %u creates, %u renames, %u unlinks; cut %u files by %lld "
-           "bytes%s", undone[0], undone[1], undone[2], cut_files, cut_bytes,
+           "bytes%s",
+           undone[0], undone[1], undone[2], cut_files, cut_bytes,
            failed ? " (some steps failed)" : "");
   /* start afresh */
   int fd = open(state, O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC, 0600);

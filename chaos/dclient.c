@@ -29,7 +29,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static atomic_int stopping;   /* set by SIGTERM, read by every thread */
+static atomic_int stopping; /* set by SIGTERM, read by every thread */
 static int port, out_fd;
 static unsigned index_;
 static uint64_t seed;
@@ -131,7 +131,7 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
     rc = pipe_line(fd, p, line, sizeof line);
     if (rc) break;
     unsigned long long v = strtoull(line, &end, 10);
-    if (line[0] < '0' || line[0] > '9' || *end) {   /* SERVER_ERROR ... */
+    if (line[0] < '0' || line[0] > '9' || *end) { /* SERVER_ERROR ... */
       atomic_fetch_add(&ctl->calls_failed, 1);
       continue;
     }
@@ -163,7 +163,7 @@ static void *conn(void *arg) {
       continue;
     }
     backoff = 1;
-    if (c == 0 && index_ == 0) {      /* the pipelining connection */
+    if (c == 0 && index_ == 0) { /* the pipelining connection */
       static __thread pipe_buf pb;
       if (pipe_batch(fd, me, &rng, &pb) != 0) {
         close(fd);
@@ -176,7 +176,7 @@ static void *conn(void *arg) {
     bool tally = ch_rand(&rng) % 100 < 15;
     uint64_t n = 0;
     int len;
-    if (tally) {   /* a tally change through the daemon */
+    if (tally) { /* a tally change through the daemon */
       r.kind = REC_TALLY_TRY;
       r.obj = (uint8_t)(CH_EMB_TALLIES + ch_rand(&rng) % 2);
       r.value = (int64_t)ch_rand_between(&rng, 1, 100);
@@ -194,13 +194,14 @@ static void *conn(void *arg) {
       atomic_fetch_add(&ctl->calls, 1);
       atomic_fetch_add(&ctl->ids_attempted, n);
     }
-    r.t0_ns = ch_now_ns();   /* the connection's daemon is the one running */
-    int rc = write(fd, req, (size_t)len) == len ? read_line(fd, line, sizeof line)
-                                                : -1;
+    r.t0_ns = ch_now_ns(); /* the connection's daemon is the one running */
+    int rc = write(fd, req, (size_t)len) == len
+                 ? read_line(fd, line, sizeof line)
+                 : -1;
     char *end = line;
     unsigned long long v = rc ? 0 : strtoull(line, &end, 10);
     bool number = rc == 0 && line[0] >= '0' && line[0] <= '9' && *end == '\0';
-    if (!number) {   /* lost, timed out, or SERVER_ERROR ... */
+    if (!number) { /* lost, timed out, or SERVER_ERROR ... */
       atomic_fetch_add(tally ? &ctl->tally_failed : &ctl->calls_failed, 1);
       if (rc == -1 && !tally) atomic_fetch_add(&ctl->calls_lost, 1);
       if (rc != 0) {

@@ -32,7 +32,7 @@ _Static_assert(LC_GAP_BURNED == 1 && LC_GAP_VOID == CH_CAUSES - 1,
 typedef struct span {
   int64_t first, last;
   int cause;
-  bool open;          /* a record left LC_RECORD_SEGMENT_OPEN */
+  bool open; /* a record left LC_RECORD_SEGMENT_OPEN */
 } span;
 
 static int cmp_span(const void *a, const void *b) {
@@ -42,8 +42,9 @@ static int cmp_span(const void *a, const void *b) {
 }
 
 static const char *what(const span *s) {
-  return s->cause ? lc_gap_cause_name(s->cause)
-         : s->open ? "open segment" : "record";
+  return s->cause  ? lc_gap_cause_name(s->cause)
+         : s->open ? "open segment"
+                   : "record";
 }
 
 /* The first example of a kind is kept. */
@@ -58,15 +59,20 @@ static void example(char *buf, size_t size, const char *fmt, ...) {
   va_end(ap);
 }
 
-static uint64_t len(int64_t a, int64_t b) { return (uint64_t)(b - a) + 1; }
+static uint64_t len(int64_t a, int64_t b) {
+  return (uint64_t)(b - a) + 1;
+}
 
 /* Is [first, last] inside one record? */
 static bool in_record(const lc_record *rec, size_t n, int64_t first,
                       int64_t last) {
-  size_t lo = 0, hi = n;   /* the first record with first > first */
+  size_t lo = 0, hi = n; /* the first record with first > first */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (rec[mid].first <= first) lo = mid + 1; else hi = mid;
+    if (rec[mid].first <= first)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo > 0 && rec[lo - 1].last >= last;
 }
@@ -86,15 +92,15 @@ static uint64_t acked(const ch_blk *b, size_t nb, size_t *cur, int64_t a,
 }
 
 /* The spans from start on must leave no hole and not overlap. */
-static void tile(int c, const span *s, size_t n, int64_t start,
-                 const ch_blk *b, size_t nb, ch_ledger *out) {
+static void tile(int c, const span *s, size_t n, int64_t start, const ch_blk *b,
+                 size_t nb, ch_ledger *out) {
   size_t cur = 0;
   const char *name = ch_counter_name(c);
-  int64_t end = start - 1;        /* every value up to end is covered */
-  const span *by = NULL;          /* by this span, the highest so far */
+  int64_t end = start - 1; /* every value up to end is covered */
+  const span *by = NULL;   /* by this span, the highest so far */
   for (size_t i = 0; i < n; i++) {
     const span *x = &s[i];
-    if (x->last < start) {        /* left under a pruned counter's oldest */
+    if (x->last < start) { /* left under a pruned counter's oldest */
       out->below_oldest += x->cause != 0;
       continue;
     }
@@ -189,8 +195,8 @@ static void ack_gaps(int c, const span *s, size_t n, int64_t start,
     if (rest)
       example(out->example, sizeof out->example,
               "%s: acknowledged gap %lld..%lld (after %s): %llu ids in no "
-              "record and no entry", ch_counter_name(c), (long long)a,
-              (long long)g[i].last,
+              "record and no entry",
+              ch_counter_name(c), (long long)a, (long long)g[i].last,
               k == F_KINDS ? "no fault" : ch_fault_name(k),
               (unsigned long long)rest);
   }

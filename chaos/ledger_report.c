@@ -72,10 +72,8 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
                  "or crash of it, and no call failed";
   case LC_GAP_SEGMENT:
     return ran_prefetch(r, owner) ? NULL : "it never ran with prefetch";
-  case LC_GAP_ADVANCE:
-    return "chaos calls neither lc_advance nor lc_adopt";
-  default:
-    return "chaos never calls lc_void";
+  case LC_GAP_ADVANCE: return "chaos calls neither lc_advance nor lc_adopt";
+  default: return "chaos never calls lc_void";
   }
 }
 
@@ -143,14 +141,16 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
            (unsigned long long)l->unexplained_acked);
   if (excused)
     printf(", %llu on owners a power cut hit (excused: records and entries "
-           "it may have taken)", (unsigned long long)excused);
+           "it may have taken)",
+           (unsigned long long)excused);
   printf(" (else must be 0); %llu conflicts with the records",
          (unsigned long long)l->conflicts);
   by_counter(l->c_conflicts);
   printf(" (must be 0)");
   if (l->acked_restart)
     printf("; %llu acknowledged ids in restart gaps (records a power cut "
-           "took)", (unsigned long long)l->acked_restart);
+           "took)",
+           (unsigned long long)l->acked_restart);
   if (l->below_oldest)
     printf("; %llu entries below a pruned counter's oldest record",
            (unsigned long long)l->below_oldest);
@@ -183,7 +183,8 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
       printf("%-13s   acknowledged gaps, ids by fault blamed and what the log "
              "says (record: handed out, never acknowledged; open: of those, "
              "in a segment a crash left open; pruned: below a pruned "
-             "counter's oldest record; none: must be 0):\n", "");
+             "counter's oldest record; none: must be 0):\n",
+             "");
       printf("%-13s   %-18s", "", "after");
       for (int j = 1; j < CH_CAUSES; j++)
         printf(" %*s", width(lc_gap_cause_name(j)), lc_gap_cause_name(j));

@@ -24,10 +24,10 @@
 typedef struct recs {
   lc_record *r;
   size_t n, cap;
-  uint64_t corrupt;   /* records that did not decode */
+  uint64_t corrupt; /* records that did not decode */
   ch_entry *e;
   size_t ne, ecap;
-  uint64_t bad;       /* ledger entries that did not decode */
+  uint64_t bad; /* ledger entries that did not decode */
 } recs;
 
 static void *grow(void *p, size_t *cap, size_t n, size_t size) {
@@ -43,7 +43,7 @@ static int read_ledger(lc_t *h, int obj, recs *out) {
   lc_gap g;
   int k;
   while (!rc && (k = lc_ledger_next(it, &g)) != 0) {
-    if (k == LC_ECORRUPT) {   /* a conflict for ledger.c; the next follows */
+    if (k == LC_ECORRUPT) { /* a conflict for ledger.c; the next follows */
       out->bad++;
       continue;
     }
@@ -83,7 +83,7 @@ static int read_log(const ch_run *r, const char *who, int obj, recs *out,
   lc_record rec;
   int k;
   while (!rc && (k = lc_iter_next(it, &rec)) != 0) {
-    if (k == LC_ECORRUPT) {   /* reported, and the next one follows */
+    if (k == LC_ECORRUPT) { /* reported, and the next one follows */
       out->corrupt++;
       continue;
     }
@@ -95,7 +95,8 @@ static int read_log(const ch_run *r, const char *who, int obj, recs *out,
     out->r[out->n++] = rec;
   }
   if (!rc) rc = read_ledger(h, obj, out);
-  if (rc) snprintf(err, size, "%s: %s (%s)", path, lc_err_name(rc), lc_last_detail());
+  if (rc)
+    snprintf(err, size, "%s: %s (%s)", path, lc_err_name(rc), lc_last_detail());
   lc_iter_close(it);
   lc_close(h);
   return rc;
@@ -104,10 +105,13 @@ static int read_log(const ch_run *r, const char *who, int obj, recs *out,
 /* Is [first, last] covered by the log: inside one record, or (a block
  * handed out across two prefetched segments) inside contiguous ones? */
 static bool logged(const recs *l, int64_t first, int64_t last) {
-  size_t lo = 0, hi = l->n;   /* the first record with first > block's */
+  size_t lo = 0, hi = l->n; /* the first record with first > block's */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (l->r[mid].first <= first) lo = mid + 1; else hi = mid;
+    if (l->r[mid].first <= first)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo == 0 || l->r[lo - 1].last < first) return false;
   for (size_t i = lo - 1; l->r[i].last < last; i++)
@@ -126,7 +130,7 @@ static bool served_synced(const ch_run *r, const ch_blk *b, int owner) {
     if (s->target != owner) continue;
     n++;
     if (owner == T_EMB && n == b->client >> 8) return s->sync;
-    if (owner == T_LCD && s->t_ns <= b->t0_ns) sync = s->sync;  /* latest */
+    if (owner == T_LCD && s->t_ns <= b->t0_ns) sync = s->sync; /* latest */
   }
   return sync;
 }
@@ -167,13 +171,12 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
   for (size_t i = 0; i < n; i++) {
     const ch_blk *b = &blocks[i];
     if (logged(&l, b->first, b->last)) continue;
-    int64_t below = c < CH_EMB_COUNTERS
-                        ? atomic_load(&r->emb_ctl->pruned_below[c]) : 0;
+    int64_t below =
+        c < CH_EMB_COUNTERS ? atomic_load(&r->emb_ctl->pruned_below[c]) : 0;
     /* Below the prune point, or a block across two prefetched segments
      * whose first record was pruned: what is at or above the point must
      * still be logged. */
-    if (b->last < below ||
-        (b->first < below && logged(&l, below, b->last))) {
+    if (b->last < below || (b->first < below && logged(&l, below, b->last))) {
       out->pruned++;
       continue;
     }
@@ -181,7 +184,7 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
       out->cut_away++;
       continue;
     }
-    if (b->t_ns <= cut) out->synced_lost++;  /* every record was synced */
+    if (b->t_ns <= cut) out->synced_lost++; /* every record was synced */
     if (out->unlogged++ == 0)
       snprintf(out->example, sizeof out->example, "e.g. %s: %lld..%lld%s",
                ch_counter_name(c), (long long)b->first, (long long)b->last,

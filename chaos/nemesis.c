@@ -21,9 +21,10 @@
 #include <unistd.h>
 
 static const char *fault_names[F_KINDS] = {
-    "memcached-kill", "memcached-flush", "memcached-freeze", "owner-kill",
-    "pause-before-log", "log-write-fail", "power-cut", "memcached-rewind",
-    "owner-restart", "prune"};
+    "memcached-kill", "memcached-flush",  "memcached-freeze",
+    "owner-kill",     "pause-before-log", "log-write-fail",
+    "power-cut",      "memcached-rewind", "owner-restart",
+    "prune"};
 
 const char *ch_fault_name(int kind) {
   return kind >= 0 && kind < F_KINDS ? fault_names[kind] : "none";
@@ -108,7 +109,8 @@ static int rewind_key_names(const ch_run *r, char keys[][16]) {
   int n = 0;
   for (int i = 0; i < CH_COUNTERS; i++)
     snprintf(keys[n++], 16, "%s:%s",
-             r->baseline && i < CH_EMB_COUNTERS ? "sd" : "lc", ch_counter_name(i));
+             r->baseline && i < CH_EMB_COUNTERS ? "sd" : "lc",
+             ch_counter_name(i));
   for (int i = 0; i < CH_TALLIES; i++)
     snprintf(keys[n++], 16, "lt+:%s", ch_tally_name(i));
   return n;
@@ -201,11 +203,12 @@ static void stop_owner(ch_run *r, int target) {
   while (waitpid(*pid, &status, WNOHANG) == 0 && waited++ < 600)
     ch_sleep_ms(50);
   if (waited > 600) {
-    ch_note(r, "%s did not stop within 30 s of SIGTERM", ch_target_name(target));
+    ch_note(r, "%s did not stop within 30 s of SIGTERM",
+            ch_target_name(target));
     ch_kill_wait(pid, SIGKILL);
     r->unexpected++;
-  } else if (target == T_LCD && WIFEXITED(status) &&
-             WEXITSTATUS(status) == 1 && only_flush_failed(r, *pid)) {
+  } else if (target == T_LCD && WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+             only_flush_failed(r, *pid)) {
     r->flush_failed_stops++;
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     ch_note(r, "%s failed its clean stop (status %d)", ch_target_name(target),
@@ -235,10 +238,10 @@ static int pause_before_log(ch_run *r, ch_fault *f) {
     if (!paused) ch_sleep_ms(1);
   }
   if (!paused && atomic_exchange(&c->pause_req, 0) == 1) {
-    f->missed = true;   /* no allocation reached the seam */
+    f->missed = true; /* no allocation reached the seam */
     return 0;
   }
-  while (!atomic_load(&c->paused)) ch_sleep_ms(1);  /* taken just now */
+  while (!atomic_load(&c->paused)) ch_sleep_ms(1); /* taken just now */
   flush_all(r, -1);
   ch_sleep_ms(f->arg_ms);
   atomic_store(&c->pause_release, 1);
@@ -255,7 +258,7 @@ static void power_cut(ch_run *r, ch_fault *f) {
   if (ch_cut_apply(state, bak, summary, sizeof summary) != 0)
     ch_note(r, "power cut of %s: %s", who, summary);
   if (r->verbose) fprintf(stderr, "chaos: power cut %s: %s\n", who, summary);
-  flush_all(r, -1);   /* memcached wiped too */
+  flush_all(r, -1); /* memcached wiped too */
   ch_sleep_ms(f->arg_ms);
   start_owner(r, f->target);
 }
@@ -275,9 +278,7 @@ int ch_inject(ch_run *r, ch_fault *f) {
     ch_sleep_ms(f->arg_ms);
     ch_start_memcached(r, s);
     break;
-  case F_MC_FLUSH:
-    flush_all(r, s);
-    break;
+  case F_MC_FLUSH: flush_all(r, s); break;
   case F_MC_FREEZE:
     kill(r->mc_pid[s], SIGSTOP);
     r->mc_frozen[s] = true;
@@ -290,26 +291,21 @@ int ch_inject(ch_run *r, ch_fault *f) {
     ch_sleep_ms(f->arg_ms);
     start_owner(r, f->target);
     break;
-  case F_PAUSE:
-    pause_before_log(r, f);
-    break;
+  case F_PAUSE: pause_before_log(r, f); break;
   case F_WRITE_FAIL: {
     ch_ctl *c = f->target == T_EMB ? r->emb_ctl : r->lcd_ctl;
     atomic_store(&c->fail_until_ns, ch_now_ns() + f->arg_ms * 1000000);
     ch_sleep_ms(f->arg_ms);
     break;
   }
-  case F_POWER_CUT:
-    power_cut(r, f);
-    break;
-  case F_MC_REWIND:   /* above, before this fault's snapshot */
-    break;
+  case F_POWER_CUT: power_cut(r, f); break;
+  case F_MC_REWIND: /* above, before this fault's snapshot */ break;
   case F_OWNER_RESTART:
     stop_owner(r, f->target);
     ch_sleep_ms(f->arg_ms);
     start_owner(r, f->target);
     break;
-  case F_PRUNE: {   /* the embedded owner prunes old records, then memcached
+  case F_PRUNE: { /* the embedded owner prunes old records, then memcached
                        is flushed: restores must find the newest record */
     ch_ctl *c = r->emb_ctl;
     atomic_store(&c->prune_req, 1);

@@ -65,8 +65,8 @@ static void init(void) {
   real_rename = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
   real_unlink = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
   real_leveldb_write = (void (*)(leveldb_t *, const leveldb_writeoptions_t *,
-                                 leveldb_writebatch_t *, char **))
-      dlsym(RTLD_NEXT, "leveldb_write");
+                                 leveldb_writebatch_t *,
+                                 char **))dlsym(RTLD_NEXT, "leveldb_write");
   real_leveldb_put = (void (*)(leveldb_t *, const leveldb_writeoptions_t *,
                                const char *, size_t, const char *, size_t,
                                char **))dlsym(RTLD_NEXT, "leveldb_put");
@@ -75,14 +75,15 @@ static void init(void) {
   const char *state = getenv("CHAOS_CUT_STATE");
   if (cut_dir && bak_dir && state) {
     cut_len = strlen(cut_dir);
-    state_fd = real_open(state, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    state_fd =
+        real_open(state, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   }
   const char *c = getenv("CHAOS_CTL");
   if (c) {
     int fd = real_open(c, O_RDWR | O_CLOEXEC);
     if (fd >= 0) {
-      void *p = mmap(NULL, sizeof(ch_ctl), PROT_READ | PROT_WRITE, MAP_SHARED,
-                     fd, 0);
+      void *p =
+          mmap(NULL, sizeof(ch_ctl), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (p != MAP_FAILED) ctl = p;
       close(fd);
     }
@@ -123,8 +124,7 @@ int open(const char *path, int flags, ...) {
   }
   pthread_once(&once, init);
   bool created = false;
-  if ((flags & O_CREAT) && tracked(path))
-    created = access(path, F_OK) != 0;
+  if ((flags & O_CREAT) && tracked(path)) created = access(path, F_OK) != 0;
   int fd = real_open(path, flags, mode);
   if (fd >= 0 && created) note("C %s\n", path);
   return fd;
@@ -218,9 +218,8 @@ void leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
   if (!failing(errptr)) real_leveldb_write(db, o, b, errptr);
 }
 
-void leveldb_put(leveldb_t *db, const leveldb_writeoptions_t *o,
-                 const char *k, size_t klen, const char *v, size_t vlen,
-                 char **errptr) {
+void leveldb_put(leveldb_t *db, const leveldb_writeoptions_t *o, const char *k,
+                 size_t klen, const char *v, size_t vlen, char **errptr) {
   pthread_once(&once, init);
   if (!failing(errptr)) real_leveldb_put(db, o, k, klen, v, vlen, errptr);
 }

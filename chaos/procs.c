@@ -65,8 +65,19 @@ static bool wait_port(int port, int pid, int ms) {
 int ch_start_memcached(ch_run *r, int s) {
   char port[16];
   snprintf(port, sizeof port, "%d", r->mc_port[s]);
-  char *argv[] = {"memcached", "-l", "127.0.0.1", "-p", port, "-U", "0", "-M",
-                  "-m", "64", geteuid() == 0 ? "-u" : NULL, "root", NULL};
+  char *argv[] = {"memcached",
+                  "-l",
+                  "127.0.0.1",
+                  "-p",
+                  port,
+                  "-U",
+                  "0",
+                  "-M",
+                  "-m",
+                  "64",
+                  geteuid() == 0 ? "-u" : NULL,
+                  "root",
+                  NULL};
   r->mc_pid[s] = spawn(r, argv, "memcached.log", NULL);
   r->mc_frozen[s] = false;
   if (r->mc_pid[s] > 0 && wait_port(r->mc_port[s], r->mc_pid[s], 5000))
@@ -113,8 +124,8 @@ const char *ch_owner_mode(int incarnation, bool baseline) {
 }
 
 int ch_start_emb(ch_run *r) {
-  char dir[1024], ctl[1024], out[1024], fin[1024], mc[160], inc[16],
-      thr[16], to[16], seed[32];
+  char dir[1024], ctl[1024], out[1024], fin[1024], mc[160], inc[16], thr[16],
+      to[16], seed[32];
   static char env[6][1100];
   r->emb_inc++;
   ch_path(r, dir, sizeof dir, "emb");
@@ -131,8 +142,20 @@ int ch_start_emb(ch_run *r) {
   /* Each restart the next mode: default, sync, prefetch (the baseline:
    * default and sync only, it has no prefetch). */
   const char *mode = ch_owner_mode(r->emb_inc, r->baseline);
-  char *argv[] = {r->self, "worker", dir, mc, ctl, out, fin, inc, thr, to,
-                  seed, (char *)mode, r->baseline ? "1" : "0", NULL};
+  char *argv[] = {r->self,
+                  "worker",
+                  dir,
+                  mc,
+                  ctl,
+                  out,
+                  fin,
+                  inc,
+                  thr,
+                  to,
+                  seed,
+                  (char *)mode,
+                  r->baseline ? "1" : "0",
+                  NULL};
   atomic_store(&r->emb_ctl->ready, 0);
   ch_started(r, T_EMB, strcmp(mode, "default") != 0);
   r->emb_pid = spawn(r, argv, "emb.log", envp);
@@ -152,10 +175,22 @@ int ch_start_lcd(ch_run *r) {
   const char *envp[] = {env[0], env[1], env[2], env[3], env[4], env[5], NULL};
   const char *mode = ch_owner_mode(starts, false);
   bool pf = strcmp(mode, "prefetch") == 0;
-  char *argv[] = {r->daemon, "--db", db, "--memcached", mc, "--timeout", to,
-                  "-l", listen, "-t", "4", "--durability",
-                  pf ? "default" : (char *)mode, "--prefetch",
-                  pf ? "auto" : "off", NULL};
+  char *argv[] = {r->daemon,
+                  "--db",
+                  db,
+                  "--memcached",
+                  mc,
+                  "--timeout",
+                  to,
+                  "-l",
+                  listen,
+                  "-t",
+                  "4",
+                  "--durability",
+                  pf ? "default" : (char *)mode,
+                  "--prefetch",
+                  pf ? "auto" : "off",
+                  NULL};
   ch_started(r, T_LCD, strcmp(mode, "default") != 0);
   r->lcd_pid = spawn(r, argv, "lcd.log", envp);
   if (r->lcd_pid > 0 && wait_port(r->lcd_port, r->lcd_pid, 10000)) return 0;

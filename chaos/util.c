@@ -20,9 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
-int64_t ch_now_ns(void) { return common_mono_ns(); }
+int64_t ch_now_ns(void) {
+  return common_mono_ns();
+}
 
-void ch_sleep_ms(int64_t ms) { common_sleep_ms(ms); }
+void ch_sleep_ms(int64_t ms) {
+  common_sleep_ms(ms);
+}
 
 uint64_t ch_rand(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -43,15 +47,15 @@ uint64_t ch_block_size(uint64_t *rng) {
 }
 
 ch_ctl *ch_ctl_map(const char *path, bool create) {
-  int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0),
-                0600);
+  int fd =
+      open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0600);
   if (fd < 0) return NULL;
   if (create && ftruncate(fd, sizeof(ch_ctl)) != 0) {
     close(fd);
     return NULL;
   }
-  void *p = mmap(NULL, sizeof(ch_ctl), PROT_READ | PROT_WRITE, MAP_SHARED,
-                 fd, 0);
+  void *p =
+      mmap(NULL, sizeof(ch_ctl), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   return p == MAP_FAILED ? NULL : p;
 }
@@ -76,7 +80,8 @@ int ch_connect_port(int port, int timeout_ms) {
   struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port)};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
     close(fd);
@@ -93,7 +98,9 @@ bool ch_port_open(int port) {
 }
 
 /* A free loopback port, below the ephemeral range (common.h). */
-int ch_port_free(void) { return common_free_port(); }
+int ch_port_free(void) {
+  return common_free_port();
+}
 
 /* Sends one command line (without CRLF) and reads one reply line. */
 int ch_mc_command(int port, const char *cmd, char *reply, size_t size) {
@@ -150,5 +157,7 @@ int ch_mc_set(int port, const char *key, long long v) {
   int len = snprintf(num, sizeof num, "%lld", v);
   snprintf(cmd, sizeof cmd, "set %s 0 0 %d\r\n%s", key, len, num);
   return ch_mc_command(port, cmd, reply, sizeof reply) == 0 &&
-                 strcmp(reply, "STORED") == 0 ? 0 : -1;
+                 strcmp(reply, "STORED") == 0
+             ? 0
+             : -1;
 }

@@ -26,9 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"   /* the seam; record key and value formats */
+#include "internal.h" /* the seam; record key and value formats */
 
-static atomic_int stopping;   /* set by SIGTERM, read by every thread */
+static atomic_int stopping; /* set by SIGTERM, read by every thread */
 static ch_ctl *ctl;
 static lc_t *h;
 static int out_fd;
@@ -37,7 +37,7 @@ static uint64_t seed;
 static const char *mc_config;
 static int timeout_ms;
 static bool baseline;
-static leveldb_t *sdb;           /* baseline: the seed algorithm's log */
+static leveldb_t *sdb; /* baseline: the seed algorithm's log */
 static leveldb_writeoptions_t *swo;
 static leveldb_readoptions_t *sro;
 
@@ -64,10 +64,14 @@ static void pause_hook(const char *name) {
 static memcached_st *seed_mc(void) {
   memcached_st *mc = memcached(mc_config, strlen(mc_config));
   if (mc == NULL) return NULL;
-  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, (uint64_t)timeout_ms);
-  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT, (uint64_t)timeout_ms);
-  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SND_TIMEOUT, (uint64_t)timeout_ms * 1000);
-  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RCV_TIMEOUT, (uint64_t)timeout_ms * 1000);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT,
+                         (uint64_t)timeout_ms);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT,
+                         (uint64_t)timeout_ms);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SND_TIMEOUT,
+                         (uint64_t)timeout_ms * 1000);
+  memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RCV_TIMEOUT,
+                         (uint64_t)timeout_ms * 1000);
   return mc;
 }
 
@@ -77,8 +81,10 @@ static uint64_t seed_db_max(const char *prefix, size_t plen) {
   memcpy(key, prefix, plen);
   memset(key + plen, 0xff, 9);
   leveldb_iter_seek(it, key, plen + 9);
-  if (leveldb_iter_valid(it)) leveldb_iter_prev(it);
-  else leveldb_iter_seek_to_last(it);
+  if (leveldb_iter_valid(it))
+    leveldb_iter_prev(it);
+  else
+    leveldb_iter_seek_to_last(it);
   uint64_t v = 0;
   size_t klen;
   if (leveldb_iter_valid(it)) {
@@ -103,7 +109,7 @@ static int64_t seed_next(memcached_st *mc, int obj) {
     int len = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
     memcached_set(mc, key, (size_t)klen, buf, (size_t)len, 0, 0);
   }
-  pause_hook(name);   /* the seam, at the same place as in counter.c */
+  pause_hook(name); /* the seam, at the same place as in counter.c */
   char rkey[64];
   unsigned char val[LC__RECORD_LEN];
   memcpy(rkey, prefix, plen);
@@ -125,7 +131,7 @@ static void *client(void *arg) {
   uint32_t me = incarnation * 256 + t;
   while (!stopping) {
     ch_rec r = {.client = me};
-    if (ch_rand(&rng) % 100 < 15) {   /* a tally change */
+    if (ch_rand(&rng) % 100 < 15) { /* a tally change */
       int obj = (int)(ch_rand(&rng) % CH_EMB_TALLIES);
       int64_t delta = (int64_t)ch_rand_between(&rng, 1, 100);
       r.kind = REC_TALLY_TRY, r.obj = (uint8_t)obj, r.value = delta;
@@ -138,7 +144,7 @@ static void *client(void *arg) {
         ch_rec_write(out_fd, &r);
       } else {
         atomic_fetch_add(&ctl->tally_failed, 1);
-        ch_sleep_ms(1);   /* a fault: no need to spin */
+        ch_sleep_ms(1); /* a fault: no need to spin */
       }
       continue;
     }
@@ -219,7 +225,8 @@ static int open_seed_log(const char *dir) {
   }
   leveldb_options_destroy(o);
   if (sdb == NULL) {
-    fprintf(stderr, "chaos worker: cannot open %s: %s\n", path, err ? err : "?");
+    fprintf(stderr, "chaos worker: cannot open %s: %s\n", path,
+            err ? err : "?");
     leveldb_free(err);
     return -1;
   }
@@ -249,7 +256,7 @@ int ch_worker_main(int argc, char **argv) {
   if ((ctl = ch_ctl_map(argv[4], false)) == NULL) return 1;
   out_fd = open(argv[5], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (out_fd < 0) return 1;
-  if (!baseline) lc__test_before_commit = pause_hook;  /* before threads */
+  if (!baseline) lc__test_before_commit = pause_hook; /* before threads */
 
   char path[1024];
   snprintf(path, sizeof path, "%s/log", dir);
@@ -271,7 +278,7 @@ int ch_worker_main(int argc, char **argv) {
     if (rc != LC_EMEMCACHED && rc != LC_ETIMEDOUT && rc != LC_ELOG &&
         rc != LC_ELOCKED)
       break;
-    ch_sleep_ms(50);   /* memcached may be restarting, a write failing */
+    ch_sleep_ms(50); /* memcached may be restarting, a write failing */
   }
   if (rc) {
     fprintf(stderr, "chaos worker: cannot open %s: %s (%s)\n", path,

@@ -52,7 +52,8 @@ int common_rm_rf(const char *path) {
   while ((e = readdir(d)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     char sub[PATH_MAX];
-    if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub ||
+    if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >=
+            (int)sizeof sub ||
         common_rm_rf(sub) != 0)
       rc = -1;
   }

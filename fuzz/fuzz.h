@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>     /* dprintf: FUZZ_CHECK writes to fd 2 even when
+#include <stdio.h> /* dprintf: FUZZ_CHECK writes to fd 2 even when
                           a target sends stderr to /dev/null */
 #include <stdlib.h>
 #include <string.h>
@@ -24,27 +24,24 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define FUZZ_CHECK(cond)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      dprintf(2, "%s:%d: property broken: %s\n", __FILE__, __LINE__,   \
-              #cond);                                                     \
-      abort();                                                            \
-    }                                                                     \
+#define FUZZ_CHECK(cond)                                                     \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      dprintf(2, "%s:%d: property broken: %s\n", __FILE__, __LINE__, #cond); \
+      abort();                                                               \
+    }                                                                        \
   } while (0)
 
 /* A malloc'd copy of data[0..n), NUL-terminated when nul is set; aborts
  * when out of memory.  malloc(0) is avoided: one byte is asked for. */
 static inline char *fuzz_dup(const void *data, size_t n, int nul) {
   char *p = malloc(n + (nul ? 1 : 0) + (n == 0 && !nul ? 1 : 0));
-  if (!p)
-    abort();
+  if (!p) abort();
   if (n)
     memcpy(p, data, n);
   else
     p[0] = '\0';
-  if (nul)
-    p[n] = '\0';
+  if (nul) p[n] = '\0';
   return p;
 }
 

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OPENED 77       /* what the stub cli_open returns */
+#define OPENED 77 /* what the stub cli_open returns */
 #define MAX_ARGS 16
 
 static int opens;
@@ -66,45 +66,40 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 /* ---- references ---- */
 
 static int all_digits(const char *s) {
-  if (!*s)
-    return 0;
+  if (!*s) return 0;
   for (; *s; s++)
-    if (*s < '0' || *s > '9')
-      return 0;
+    if (*s < '0' || *s > '9') return 0;
   return 1;
 }
 
 static int ref_number(const char *s, uint64_t min, uint64_t max,
                       uint64_t *out) {
-  if (!all_digits(s))
-    return -1;
+  if (!all_digits(s)) return -1;
   errno = 0;
   unsigned long long v = strtoull(s, NULL, 10);
-  if (errno == ERANGE || v < min || v > max)
-    return -1;
+  if (errno == ERANGE || v < min || v > max) return -1;
   *out = v;
   return 0;
 }
 
 static int ref_duration(const char *s, int64_t *out) {
-  static const struct { const char *unit; uint64_t us; } units[] = {
-    {"ms", 1000ULL}, {"s", 1000000ULL}, {"m", 60000000ULL},
-    {"h", 3600000000ULL}, {"d", 86400000000ULL}, {"w", 604800000000ULL},
-    {"", 1000000ULL}};
+  static const struct {
+    const char *unit;
+    uint64_t us;
+  } units[] = {{"ms", 1000ULL},       {"s", 1000000ULL},
+               {"m", 60000000ULL},    {"h", 3600000000ULL},
+               {"d", 86400000000ULL}, {"w", 604800000000ULL},
+               {"", 1000000ULL}};
   size_t d = 0;
-  while (s[d] >= '0' && s[d] <= '9')
-    d++;
-  if (d == 0 || d >= 32)
-    return -1;
+  while (s[d] >= '0' && s[d] <= '9') d++;
+  if (d == 0 || d >= 32) return -1;
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp(s + d, units[i].unit) != 0)
-      continue;
+    if (strcmp(s + d, units[i].unit) != 0) continue;
     char num[32];
     memcpy(num, s, d);
     num[d] = '\0';
     uint64_t v;
-    if (ref_number(num, 0, (uint64_t)INT64_MAX / units[i].us, &v))
-      return -1;
+    if (ref_number(num, 0, (uint64_t)INT64_MAX / units[i].us, &v)) return -1;
     *out = (int64_t)(v * units[i].us);
     return 0;
   }
@@ -113,12 +108,10 @@ static int ref_duration(const char *s, int64_t *out) {
 
 static int ref_i64(const char *s, int64_t *out) {
   const char *p = s + (*s == '+' || *s == '-');
-  if (!all_digits(p))
-    return -1;
+  if (!all_digits(p)) return -1;
   errno = 0;
   long long v = strtoll(s, NULL, 10);
-  if (errno == ERANGE)
-    return -1;
+  if (errno == ERANGE) return -1;
   *out = v;
   return 0;
 }
@@ -127,8 +120,8 @@ static int ref_i64(const char *s, int64_t *out) {
 
 static int fuzz_number(const char *text, unsigned variant) {
   static const uint64_t ranges[][2] = {
-    {1, LC_BLOCK_MAX}, {1, LC_VALUE_MAX}, {0, UINT64_MAX},
-    {1, UINT64_MAX}, {1, MAX_TIMEOUT_MS}, {0, MAX_WAIT_MS}, {1, UINT32_MAX}};
+      {1, LC_BLOCK_MAX},   {1, LC_VALUE_MAX}, {0, UINT64_MAX}, {1, UINT64_MAX},
+      {1, MAX_TIMEOUT_MS}, {0, MAX_WAIT_MS},  {1, UINT32_MAX}};
   const uint64_t *r = ranges[variant % (sizeof ranges / sizeof ranges[0])];
   uint64_t got = 12345, want = 0;
   int rc = cli_parse_number(NULL, "number", "--fuzz", text, r[0], r[1], &got);
@@ -136,7 +129,7 @@ static int fuzz_number(const char *text, unsigned variant) {
   FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
   FUZZ_CHECK((rc == 0) == (ref == 0));
   FUZZ_CHECK(rc != 0 || got == want);
-  FUZZ_CHECK(rc == 0 || got == 12345);    /* untouched on failure */
+  FUZZ_CHECK(rc == 0 || got == 12345); /* untouched on failure */
   return rc;
 }
 
@@ -163,8 +156,7 @@ static int fuzz_i64(const char *text) {
 static int fuzz_server(const char *text) {
   int rc = cli_check_server(text, "--server");
   FUZZ_CHECK(rc == 0 || rc == EXIT_USAGE);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   size_t len = strlen(text);
   FUZZ_CHECK(len >= 1 && len <= MAX_SERVER_LEN);
   for (const unsigned char *p = (const unsigned char *)text; *p; p++)
@@ -189,29 +181,27 @@ static int fuzz_server(const char *text) {
  * a short-option cluster.  argv[0] is not an argument. */
 static void check_option_named(const char *msg, char **argv) {
   const char *p;
-  if (!strncmp(msg, PROG ": unknown option '", strlen(PROG ": unknown "
-                                                     "option '")))
+  if (!strncmp(msg, PROG ": unknown option '",
+               strlen(PROG ": unknown "
+                           "option '")))
     p = msg + strlen(PROG ": unknown option '");
   else if (!strncmp(msg, PROG ": option '", strlen(PROG ": option '")))
     p = msg + strlen(PROG ": option '");
   else
     return;
   const char *end = strchr(p, '\'');
-  if (!end || memchr(p, '\\', (size_t)(end - p)) || end - p < 2)
-    return;
+  if (!end || memchr(p, '\\', (size_t)(end - p)) || end - p < 2) return;
   size_t n = (size_t)(end - p);
   int found = 0;
   for (int i = 1; argv[i] && !found; i++)
     found = strncmp(argv[i], p, n) == 0 ||
-            (p[1] != '-' && n == 2 && argv[i][0] == '-' &&
-             argv[i][1] != '-' && strchr(argv[i] + 1, p[1]) != NULL);
-  if (!found)
-    dprintf(2, "the message: %s", msg);
+            (p[1] != '-' && n == 2 && argv[i][0] == '-' && argv[i][1] != '-' &&
+             strchr(argv[i] + 1, p[1]) != NULL);
+  if (!found) dprintf(2, "the message: %s", msg);
   FUZZ_CHECK(found);
 }
 
-static void check_messages(int rc, const char *msg, size_t len,
-                           char **argv) {
+static void check_messages(int rc, const char *msg, size_t len, char **argv) {
   if (rc == 0 || rc == HELP_SHOWN || rc == OPENED) {
     FUZZ_CHECK(len == 0);
     return;
@@ -220,8 +210,7 @@ static void check_messages(int rc, const char *msg, size_t len,
   FUZZ_CHECK(len > 0 && msg[len - 1] == '\n');
   FUZZ_CHECK(strncmp(msg, PROG ": ", strlen(PROG ": ")) == 0);
   const char *last = msg + len - 1;
-  while (last > msg && last[-1] != '\n')
-    last--;
+  while (last > msg && last[-1] != '\n') last--;
   FUZZ_CHECK(strncmp(last, "usage: " PROG " ", strlen("usage: " PROG " ")) ==
              0);
   for (size_t i = 0; i < len; i++) {
@@ -244,8 +233,7 @@ static int fuzz_globals(int argc, char **argv) {
   init_cli(&c);
   int rc = cli_parse_globals(&c, argc, argv);
   FUZZ_CHECK(rc == 0 || rc == HELP_SHOWN || rc == EXIT_USAGE);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   FUZZ_CHECK(optind >= 1 && optind <= argc);
   FUZZ_CHECK(c.timeout_ms >= 1 && c.timeout_ms <= MAX_TIMEOUT_MS);
   FUZZ_CHECK(c.wait_ms >= 0 && c.wait_ms <= MAX_WAIT_MS);
@@ -268,8 +256,7 @@ static int fuzz_command(unsigned variant, int argc, char **argv) {
   argv[0] = (char *)c.cmd->name;
   opens = 0;
   int rc = c.cmd->run(&c, argc, argv);
-  FUZZ_CHECK(rc == 0 || rc == HELP_SHOWN || rc == EXIT_USAGE ||
-             rc == OPENED);
+  FUZZ_CHECK(rc == 0 || rc == HELP_SHOWN || rc == EXIT_USAGE || rc == OPENED);
   FUZZ_CHECK(opens <= 1);
   FUZZ_CHECK((opens == 1) == (rc == OPENED));
   FUZZ_CHECK(c.h == NULL);
@@ -278,8 +265,7 @@ static int fuzz_command(unsigned variant, int argc, char **argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 2)
-    return 0;
+  if (size < 2) return 0;
   unsigned mode = data[0] % 6, variant = data[1];
   char *argv[MAX_ARGS + 2];
   int argc = 1;
@@ -290,8 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t n = end ? (size_t)(end - (data + i)) : size - i;
     argv[argc++] = fuzz_dup(data + i, n, 1);
     i += n + 1;
-    if (!end || i >= size)
-      break;
+    if (!end || i >= size) break;
   }
   argv[argc] = NULL;
   char **owned = argv + 1;
@@ -326,7 +311,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_messages(rc, msg, msglen, argv);
   free(msg);
   /* getopt may have permuted argv: free what was allocated. */
-  for (int k = 0; k < nowned; k++)
-    free(saved[k]);
+  for (int k = 0; k < nowned; k++) free(saved[k]);
   return 0;
 }

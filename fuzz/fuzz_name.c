@@ -28,11 +28,9 @@
 #include "tally.h"
 
 static int ref_valid(const unsigned char *s, size_t n) {
-  if (n == 0 || n > LC_NAME_MAX)
-    return 0;
+  if (n == 0 || n > LC_NAME_MAX) return 0;
   for (size_t i = 0; i < n; i++)
-    if (s[i] < 0x21 || s[i] > 0x7e)
-      return 0;
+    if (s[i] < 0x21 || s[i] > 0x7e) return 0;
   return 1;
 }
 
@@ -66,7 +64,7 @@ static int check_one(const uint8_t *data, size_t size) {
     FUZZ_CHECK(tname.s == bytes + 6 && tname.len == size - 6);
     int tvalid = lcd_proto_check_name(&tname) == 0;
     FUZZ_CHECK(tvalid == ref_valid(data + 6, size - 6));
-    if (tvalid)    /* the whole key is a valid memcached key */
+    if (tvalid) /* the whole key is a valid memcached key */
       check_mc_key(bytes, size);
   } else {
     FUZZ_CHECK(tname.s == NULL);
@@ -92,24 +90,20 @@ static int check_one(const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size == 0)
-    FUZZ_CHECK(lc_check_name(NULL) == LC_EINVAL);
+  if (size == 0) FUZZ_CHECK(lc_check_name(NULL) == LC_EINVAL);
   int whole = check_one(data, size);
   const uint8_t *nl = memchr(data, '\n', size);
-  if (whole || !nl)
-    return 0;
+  if (whole || !nl) return 0;
   size_t alen = (size_t)(nl - data), blen = size - alen - 1;
-  if (!check_one(data, alen) || !check_one(nl + 1, blen))
-    return 0;
-  if (alen == blen && memcmp(data, nl + 1, alen) == 0)
-    return 0;
+  if (!check_one(data, alen) || !check_one(nl + 1, blen)) return 0;
+  if (alen == blen && memcmp(data, nl + 1, alen) == 0) return 0;
   char a[LC_NAME_MAX + 10], b[LC_NAME_MAX + 10], an[LC_NAME_MAX + 1],
       bn[LC_NAME_MAX + 1];
   memcpy(an, data, alen);
   memcpy(bn, nl + 1, blen);
   size_t ap = lc__record_prefix(a, an, alen);
   size_t bp = lc__record_prefix(b, bn, blen);
-  memset(b + bp, 0, 8);           /* b's record key for value 0..: any */
+  memset(b + bp, 0, 8); /* b's record key for value 0..: any */
   FUZZ_CHECK(ap > bp + 8 || memcmp(a, b, ap) != 0);
   memset(b + bp, 0xff, 8);
   FUZZ_CHECK(ap > bp + 8 || memcmp(a, b, ap) != 0);

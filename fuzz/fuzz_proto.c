@@ -36,18 +36,15 @@ static int tok_eq(const lcd_proto_token *a, const lcd_proto_token *b) {
 
 /* The reference: 1..20 decimal digits whose value fits 64 bits. */
 static int ref_number(const char *s, size_t len, uint64_t *out) {
-  if (len == 0 || len > 20)
-    return -1;
+  if (len == 0 || len > 20) return -1;
   for (size_t i = 0; i < len; i++)
-    if (s[i] < '0' || s[i] > '9')
-      return -1;
+    if (s[i] < '0' || s[i] > '9') return -1;
   char buf[21];
   memcpy(buf, s, len);
   buf[len] = '\0';
   errno = 0;
   unsigned long long v = strtoull(buf, NULL, 10);
-  if (errno == ERANGE)
-    return -1;
+  if (errno == ERANGE) return -1;
   *out = v;
   return 0;
 }
@@ -99,8 +96,8 @@ static void round_trip(const lcd_proto_req *req) {
                          req->noreply ? " noreply" : "");
   } else if (req->cmd == LCD_PROTO_TALLY) {
     n = (size_t)snprintf(buf, sizeof buf, "%s tally:%.*s %llu%s\r\n",
-                         req->delta < 0 ? "decr" : "incr",
-                         (int)req->tally.len, req->tally.s,
+                         req->delta < 0 ? "decr" : "incr", (int)req->tally.len,
+                         req->tally.s,
                          req->delta < 0 ? (unsigned long long)-req->delta
                                         : (unsigned long long)req->delta,
                          req->noreply ? " noreply" : "");
@@ -125,10 +122,8 @@ static void round_trip(const lcd_proto_req *req) {
 
 /* Is the last space-separated token of line[0..len) "noreply"? */
 static int ends_with_noreply(const char *line, size_t len) {
-  while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-    len--;
-  while (len > 0 && line[len - 1] == ' ')
-    len--;
+  while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+  while (len > 0 && line[len - 1] == ' ') len--;
   return len >= 8 && memcmp(line + len - 8, " noreply", 8) == 0;
 }
 
@@ -136,13 +131,10 @@ static int ends_with_noreply(const char *line, size_t len) {
 static void check_request(const char *line, size_t len, lcd_proto_req *req) {
   lcd_proto_cmd cmd = lcd_proto_parse(line, len, req);
   FUZZ_CHECK(cmd == req->cmd);
-  if (req->verb.s)
-    check_token(&req->verb, line, len);
+  if (req->verb.s) check_token(&req->verb, line, len);
   FUZZ_CHECK(req->nkeys <= LCD_PROTO_MAX_KEYS);
-  for (size_t i = 0; i < req->nkeys; i++)
-    check_token(&req->keys[i], line, len);
-  if (req->noreply)
-    FUZZ_CHECK(ends_with_noreply(line, len));
+  for (size_t i = 0; i < req->nkeys; i++) check_token(&req->keys[i], line, len);
+  if (req->noreply) FUZZ_CHECK(ends_with_noreply(line, len));
   if (cmd == LCD_PROTO_INCR) {
     FUZZ_CHECK(req->nkeys == 1 && valid_name(&req->keys[0]));
     FUZZ_CHECK(!is_tally_key(&req->keys[0]));
@@ -175,13 +167,10 @@ static void check_request(const char *line, size_t len, lcd_proto_req *req) {
 static void check_numbers(const char *line, size_t len) {
   size_t i = 0;
   while (i < len) {
-    while (i < len && line[i] == ' ')
-      i++;
+    while (i < len && line[i] == ' ') i++;
     size_t start = i;
-    while (i < len && line[i] != ' ')
-      i++;
-    if (i > start)
-      check_number(line + start, i - start);
+    while (i < len && line[i] != ' ') i++;
+    if (i > start) check_number(line + start, i - start);
   }
 }
 
@@ -210,8 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       continue;
     }
     size_t avail = size - pos, look = avail, len = 0;
-    if (look > LCD_PROTO_LINE_MAX + 2)
-      look = LCD_PROTO_LINE_MAX + 2;
+    if (look > LCD_PROTO_LINE_MAX + 2) look = LCD_PROTO_LINE_MAX + 2;
     /* An exact copy of what the daemon would pull up. */
     char *p = fuzz_dup(in + pos, look, 0);
     lcd_proto_frame_result fr = lcd_proto_frame(p, look, &len);
@@ -241,19 +229,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_request(line, len, &req);
     if (bare == 0 || line[bare - 1] != '\r')
       FUZZ_CHECK(req.cmd == bare_req.cmd && req.nkeys == bare_req.nkeys &&
-                 req.count == bare_req.count &&
-                 req.delta == bare_req.delta &&
+                 req.count == bare_req.count && req.delta == bare_req.delta &&
                  req.noreply == bare_req.noreply &&
                  req.data_len == bare_req.data_len &&
                  req.close == bare_req.close && req.error == bare_req.error);
-    int stop = req.cmd == LCD_PROTO_QUIT ||
-               (req.cmd == LCD_PROTO_BAD && req.close);
-    if (req.cmd == LCD_PROTO_REFUSED)
-      swallow = req.data_len;
+    int stop =
+        req.cmd == LCD_PROTO_QUIT || (req.cmd == LCD_PROTO_BAD && req.close);
+    if (req.cmd == LCD_PROTO_REFUSED) swallow = req.data_len;
     free(line);
     pos += len;
-    if (stop)
-      break;
+    if (stop) break;
   }
   return 0;
 }

@@ -44,8 +44,7 @@ static lc__tally *scratch_tally;
 static char scratch_dir[256];
 
 static void scratch_close(void) {
-  if (!scratch)
-    return;
+  if (!scratch) return;
   leveldb_close(scratch->log.db);
   char *err = NULL;
   leveldb_destroy_db(scratch->log.options, scratch_dir, &err);
@@ -79,12 +78,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 static void check_tally_read(const char *val, size_t vlen) {
-  if (!scratch || vlen > 64)
-    return;
+  if (!scratch || vlen > 64) return;
   char key[8], *err = NULL;
   size_t klen = lc__tally_rec_key(key, "t", 1);
-  leveldb_put(scratch->log.db, scratch->log.nosync, key, klen, val, vlen,
-              &err);
+  leveldb_put(scratch->log.db, scratch->log.nosync, key, klen, val, vlen, &err);
   FUZZ_CHECK(err == NULL);
   lc__tally *t = scratch_tally;
   t->total = 1;
@@ -95,8 +92,7 @@ static void check_tally_read(const char *val, size_t vlen) {
   FUZZ_CHECK(t->has_record == (rc == 0));
   if (rc == 0) {
     FUZZ_CHECK((uint64_t)t->total == lc__be64_get(v + 1));
-    FUZZ_CHECK(t->ap == lc__be64_get(v + 9) &&
-               t->am == lc__be64_get(v + 17) &&
+    FUZZ_CHECK(t->ap == lc__be64_get(v + 9) && t->am == lc__be64_get(v + 17) &&
                t->losses == lc__be64_get(v + 25));
   } else {
     FUZZ_CHECK(t->total == 0 && t->ap == 0 && t->am == 0 && t->losses == 0);
@@ -113,8 +109,7 @@ static void check_record(const char *key, size_t klen, size_t plen,
   uint64_t count = vlen == LC__RECORD_LEN ? lc__be64_get(v + 1) : 0;
   int ok = klen == plen + 8 && last >= 1 && last <= (uint64_t)LC_VALUE_MAX &&
            vlen == LC__RECORD_LEN && v[0] >= LC_RECORD_BLOCK &&
-           v[0] <= LC_RECORD_SEGMENT &&
-           count >= 1 && count <= last;
+           v[0] <= LC_RECORD_SEGMENT && count >= 1 && count <= last;
   FUZZ_CHECK((rc == 0) == ok);
   if (rc) {
     FUZZ_CHECK(rc == LC_ECORRUPT && lc_last_detail()[0] != '\0');
@@ -155,8 +150,7 @@ static void check_tally(const char *val, size_t vlen) {
  * afterwards, so every input starts from an empty log. */
 static void check_log_read(const char *key, size_t klen, const char *val,
                            size_t vlen) {
-  if (!scratch || vlen > 64)
-    return;
+  if (!scratch || vlen > 64) return;
   char rkey[300], vkey[8], *err = NULL;
   size_t plen = lc__record_prefix(rkey, "t", 1);
   memcpy(rkey + plen, key, klen);
@@ -177,7 +171,7 @@ static void check_log_read(const char *key, size_t klen, const char *val,
     FUZZ_CHECK(want.first == got.first && want.last == got.last &&
                want.count == got.count && want.time_us == got.time_us &&
                want.version == got.version);
-  FUZZ_CHECK(lc_iter_next(it, &got) == 0);        /* the only record */
+  FUZZ_CHECK(lc_iter_next(it, &got) == 0); /* the only record */
   lc_iter_close(it);
 
   int64_t max = -1;
@@ -212,12 +206,10 @@ static void check_log_read(const char *key, size_t klen, const char *val,
 static void check_keys(const char *key, size_t klen, const char *val,
                        size_t vlen) {
   char name[LC_NAME_MAX + 1];
-  if (klen == 0 || klen > LC_NAME_MAX)
-    return;
+  if (klen == 0 || klen > LC_NAME_MAX) return;
   memcpy(name, key, klen);
   name[klen] = '\0';
-  if (lc_check_name(name) != 0)
-    return;
+  if (lc_check_name(name) != 0) return;
   uint64_t value = vlen >= 8 ? lc__be64_get((const unsigned char *)val) : 1;
   char buf[LC_NAME_MAX + 10];
   size_t plen = lc__record_prefix(buf, name, klen);
@@ -231,13 +223,12 @@ static void check_keys(const char *key, size_t klen, const char *val,
   FUZZ_CHECK(n == klen + 1 && buf[0] == 't' && !memcmp(buf + 1, name, klen));
   n = lc__tally_idx_key(buf, (int64_t)value, name, klen);
   FUZZ_CHECK(n == klen + 9 && buf[0] == 'T' && !memcmp(buf + 9, name, klen));
-  FUZZ_CHECK((lc__be64_get((unsigned char *)buf + 1) ^
-              0x8000000000000000ULL) == value);
+  FUZZ_CHECK((lc__be64_get((unsigned char *)buf + 1) ^ 0x8000000000000000ULL) ==
+             value);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 2)
-    return 0;
+  if (size < 2) return 0;
   size_t rest = size - 2;
   size_t klen = data[0] <= rest ? data[0] : rest;
   size_t plen = data[1] <= klen ? data[1] : klen;

@@ -26,11 +26,9 @@ static int replay_file(const char *path) {
   size_t cap = 4096, len = 0;
   unsigned char *buf = malloc(cap);
   for (;;) {
-    if (!buf)
-      abort();
+    if (!buf) abort();
     len += fread(buf + len, 1, cap - len, f);
-    if (len < cap)
-      break;
+    if (len < cap) break;
     cap *= 2;
     buf = realloc(buf, cap);
   }
@@ -61,8 +59,7 @@ static long replay(const char *path) {
     fprintf(stderr, "replay: %s: %s\n", path, strerror(errno));
     return -1;
   }
-  if (!S_ISDIR(st.st_mode))
-    return replay_file(path) == 0 ? 1 : -1;
+  if (!S_ISDIR(st.st_mode)) return replay_file(path) == 0 ? 1 : -1;
   DIR *d = opendir(path);
   if (!d) {
     fprintf(stderr, "replay: %s: %s\n", path, strerror(errno));
@@ -72,18 +69,15 @@ static long replay(const char *path) {
   size_t n = 0, cap = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
-    if (e->d_name[0] == '.')
-      continue;
+    if (e->d_name[0] == '.') continue;
     if (n == cap) {
       cap = cap ? 2 * cap : 64;
       names = realloc(names, cap * sizeof *names);
-      if (!names)
-        abort();
+      if (!names) abort();
     }
     size_t len = strlen(path) + strlen(e->d_name) + 2;
     names[n] = malloc(len);
-    if (!names[n])
-      abort();
+    if (!names[n]) abort();
     snprintf(names[n++], len, "%s/%s", path, e->d_name);
   }
   closedir(d);
@@ -103,16 +97,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s FILE|DIR ...\n", argv[0]);
     return 1;
   }
-  if (LLVMFuzzerInitialize)
-    LLVMFuzzerInitialize(&argc, &argv);
+  if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   long total = 0;
   for (int i = 1; i < argc; i++) {
     long n = replay(argv[i]);
-    if (n < 0)
-      return 1;
+    if (n < 0) return 1;
     total += n;
   }
-  dprintf(1, "replayed %ld inputs\n", total);   /* a target may have
+  dprintf(1, "replayed %ld inputs\n", total); /* a target may have
                                                   redirected stdout */
   return 0;
 }

@@ -44,17 +44,18 @@ extern "C" {
 /* Bumped on incompatible ABI changes; it is the shared library's soname. */
 #define LC_SOVERSION 0
 
-#define LC_VALUE_MAX INT64_MAX      /* the largest value ever handed out */
-#define LC_NAME_MAX 200             /* longest counter name, in bytes */
+#define LC_VALUE_MAX INT64_MAX /* the largest value ever handed out */
+#define LC_NAME_MAX 200        /* longest counter name, in bytes */
 /* logcounterd reads a key that starts with this as a tally's name (so no
  * serial counter can be reached through it under such a name). */
 #define LC_DAEMON_TALLY_PREFIX "tally:"
-#define LC_BLOCK_MAX 1000000000ULL  /* largest n for lc_next_n */
+#define LC_BLOCK_MAX 1000000000ULL /* largest n for lc_next_n */
 
 /*
  * The error table: one line per code.  X(name, number, message).
  * It generates the LC_E* constants, lc_strerror() and lc_err_name().
  */
+/* clang-format off */
 #define LC_ERRNO_MAP(X)                                                      \
   X(EINVAL,     -1, "invalid argument")                                      \
   X(ENAME,      -2, "invalid counter name (1-200 bytes of printable ASCII, " \
@@ -88,6 +89,7 @@ extern "C" {
   X(ENOTISSUED, -20, "the value was never handed out (only issued values "  \
                      "can be voided)")                                      \
   X(EVOIDED,   -21, "the value is already voided")
+/* clang-format on */
 
 typedef enum {
 #define LC__ERR_ENUM(name, num, msg) LC_##name = (num),
@@ -127,15 +129,15 @@ typedef struct lc_options {
   /* The log directory (created if missing; its parent must exist).
    * Required.  One process at a time may hold it. */
   const char *db_path;
-  lc_durability_t durability;   /* default LC_DURABILITY_DEFAULT */
-  int timeout_ms;               /* memcached connect/answer; 0: 1000 */
-  int lock_wait_ms;             /* wait this long for a held log; 0: none */
-  uint64_t reserve;             /* reservation window; 0: 1000 */
-  int pool_size;                /* memcached connections; 0: 16.  A call
+  lc_durability_t durability; /* default LC_DURABILITY_DEFAULT */
+  int timeout_ms;             /* memcached connect/answer; 0: 1000 */
+  int lock_wait_ms;           /* wait this long for a held log; 0: none */
+  uint64_t reserve;           /* reservation window; 0: 1000 */
+  int pool_size;              /* memcached connections; 0: 16.  A call
                                    finding none free waits for one, up to
                                    timeout_ms (then LC_ETIMEDOUT): give at
                                    least one per thread calling at once */
-  const char *owner;            /* who holds the log, shown to processes
+  const char *owner;          /* who holds the log, shown to processes
                                    that find it held; NULL: "liblogcounter" */
   /* Remote mode: "HOST:PORT" or a unix socket path of a logcounterd.  When
    * set, db_path and memcached are ignored: lc_next, lc_next_n and
@@ -264,14 +266,16 @@ typedef struct lc_record {
   int64_t last;
   uint64_t count;
   int64_t time_us;
-  int version;        /* what the record is, LC_RECORD_*: */
+  int version; /* what the record is, LC_RECORD_*: */
 } lc_record;
 
-#define LC_RECORD_BLOCK 1         /* a block handed out by lc_next_n */
-#define LC_RECORD_SEGMENT_OPEN 2  /* a prefetched segment still held, or
+#define LC_RECORD_BLOCK 1 /* a block handed out by lc_next_n */
+#define LC_RECORD_SEGMENT_OPEN \
+  2 /* a prefetched segment still held, or
                                      left by a crash: how much of it went
                                      out is unknown (at most all of it) */
-#define LC_RECORD_SEGMENT 3       /* a prefetched segment, finished: every
+#define LC_RECORD_SEGMENT \
+  3 /* a prefetched segment, finished: every
                                      value of it went out */
 
 typedef struct lc_iter lc_iter;
@@ -298,25 +302,29 @@ LC_EXTERN void lc_iter_close(lc_iter *it);
 typedef struct lc_gap {
   int64_t first;
   int64_t last;
-  int64_t time_us;            /* when the entry was written */
-  int cause;                  /* LC_GAP_* */
-  char reason[LC_REASON_MAX + 1];   /* a void's reason; "" otherwise */
+  int64_t time_us;                /* when the entry was written */
+  int cause;                      /* LC_GAP_* */
+  char reason[LC_REASON_MAX + 1]; /* a void's reason; "" otherwise */
 } lc_gap;
 
-#define LC_GAP_BURNED 1    /* the block's log write failed: nobody got it */
-#define LC_GAP_RESTART 2   /* reserved by a run that stopped without closing
+#define LC_GAP_BURNED 1 /* the block's log write failed: nobody got it */
+#define LC_GAP_RESTART \
+  2 /* reserved by a run that stopped without closing
                               (kill, crash, power cut), skipped at restart:
                               never handed out, or handed out with records a
                               power cut lost */
-#define LC_GAP_UNLOGGED 3  /* memcached was ahead of this log: taken from
+#define LC_GAP_UNLOGGED \
+  3 /* memcached was ahead of this log: taken from
                               memcached by a run that died between its
                               increment and its log write, or by another
                               client */
-#define LC_GAP_SEGMENT 4   /* the unused rest of a prefetched segment, given
+#define LC_GAP_SEGMENT \
+  4                      /* the unused rest of a prefetched segment, given
                               up (lc_advance, lc_release, or lc_close when
                               memcached could not be set back) */
-#define LC_GAP_ADVANCE 5   /* skipped on purpose by lc_advance / lc_adopt */
-#define LC_GAP_VOID 6      /* handed out, then voided (lc_void); lies inside
+#define LC_GAP_ADVANCE 5 /* skipped on purpose by lc_advance / lc_adopt */
+#define LC_GAP_VOID \
+  6 /* handed out, then voided (lc_void); lies inside
                               a record */
 
 /* "burned", "restart", "unlogged", "segment-unused", "advance", "void"
@@ -341,25 +349,25 @@ typedef struct lc_prune_opts {
    * deletes the oldest records, from the first on, up to (not including)
    * the first record that any given criterion keeps.  The newest record and
    * the reservation are never deleted. */
-  uint64_t keep;          /* keep at least this many newest records (>= 1) */
-  int64_t below;          /* delete records whose last value < below */
-  int64_t older_than_us;  /* delete records written before this time (us) */
+  uint64_t keep;         /* keep at least this many newest records (>= 1) */
+  int64_t below;         /* delete records whose last value < below */
+  int64_t older_than_us; /* delete records written before this time (us) */
   /* Called now and then during a long prune; may be NULL. */
   void (*progress)(void *arg, uint64_t scanned, uint64_t deleted);
   void *progress_arg;
 } lc_prune_opts;
 
 typedef struct lc_prune_result {
-  uint64_t deleted;       /* records deleted */
-  uint64_t kept;          /* records left */
-  uint64_t ledger_deleted;  /* ledger entries (gaps, voids) below the
+  uint64_t deleted;        /* records deleted */
+  uint64_t kept;           /* records left */
+  uint64_t ledger_deleted; /* ledger entries (gaps, voids) below the
                                oldest record left, deleted with them */
 } lc_prune_result;
 
 /* Deletes old records of a counter in batches, then compacts the range so
  * that later reverse seeks stay fast. */
 LC_EXTERN int lc_prune(lc_t *h, const char *name, const lc_prune_opts *opts,
-             lc_prune_result *result);
+                       lc_prune_result *result);
 
 typedef struct lc_stats {
   uint64_t allocations;   /* successful lc_next / lc_next_n calls */
@@ -451,8 +459,9 @@ LC_EXTERN int lc_tally_set_window(lc_t *h, unsigned seconds);
 LC_EXTERN int lc_tally_get(lc_t *h, const char *name, int64_t *total,
                            int64_t *pending, uint64_t *losses);
 
-#define LC_TALLY_FORCE 1  /* also flush scheduled tallies not yet due */
-#define LC_TALLY_SWEEP 2  /* also compare every tally in the log with
+#define LC_TALLY_FORCE 1 /* also flush scheduled tallies not yet due */
+#define LC_TALLY_SWEEP \
+  2 /* also compare every tally in the log with
                              memcached and flush those with pending changes
                              (recovers schedules lost with a crash) */
 
@@ -466,22 +475,22 @@ LC_EXTERN int lc_tally_flush(lc_t *h, uint64_t max, int flags,
 /* One tally as lc_tally_list reports it; name is NUL-terminated. */
 typedef struct lc_tally_info {
   char name[LC_NAME_MAX + 1];
-  int64_t total;      /* durable total */
+  int64_t total; /* durable total */
   uint64_t losses;
 } lc_tally_info;
 
 typedef enum {
-  LC_TALLY_BY_NAME = 0,        /* ascending bytewise name */
-  LC_TALLY_BY_TOTAL_DESC = 1   /* descending total, then descending name */
+  LC_TALLY_BY_NAME = 0,      /* ascending bytewise name */
+  LC_TALLY_BY_TOTAL_DESC = 1 /* descending total, then descending name */
 } lc_tally_order;
 
 typedef struct lc_tally_list_opts {
-  const char *prefix;          /* NULL or "": every name */
-  int has_min, has_max;        /* bounds on the durable total (inclusive) */
+  const char *prefix;   /* NULL or "": every name */
+  int has_min, has_max; /* bounds on the durable total (inclusive) */
   int64_t min, max;
   lc_tally_order order;
-  uint64_t offset;             /* skip this many matches (pagination) */
-  uint64_t limit;              /* report at most this many; 0: all */
+  uint64_t offset; /* skip this many matches (pagination) */
+  uint64_t limit;  /* report at most this many; 0: all */
   /* Called per match, in order; return non-zero to stop.  info is valid
    * only during the call. */
   int (*cb)(void *arg, const lc_tally_info *info);

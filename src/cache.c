@@ -38,13 +38,13 @@ static const char *clean(const char *msg, char *buf, size_t size) {
 
 static int map_error(memcached_st *mc, memcached_return_t rc, const char *op) {
   char buf[LC__DETAIL_MAX];
-  const char *why = clean(mc ? memcached_last_error_message(mc) : NULL, buf, sizeof buf);
+  const char *why =
+      clean(mc ? memcached_last_error_message(mc) : NULL, buf, sizeof buf);
   if (why[0] == '\0') why = memcached_strerror(mc, rc);
   switch (rc) {
   case MEMCACHED_TIMEOUT:
     return lc__fail(LC_ETIMEDOUT, "memcached %s: %s", op, why);
-  default:
-    return lc__fail(LC_EMEMCACHED, "memcached %s: %s", op, why);
+  default: return lc__fail(LC_EMEMCACHED, "memcached %s: %s", op, why);
   }
 }
 
@@ -63,17 +63,22 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
   char err[256] = "";
   if (libmemcached_check_configuration(config, strlen(config), err,
                                        sizeof err) != MEMCACHED_SUCCESS)
-    return lc__fail(LC_ECONFIG, "'%s': %s", config, clean(err, err, sizeof err));
+    return lc__fail(LC_ECONFIG, "'%s': %s", config,
+                    clean(err, err, sizeof err));
   c->master = memcached(config, strlen(config));
-  if (c->master == NULL) return lc__fail(LC_ECONFIG, "cannot parse '%s'", config);
-  const struct { memcached_behavior_t b; uint64_t v; } set[] = {
-    {MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, (uint64_t)timeout_ms},
-    {MEMCACHED_BEHAVIOR_POLL_TIMEOUT, (uint64_t)timeout_ms},
-    {MEMCACHED_BEHAVIOR_SND_TIMEOUT, (uint64_t)timeout_ms * 1000},
-    {MEMCACHED_BEHAVIOR_RCV_TIMEOUT, (uint64_t)timeout_ms * 1000},
-    {MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 0},   /* reconnect at once */
-    {MEMCACHED_BEHAVIOR_TCP_NODELAY, 1},
-    {MEMCACHED_BEHAVIOR_NOREPLY, 0},         /* every answer is needed */
+  if (c->master == NULL)
+    return lc__fail(LC_ECONFIG, "cannot parse '%s'", config);
+  const struct {
+    memcached_behavior_t b;
+    uint64_t v;
+  } set[] = {
+      {MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, (uint64_t)timeout_ms},
+      {MEMCACHED_BEHAVIOR_POLL_TIMEOUT, (uint64_t)timeout_ms},
+      {MEMCACHED_BEHAVIOR_SND_TIMEOUT, (uint64_t)timeout_ms * 1000},
+      {MEMCACHED_BEHAVIOR_RCV_TIMEOUT, (uint64_t)timeout_ms * 1000},
+      {MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 0}, /* reconnect at once */
+      {MEMCACHED_BEHAVIOR_TCP_NODELAY, 1},
+      {MEMCACHED_BEHAVIOR_NOREPLY, 0}, /* every answer is needed */
   };
   /* Several servers: consistent hashing (libmemcached's ketama continuum,
    * what pylibmc's "ketama" behavior sets too), unless the config chose a
@@ -87,10 +92,12 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
     return lc__fail(LC_ECONFIG, "cannot set consistent hashing");
   }
   for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
-    if (memcached_behavior_set(c->master, set[i].b, set[i].v) != MEMCACHED_SUCCESS) {
+    if (memcached_behavior_set(c->master, set[i].b, set[i].v) !=
+        MEMCACHED_SUCCESS) {
       memcached_free(c->master);
       c->master = NULL;
-      return lc__fail(LC_ECONFIG, "cannot set libmemcached behavior %d", set[i].b);
+      return lc__fail(LC_ECONFIG, "cannot set libmemcached behavior %d",
+                      set[i].b);
     }
   }
   c->pool = memcached_pool_create(c->master, 1, (uint32_t)pool_size);
@@ -142,14 +149,14 @@ bool lc__cache_parse_u64(const char *v, size_t n, uint64_t *out) {
   return true;
 }
 
-int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
-                   uint64_t delta, uint64_t *out) {
+int lc__cache_incr(lc__cache *c, const char *key, size_t klen, uint64_t delta,
+                   uint64_t *out) {
   memcached_st *mc;
   int err = take(c, &mc);
   if (err) return err;
   uint64_t v = 0;
-  memcached_return_t rc = memcached_increment_by_key(mc, key, klen, key, klen,
-                                                     delta, &v);
+  memcached_return_t rc =
+      memcached_increment_by_key(mc, key, klen, key, klen, delta, &v);
   if (rc == MEMCACHED_SUCCESS) {
     *out = v;
     err = 0;
@@ -176,13 +183,16 @@ int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
   memcached_return_t rc;
   char *v = memcached_get(mc, key, klen, &vlen, &flags, &rc);
   if (v != NULL) {
-    err = lc__cache_parse_u64(v, vlen, out) ? 0
-          : lc__fail(LC_EBADVALUE, "memcached key %.*s holds %zu bytes that "
-                     "are not a decimal number", (int)klen, key, vlen);
+    err = lc__cache_parse_u64(v, vlen, out)
+              ? 0
+              : lc__fail(LC_EBADVALUE,
+                         "memcached key %.*s holds %zu bytes that "
+                         "are not a decimal number",
+                         (int)klen, key, vlen);
     free(v);
   } else if (rc == MEMCACHED_NOTFOUND) {
     err = LC__MISS;
-  } else if (rc == MEMCACHED_SUCCESS) {  /* an empty value */
+  } else if (rc == MEMCACHED_SUCCESS) { /* an empty value */
     err = lc__fail(LC_EBADVALUE, "memcached key %.*s holds an empty value",
                    (int)klen, key);
   } else {
@@ -198,8 +208,8 @@ int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v) {
   return lc__cache_add_text(c, key, klen, key, klen, buf, (size_t)n, 0);
 }
 
-int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
-                    uint64_t expect, uint64_t to) {
+int lc__cache_lower(lc__cache *c, const char *key, size_t klen, uint64_t expect,
+                    uint64_t to) {
   memcached_st *mc;
   int err = take(c, &mc);
   if (err) return err;
@@ -207,17 +217,20 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
   const char *keys[1] = {key};
   size_t lens[1] = {klen};
   memcached_return_t rc = memcached_mget(mc, keys, lens, 1);
-  memcached_result_st *r = rc == MEMCACHED_SUCCESS
-                               ? memcached_fetch_result(mc, NULL, &rc) : NULL;
+  memcached_result_st *r =
+      rc == MEMCACHED_SUCCESS ? memcached_fetch_result(mc, NULL, &rc) : NULL;
   if (r == NULL) {
     err = rc == MEMCACHED_NOTFOUND || rc == MEMCACHED_END
-              ? LC__MISS : map_error(mc, rc, "gets");
+              ? LC__MISS
+              : map_error(mc, rc, "gets");
   } else {
     uint64_t cas = memcached_result_cas(r);
     uint64_t x;
     err = lc__cache_parse_u64(memcached_result_value(r),
-                              memcached_result_length(r), &x) && x == expect
-              ? 0 : LC__EXISTS;
+                              memcached_result_length(r), &x) &&
+                  x == expect
+              ? 0
+              : LC__EXISTS;
     memcached_result_free(r);
     /* the end of the answer */
     while ((r = memcached_fetch_result(mc, NULL, &rc)) != NULL)
@@ -228,7 +241,8 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
       rc = memcached_cas(mc, key, klen, buf, (size_t)n, 0, 0, cas);
       err = rc == MEMCACHED_SUCCESS ? 0
             : rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTFOUND
-                ? LC__EXISTS : map_error(mc, rc, "cas");
+                ? LC__EXISTS
+                : map_error(mc, rc, "cas");
     }
   }
   memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SUPPORT_CAS, 0);
@@ -237,8 +251,8 @@ int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
 }
 
 int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
-                       const char *key, size_t klen, const char *v,
-                       size_t vlen, time_t ttl) {
+                       const char *key, size_t klen, const char *v, size_t vlen,
+                       time_t ttl) {
   memcached_st *mc;
   int err = take(c, &mc);
   if (err) return err;
@@ -255,16 +269,15 @@ int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
 }
 
 int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
-                       const char *key, size_t klen, char *buf,
-                       size_t size) {
+                       const char *key, size_t klen, char *buf, size_t size) {
   memcached_st *mc;
   int err = take(c, &mc);
   if (err) return err;
   size_t vlen = 0;
   uint32_t flags = 0;
   memcached_return_t rc;
-  char *v = memcached_get_by_key(mc, master, mlen, key, klen, &vlen, &flags,
-                                 &rc);
+  char *v =
+      memcached_get_by_key(mc, master, mlen, key, klen, &vlen, &flags, &rc);
   if (v != NULL || rc == MEMCACHED_SUCCESS) {
     size_t n = vlen < size - 1 ? vlen : size - 1;
     if (n) memcpy(buf, v, n);
@@ -283,10 +296,11 @@ int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
   memcached_st *mc;
   int err = take(c, &mc);
   if (err) return err;
-  memcached_return_t rc = memcached_delete_by_key(mc, master, mlen, key, klen,
-                                                  0);
-  err = rc == MEMCACHED_SUCCESS ? 0
-        : rc == MEMCACHED_NOTFOUND ? LC__MISS : map_error(mc, rc, "delete");
+  memcached_return_t rc =
+      memcached_delete_by_key(mc, master, mlen, key, klen, 0);
+  err = rc == MEMCACHED_SUCCESS    ? 0
+        : rc == MEMCACHED_NOTFOUND ? LC__MISS
+                                   : map_error(mc, rc, "delete");
   give(c, mc, err);
   return err;
 }

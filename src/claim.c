@@ -35,7 +35,7 @@
 #define CLAIM_PREFIX "lo:"
 #define REFUSED 'R'
 #define RELEASED 'X'
-#define CLAIM_MAX 120           /* bytes of a claim's text kept */
+#define CLAIM_MAX 120 /* bytes of a claim's text kept */
 
 /* 16 random hex digits (from /dev/urandom; the time and pid if that
  * fails, which only weakens the randomness). */
@@ -48,8 +48,7 @@ static void random_id(char id[LC__ID_LEN + 1]) {
     uint64_t v = (uint64_t)lc__now_us() ^ ((uint64_t)getpid() << 40);
     lc__be64_put(b, v);
   }
-  for (size_t i = 0; i < sizeof b; i++)
-    snprintf(id + 2 * i, 3, "%02x", b[i]);
+  for (size_t i = 0; i < sizeof b; i++) snprintf(id + 2 * i, 3, "%02x", b[i]);
 }
 
 int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]) {
@@ -69,8 +68,8 @@ int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]) {
       id[LC__ID_LEN] = '\0';
     }
     leveldb_free(v);
-    return ok ? 0 : lc__fail(LC_ECORRUPT, "the log's identity has %zu bytes",
-                             vlen);
+    return ok ? 0
+              : lc__fail(LC_ECORRUPT, "the log's identity has %zu bytes", vlen);
   }
   random_id(id);
   leveldb_put(l->db, l->sync, k, strlen(k), id, LC__ID_LEN, &err);
@@ -158,12 +157,16 @@ int lc__claim_load(lc_t *h, lc__counter *c) {
 int lc__claim_refused(const lc__counter *c) {
   int r = atomic_load(&c->refusal);
   if (r == LC__RELEASED)
-    return lc__fail(LC_EOWNED, "counter %s was released from this log "
-                    "(logcounter adopt takes it back)", c->name);
+    return lc__fail(LC_EOWNED,
+                    "counter %s was released from this log "
+                    "(logcounter adopt takes it back)",
+                    c->name);
   char who[160];
   describe(c->refused_by ? c->refused_by : "", who, sizeof who);
-  return lc__fail(LC_EOWNED, "counter %s is owned by %s; this log refuses "
-                  "it until 'logcounter adopt'", c->name, who);
+  return lc__fail(LC_EOWNED,
+                  "counter %s is owned by %s; this log refuses "
+                  "it until 'logcounter adopt'",
+                  c->name, who);
 }
 
 /* Writes the refusal or release of c to the log (synced), with the
@@ -195,8 +198,8 @@ int lc__claim(lc_t *h, lc__counter *c) {
   char key[LC_NAME_MAX + 8], held[CLAIM_MAX + 1];
   size_t klen = claim_key(key, c);
   for (int attempt = 0; attempt < 3; attempt++) {
-    int rc = lc__cache_add_text(&h->cache, c->key, c->klen, key, klen,
-                                h->claim, strlen(h->claim), 0);
+    int rc = lc__cache_add_text(&h->cache, c->key, c->klen, key, klen, h->claim,
+                                strlen(h->claim), 0);
     if (rc == 0) {
       set_claimed(c, true);
       return 0;
@@ -204,14 +207,14 @@ int lc__claim(lc_t *h, lc__counter *c) {
     if (rc != LC__EXISTS) return rc;
     rc = lc__cache_get_text(&h->cache, c->key, c->klen, key, klen, held,
                             sizeof held);
-    if (rc == LC__MISS) continue;          /* released meanwhile: again */
+    if (rc == LC__MISS) continue; /* released meanwhile: again */
     if (rc) return rc;
     if (strncmp(held, h->log_id, LC__ID_LEN) == 0 &&
         (held[LC__ID_LEN] == ' ' || held[LC__ID_LEN] == '\0')) {
-      set_claimed(c, true);                /* ours (an earlier process) */
+      set_claimed(c, true); /* ours (an earlier process) */
       return 0;
     }
-    set_claimed(c, false);                 /* waiting calls fail too */
+    set_claimed(c, false); /* waiting calls fail too */
     rc = put_refusal(h, c, REFUSED, held, 0);
     return rc ? rc : lc__claim_refused(c);
   }
@@ -225,16 +228,16 @@ int lc__claim_drop(lc_t *h, lc__counter *c) {
                               sizeof held);
   if (rc == LC__MISS) return 0;
   if (rc) return rc;
-  if (strncmp(held, h->log_id, LC__ID_LEN) != 0) return 0;   /* not ours */
+  if (strncmp(held, h->log_id, LC__ID_LEN) != 0) return 0; /* not ours */
   rc = lc__cache_delete(&h->cache, c->key, c->klen, key, klen);
   return rc < 0 ? rc : 0;
 }
 
 int lc__claim_release(lc_t *h, lc__counter *c, int64_t final) {
-  set_claimed(c, false);          /* calls waiting on c fail from now on */
+  set_claimed(c, false); /* calls waiting on c fail from now on */
   char text[24];
-  snprintf(text, sizeof text, "%lld", (long long)final);
-  int rc = put_refusal(h, c, RELEASED, text, final);   /* exact, as close */
+  snprintf(text, sizeof text, "%lld", (long long) final);
+  int rc = put_refusal(h, c, RELEASED, text, final); /* exact, as close */
   if (rc) return rc;
   pthread_mutex_lock(&c->mu);
   c->reserved = final;

@@ -47,9 +47,9 @@ struct lc__req {
   uint64_t n;
   int64_t first;
   int rc;
-  bool taken;                 /* in a batch: its thread must not lead */
+  bool taken; /* in a batch: its thread must not lead */
   bool done;
-  pthread_cond_t cv;          /* signalled when done, or to lead */
+  pthread_cond_t cv; /* signalled when done, or to lead */
   char detail[LC__DETAIL_MAX];
   struct lc__req *next;
 };
@@ -90,8 +90,9 @@ static void counter_free(lc__counter *c) {
  * validates the name. */
 static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   int rc = lc_check_name(name);
-  if (rc) return lc__fail(rc, rc == LC_EINVAL ? "counter name is NULL" :
-                          "invalid counter name");
+  if (rc)
+    return lc__fail(
+        rc, rc == LC_EINVAL ? "counter name is NULL" : "invalid counter name");
   size_t n = strlen(name);
   lc__table *t = &h->counters;
   pthread_mutex_lock(&t->mu);
@@ -99,9 +100,10 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   if (c == NULL && create) {
     if (t->names.count >= t->names.max) {
       pthread_mutex_unlock(&t->mu);
-      return lc__fail(LC_ELIMIT, "%s would be counter %llu of this handle "
-                      "(max_counters %llu)", name,
-                      (unsigned long long)t->names.count + 1,
+      return lc__fail(LC_ELIMIT,
+                      "%s would be counter %llu of this handle "
+                      "(max_counters %llu)",
+                      name, (unsigned long long)t->names.count + 1,
                       (unsigned long long)t->names.max);
     }
     c = counter_new(name, n);
@@ -123,7 +125,6 @@ int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out) {
 int lc__counter_find(lc_t *h, const char *name, lc__counter **out) {
   return find(h, name, false, out);
 }
-
 
 /* mu held: may the first queued request send its batch now? */
 static bool can_send(const lc__counter *c) {
@@ -170,10 +171,10 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
   if (!rc) rc = lc__claim_load(h, c);
   if (rc) return rc;
-  pthread_mutex_lock(&c->mu);     /* read under mu by lc_next_n */
-  c->gap_low = max > gapmax ? max : gapmax;   /* ledger gaps are skipped */
+  pthread_mutex_lock(&c->mu);               /* read under mu by lc_next_n */
+  c->gap_low = max > gapmax ? max : gapmax; /* ledger gaps are skipped */
   c->floor = c->gap_low > res ? c->gap_low : res;
-  c->restart_to = c->floor;       /* holes up to it: the last run's */
+  c->restart_to = c->floor; /* holes up to it: the last run's */
   c->reserved = res;
   lc__ledger_load_tail(&h->log, c);
   c->loaded = true;
@@ -210,11 +211,10 @@ static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
     LC__STAT(h, restores, 1);
     *seeded = c->floor;
   }
-  return rc;  /* LC__EXISTS: someone else seeded it; go back to incr */
+  return rc; /* LC__EXISTS: someone else seeded it; go back to incr */
 }
 
-int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
-                          int64_t *last) {
+int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
   uint64_t delta = n;
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     uint64_t v = 0;
@@ -247,9 +247,9 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
 typedef struct block {
   int64_t last;
   uint64_t n;
-  int64_t reservation;  /* a new reservation to write with it, or 0 */
+  int64_t reservation; /* a new reservation to write with it, or 0 */
   bool sync;
-  lc__gap gaps[LC__GAPS];   /* ledger entries riding along */
+  lc__gap gaps[LC__GAPS]; /* ledger entries riding along */
   int ngaps;
 } block;
 
@@ -258,7 +258,8 @@ typedef struct block {
 static int64_t lowest_sent_floor(const lc__counter *c) {
   int64_t low = c->floor;
   for (int i = 0; i < LC__INFLIGHT; i++)
-    if ((c->slots & (1u << i)) && c->sent_floor[i] < low) low = c->sent_floor[i];
+    if ((c->slots & (1u << i)) && c->sent_floor[i] < low)
+      low = c->sent_floor[i];
   return low;
 }
 
@@ -268,9 +269,9 @@ static void remember(lc__counter *c, int64_t first, int64_t last) {
   lc__span *a = c->accepted;
   int i = 0;
   while (i < c->naccepted && a[i].last < first) i++;
-  if (i > 0 && a[i - 1].last == first - 1) {           /* extends the one below */
+  if (i > 0 && a[i - 1].last == first - 1) { /* extends the one below */
     a[i - 1].last = last;
-    if (i < c->naccepted && a[i].first == last + 1) {  /* and meets the next */
+    if (i < c->naccepted && a[i].first == last + 1) { /* and meets the next */
       a[i - 1].last = a[i].last;
       memmove(a + i, a + i + 1, sizeof *a * (size_t)(c->naccepted - i - 1));
       c->naccepted--;
@@ -278,7 +279,7 @@ static void remember(lc__counter *c, int64_t first, int64_t last) {
   } else if (i < c->naccepted && a[i].first == last + 1) {
     a[i].first = first;
   } else {
-    if (c->naccepted == LC__ACCEPTED) {     /* full: forget the lowest */
+    if (c->naccepted == LC__ACCEPTED) { /* full: forget the lowest */
       if (a[0].last > c->lost_below) c->lost_below = a[0].last;
       memmove(a, a + 1, sizeof *a * (size_t)(LC__ACCEPTED - 1));
       c->naccepted--;
@@ -299,8 +300,7 @@ static void remember(lc__counter *c, int64_t first, int64_t last) {
 /* mu held: the block (last-n, last] is handed out (or burned if its write
  * fails): floor passes it, and whether its record needs a sync and a new
  * reservation is decided. */
-static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
-                 block *b) {
+static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n, block *b) {
   b->last = last;
   b->n = n;
   b->reservation = 0;
@@ -309,10 +309,11 @@ static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
     uint64_t block16 = n > UINT64_MAX / 16 ? UINT64_MAX : 16 * n;
     uint64_t window = h->opt.reserve > block16 ? h->opt.reserve : block16;
     b->reservation = (uint64_t)(LC_VALUE_MAX - last) < window
-                         ? LC_VALUE_MAX : last + (int64_t)window;
+                         ? LC_VALUE_MAX
+                         : last + (int64_t)window;
     b->sync = true;
   }
-  if (last > c->floor) c->floor = last;  /* never again */
+  if (last > c->floor) c->floor = last; /* never again */
   c->used = true;
   remember(c, last - (int64_t)(n - 1), last);
   lc__ledger_taken(c, last - (int64_t)(n - 1), last, lowest_sent_floor(c));
@@ -329,7 +330,7 @@ static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
                        int64_t floor0) {
   if (v < n || (int64_t)(v - n) < floor0) return false;
   int64_t first = (int64_t)(v - n) + 1, last = (int64_t)v;
-  if (first <= c->lost_below) return false;  /* cannot tell: alone */
+  if (first <= c->lost_below) return false; /* cannot tell: alone */
   for (int i = 0; i < c->naccepted; i++)
     if (!(last < c->accepted[i].first || first > c->accepted[i].last))
       return false;
@@ -364,7 +365,7 @@ static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
     *total += (*tail)->n;
     tail = &(*tail)->next;
   }
-  if (*total == 0) {  /* the first request alone does not fit: take it */
+  if (*total == 0) { /* the first request alone does not fit: take it */
     batch->taken = true;
     *total = batch->n;
     tail = &batch->next;
@@ -381,7 +382,7 @@ static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
  * block is still above what is reserved. */
 static void claim_reservation(lc_t *h, lc__counter *c, block *b) {
   while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
-  if (b->last <= c->reserved) {         /* covered meanwhile */
+  if (b->last <= c->reserved) { /* covered meanwhile */
     b->reservation = 0;
     b->sync = h->opt.durability == LC_DURABILITY_SYNC;
     return;
@@ -401,8 +402,8 @@ static void release_reservation(lc__counter *c, int64_t written) {
  * not be accepted (or of a lost key: missing, seeded first), made alone:
  * with nothing else in flight it restores or raises the key exactly past
  * floor. */
-static int increment_alone(lc_t *h, lc__counter *c, uint64_t n,
-                           bool missing, int64_t *last) {
+static int increment_alone(lc_t *h, lc__counter *c, uint64_t n, bool missing,
+                           int64_t *last) {
   c->excl_waiting++;
   while (c->busy || c->inflight > 0) pthread_cond_wait(&c->cv, &c->mu);
   c->excl_waiting--;
@@ -435,11 +436,11 @@ static void send_batch(lc_t *h, lc__counter *c) {
     int64_t floor0 = c->floor;
     uint64_t v = 0;
     int slot = 0;
-    while (c->slots & (1u << slot)) slot++;   /* inflight < LC__INFLIGHT */
+    while (c->slots & (1u << slot)) slot++; /* inflight < LC__INFLIGHT */
     c->slots |= 1u << slot;
     c->sent_floor[slot] = floor0;
     c->inflight++;
-    wake(c);                  /* the next batch may go too */
+    wake(c); /* the next batch may go too */
     pthread_mutex_unlock(&c->mu);
     LC__STAT(h, increments, 1);
     rc = lc__cache_incr(&h->cache, c->key, c->klen, total, &v);
@@ -464,8 +465,8 @@ static void send_batch(lc_t *h, lc__counter *c) {
 
   if (!rc) LC__SEAM_BEFORE_COMMIT(c->name);
   if (!rc) rc = commit(h, c, &b);
-  uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1);  /* unsigned: */
-  for (req *r = batch; r; r = r->next) {         /* may pass 2^63-1 */
+  uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1); /* unsigned: */
+  for (req *r = batch; r; r = r->next) {                  /* may pass 2^63-1 */
     r->rc = rc;
     if (rc) {
       memcpy(r->detail, lc_last_detail(), LC__DETAIL_MAX);
@@ -476,12 +477,12 @@ static void send_batch(lc_t *h, lc__counter *c) {
   }
   pthread_mutex_lock(&c->mu);
   if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
-  if (rc && b.last) {         /* burned: the ledger says so next time */
+  if (rc && b.last) { /* burned: the ledger says so next time */
     lc__ledger_putback(c, b.gaps, b.ngaps);
     lc__ledger_gap(c, b.last - (int64_t)(b.n - 1), b.last, LC_GAP_BURNED);
   }
   for (req *r = batch, *next; r; r = next) {
-    next = r->next;  /* r may vanish once done is seen */
+    next = r->next; /* r may vanish once done is seen */
     r->done = true;
     pthread_cond_signal(&r->cv);
   }
@@ -502,8 +503,8 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if (h == NULL || first == NULL)
     return lc__fail(LC_EINVAL, "NULL handle or result pointer");
   if (n == 0 || n > LC_BLOCK_MAX)
-    return count_call(h, lc__fail(LC_ECOUNT, "count %llu",
-                                  (unsigned long long)n), n);
+    return count_call(
+        h, lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n), n);
   int rc;
   if (h->remote) {
     rc = lc_check_name(name);
@@ -542,12 +543,15 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       continue;
     }
     if (!queued) {
-      if (c->tail) c->tail->next = &r; else c->head = &r;
+      if (c->tail)
+        c->tail->next = &r;
+      else
+        c->head = &r;
       c->tail = &r;
       queued = true;
     }
     if (c->head == &r && can_send(c))
-      send_batch(h, c);  /* unlocks and relocks c->mu */
+      send_batch(h, c); /* unlocks and relocks c->mu */
     else
       pthread_cond_wait(&r.cv, &c->mu);
   }
@@ -602,7 +606,7 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
 static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   (void)arg;
   int64_t handed = lc__seg_current(c);
-  if (handed) {               /* memcached and floor run ahead of it */
+  if (handed) { /* memcached and floor run ahead of it */
     *out = handed;
     return 0;
   }
@@ -624,7 +628,7 @@ static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
     if (rc == LC__MISS) {
       rc = seed(h, c, out);
       if (rc <= 0) return rc;
-      continue;  /* seeded by someone else meanwhile */
+      continue; /* seeded by someone else meanwhile */
     }
     if (rc) return rc;
     if (v >= (uint64_t)c->floor) {
@@ -646,7 +650,7 @@ static int skip_to(lc_t *h, lc__counter *c, int64_t target) {
   pthread_mutex_lock(&c->mu);
   while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
   bool raise = target > c->reserved;
-  c->res_writing = raise;   /* a batch that finished its increment may
+  c->res_writing = raise; /* a batch that finished its increment may
                                still be raising it after its write */
   lc__ledger_settle(c, c->floor);
   int n = lc__ledger_take(c, g);
@@ -674,11 +678,11 @@ static int skip_to(lc_t *h, lc__counter *c, int64_t target) {
 
 static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   (void)out;
-  int64_t target = min_next - 1;  /* the value the counter must stand at */
-  int rc = lc__seg_drop(h, c, target);   /* held values below min_next */
+  int64_t target = min_next - 1;       /* the value the counter must stand at */
+  int rc = lc__seg_drop(h, c, target); /* held values below min_next */
   if (!rc && target > c->floor) rc = skip_to(h, c, target);
   int64_t now;
-  if (!rc) rc = op_restore(h, c, 0, &now);  /* raises memcached to floor */
+  if (!rc) rc = op_restore(h, c, 0, &now); /* raises memcached to floor */
   if (!rc) lc__seg_advanced(c, target);
   return rc;
 }
@@ -717,7 +721,8 @@ int lc_restore(lc_t *h, const char *name, int64_t *value) {
 }
 
 int lc_advance(lc_t *h, const char *name, int64_t min_next) {
-  if (min_next < 1) return lc__fail(LC_EINVAL, "advance to %lld", (long long)min_next);
+  if (min_next < 1)
+    return lc__fail(LC_EINVAL, "advance to %lld", (long long)min_next);
   return exclusive(h, name, min_next, NULL, op_advance, true);
 }
 
@@ -742,11 +747,11 @@ static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   if (rc) return rc;
   if (refusal) return lc__claim_refused(c);
   pthread_mutex_lock(&c->mu);
-  int64_t held_up_to = c->floor;                  /* segments lie below */
+  int64_t held_up_to = c->floor; /* segments lie below */
   pthread_mutex_unlock(&c->mu);
   rc = lc__seg_drop(h, c, held_up_to);
   int64_t final = 0;
-  if (!rc) rc = op_restore(h, c, 0, &final);      /* never below floor */
+  if (!rc) rc = op_restore(h, c, 0, &final); /* never below floor */
   if (!rc) rc = lc__claim_release(h, c, final);
   if (!rc) *out = final;
   return rc;
@@ -758,7 +763,8 @@ static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
 static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
   (void)out;
   int rc = atomic_load(&c->refusal) || above > c->reserved
-               ? lc__claim_forget(h, c, above) : 0;
+               ? lc__claim_forget(h, c, above)
+               : 0;
   if (!rc) rc = lc__claim(h, c);
   if (!rc && above > 0) rc = op_advance(h, c, above + 1, NULL);
   return rc;
@@ -788,8 +794,8 @@ int lc_reservation(lc_t *h, const char *name, int64_t *value) {
 typedef struct closing {
   leveldb_writebatch_t *b;
   lc__cache *cache;
-  bool any;                   /* b holds something to write */
-  bool written;               /* the first write succeeded: lower memcached */
+  bool any;     /* b holds something to write */
+  bool written; /* the first write succeeded: lower memcached */
 } closing;
 
 /* First pass: each counter's rewritten segment records, exact reservation
@@ -798,15 +804,17 @@ static void close_write(lc__named *e, void *arg) {
   lc__counter *c = (lc__counter *)e;
   closing *k = arg;
   int64_t stands = lc__seg_close(c, k->b);
-  if (stands < 0) stands = c->floor;
-  else k->any = true;           /* segment records rewritten */
+  if (stands < 0)
+    stands = c->floor;
+  else
+    k->any = true; /* segment records rewritten */
   if (c->used && stands != c->reserved) {
     /* exact: a restart after a clean close skips nothing */
     lc__log_batch_reservation(k->b, c->name, c->nlen, stands);
     k->any = true;
   }
   c->reserved = stands;
-  if (c->used) {                /* nothing in flight: every hole is final */
+  if (c->used) { /* nothing in flight: every hole is final */
     lc__gap g[LC__GAPS];
     lc__ledger_settle(c, c->floor);
     int n = lc__ledger_take(c, g);
@@ -823,8 +831,8 @@ static void close_lower(lc__named *e, void *arg) {
   lc__counter *c = (lc__counter *)e;
   closing *k = arg;
   if (k->written && c->used && c->reserved < c->floor) {
-    int lowered = lc__cache_lower(k->cache, c->key, c->klen,
-                                  (uint64_t)c->floor, (uint64_t)c->reserved);
+    int lowered = lc__cache_lower(k->cache, c->key, c->klen, (uint64_t)c->floor,
+                                  (uint64_t)c->reserved);
     if (lowered != 0 && lowered != LC__MISS) {
       lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
       lc__ledger_batch(k->b, c, &g, 1);

@@ -26,8 +26,9 @@ typedef struct lc__seg {
   uint64_t used;
 } lc__seg;
 
-#define LC__INFLIGHT 2      /* increments of one counter in flight at once */
-#define LC__ACCEPTED 8      /* accepted ranges kept for the overlap check
+#define LC__INFLIGHT 2 /* increments of one counter in flight at once */
+#define LC__ACCEPTED \
+  8 /* accepted ranges kept for the overlap check
                                (with two in flight, rarely more than three
                                are disjoint; beyond 8, lost_below) */
 
@@ -40,25 +41,27 @@ typedef struct lc__span {
  * next log write (ledger.c). */
 typedef struct lc__gap {
   int64_t first, last;
-  int cause;                  /* LC_GAP_* */
+  int cause; /* LC_GAP_* */
 } lc__gap;
-#define LC__GAPS 8          /* pending gaps kept (beyond: the oldest is
+#define LC__GAPS \
+  8 /* pending gaps kept (beyond: the oldest is
                                dropped, and shows as unexplained) */
 
-#define LC__SEGS 3          /* held at once: current, prefetched, one more */
-#define LC__SEG_CLOSES 8    /* finished segments whose records wait to be
+#define LC__SEGS 3 /* held at once: current, prefetched, one more */
+#define LC__SEG_CLOSES \
+  8 /* finished segments whose records wait to be
                                rewritten with what went out */
 
 struct lc__counter {
-  lc__named node;             /* first: the handle's name table entry */
+  lc__named node; /* first: the handle's name table entry */
   pthread_mutex_t mu;
-  pthread_cond_t cv;          /* for exclusive operations waiting */
+  pthread_cond_t cv; /* for exclusive operations waiting */
   int excl_waiting;
-  bool busy;                  /* an exclusive operation is at work */
-  lc__req *head, *tail;       /* waiting lc_next_n calls */
-  int inflight;               /* increments sent, not answered yet */
-  unsigned slots;             /* which sent_floor entries are in use */
-  int64_t sent_floor[LC__INFLIGHT];  /* floor when each was sent */
+  bool busy;                        /* an exclusive operation is at work */
+  lc__req *head, *tail;             /* waiting lc_next_n calls */
+  int inflight;                     /* increments sent, not answered yet */
+  unsigned slots;                   /* which sent_floor entries are in use */
+  int64_t sent_floor[LC__INFLIGHT]; /* floor when each was sent */
   /* Values accepted above the lowest sent_floor (below it no answer can
    * overlap them): disjoint ranges in order, merged when adjacent; when
    * full the lowest is dropped and lost_below remembers it (an answer
@@ -66,39 +69,39 @@ struct lc__counter {
   lc__span accepted[LC__ACCEPTED];
   int naccepted;
   int64_t lost_below;
-  bool res_writing;           /* a reservation write is under way: the
+  bool res_writing; /* a reservation write is under way: the
                                  next waits (c->cv), so the log's value
                                  only ever grows */
   bool loaded;
-  bool claimed;               /* claim.c: this log holds the claim */
-  _Atomic int refusal;        /* claim.c: LC__REFUSED / LC__RELEASED */
-  char *refused_by;           /* the claim that refused it, or NULL */
-  bool used;                  /* allocated or advanced by this handle */
+  bool claimed;        /* claim.c: this log holds the claim */
+  _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
+  char *refused_by;    /* the claim that refused it, or NULL */
+  bool used;           /* allocated or advanced by this handle */
   int64_t floor, reserved;
   /* segment.c, under mu */
-  lc__seg seg[LC__SEGS];      /* held segments, in value order */
+  lc__seg seg[LC__SEGS]; /* held segments, in value order */
   int nseg;
-  lc__seg closes[LC__SEG_CLOSES];   /* finished, records to rewrite */
+  lc__seg closes[LC__SEG_CLOSES]; /* finished, records to rewrite */
   int nclose;
-  bool fetching;              /* a segment fetch is queued or running */
-  bool queued;                /* on the prefetcher's queue (pf.mu) */
-  lc__counter *qnext;         /* the prefetcher's queue */
-  pthread_cond_t seg_cv;      /* a fetch finished */
-  int64_t handed;             /* the last value handed out of a segment */
-  uint64_t seg_size;          /* the next segment's size (auto: adapts) */
-  int64_t sized_us, sized_handed;   /* auto sizing: at the last fetch */
+  bool fetching;                  /* a segment fetch is queued or running */
+  bool queued;                    /* on the prefetcher's queue (pf.mu) */
+  lc__counter *qnext;             /* the prefetcher's queue */
+  pthread_cond_t seg_cv;          /* a fetch finished */
+  int64_t handed;                 /* the last value handed out of a segment */
+  uint64_t seg_size;              /* the next segment's size (auto: adapts) */
+  int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
   /* ledger.c, under mu: every value <= gap_low is in a block or segment
    * this handle took, in a record of the log, or in a ledger entry
    * (written or pending); ahead: taken above gap_low + 1, in order. */
   int64_t gap_low;
-  int64_t restart_to;         /* holes up to here: LC_GAP_RESTART */
+  int64_t restart_to; /* holes up to here: LC_GAP_RESTART */
   lc__span ahead[LC__ACCEPTED];
   int nahead;
-  lc__gap gaps[LC__GAPS];     /* pending */
+  lc__gap gaps[LC__GAPS]; /* pending */
   int ngaps;
   size_t nlen, klen;
-  char *name;                 /* points into key, past the prefix */
-  char key[];                 /* "lc:" NAME */
+  char *name; /* points into key, past the prefix */
+  char key[]; /* "lc:" NAME */
 };
 
 /* counter.c */
@@ -115,8 +118,7 @@ int lc__counter_load(lc_t *h, lc__counter *c);
 /* Leader only: a block of n values wholly above floor from memcached
  * (restoring or raising the key as needed); *last is its last value.
  * floor is not moved. */
-int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n,
-                          int64_t *last);
+int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last);
 
 /* claim.c: leader only (refused_by is the leader's alone; claimed is set
  * under mu, since lc_next_n's callers read it there) */
@@ -144,8 +146,7 @@ int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation);
 /* first..last were taken by this handle (a block accepted, a segment
  * fetched); holes at or below low (no increment in flight can fill them
  * any more) become pending gaps. */
-void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last,
-                      int64_t low);
+void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last, int64_t low);
 /* Every hole up to upto is final (nothing in flight): pending gaps. */
 void lc__ledger_settle(lc__counter *c, int64_t upto);
 /* A gap known as such (a burned block, a segment's unused rest). */

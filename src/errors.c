@@ -14,7 +14,8 @@ static _Thread_local char detail[LC__DETAIL_MAX];
 
 const char *lc_strerror(int err) {
   switch (err) {
-#define LC__ERR_MSG(name, num, msg) case num: return msg;
+#define LC__ERR_MSG(name, num, msg) \
+  case num: return msg;
     LC_ERRNO_MAP(LC__ERR_MSG)
 #undef LC__ERR_MSG
   case 0: return "success";
@@ -24,7 +25,8 @@ const char *lc_strerror(int err) {
 
 const char *lc_err_name(int err) {
   switch (err) {
-#define LC__ERR_NAME(name, num, msg) case num: return #name;
+#define LC__ERR_NAME(name, num, msg) \
+  case num: return #name;
     LC_ERRNO_MAP(LC__ERR_NAME)
 #undef LC__ERR_NAME
   case 0: return "OK";
@@ -32,9 +34,13 @@ const char *lc_err_name(int err) {
   }
 }
 
-const char *lc_last_detail(void) { return detail; }
+const char *lc_last_detail(void) {
+  return detail;
+}
 
-void lc__detail_clear(void) { detail[0] = '\0'; }
+void lc__detail_clear(void) {
+  detail[0] = '\0';
+}
 
 void lc__detail_set(const char *text) {
   snprintf(detail, sizeof detail, "%s", text ? text : "");

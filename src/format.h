@@ -19,10 +19,10 @@
 #define LC__MC_PREFIX "lc:"
 #define LC__MC_KEY_MAX (sizeof(LC__MC_PREFIX) - 1 + LC_NAME_MAX)
 #define LC__RECORD_VERSION 1
-#define LC__RECORD_LEN 17         /* version, count, time */
+#define LC__RECORD_LEN 17 /* version, count, time */
 #define LC__FORMAT_KEY "!logcounter-format"
 #define LC__FORMAT_VALUE "1"
-#define LC__ID_KEY "!logcounter-id"   /* the log's identity (claim.c) */
+#define LC__ID_KEY "!logcounter-id" /* the log's identity (claim.c) */
 #define LC__ID_LEN 16
 
 void lc__be64_put(unsigned char *p, uint64_t v);
@@ -46,11 +46,11 @@ int lc__record_decode(const char *key, size_t klen, size_t plen,
                       const char *val, size_t vlen, lc_record *rec);
 
 /* Tallies: sums in memcached under these prefixes, records in LevelDB. */
-#define LC__TALLY_MC_PLUS "lt+:"     /* sum of positive deltas */
-#define LC__TALLY_MC_MINUS "lt-:"    /* sum of |negative deltas| */
-#define LC__TALLY_MC_MARK "lt@:"     /* window marker, expires */
-#define LC__TALLY_REC 't'            /* 't' NAME -> record */
-#define LC__TALLY_IDX 'T'            /* 'T' be64(total^2^63) NAME -> "" */
+#define LC__TALLY_MC_PLUS "lt+:"  /* sum of positive deltas */
+#define LC__TALLY_MC_MINUS "lt-:" /* sum of |negative deltas| */
+#define LC__TALLY_MC_MARK "lt@:"  /* window marker, expires */
+#define LC__TALLY_REC 't'         /* 't' NAME -> record */
+#define LC__TALLY_IDX 'T'         /* 'T' be64(total^2^63) NAME -> "" */
 /* The index sorts totals as unsigned: total ^ LC__TALLY_BIAS. */
 #define LC__TALLY_BIAS 0x8000000000000000ULL
 /* 't' NAME; 'T' be64(total ^ 2^63) NAME.  buf: LC_NAME_MAX + 10 bytes. */

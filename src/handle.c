@@ -12,13 +12,18 @@
 
 #define DEFAULT_MEMCACHED "--SERVER=127.0.0.1:11211"
 
-const char *lc_version(void) { return LC_VERSION_STRING; }
+const char *lc_version(void) {
+  return LC_VERSION_STRING;
+}
 
 int lc_durability_parse(const char *s, lc_durability_t *out) {
-  if (s && out && strcmp(s, "default") == 0) *out = LC_DURABILITY_DEFAULT;
-  else if (s && out && strcmp(s, "sync") == 0) *out = LC_DURABILITY_SYNC;
-  else return lc__fail(LC_EINVAL, "durability '%s': use default or sync",
-                       s ? s : "(null)");
+  if (s && out && strcmp(s, "default") == 0)
+    *out = LC_DURABILITY_DEFAULT;
+  else if (s && out && strcmp(s, "sync") == 0)
+    *out = LC_DURABILITY_SYNC;
+  else
+    return lc__fail(LC_EINVAL, "durability '%s': use default or sync",
+                    s ? s : "(null)");
   return 0;
 }
 
@@ -35,8 +40,10 @@ int lc_prefetch_parse(const char *s, uint64_t *out) {
     for (; *p >= '0' && *p <= '9' && v <= LC_BLOCK_MAX; p++)
       v = v * 10 + (uint64_t)(*p - '0');
     if (p == s || *p || v < 1 || v > LC_BLOCK_MAX)
-      return lc__fail(LC_EINVAL, "prefetch '%s': use off, auto or a segment "
-                      "size 1..%llu", s, (unsigned long long)LC_BLOCK_MAX);
+      return lc__fail(LC_EINVAL,
+                      "prefetch '%s': use off, auto or a segment "
+                      "size 1..%llu",
+                      s, (unsigned long long)LC_BLOCK_MAX);
     *out = v;
   }
   return 0;
@@ -75,8 +82,8 @@ static void free_handle(lc_t *h) {
 static int open_remote(lc_t *h) {
   char config[1100];
   int rc = lc__remote_config(h->server, config, sizeof config);
-  if (!rc) rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms,
-                               h->opt.pool_size);
+  if (!rc)
+    rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms, h->opt.pool_size);
   return rc;
 }
 
@@ -87,19 +94,23 @@ int lc_open(const lc_options *o, lc_t **out) {
   bool remote = o->server != NULL && o->server[0] != '\0';
   if (!remote && (o->db_path == NULL || o->db_path[0] == '\0'))
     return lc__fail(LC_EINVAL, "db_path (or server) is required");
-  if (o->durability != LC_DURABILITY_DEFAULT && o->durability != LC_DURABILITY_SYNC)
+  if (o->durability != LC_DURABILITY_DEFAULT &&
+      o->durability != LC_DURABILITY_SYNC)
     return lc__fail(LC_EINVAL, "unknown durability %d", (int)o->durability);
   if (o->timeout_ms < 0 || o->lock_wait_ms < 0 || o->pool_size < 0)
     return lc__fail(LC_EINVAL, "negative timeout, lock wait or pool size");
   if (o->prefetch > LC_BLOCK_MAX && o->prefetch != LC_PREFETCH_AUTO)
-    return lc__fail(LC_EINVAL, "prefetch %llu: at most %llu, or "
-                    "LC_PREFETCH_AUTO", (unsigned long long)o->prefetch,
+    return lc__fail(LC_EINVAL,
+                    "prefetch %llu: at most %llu, or "
+                    "LC_PREFETCH_AUTO",
+                    (unsigned long long)o->prefetch,
                     (unsigned long long)LC_BLOCK_MAX);
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
   bool failed = false;
   h->opt = *o;
-  h->memcached = dup_or_null(o->memcached ? o->memcached : DEFAULT_MEMCACHED, &failed);
+  h->memcached =
+      dup_or_null(o->memcached ? o->memcached : DEFAULT_MEMCACHED, &failed);
   h->db_path = dup_or_null(o->db_path, &failed);
   h->owner = dup_or_null(o->owner ? o->owner : "liblogcounter", &failed);
   h->server = remote ? dup_or_null(o->server, &failed) : NULL;
@@ -135,7 +146,7 @@ int lc_open(const lc_options *o, lc_t **out) {
     rc = lc__prefetcher_start(h);
     if (rc) lc__log_close(&h->log);
   }
-  if (rc) {  /* the log is closed already when its open failed */
+  if (rc) { /* the log is closed already when its open failed */
     lc__table_close(&h->counters, &h->log, &h->cache);
     lc__tallies_close(&h->tallies);
     lc__cache_close(&h->cache);
@@ -161,12 +172,21 @@ int lc_close(lc_t *h) {
 int lc_get_stats(lc_t *h, lc_stats *s) {
   if (h == NULL || s == NULL) return lc__fail(LC_EINVAL, "NULL argument");
 #define LC__LOAD(f) s->f = atomic_load_explicit(&h->st.f, memory_order_relaxed)
-  LC__LOAD(allocations); LC__LOAD(ids); LC__LOAD(increments);
-  LC__LOAD(restores); LC__LOAD(backwards); LC__LOAD(log_writes);
-  LC__LOAD(log_syncs); LC__LOAD(errors); LC__LOAD(segments);
+  LC__LOAD(allocations);
+  LC__LOAD(ids);
+  LC__LOAD(increments);
+  LC__LOAD(restores);
+  LC__LOAD(backwards);
+  LC__LOAD(log_writes);
+  LC__LOAD(log_syncs);
+  LC__LOAD(errors);
+  LC__LOAD(segments);
   LC__LOAD(segment_waits);
-  LC__LOAD(tally_adds); LC__LOAD(tally_flushes); LC__LOAD(tally_schedules);
-  LC__LOAD(tally_schedule_failures); LC__LOAD(tally_losses);
+  LC__LOAD(tally_adds);
+  LC__LOAD(tally_flushes);
+  LC__LOAD(tally_schedules);
+  LC__LOAD(tally_schedule_failures);
+  LC__LOAD(tally_losses);
   LC__LOAD(tally_seeds);
 #undef LC__LOAD
   pthread_mutex_lock(&h->counters.mu);

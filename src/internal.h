@@ -32,8 +32,8 @@
 #include <libmemcached/util.h>
 
 /* Positive "not an error" results of internal calls. */
-#define LC__MISS 1      /* memcached does not have the key */
-#define LC__EXISTS 2    /* memcached add found the key present */
+#define LC__MISS 1   /* memcached does not have the key */
+#define LC__EXISTS 2 /* memcached add found the key present */
 
 /* ---- errors.c ---- */
 #define LC__DETAIL_MAX 256
@@ -55,14 +55,14 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
 void lc__cache_close(lc__cache *c);
 /* 0 and *out, LC__MISS, or a negative code (LC_EBADVALUE for a key that
  * holds something that is not a number). */
-int lc__cache_incr(lc__cache *c, const char *key, size_t klen,
-                   uint64_t delta, uint64_t *out);
+int lc__cache_incr(lc__cache *c, const char *key, size_t klen, uint64_t delta,
+                   uint64_t *out);
 int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out);
 /* Sets key to `to` if it still holds exactly `expect` (gets + cas): 0,
  * LC__EXISTS when it holds something else or changed meanwhile,
  * LC__MISS, or negative. */
-int lc__cache_lower(lc__cache *c, const char *key, size_t klen,
-                    uint64_t expect, uint64_t to);
+int lc__cache_lower(lc__cache *c, const char *key, size_t klen, uint64_t expect,
+                    uint64_t to);
 /* 0 when stored, LC__EXISTS when the key is present, or negative. */
 int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v);
 /* Text values kept on the server of master (the counter's key): add
@@ -70,8 +70,8 @@ int lc__cache_add(lc__cache *c, const char *key, size_t klen, uint64_t v);
  * size - 1; 0, LC__MISS or negative) and delete (0, LC__MISS or
  * negative). */
 int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
-                       const char *key, size_t klen, const char *v,
-                       size_t vlen, time_t ttl);
+                       const char *key, size_t klen, const char *v, size_t vlen,
+                       time_t ttl);
 int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
                        const char *key, size_t klen, char *buf, size_t size);
 int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
@@ -92,7 +92,7 @@ typedef struct lc__log {
   leveldb_writeoptions_t *sync, *nosync;
   leveldb_readoptions_t *read;
   char *owner_path;
-  int owner_fd;         /* DIR/OWNER, flock-ed while the log is open */
+  int owner_fd; /* DIR/OWNER, flock-ed while the log is open */
   bool owner_locked;
 } lc__log;
 
@@ -131,15 +131,15 @@ int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]);
 void lc__claim_text(lc_t *h);
 
 /* ---- names.c: the name table of counters and tallies ---- */
-typedef struct lc__named {      /* the first member of an entry */
-  struct lc__named *next;       /* hash chain */
+typedef struct lc__named { /* the first member of an entry */
+  struct lc__named *next;  /* hash chain */
   const char *name;
   size_t nlen;
 } lc__named;
 typedef struct lc__names {
-  lc__named **buckets;          /* nbuckets (a power of two, doubling) */
+  lc__named **buckets; /* nbuckets (a power of two, doubling) */
   size_t nbuckets;
-  uint64_t count, max;          /* entries; the limit (kept by callers) */
+  uint64_t count, max; /* entries; the limit (kept by callers) */
 } lc__names;
 /* The entry named name (n bytes), or NULL. */
 lc__named *lc__names_find(const lc__names *t, const char *name, size_t n);
@@ -155,7 +155,7 @@ void lc__names_clear(lc__names *t);
 typedef struct lc__counter lc__counter;
 typedef struct lc__table {
   pthread_mutex_t mu;
-  lc__names names;            /* the counters, by name */
+  lc__names names; /* the counters, by name */
 } lc__table;
 void lc__table_init(lc__table *t);
 /* Writes each counter's exact reservation (one synced batch), with the
@@ -180,10 +180,10 @@ extern void (*lc__test_before_commit)(const char *name);
 /* ---- tally.c (tallies: write-behind counts) ---- */
 typedef struct lc__tally lc__tally;
 typedef struct lc__tallies {
-  pthread_mutex_t mu;          /* the name table and the dirty queue */
-  lc__names names;             /* the tallies, by name */
-  lc__tally *dirty_head, *dirty_tail;   /* scheduled, in schedule order */
-  uint64_t seq;                         /* enqueues so far */
+  pthread_mutex_t mu;                 /* the name table and the dirty queue */
+  lc__names names;                    /* the tallies, by name */
+  lc__tally *dirty_head, *dirty_tail; /* scheduled, in schedule order */
+  uint64_t seq;                       /* enqueues so far */
   _Atomic unsigned window_s;
 } lc__tallies;
 void lc__tallies_init(lc__tallies *t);
@@ -194,13 +194,14 @@ int lc__remote_config(const char *server, char *buf, size_t size);
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
 int lc__remote_current(lc_t *h, const char *name, int64_t *value);
 /* Fails remote handles for calls that need the log; 0 otherwise. */
-#define LC__LOCAL_ONLY(h) \
-  ((h)->remote ? lc__fail(LC_EREMOTE, "this handle talks to %s", \
-                          (h)->opt.server) : 0)
+#define LC__LOCAL_ONLY(h)                                                 \
+  ((h)->remote                                                            \
+       ? lc__fail(LC_EREMOTE, "this handle talks to %s", (h)->opt.server) \
+       : 0)
 
 /* ---- handle.c ---- */
 struct lc {
-  bool remote;          /* talks to a logcounterd: no log, no counters */
+  bool remote; /* talks to a logcounterd: no log, no counters */
   lc_options opt;
   char *memcached;
   char *db_path;
@@ -210,12 +211,12 @@ struct lc {
   lc__log log;
   lc__table counters;
   lc__tallies tallies;
-  char log_id[LC__ID_LEN + 1];    /* claim.c: this log's identity */
-  char claim[LC__ID_LEN + 96];    /* "ID HOST PID": what a claim holds */
-  struct {                /* segment.c: the prefetcher (prefetch on) */
+  char log_id[LC__ID_LEN + 1]; /* claim.c: this log's identity */
+  char claim[LC__ID_LEN + 96]; /* "ID HOST PID": what a claim holds */
+  struct {                     /* segment.c: the prefetcher (prefetch on) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    lc__counter *head, *tail;   /* counters waiting for a segment */
+    lc__counter *head, *tail; /* counters waiting for a segment */
     bool started, stop;
     pthread_t thread;
   } pf;

@@ -17,7 +17,7 @@ struct lc_iter {
   const leveldb_snapshot_t *snap;
   leveldb_readoptions_t *read;
   size_t plen;
-  bool ledger;                /* lc_ledger_open: 'g' entries, not records */
+  bool ledger; /* lc_ledger_open: 'g' entries, not records */
   char prefix[LC_NAME_MAX + 10];
 };
 

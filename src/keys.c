@@ -66,7 +66,8 @@ void lc__record_encode(unsigned char out[LC__RECORD_LEN], uint64_t count,
 int lc__record_decode(const char *key, size_t klen, size_t plen,
                       const char *val, size_t vlen, lc_record *rec) {
   memset(rec, 0, sizeof *rec);
-  if (klen != plen + 8) return lc__fail(LC_ECORRUPT, "record key of %zu bytes", klen);
+  if (klen != plen + 8)
+    return lc__fail(LC_ECORRUPT, "record key of %zu bytes", klen);
   uint64_t last = lc__be64_get((const unsigned char *)key + plen);
   if (last == 0 || last > (uint64_t)LC_VALUE_MAX)
     return lc__fail(LC_ECORRUPT, "record key value %llu out of range",
@@ -81,8 +82,8 @@ int lc__record_decode(const char *key, size_t klen, size_t plen,
                     (long long)last, vlen, LC__RECORD_LEN);
   uint64_t count = lc__be64_get(v + 1);
   if (count == 0 || count > last)
-    return lc__fail(LC_ECORRUPT, "record %lld: bad count %llu",
-                    (long long)last, (unsigned long long)count);
+    return lc__fail(LC_ECORRUPT, "record %lld: bad count %llu", (long long)last,
+                    (unsigned long long)count);
   rec->count = count;
   rec->first = (int64_t)(last - count + 1);
   rec->time_us = (int64_t)lc__be64_get(v + 9);

@@ -25,13 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENTRY_HEAD 18   /* version, cause, count, time */
+#define ENTRY_HEAD 18 /* version, cause, count, time */
 #define LEDGER_VERSION 1
 
 static const char *const cause_names[] = {
-    [LC_GAP_BURNED] = "burned",   [LC_GAP_RESTART] = "restart",
+    [LC_GAP_BURNED] = "burned",     [LC_GAP_RESTART] = "restart",
     [LC_GAP_UNLOGGED] = "unlogged", [LC_GAP_SEGMENT] = "segment-unused",
-    [LC_GAP_ADVANCE] = "advance", [LC_GAP_VOID] = "void",
+    [LC_GAP_ADVANCE] = "advance",   [LC_GAP_VOID] = "void",
 };
 
 const char *lc_gap_cause_name(int cause) {
@@ -84,8 +84,7 @@ int lc__ledger_decode(const char *key, size_t klen, size_t plen,
     return lc__fail(LC_ECORRUPT, "ledger entry %lld: %zu bytes, version %d",
                     (long long)last, vlen, vlen ? v[0] : -1);
   uint64_t count = lc__be64_get(v + 2);
-  if (count == 0 || count > last || v[1] < LC_GAP_BURNED ||
-      v[1] > LC_GAP_VOID)
+  if (count == 0 || count > last || v[1] < LC_GAP_BURNED || v[1] > LC_GAP_VOID)
     return lc__fail(LC_ECORRUPT, "ledger entry %lld: count %llu, cause %d",
                     (long long)last, (unsigned long long)count, v[1]);
   g->first = (int64_t)(last - count + 1);
@@ -119,7 +118,7 @@ void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause) {
     g[i].first = first;
     return;
   }
-  if (c->ngaps == LC__GAPS) {   /* full: the lowest goes unexplained */
+  if (c->ngaps == LC__GAPS) { /* full: the lowest goes unexplained */
     memmove(g, g + 1, sizeof *g * (LC__GAPS - 1));
     c->ngaps--;
     if (i > 0) i--;
@@ -166,7 +165,7 @@ static void add_ahead(lc__counter *c, int64_t first, int64_t last) {
   lc__span *a = c->ahead;
   int i = 0;
   while (i < c->nahead && a[i].last + 1 < first) i++;
-  int j = i;                    /* a[i..j) touch or overlap first..last */
+  int j = i; /* a[i..j) touch or overlap first..last */
   while (j < c->nahead && a[j].first <= last + 1) {
     if (a[j].first < first) first = a[j].first;
     if (a[j].last > last) last = a[j].last;
@@ -217,7 +216,8 @@ void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
 
 /* ---- at load: holes a crash left unexplained ---------------------------- */
 
-#define TAIL 8    /* records looked at: a gap entry still pending at a crash
+#define TAIL \
+  8 /* records looked at: a gap entry still pending at a crash
                      lies below at most the blocks that were in flight when
                      it arose (LC__INFLIGHT), so it is among the last few */
 
@@ -230,20 +230,22 @@ static int last_spans(lc__log *l, char *prefix, size_t plen, int n,
   prefix[plen - 1] = '\1';
   leveldb_iter_seek(it, prefix, plen);
   prefix[plen - 1] = '\0';
-  if (leveldb_iter_valid(it)) leveldb_iter_prev(it);
-  else leveldb_iter_seek_to_last(it);
+  if (leveldb_iter_valid(it))
+    leveldb_iter_prev(it);
+  else
+    leveldb_iter_seek_to_last(it);
   int k = 0;
   for (; k < n && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
     size_t klen, vlen;
     const char *key = leveldb_iter_key(it, &klen);
     if (klen < plen || memcmp(key, prefix, plen) != 0) break;
     const char *v = leveldb_iter_value(it, &vlen);
-    uint64_t last = klen == plen + 8
-                        ? lc__be64_get((const unsigned char *)key + plen) : 0;
+    uint64_t last =
+        klen == plen + 8 ? lc__be64_get((const unsigned char *)key + plen) : 0;
     uint64_t count = count_of(v, vlen);
     if (last == 0 || last > (uint64_t)LC_VALUE_MAX || count == 0 ||
         count > last)
-      continue;                 /* undecodable or a void: verify says so */
+      continue; /* undecodable or a void: verify says so */
     out[k++] = (lc__span){(int64_t)(last - count + 1), (int64_t)last};
   }
   leveldb_iter_destroy(it);
@@ -271,12 +273,15 @@ void lc__ledger_load_tail(lc__log *l, lc__counter *c) {
    * records that no entry covers was pending when the last run died. */
   for (int i = 0; i + 1 < nr; i++) {
     int64_t hi = recs[i].first - 1, lo = recs[i + 1].last + 1;
-    bool odd = false;           /* an entry inside: leave it to verify */
+    bool odd = false; /* an entry inside: leave it to verify */
     for (int j = 0; j < ng && hi >= lo && !odd; j++) {
       if (gaps[j].last < lo || gaps[j].first > hi) continue;
-      if (gaps[j].last == hi) hi = gaps[j].first - 1;   /* covered on top */
-      else if (gaps[j].first == lo) lo = gaps[j].last + 1;
-      else odd = true;
+      if (gaps[j].last == hi)
+        hi = gaps[j].first - 1; /* covered on top */
+      else if (gaps[j].first == lo)
+        lo = gaps[j].last + 1;
+      else
+        odd = true;
     }
     if (hi >= lo && !odd) lc__ledger_gap(c, lo, hi, LC_GAP_RESTART);
   }
@@ -289,13 +294,13 @@ void lc__ledger_load_tail(lc__log *l, lc__counter *c) {
 static pthread_mutex_t void_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The record holding value: 1 and *rec, 0 when none does, or negative. */
-static int record_of(lc__log *l, const char *name, size_t nlen,
-                     int64_t value, lc_record *rec) {
+static int record_of(lc__log *l, const char *name, size_t nlen, int64_t value,
+                     lc_record *rec) {
   char key[LC_NAME_MAX + 10];
   size_t plen = lc__record_prefix(key, name, nlen);
   lc__be64_put((unsigned char *)key + plen, (uint64_t)value);
   leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
-  leveldb_iter_seek(it, key, plen + 8);   /* first record with last >= */
+  leveldb_iter_seek(it, key, plen + 8); /* first record with last >= */
   int rc = 0;
   if (leveldb_iter_valid(it)) {
     size_t klen, vlen;
@@ -338,14 +343,14 @@ static int check_reason(const char *reason, size_t *rlen) {
   return 0;
 }
 
-static int do_void(lc_t *h, const char *name, int64_t value,
-                   const char *reason, size_t rlen) {
+static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
+                   size_t rlen) {
   size_t nlen = strlen(name);
   lc_record rec;
   int rc = record_of(&h->log, name, nlen, value, &rec);
   if (rc < 0) return rc;
-  if (rc == 0 || (rec.version == LC_RECORD_SEGMENT_OPEN &&
-                  held_unissued(h, name, value)))
+  if (rc == 0 ||
+      (rec.version == LC_RECORD_SEGMENT_OPEN && held_unissued(h, name, value)))
     return lc__fail(LC_ENOTISSUED, "%s %lld has not been handed out", name,
                     (long long)value);
   char key[LC_NAME_MAX + 10];

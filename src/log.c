@@ -57,11 +57,13 @@ static int lock_owner(lc__log *l, const char *path, int *wait_ms,
     return lc__fail(LC_ELOG, "cannot create %s: %s", path, strerror(errno));
   l->owner_fd = open(l->owner_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (l->owner_fd < 0)
-    return lc__fail(LC_ELOG, "cannot open %s: %s", l->owner_path, strerror(errno));
+    return lc__fail(LC_ELOG, "cannot open %s: %s", l->owner_path,
+                    strerror(errno));
   int step = 1;
   while (flock(l->owner_fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR)
-      return lc__fail(LC_ELOG, "cannot lock %s: %s", l->owner_path, strerror(errno));
+      return lc__fail(LC_ELOG, "cannot lock %s: %s", l->owner_path,
+                      strerror(errno));
     if (*wait_ms <= 0) {
       char who[200];
       read_owner(l->owner_fd, who, sizeof who);
@@ -74,9 +76,11 @@ static int lock_owner(lc__log *l, const char *path, int *wait_ms,
   }
   l->owner_locked = true;
   size_t n = strlen(owner);
-  if (ftruncate(l->owner_fd, 0) != 0 || pwrite(l->owner_fd, owner, n, 0) != (ssize_t)n ||
+  if (ftruncate(l->owner_fd, 0) != 0 ||
+      pwrite(l->owner_fd, owner, n, 0) != (ssize_t)n ||
       pwrite(l->owner_fd, "\n", 1, (off_t)n) != 1)
-    return lc__fail(LC_ELOG, "cannot write %s: %s", l->owner_path, strerror(errno));
+    return lc__fail(LC_ELOG, "cannot write %s: %s", l->owner_path,
+                    strerror(errno));
   return 0;
 }
 
@@ -93,9 +97,11 @@ static int check_format(lc__log *l) {
   }
   bool ok = vlen == strlen(LC__FORMAT_VALUE) &&
             memcmp(v, LC__FORMAT_VALUE, vlen) == 0;
-  int rc = ok ? 0 : lc__fail(LC_EFORMAT, "format '%.*s', this library "
-                             "reads '%s'", (int)(vlen > 16 ? 16 : vlen), v,
-                             LC__FORMAT_VALUE);
+  int rc = ok ? 0
+              : lc__fail(LC_EFORMAT,
+                         "format '%.*s', this library "
+                         "reads '%s'",
+                         (int)(vlen > 16 ? 16 : vlen), v, LC__FORMAT_VALUE);
   leveldb_free(v);
   return rc;
 }
@@ -131,7 +137,8 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
       rc = log_error(err, "open");
     } else if (waited <= 0) {
       /* held by something that does not take the OWNER lock */
-      rc = lc__fail(LC_ELOCKED, "%s is held by another process (%s)", path, err);
+      rc =
+          lc__fail(LC_ELOCKED, "%s is held by another process (%s)", path, err);
       leveldb_free(err);
     } else {
       leveldb_free(err);
@@ -149,7 +156,7 @@ void lc__log_close(lc__log *l) {
   if (l->owner_locked && ftruncate(l->owner_fd, 0) != 0) {
     /* a stale note only misnames the holder; nothing to do */
   }
-  if (l->owner_fd >= 0) close(l->owner_fd);  /* releases the lock */
+  if (l->owner_fd >= 0) close(l->owner_fd); /* releases the lock */
   if (l->options) leveldb_options_destroy(l->options);
   if (l->sync) leveldb_writeoptions_destroy(l->sync);
   if (l->nosync) leveldb_writeoptions_destroy(l->nosync);

@@ -59,7 +59,7 @@ void lc__names_each(const lc__names *t, void (*fn)(lc__named *e, void *arg),
                     void *arg) {
   for (size_t i = 0; i < t->nbuckets; i++)
     for (lc__named *e = t->buckets[i], *next; e; e = next) {
-      next = e->next;     /* fn may free e */
+      next = e->next; /* fn may free e */
       fn(e, arg);
     }
 }

@@ -25,11 +25,13 @@ static int find_limit(lc__log *l, const char *prefix, size_t plen,
   memcpy(end, prefix, plen);
   end[plen - 1] = '\1';
   leveldb_iter_seek(it, end, plen);
-  if (leveldb_iter_valid(it)) leveldb_iter_prev(it);
-  else leveldb_iter_seek_to_last(it);
+  if (leveldb_iter_valid(it))
+    leveldb_iter_prev(it);
+  else
+    leveldb_iter_seek_to_last(it);
   uint64_t seen = 0;
   *lim_len = 0;
-  if (keep == 0) keep = 1;  /* the newest record always stays */
+  if (keep == 0) keep = 1; /* the newest record always stays */
   for (; leveldb_iter_valid(it); leveldb_iter_prev(it)) {
     size_t klen;
     const char *k = leveldb_iter_key(it, &klen);
@@ -38,7 +40,7 @@ static int find_limit(lc__log *l, const char *prefix, size_t plen,
     *lim_len = klen;
     if (++seen == keep) break;
   }
-  if (seen < keep) *lim_len = 0;  /* fewer records than keep */
+  if (seen < keep) *lim_len = 0; /* fewer records than keep */
   char *err = NULL;
   leveldb_iter_get_error(it, &err);
   leveldb_iter_destroy(it);
@@ -73,7 +75,7 @@ static int prune_ledger(lc__log *l, const char *name, int64_t below,
     size_t klen;
     const char *k = leveldb_iter_key(it, &klen);
     if (klen < plen || memcmp(k, prefix, plen) != 0) break;
-    if (klen != plen + 8) continue;   /* undecodable: gaps shows it */
+    if (klen != plen + 8) continue; /* undecodable: gaps shows it */
     if (lc__be64_get((const unsigned char *)k + plen) >= (uint64_t)below) break;
     leveldb_writebatch_delete(b, k, klen);
     n++;
@@ -92,7 +94,7 @@ static bool deletable(const lc_prune_opts *o, const char *k, size_t klen,
   int rc = lc__record_decode(k, klen, plen, v, vlen, &rec);
   if (rc) {
     lc__detail_clear();
-    return false;  /* never delete what cannot be read: verify shows it */
+    return false; /* never delete what cannot be read: verify shows it */
   }
   if (o->below && rec.last >= o->below) return false;
   if (o->older_than_us && rec.time_us >= o->older_than_us) return false;
@@ -147,7 +149,7 @@ int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
     rc = lc__log_write(l, b, false);
     if (!rc) res->deleted += pending;
   }
-  if (!rc) rc = iter_error(it);   /* an I/O error ended the scan early */
+  if (!rc) rc = iter_error(it); /* an I/O error ended the scan early */
   leveldb_writebatch_destroy(b);
   leveldb_iter_destroy(it);
   if (!rc && res->deleted) {
@@ -167,7 +169,8 @@ count_rest:
     if (klen < plen || memcmp(k, prefix, plen) != 0) break;
     lc_record rec;
     const char *v = leveldb_iter_value(it, &vlen);
-    if (res->kept++ == 0 && lc__record_decode(k, klen, plen, v, vlen, &rec) == 0)
+    if (res->kept++ == 0 &&
+        lc__record_decode(k, klen, plen, v, vlen, &rec) == 0)
       oldest = rec.first;
   }
   rc = iter_error(it);

@@ -28,9 +28,8 @@ static int code_from_detail(int fallback) {
 }
 
 int lc__remote_config(const char *server, char *buf, size_t size) {
-  int n = server[0] == '/'
-              ? snprintf(buf, size, "--SOCKET=\"%s\"", server)
-              : snprintf(buf, size, "--SERVER=%s", server);
+  int n = server[0] == '/' ? snprintf(buf, size, "--SOCKET=\"%s\"", server)
+                           : snprintf(buf, size, "--SERVER=%s", server);
   if (n < 0 || (size_t)n >= size)
     return lc__fail(LC_EINVAL, "server address too long");
   return 0;
@@ -41,9 +40,10 @@ int lc__remote_config(const char *server, char *buf, size_t size) {
 static int check_serial_name(const char *name) {
   if (strncmp(name, LC_DAEMON_TALLY_PREFIX,
               sizeof LC_DAEMON_TALLY_PREFIX - 1) == 0)
-    return lc__fail(LC_ENAME, "\"%s\": names starting with \"%s\" are "
-                    "tallies in logcounterd, not serial counters", name,
-                    LC_DAEMON_TALLY_PREFIX);
+    return lc__fail(LC_ENAME,
+                    "\"%s\": names starting with \"%s\" are "
+                    "tallies in logcounterd, not serial counters",
+                    name, LC_DAEMON_TALLY_PREFIX);
   return 0;
 }
 
@@ -53,8 +53,10 @@ int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if (rc) return rc;
   rc = lc__cache_incr(&h->cache, name, strlen(name), n, &v);
   if (rc == LC__MISS)
-    return lc__fail(LC_EMEMCACHED, "%s answered NOT_FOUND: is it a "
-                    "logcounterd?", h->opt.server);
+    return lc__fail(LC_EMEMCACHED,
+                    "%s answered NOT_FOUND: is it a "
+                    "logcounterd?",
+                    h->opt.server);
   if (rc < 0) return code_from_detail(rc);
   if (v < n || v > (uint64_t)LC_VALUE_MAX)
     return lc__fail(LC_EMEMCACHED, "%s answered %llu for a block of %llu",
@@ -70,7 +72,7 @@ int lc__remote_current(lc_t *h, const char *name, int64_t *value) {
   if (rc) return rc;
   rc = lc__cache_get(&h->cache, name, strlen(name), &v);
   if (rc < 0) return code_from_detail(rc);
-  if (rc == LC__MISS) v = 0;  /* the daemon omits counters never used */
+  if (rc == LC__MISS) v = 0; /* the daemon omits counters never used */
   if (v > (uint64_t)LC_VALUE_MAX)
     return lc__fail(LC_EMEMCACHED, "%s answered %llu", h->opt.server,
                     (unsigned long long)v);

@@ -40,16 +40,21 @@ static int64_t mono_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-void lc__seg_init(lc__counter *c) { pthread_cond_init(&c->seg_cv, NULL); }
+void lc__seg_init(lc__counter *c) {
+  pthread_cond_init(&c->seg_cv, NULL);
+}
 
-void lc__seg_destroy(lc__counter *c) { pthread_cond_destroy(&c->seg_cv); }
+void lc__seg_destroy(lc__counter *c) {
+  pthread_cond_destroy(&c->seg_cv);
+}
 
 /* mu held: the oldest held segment is finished; it waits in closes for
  * its record to be rewritten (the oldest waiting one is dropped when full:
  * its record stays open, which is safe). */
 static void finish_oldest(lc__counter *c) {
   if (c->nclose == LC__SEG_CLOSES) {
-    memmove(c->closes, c->closes + 1, sizeof c->closes[0] * (LC__SEG_CLOSES - 1));
+    memmove(c->closes, c->closes + 1,
+            sizeof c->closes[0] * (LC__SEG_CLOSES - 1));
     c->nclose--;
   }
   c->closes[c->nclose++] = c->seg[0];
@@ -61,7 +66,9 @@ static uint64_t seg_size(const lc__seg *s) {
   return (uint64_t)(s->end - s->first) + 1;
 }
 
-static uint64_t seg_left(const lc__seg *s) { return seg_size(s) - s->used; }
+static uint64_t seg_left(const lc__seg *s) {
+  return seg_size(s) - s->used;
+}
 
 /* mu held: takes n values from the held segments when they hold n
  * contiguous values from the next one on; false otherwise. */
@@ -96,7 +103,10 @@ static void schedule(lc_t *h, lc__counter *c) {
   pthread_mutex_lock(&h->pf.mu);
   c->queued = true;
   c->qnext = NULL;
-  if (h->pf.tail) h->pf.tail->qnext = c; else h->pf.head = c;
+  if (h->pf.tail)
+    h->pf.tail->qnext = c;
+  else
+    h->pf.head = c;
   h->pf.tail = c;
   pthread_cond_signal(&h->pf.cv);
   pthread_mutex_unlock(&h->pf.mu);
@@ -117,8 +127,10 @@ static uint64_t next_size(lc_t *h, lc__counter *c) {
     double rate = (double)(c->handed - c->sized_handed) * 1e6 / (double)dt;
     double lo = (double)c->seg_size / 2, hi = (double)c->seg_size * 16;
     double want = rate < lo ? lo : rate > hi ? hi : rate;
-    if (want < (double)LC_PREFETCH_AUTO_MIN) want = (double)LC_PREFETCH_AUTO_MIN;
-    if (want > (double)LC_PREFETCH_AUTO_MAX) want = (double)LC_PREFETCH_AUTO_MAX;
+    if (want < (double)LC_PREFETCH_AUTO_MIN)
+      want = (double)LC_PREFETCH_AUTO_MIN;
+    if (want > (double)LC_PREFETCH_AUTO_MAX)
+      want = (double)LC_PREFETCH_AUTO_MAX;
     c->seg_size = (uint64_t)want;
   }
   c->sized_us = now;
@@ -138,9 +150,8 @@ static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
     if (g.first <= g.last) lc__ledger_batch(b, c, &g, 1);
   }
   if (s->used > 0)
-    lc__log_batch_record(b, c->name, c->nlen,
-                         s->first + (int64_t)(s->used - 1), LC_RECORD_SEGMENT,
-                         s->used, s->time_us);
+    lc__log_batch_record(b, c->name, c->nlen, s->first + (int64_t)(s->used - 1),
+                         LC_RECORD_SEGMENT, s->used, s->time_us);
 }
 
 /*
@@ -171,11 +182,11 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
       rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
                     (long long)c->floor);
     else if (size > room)
-      size = room;            /* never past the end */
+      size = room; /* never past the end */
   }
   if (!rc) rc = lc__counter_increment(h, c, size, &last);
   if (!rc) {
-    c->floor = last;          /* handed out, held or burned: never again */
+    c->floor = last; /* handed out, held or burned: never again */
     c->used = true;
     pthread_mutex_lock(&c->mu);
     lc__ledger_taken(c, last - (int64_t)(size - 1), last, last);
@@ -200,10 +211,10 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   if (!rc) {
     if (c->nseg == LC__SEGS) finish_oldest(c);
     c->seg[c->nseg++] = (lc__seg){last - (int64_t)(size - 1), last, now, 0};
-  } else if (last) {          /* burned: the ledger says so next time */
+  } else if (last) { /* burned: the ledger says so next time */
     lc__ledger_putback(c, gaps, ngaps);
     lc__ledger_gap(c, last - (int64_t)(size - 1), last, LC_GAP_BURNED);
-    c->seg_size = 0;          /* auto: start small again, so that a write
+    c->seg_size = 0; /* auto: start small again, so that a write
                                  outage does not burn a large segment per
                                  attempt */
   }
@@ -245,10 +256,12 @@ static bool unqueue(lc_t *h, lc__counter *c) {
 int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
   bool fetched = false;
-  if (atomic_load(&c->refusal))   /* refused or released: nothing held goes
+  if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
                                      out any more */
-    return lc__fail(LC_EOWNED, "counter %s is refused by this log (see "
-                    "'logcounter adopt')", c->name);
+    return lc__fail(LC_EOWNED,
+                    "counter %s is refused by this log (see "
+                    "'logcounter adopt')",
+                    c->name);
   pthread_mutex_lock(&c->mu);
   for (;;) {
     if (take(c, n, first)) {
@@ -262,12 +275,12 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
       fetched = false;
       continue;
     }
-    if (c->fetching && !unqueue(h, c)) {   /* under way: wait for it */
+    if (c->fetching && !unqueue(h, c)) { /* under way: wait for it */
       LC__STAT(h, segment_waits, 1);
       pthread_cond_wait(&c->seg_cv, &c->mu);
       continue;
     }
-    c->fetching = true;           /* ours now, queued or not */
+    c->fetching = true; /* ours now, queued or not */
     pthread_mutex_unlock(&c->mu);
     rc = fetch(h, c, n);
     pthread_mutex_lock(&c->mu);
@@ -325,7 +338,7 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
   for (int i = c->nclose - 1; i >= 0; i--) {
     const lc__seg *s = &c->closes[i];
     if (s->end != to) break;
-    if (s->used > 0) {              /* its last value that went out */
+    if (s->used > 0) { /* its last value that went out */
       to = s->first + (int64_t)(s->used - 1);
       break;
     }

@@ -102,17 +102,19 @@ static int find(lc_t *h, const char *name, bool create, lc__tally **out) {
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   rc = lc_check_name(name);
-  if (rc) return lc__fail(rc, rc == LC_EINVAL ? "tally name is NULL" :
-                          "invalid tally name");
+  if (rc)
+    return lc__fail(
+        rc, rc == LC_EINVAL ? "tally name is NULL" : "invalid tally name");
   size_t n = strlen(name);
   lc__tallies *tb = &h->tallies;
   pthread_mutex_lock(&tb->mu);
   lc__tally *t = (lc__tally *)lc__names_find(&tb->names, name, n);
   if (t == NULL && create && tb->names.count >= tb->names.max) {
     pthread_mutex_unlock(&tb->mu);
-    return lc__fail(LC_ELIMIT, "%s would be tally %llu of this handle "
-                    "(max_tallies %llu)", name,
-                    (unsigned long long)tb->names.count + 1,
+    return lc__fail(LC_ELIMIT,
+                    "%s would be tally %llu of this handle "
+                    "(max_tallies %llu)",
+                    name, (unsigned long long)tb->names.count + 1,
                     (unsigned long long)tb->names.max);
   }
   if (t == NULL && create) {
@@ -148,8 +150,10 @@ void lc__tally_enqueue(lc_t *h, lc__tally *t, int64_t due) {
     t->due_us = due;
     t->seq = ++tb->seq;
     t->dnext = NULL;
-    if (tb->dirty_tail) tb->dirty_tail->dnext = t;
-    else tb->dirty_head = t;
+    if (tb->dirty_tail)
+      tb->dirty_tail->dnext = t;
+    else
+      tb->dirty_head = t;
     tb->dirty_tail = t;
   }
   pthread_mutex_unlock(&tb->mu);
@@ -182,8 +186,8 @@ void lc__tally_release(lc__tally *t) {
 /* One side's sum in memcached: 0 and *v, or LC__MISS. */
 static int side_get(lc_t *h, lc__tally *t, bool plus, uint64_t *v) {
   char key[LC__MC_KEY_MAX + 2];
-  size_t klen = lc__tally_mc_key(
-      key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
+  size_t klen =
+      lc__tally_mc_key(key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
   return lc__cache_get(&h->cache, key, klen, v);
 }
 
@@ -214,12 +218,14 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
   int64_t *una = plus ? &t->una_p : &t->una_m;
   uint64_t *out = plus ? &t->out_p : &t->out_m;
   char key[LC__MC_KEY_MAX + 2];
-  size_t klen = lc__tally_mc_key(
-      key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
+  size_t klen =
+      lc__tally_mc_key(key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     int rc = pre;
-    if (pre < 0 || attempt > 0) rc = lc__cache_get(&h->cache, key, klen, &v);
-    else v = prev;
+    if (pre < 0 || attempt > 0)
+      rc = lc__cache_get(&h->cache, key, klen, &v);
+    else
+      v = prev;
     if (rc < 0) return rc;
     if (rc == LC__MISS) {
       /* Lost: changes this handle acknowledged, or, when it never saw
@@ -228,7 +234,7 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
       bool *seen = plus ? &t->seen_p : &t->seen_m;
       if (!*seen && applied > 0) *lost = true;
       pthread_mutex_lock(&t->mu);
-      if (*una > 0) {  /* acknowledged changes vanished with the key */
+      if (*una > 0) { /* acknowledged changes vanished with the key */
         *lost = true;
         *out = *out > (uint64_t)*una ? *out - (uint64_t)*una : 0;
         *una = 0;
@@ -240,13 +246,16 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
       LC__STAT(h, tally_seeds, 1);
       v = applied;
     }
-    if (plus) t->seen_p = true;
-    else t->seen_m = true;
-    if (v < applied) {  /* went backwards: lost; new baseline, no change */
+    if (plus)
+      t->seen_p = true;
+    else
+      t->seen_m = true;
+    if (v < applied) { /* went backwards: lost; new baseline, no change */
       *lost = true;
       pthread_mutex_lock(&t->mu);
       *out = *out > (uint64_t)(*una > 0 ? *una : 0)
-                 ? *out - (uint64_t)(*una > 0 ? *una : 0) : 0;
+                 ? *out - (uint64_t)(*una > 0 ? *una : 0)
+                 : 0;
       *una = 0;
       pthread_mutex_unlock(&t->mu);
       *applied_new = v;
@@ -280,10 +289,12 @@ static void schedule(lc_t *h, lc__tally *t) {
   char key[LC__MC_KEY_MAX + 2];
   int64_t due = lc__tally_mono_us() + (int64_t)w * 1000000 + MARGIN_US;
   size_t klen = lc__tally_mc_key(key, LC__TALLY_MC_MARK, t);
-  int rc = lc__cache_add_text(&h->cache, key, klen, key, klen, "1", 1,
-                              (time_t)w);
-  if (rc == 0) LC__STAT(h, tally_schedules, 1);
-  else if (rc < 0) LC__STAT(h, tally_schedule_failures, 1);
+  int rc =
+      lc__cache_add_text(&h->cache, key, klen, key, klen, "1", 1, (time_t)w);
+  if (rc == 0)
+    LC__STAT(h, tally_schedules, 1);
+  else if (rc < 0)
+    LC__STAT(h, tally_schedule_failures, 1);
   /* LC__EXISTS: a concurrent first change (or a late marker): queueing
    * twice is harmless, missing the queue is not. */
   lc__tally_enqueue(h, t, due);
@@ -295,24 +306,27 @@ static void schedule(lc_t *h, lc__tally *t) {
 static int reserve(lc__tally *t, bool plus, uint64_t d, int64_t delta) {
   __int128 bound = plus ? (__int128)t->total + t->out_p + d
                         : (__int128)t->total - t->out_m - d;
-  __int128 sum = plus ? (__int128)t->ap + t->out_p + d
-                      : (__int128)t->am + t->out_m + d;
+  __int128 sum =
+      plus ? (__int128)t->ap + t->out_p + d : (__int128)t->am + t->out_m + d;
   if (bound > INT64_MAX || bound < INT64_MIN || sum > UINT64_MAX)
-    return lc__fail(LC_ETALLYRANGE, "tally %s: total %lld, pending up to "
-                    "%s%llu, delta %lld", t->name, (long long)t->total,
-                    plus ? "+" : "-",
+    return lc__fail(LC_ETALLYRANGE,
+                    "tally %s: total %lld, pending up to "
+                    "%s%llu, delta %lld",
+                    t->name, (long long)t->total, plus ? "+" : "-",
                     (unsigned long long)(plus ? t->out_p : t->out_m),
                     (long long)delta);
-  if (plus) t->out_p += d;
-  else t->out_m += d;
+  if (plus)
+    t->out_p += d;
+  else
+    t->out_m += d;
   return 0;
 }
 
 /* The change; *tp and *sum (the side's memcached sum after it) for
  * lc_tally_add_total. */
-static int tally_add(lc_t *h, const char *name, int64_t delta,
-                     lc__tally **tp, uint64_t *sum) {
-  if (delta == 0)               /* before any state is made for name */
+static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
+                     uint64_t *sum) {
+  if (delta == 0) /* before any state is made for name */
     return lc__fail(LC_EDELTA, "delta 0 for tally %s", name ? name : "(null)");
   lc__tally *t;
   int rc = lc__tally_lookup(h, name, &t);
@@ -329,7 +343,7 @@ static int tally_add(lc_t *h, const char *name, int64_t delta,
   if (!ready) {
     lc__tally_acquire(t);
     rc = lc__tally_load(h, t);
-    if (!rc && !t->has_record) {  /* first change ever: make it findable */
+    if (!rc && !t->has_record) { /* first change ever: make it findable */
       lc__trec z = {0, 0, 0, 0};
       rc = rec_write(h, t, &z);
     }
@@ -343,15 +357,14 @@ static int tally_add(lc_t *h, const char *name, int64_t delta,
   if (rc) return rc;
 
   char key[LC__MC_KEY_MAX + 2];
-  size_t klen = lc__tally_mc_key(
-      key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
+  size_t klen =
+      lc__tally_mc_key(key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
   for (int attempt = 0;; attempt++) {
     if (attempt == MAX_ATTEMPTS)
-      return lc__fail(LC_EAGAIN, "memcached kept losing %.*s", (int)klen,
-                      key);
+      return lc__fail(LC_EAGAIN, "memcached kept losing %.*s", (int)klen, key);
     uint64_t v;
     rc = lc__cache_incr(&h->cache, key, klen, d, &v);
-    if (rc < 0) return rc;  /* the reservation stays: it may have counted */
+    if (rc < 0) return rc; /* the reservation stays: it may have counted */
     if (rc == 0) {
       *sum = v;
       break;
@@ -363,8 +376,7 @@ static int tally_add(lc_t *h, const char *name, int64_t delta,
     rc = lc__tally_side_read(h, t, plus, -1, 0, &applied, &dd, &lost);
     /* the other sum vanished with it, most likely: seed it now, so that
      * one loss is counted once */
-    if (!rc)
-      rc = lc__tally_side_read(h, t, !plus, -1, 0, &applied, &dd, &lost);
+    if (!rc) rc = lc__tally_side_read(h, t, !plus, -1, 0, &applied, &dd, &lost);
     if (!rc && lost) {
       LC__STAT(h, tally_losses, 1);
       lc__trec n = {t->total, t->ap, t->am, t->losses + 1};
@@ -374,8 +386,10 @@ static int tally_add(lc_t *h, const char *name, int64_t delta,
     if (rc) return rc;
   }
   pthread_mutex_lock(&t->mu);
-  if (plus) t->una_p += (int64_t)d;
-  else t->una_m += (int64_t)d;
+  if (plus)
+    t->una_p += (int64_t)d;
+  else
+    t->una_m += (int64_t)d;
   pthread_mutex_unlock(&t->mu);
   schedule(h, t);
   return 0;
@@ -392,7 +406,7 @@ int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
 }
 
 int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
-                        int64_t *after) {
+                       int64_t *after) {
   lc__detail_clear();
   lc__tally *t;
   uint64_t sum, other = 0;
@@ -411,12 +425,14 @@ int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
    * to total exactly what it adds to ap and takes what it adds to am), so
    * the mirror may be newer than the sums read */
   uint64_t p = plus ? sum : other, m = plus ? other : sum;
-  if (ro != 0) {  /* not readable: count nothing pending on that side */
-    if (plus) m = t->am;
-    else p = t->ap;
+  if (ro != 0) { /* not readable: count nothing pending on that side */
+    if (plus)
+      m = t->am;
+    else
+      p = t->ap;
   }
-  __int128 v = (__int128)t->total + ((__int128)p - t->ap) -
-               ((__int128)m - t->am);
+  __int128 v =
+      (__int128)t->total + ((__int128)p - t->ap) - ((__int128)m - t->am);
   pthread_mutex_unlock(&t->mu);
   *after = v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
   return 0;
@@ -434,8 +450,10 @@ static int report(lc_t *h, lc__tally *t, int64_t *total, int64_t *pending,
   uint64_t dm = rm == 0 && m > t->am ? m - t->am : 0;
   __int128 pend = (__int128)dp - dm;
   if (total) *total = t->total;
-  if (pending) *pending = pend > INT64_MAX ? INT64_MAX
-                        : pend < INT64_MIN ? INT64_MIN : (int64_t)pend;
+  if (pending)
+    *pending = pend > INT64_MAX   ? INT64_MAX
+               : pend < INT64_MIN ? INT64_MIN
+                                  : (int64_t)pend;
   if (losses) *losses = t->losses;
   return 0;
 }

@@ -22,24 +22,24 @@
 #define LC__TALLY_ATTEMPTS 8
 
 struct lc__tally {
-  lc__named node;             /* first: the name table's entry (table mu) */
-  lc__tally *dnext;           /* dirty queue (table mu) */
-  atomic_bool dirty;          /* queued (written under table mu; read
+  lc__named node;    /* first: the name table's entry (table mu) */
+  lc__tally *dnext;  /* dirty queue (table mu) */
+  atomic_bool dirty; /* queued (written under table mu; read
                                  without it by a change's fast path) */
-  int64_t due_us;             /* monotonic (table mu) */
-  uint64_t seq;               /* queue order (table mu) */
+  int64_t due_us;    /* monotonic (table mu) */
+  uint64_t seq;      /* queue order (table mu) */
   pthread_mutex_t mu;
-  pthread_cond_t cv;          /* owned became false */
-  bool owned;                 /* mu */
+  pthread_cond_t cv; /* owned became false */
+  bool owned;        /* mu */
   bool loaded, has_record;
-  int64_t total;              /* mirror of the record in the log */
+  int64_t total; /* mirror of the record in the log */
   uint64_t ap, am, losses;
-  uint64_t out_p, out_m;      /* accepted, not seen applied (range check) */
-  int64_t una_p, una_m;       /* acknowledged, not applied (loss check) */
-  bool seen_p, seen_m;        /* owner: this handle has seen the sum in
+  uint64_t out_p, out_m; /* accepted, not seen applied (range check) */
+  int64_t una_p, una_m;  /* acknowledged, not applied (loss check) */
+  bool seen_p, seen_m;   /* owner: this handle has seen the sum in
                                  memcached (so a vanished key with nothing
                                  acknowledged since lost nothing) */
-  size_t bidx;                /* position in a batch flush (owner) */
+  size_t bidx;           /* position in a batch flush (owner) */
   size_t nlen;
   char name[];
 };
@@ -51,7 +51,7 @@ typedef struct lc__trec {
 
 int64_t lc__tally_mono_us(void);
 void lc__tally_acquire(lc__tally *t);
-bool lc__tally_try_acquire(lc__tally *t);  /* false: owned by another */
+bool lc__tally_try_acquire(lc__tally *t); /* false: owned by another */
 void lc__tally_release(lc__tally *t);
 size_t lc__tally_mc_key(char *buf, const char *prefix, const lc__tally *t);
 /* Finds or creates the state of a tally; checks handle and name. */
@@ -74,7 +74,5 @@ void lc__tally_rec_set(lc__tally *t, const lc__trec *n);
 int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
                         uint64_t prev, uint64_t *applied_new, uint64_t *d,
                         bool *lost);
-
-
 
 #endif

@@ -26,7 +26,7 @@
 
 typedef struct slot {
   lc__tally *t;
-  int pre[2];                 /* 0: val holds the sum; LC__MISS; -1: unknown */
+  int pre[2]; /* 0: val holds the sum; LC__MISS; -1: unknown */
   uint64_t val[2];
   lc__trec n;
   uint64_t dp, dm;
@@ -62,7 +62,7 @@ static void got_sum(void *arg, const char *k, size_t klen, const char *v,
 
 /* Reads both sums of every slot with one multi-get. */
 static int mget(lc_t *h, slot *s, size_t ns) {
-  char (*keys)[KEY_MAX] = malloc(2 * ns * sizeof *keys);
+  char(*keys)[KEY_MAX] = malloc(2 * ns * sizeof *keys);
   const char **kp = malloc(2 * ns * sizeof *kp);
   size_t *kl = malloc(2 * ns * sizeof *kl);
   int err = 0;
@@ -74,14 +74,14 @@ static int mget(lc_t *h, slot *s, size_t ns) {
     s[i].t->bidx = i;
     for (int side = 0; side < 2; side++) {
       size_t k = 2 * i + (size_t)side;
-      kl[k] = lc__tally_mc_key(keys[k], side ? LC__TALLY_MC_MINUS
-                                             : LC__TALLY_MC_PLUS, s[i].t);
+      kl[k] = lc__tally_mc_key(
+          keys[k], side ? LC__TALLY_MC_MINUS : LC__TALLY_MC_PLUS, s[i].t);
       kp[k] = keys[k];
       s[i].pre[side] = LC__MISS;
     }
   }
-  err = lc__cache_mget(&h->cache, kp, kl, 2 * ns, got_sum,
-                       &(got_ctx){h, s, ns});
+  err =
+      lc__cache_mget(&h->cache, kp, kl, 2 * ns, got_sum, &(got_ctx){h, s, ns});
 out:
   free(keys);
   free(kp);
@@ -96,13 +96,16 @@ static int compute(lc_t *h, slot *x) {
   x->n = (lc__trec){t->total, 0, 0, t->losses};
   int rc = lc__tally_side_read(h, t, true, x->pre[0], x->val[0], &x->n.ap,
                                &x->dp, &lp);
-  if (!rc) rc = lc__tally_side_read(h, t, false, x->pre[1], x->val[1],
-                                    &x->n.am, &x->dm, &lm);
+  if (!rc)
+    rc = lc__tally_side_read(h, t, false, x->pre[1], x->val[1], &x->n.am,
+                             &x->dm, &lm);
   if (rc) return rc;
   __int128 total = (__int128)t->total + x->dp - x->dm;
   if (total > INT64_MAX || total < INT64_MIN)
-    return lc__fail(LC_ETALLYRANGE, "memcached holds sums for tally %s that "
-                    "take its total out of range", t->name);
+    return lc__fail(LC_ETALLYRANGE,
+                    "memcached holds sums for tally %s that "
+                    "take its total out of range",
+                    t->name);
   x->n.total = (int64_t)total;
   if (lp || lm) {
     x->n.losses++;
@@ -129,12 +132,13 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
   int first = 0;
   for (size_t i = 0; i < n; i++) {
     lc__tally *t = ts[i];
-    if (n == 1) lc__tally_acquire(t);
+    if (n == 1)
+      lc__tally_acquire(t);
     else if (!lc__tally_try_acquire(t)) {
       busy[nb++] = t;
       continue;
     }
-    ts[held++] = t;  /* ts now lists what this call holds */
+    ts[held++] = t; /* ts now lists what this call holds */
     int rc = lc__tally_load(h, t);
     if (!rc && !t->has_record) rc = lc__tally_rec_read(h, t);
     if (rc && !first) first = rc;
@@ -213,8 +217,10 @@ static int sweep(lc_t *h, uint64_t *wrote) {
       memcpy(name, k + 1, klen - 1);
       name[klen - 1] = '\0';
       int rc = lc__tally_lookup(h, name, &ts[n]);
-      if (!rc) n++;
-      else if (!first) first = rc;
+      if (!rc)
+        n++;
+      else if (!first)
+        first = rc;
     }
     if (n == BATCH || (!more && n)) {
       int rc = flush_batch(h, ts, n, wrote);
@@ -267,7 +273,7 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
     if (n == 0) break;
     memcpy(copy, ts, n * sizeof *ts);
     rc = flush_batch(h, ts, n, &wrote);
-    if (rc) {  /* all stay scheduled (a flush with nothing new writes
+    if (rc) { /* all stay scheduled (a flush with nothing new writes
                   nothing); stop here: memcached or the log is in trouble */
       first = rc;
       for (size_t i = 0; i < n; i++) lc__tally_enqueue(h, copy[i], now);

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct lister {
   const lc_tally_list_opts *o;
   size_t plen;
@@ -38,8 +37,8 @@ static bool in_bounds(const lc_tally_list_opts *o, int64_t total) {
 
 static int by_name(lc_t *h, leveldb_iterator_t *it, lister *l) {
   char key[LC_NAME_MAX + 2];
-  size_t klen = lc__tally_rec_key(key, l->o->prefix ? l->o->prefix : "",
-                                  l->plen);
+  size_t klen =
+      lc__tally_rec_key(key, l->o->prefix ? l->o->prefix : "", l->plen);
   lc_tally_info info;
   int rc = 0;
   (void)h;
@@ -74,11 +73,13 @@ static int by_total(lc_t *h, leveldb_iterator_t *it, lister *l,
     lc__be64_put(start + 1, ((uint64_t)o->max ^ LC__TALLY_BIAS) + 1);
     leveldb_iter_seek(it, (const char *)start, 9);
   } else {
-    start[0]++;  /* just past every index key */
+    start[0]++; /* just past every index key */
     leveldb_iter_seek(it, (const char *)start, 1);
   }
-  if (leveldb_iter_valid(it)) leveldb_iter_prev(it);
-  else leveldb_iter_seek_to_last(it);
+  if (leveldb_iter_valid(it))
+    leveldb_iter_prev(it);
+  else
+    leveldb_iter_seek_to_last(it);
   lc_tally_info info;
   int rc = 0;
   for (; !l->stop && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
@@ -86,18 +87,17 @@ static int by_total(lc_t *h, leveldb_iterator_t *it, lister *l,
     const char *k = leveldb_iter_key(it, &kl);
     if (kl < 1 || k[0] != LC__TALLY_IDX) break;
     if (kl < 10 || kl - 9 > LC_NAME_MAX) continue;
-    info.total = (int64_t)(lc__be64_get((const unsigned char *)k + 1) ^
-                           LC__TALLY_BIAS);
+    info.total =
+        (int64_t)(lc__be64_get((const unsigned char *)k + 1) ^ LC__TALLY_BIAS);
     if (o->has_min && info.total < o->min) break;
     if (o->has_max && info.total > o->max) continue;
     size_t nlen = kl - 9;
-    if (nlen < l->plen ||
-        (l->plen && memcmp(k + 9, o->prefix, l->plen) != 0))
+    if (nlen < l->plen || (l->plen && memcmp(k + 9, o->prefix, l->plen) != 0))
       continue;
     memcpy(info.name, k + 9, nlen);
     info.name[nlen] = '\0';
     info.losses = 0;
-    if (l->skipped >= o->offset) {  /* losses only for what is reported */
+    if (l->skipped >= o->offset) { /* losses only for what is reported */
       char key[LC_NAME_MAX + 2], *err = NULL;
       size_t klen = lc__tally_rec_key(key, info.name, nlen), vl = 0;
       char *v = leveldb_get(h->log.db, ro, key, klen, &vl, &err);

@@ -35,8 +35,8 @@ int lc__tally_decode(const char *v, size_t vlen, int64_t *total,
                      uint64_t *losses) {
   const unsigned char *u = (const unsigned char *)v;
   if (vlen != REC_LEN || u[0] != REC_VERSION)
-    return lc__fail(LC_ECORRUPT, "tally record of %zu bytes, version %d",
-                    vlen, vlen ? u[0] : -1);
+    return lc__fail(LC_ECORRUPT, "tally record of %zu bytes, version %d", vlen,
+                    vlen ? u[0] : -1);
   if (total) *total = (int64_t)lc__be64_get(u + 1);
   if (losses) *losses = lc__be64_get(u + 25);
   return 0;
@@ -55,7 +55,7 @@ int lc__tally_rec_read(lc_t *h, lc__tally *t) {
   int rc = 0;
   if (v) {
     rc = lc__tally_decode(v, vlen, &n.total, &n.losses);
-    if (!rc) {  /* a corrupt record may be shorter than these fields */
+    if (!rc) { /* a corrupt record may be shorter than these fields */
       n.ap = lc__be64_get((unsigned char *)v + 9);
       n.am = lc__be64_get((unsigned char *)v + 17);
     }

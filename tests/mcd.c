@@ -71,7 +71,9 @@ static void live_del(pid_t pid) {
 
 /* ---- sockets ---------------------------------------------------------- */
 
-int mcd_free_port(void) { return common_free_port(); }
+int mcd_free_port(void) {
+  return common_free_port();
+}
 
 /* A connected socket with 2 s send/receive timeouts, or -1. */
 static int connect_port(int port) {
@@ -128,7 +130,8 @@ static int roundtrip(int port, const char *req, size_t reqlen, char *buf,
         size_t el = strlen(*e);
         /* A terminator line: the whole reply, or a line after "\r\n". */
         if (got >= el && memcmp(buf + got - el, *e, el) == 0 &&
-            (got == el || (buf[got - el - 2] == '\r' && buf[got - el - 1] == '\n'))) {
+            (got == el ||
+             (buf[got - el - 2] == '\r' && buf[got - el - 1] == '\n'))) {
           done = 1;
           break;
         }
@@ -170,7 +173,7 @@ static int wait_ready(mcd_t *m) {
   while (mono_us() < deadline) {
     int st;
     pid_t r = waitpid(m->pid, &st, WNOHANG);
-    if (r == m->pid) {          /* it exited: port taken, bad option ... */
+    if (r == m->pid) { /* it exited: port taken, bad option ... */
       live_del(m->pid);
       m->pid = 0;
       return -1;
@@ -266,8 +269,12 @@ static void signal_wait(mcd_t *m, int sig) {
   m->frozen = 0;
 }
 
-void mcd_stop(mcd_t *m) { signal_wait(m, SIGTERM); }
-void mcd_kill9(mcd_t *m) { signal_wait(m, SIGKILL); }
+void mcd_stop(mcd_t *m) {
+  signal_wait(m, SIGTERM);
+}
+void mcd_kill9(mcd_t *m) {
+  signal_wait(m, SIGKILL);
+}
 
 int mcd_restart(mcd_t *m) {
   mcd_kill9(m);
@@ -292,7 +299,7 @@ static char proc_state(pid_t pid) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
-  const char *p = strrchr(buf, ')');  /* the name may hold spaces */
+  const char *p = strrchr(buf, ')'); /* the name may hold spaces */
   return p && p[1] == ' ' ? p[2] : '?';
 }
 
@@ -310,7 +317,9 @@ int mcd_thaw(mcd_t *m) {
   return 0;
 }
 
-const char *mcd_config(const mcd_t *m) { return m->config; }
+const char *mcd_config(const mcd_t *m) {
+  return m->config;
+}
 
 /* ---- raw commands ------------------------------------------------------ */
 
@@ -340,8 +349,10 @@ int mcd_delete(const mcd_t *m, const char *key) {
   char req[512], buf[256];
   snprintf(req, sizeof req, "delete %s\r\n", key);
   if (line_cmd(m, req, buf, sizeof buf) < 0) return -1;
-  return strncmp(buf, "DELETED\r\n", 9) == 0 || strncmp(buf, "NOT_FOUND\r\n", 11) == 0
-             ? 0 : -1;
+  return strncmp(buf, "DELETED\r\n", 9) == 0 ||
+                 strncmp(buf, "NOT_FOUND\r\n", 11) == 0
+             ? 0
+             : -1;
 }
 
 int mcd_get(const mcd_t *m, const char *key, char *out, size_t len) {
@@ -386,7 +397,9 @@ char *tmpdir_make(void) {
   return strdup(tmpl);
 }
 
-int tmpdir_remove(const char *path) { return common_rm_rf(path); }
+int tmpdir_remove(const char *path) {
+  return common_rm_rf(path);
+}
 
 void tmpdir_free(char *path) {
   tmpdir_remove(path);
@@ -413,9 +426,13 @@ int64_t now_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t mono_us(void) { return common_mono_ns() / 1000; }
+int64_t mono_us(void) {
+  return common_mono_ns() / 1000;
+}
 
-void sleep_ms(int ms) { common_sleep_ms(ms); }
+void sleep_ms(int ms) {
+  common_sleep_ms(ms);
+}
 
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -460,8 +477,8 @@ int64_t mcd_counter_value(const mcd_t *m, const char *name) {
   return *end == '\0' ? v : -1;
 }
 
-int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
-            int timeout_ms, lc_t **out) {
+int tu_open(const mcd_t *m, const char *dir, lc_durability_t d, int timeout_ms,
+            lc_t **out) {
   char path[TU_PATH_MAX];
   lc_options o;
   tu_options(&o, m, dir, path);
@@ -561,9 +578,9 @@ int tu_explain(lc_t *h, const char *name, tu_ledger *out) {
       continue;
     }
     if (prev && first <= prev) {
-      if (!rec) out->conflicts++;     /* a gap entry over logged values */
+      if (!rec) out->conflicts++; /* a gap entry over logged values */
     } else if (prev && first > prev + 1) {
-      out->values[0] += (uint64_t)(first - prev - 1);   /* unexplained */
+      out->values[0] += (uint64_t)(first - prev - 1); /* unexplained */
       out->entries[0]++;
     }
     if (!rec) {
@@ -572,7 +589,10 @@ int tu_explain(lc_t *h, const char *name, tu_ledger *out) {
       out->entries[c]++;
     }
     if (last > prev) prev = last;
-    if (rec) i++; else j++;
+    if (rec)
+      i++;
+    else
+      j++;
   }
   free(r);
   free(g);

@@ -25,10 +25,10 @@
 #include "logcounter.h"
 
 typedef struct mcd {
-  pid_t pid;          /* the server process, 0 when not running */
-  int port;           /* kept across stop/kill9 so restart reuses it */
-  int frozen;         /* 1 between mcd_freeze and mcd_thaw */
-  char config[64];    /* "--SERVER=127.0.0.1:PORT" */
+  pid_t pid;       /* the server process, 0 when not running */
+  int port;        /* kept across stop/kill9 so restart reuses it */
+  int frozen;      /* 1 between mcd_freeze and mcd_thaw */
+  char config[64]; /* "--SERVER=127.0.0.1:PORT" */
 } mcd_t;
 
 /* Picks a free port and starts a server on it; waits (<= 5 s) until it
@@ -52,7 +52,7 @@ const char *mcd_config(const mcd_t *m);
 /* Raw text-protocol commands over a fresh connection (2 s timeout). */
 int mcd_flush_all(const mcd_t *m);
 int mcd_set(const mcd_t *m, const char *key, const char *value);
-int mcd_delete(const mcd_t *m, const char *key);   /* 0 also when missing */
+int mcd_delete(const mcd_t *m, const char *key); /* 0 also when missing */
 /* 1 and the value in buf when found, 0 when missing, -1 on error. */
 int mcd_get(const mcd_t *m, const char *key, char *buf, size_t len);
 
@@ -90,8 +90,8 @@ void tu_options_sub(lc_options *o, const mcd_t *m, const char *dir,
                     const char *sub, char path[TU_PATH_MAX]);
 /* Opens a handle on DIR/db against m with the given durability and
  * timeout (0: the library's default); returns the lc_open code. */
-int tu_open(const mcd_t *m, const char *dir, lc_durability_t d,
-            int timeout_ms, lc_t **out);
+int tu_open(const mcd_t *m, const char *dir, lc_durability_t d, int timeout_ms,
+            lc_t **out);
 /* Opens a handle on DIR/db against the suite's memcached with prefetch
  * (lc_options.prefetch; 0: off). */
 int tu_open_prefetch(const char *dir, uint64_t prefetch, lc_t **out);
@@ -128,21 +128,20 @@ int tu_teardown(void **state);
 
 /* Assertions with readable messages; include <cmocka.h> before this. */
 #ifdef fail_msg
-#define assert_rc(expr, want)                                              \
-  do {                                                                     \
-    int rc_ = (expr), want_ = (want);                                      \
-    if (rc_ != want_)                                                      \
-      fail_msg("%s = %d %s (detail \"%s\"), expected %d %s", #expr, rc_,    \
-               lc_err_name(rc_), lc_last_detail(), want_,                  \
-               lc_err_name(want_));                                        \
+#define assert_rc(expr, want)                                                  \
+  do {                                                                         \
+    int rc_ = (expr), want_ = (want);                                          \
+    if (rc_ != want_)                                                          \
+      fail_msg("%s = %d %s (detail \"%s\"), expected %d %s", #expr, rc_,       \
+               lc_err_name(rc_), lc_last_detail(), want_, lc_err_name(want_)); \
   } while (0)
 #define assert_ok(expr) assert_rc(expr, 0)
-#define assert_i64_op(a, op, b)                                            \
-  do {                                                                     \
-    int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                          \
-    if (!(a_ op b_))                                                       \
-      fail_msg("expected %s %s %s: %lld vs %lld", #a, #op, #b,             \
-               (long long)a_, (long long)b_);                              \
+#define assert_i64_op(a, op, b)                                               \
+  do {                                                                        \
+    int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                             \
+    if (!(a_ op b_))                                                          \
+      fail_msg("expected %s %s %s: %lld vs %lld", #a, #op, #b, (long long)a_, \
+               (long long)b_);                                                \
   } while (0)
 #define assert_i64_eq(a, b) assert_i64_op(a, ==, b)
 /* One lc_next that must succeed; its value. */

@@ -24,10 +24,6 @@
 #include "format.h"
 #include "mcd.h"
 
-
-
-
-
 static int reopen(fx_t *f) {
   lc_close(f->h);
   f->h = NULL;
@@ -41,7 +37,8 @@ static void test_fresh_counter_starts_at_one(void **state) {
   int64_t v = -1;
   assert_ok(lc_current(f->h, "orders", &v));
   assert_i64_eq(v, 0);
-  for (int64_t want = 1; want <= 5; want++) assert_i64_eq(tu_next1(f->h, "orders"), want);
+  for (int64_t want = 1; want <= 5; want++)
+    assert_i64_eq(tu_next1(f->h, "orders"), want);
   assert_ok(lc_current(f->h, "orders", &v));
   assert_i64_eq(v, 5);
   char buf[64];
@@ -51,7 +48,7 @@ static void test_fresh_counter_starts_at_one(void **state) {
   assert_ok(lc_get_stats(f->h, &st));
   assert_int_equal(st.allocations, 5);
   assert_int_equal(st.ids, 5);
-  assert_int_equal(st.restores, 1);   /* the first use seeded it */
+  assert_int_equal(st.restores, 1); /* the first use seeded it */
   assert_int_equal(st.errors, 0);
 }
 
@@ -128,7 +125,7 @@ static void test_flush_continues_without_gap(void **state) {
   assert_i64_eq(tu_next1(f->h, "gapless"), last + 1);
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
-  assert_int_equal(st.restores, 11);   /* first use + 10 losses */
+  assert_int_equal(st.restores, 11); /* first use + 10 losses */
 }
 
 static void test_restore(void **state) {
@@ -191,7 +188,7 @@ static void test_current_keeps_no_state(void **state) {
   assert_i64_eq(v, 5);
   assert_ok(mcd_flush_all(&mc));
   assert_ok(lc_current(f->h, "used", &v));
-  assert_i64_eq(v, 5);                     /* from the log alone */
+  assert_i64_eq(v, 5); /* from the log alone */
   char name[32];
   for (int i = 0; i < 1000; i++) {
     snprintf(name, sizeof name, "never-%d", i);
@@ -256,7 +253,7 @@ static void test_overflow(void **state) {
   for (int i = 0; i < 3; i++) {
     int64_t v = 42;
     assert_rc(lc_next(f->h, "x", &v), LC_EOVERFLOW);
-    assert_i64_eq(v, 42);             /* written only on success */
+    assert_i64_eq(v, 42); /* written only on success */
     assert_rc(lc_next_n(f->h, "x", 1, &v), LC_EOVERFLOW);
     assert_i64_eq(v, 42);
   }
@@ -300,7 +297,7 @@ static void test_bad_counts(void **state) {
     assert_rc(lc_next_n(f->h, "cnt", bad[i], &v), LC_ECOUNT);
     assert_i64_eq(v, 42);
   }
-  assert_i64_eq(tu_next1(f->h, "cnt"), 2);   /* nothing was consumed */
+  assert_i64_eq(tu_next1(f->h, "cnt"), 2); /* nothing was consumed */
 }
 
 static void test_names(void **state) {
@@ -312,9 +309,11 @@ static void test_names(void **state) {
   n200[LC_NAME_MAX] = '\0';
   memset(n201, 'n', LC_NAME_MAX + 1);
   n201[LC_NAME_MAX + 1] = '\0';
-  const char *good[] = {"a", "orders", "users/eu", "!~", "a:b", "x.y-z_1", n200};
-  const char *bad[] = {"", "a b", " ", "a\tb", "a\nb", "a\rb", "\x01", "a\x7f",
-                       "\x80", "caf\xc3\xa9", "\xff", n201, n251};
+  const char *good[] = {"a",   "orders",  "users/eu", "!~",
+                        "a:b", "x.y-z_1", n200};
+  const char *bad[] = {"",     "a b",  " ",     "a\tb", "a\nb",
+                       "a\rb", "\x01", "a\x7f", "\x80", "caf\xc3\xa9",
+                       "\xff", n201,   n251};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     assert_ok(lc_check_name(good[i]));
     assert_i64_eq(tu_next1(f->h, good[i]), 1);
@@ -354,7 +353,7 @@ static void test_null_args(void **state) {
   lc_options o;
   lc_options_init(&o);
   assert_rc(lc_open(NULL, &h2), LC_EINVAL);
-  assert_rc(lc_open(&o, &h2), LC_EINVAL);          /* db_path NULL */
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* db_path NULL */
   o.db_path = f->dir;
   assert_rc(lc_open(&o, NULL), LC_EINVAL);
   assert_null(h2);
@@ -389,7 +388,7 @@ static void test_null_args(void **state) {
   assert_rc(lc_prune(f->h, NULL, &po, &pr), LC_EINVAL);
   assert_rc(lc_prune(f->h, "a", NULL, &pr), LC_EINVAL);
   lc_prune_opts none = {0};
-  assert_rc(lc_prune(f->h, "a", &none, &pr), LC_EINVAL);   /* no criterion */
+  assert_rc(lc_prune(f->h, "a", &none, &pr), LC_EINVAL); /* no criterion */
   lc_stats st;
   assert_rc(lc_get_stats(NULL, &st), LC_EINVAL);
   assert_rc(lc_get_stats(f->h, NULL), LC_EINVAL);
@@ -444,7 +443,10 @@ static void test_options_init(void **state) {
 
 static void test_error_table(void **state) {
   (void)state;
-  static const struct { int code; const char *name; } all[] = {
+  static const struct {
+    int code;
+    const char *name;
+  } all[] = {
 #define X(name, num, msg) {LC_##name, #name},
       LC_ERRNO_MAP(X)
 #undef X
@@ -570,7 +572,7 @@ static void test_durability_parse(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     d = LC_DURABILITY_SYNC;
     assert_rc(lc_durability_parse(bad[i], &d), LC_EINVAL);
-    assert_int_equal(d, LC_DURABILITY_SYNC);   /* untouched */
+    assert_int_equal(d, LC_DURABILITY_SYNC); /* untouched */
   }
   assert_string_equal(lc_durability_name(LC_DURABILITY_DEFAULT), "default");
   assert_string_equal(lc_durability_name(LC_DURABILITY_SYNC), "sync");
@@ -595,7 +597,8 @@ typedef struct nomerge_arg {
 
 static void *nomerge_main(void *p) {
   nomerge_arg *a = p;
-  for (int i = 0; i < 500 && !a->rc; i++) a->rc = lc_next(a->h, "nm", &a->ids[i]);
+  for (int i = 0; i < 500 && !a->rc; i++)
+    a->rc = lc_next(a->h, "nm", &a->ids[i]);
   return NULL;
 }
 
@@ -632,10 +635,10 @@ static void test_batch_max_one(void **state) {
    * first increment: none misses) */
   if (st.increments != st.allocations)
     fail_msg("increments %llu, allocations %llu, restores %llu, backwards "
-             "%llu", (unsigned long long)st.increments,
+             "%llu",
+             (unsigned long long)st.increments,
              (unsigned long long)st.allocations,
-             (unsigned long long)st.restores,
-             (unsigned long long)st.backwards);
+             (unsigned long long)st.restores, (unsigned long long)st.backwards);
   assert_int_equal(st.log_writes, 2000);
   assert_ok(lc_close(h));
 }
@@ -645,7 +648,8 @@ static void test_stats(void **state) {
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
   assert_int_equal(st.allocations + st.ids + st.increments + st.restores +
-                       st.backwards + st.errors, 0);
+                       st.backwards + st.errors,
+                   0);
   for (int i = 0; i < 10; i++) tu_next1(f->h, "s");
   int64_t v;
   assert_ok(lc_next_n(f->h, "s", 5, &v));
@@ -659,7 +663,7 @@ static void test_stats(void **state) {
   assert_int_equal(st.restores, 1);
   assert_int_equal(st.backwards, 0);
   assert_true(st.log_writes >= 11);
-  assert_i64_eq(st.errors, 1);     /* the lc_next_n(n = 0) that failed */
+  assert_i64_eq(st.errors, 1); /* the lc_next_n(n = 0) that failed */
   /* memcached moved backwards: counted. */
   assert_ok(mcd_set(&mc, "lc:s", "3"));
   assert_i64_op(tu_next1(f->h, "s"), >, 15);
@@ -672,14 +676,15 @@ static void test_stats(void **state) {
 static void test_iteration(void **state) {
   fx_t *f = *state;
   int64_t t0 = now_us(), v;
-  tu_next1(f->h, "it");                               /* [1,1] */
-  assert_ok(lc_next_n(f->h, "it", 5, &v));         /* [2,6] */
-  tu_next1(f->h, "it");                               /* [7,7] */
-  assert_ok(lc_next_n(f->h, "it", 3, &v));         /* [8,10] */
-  tu_next1(f->h, "itx");                              /* another counter */
+  tu_next1(f->h, "it");                    /* [1,1] */
+  assert_ok(lc_next_n(f->h, "it", 5, &v)); /* [2,6] */
+  tu_next1(f->h, "it");                    /* [7,7] */
+  assert_ok(lc_next_n(f->h, "it", 3, &v)); /* [8,10] */
+  tu_next1(f->h, "itx");                   /* another counter */
   tu_next1(f->h, "i");
   int64_t t1 = now_us();
-  static const int64_t want[][3] = {{1, 1, 1}, {2, 6, 5}, {7, 7, 1}, {8, 10, 3}};
+  static const int64_t want[][3] = {
+      {1, 1, 1}, {2, 6, 5}, {7, 7, 1}, {8, 10, 3}};
   lc_iter *it = NULL;
   assert_ok(lc_iter_open(f->h, "it", &it));
   /* Allocations after the snapshot are not seen. */
@@ -838,13 +843,13 @@ static void test_close_reopen_no_skip(void **state) {
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
   int64_t r = -1;
   assert_ok(lc_reservation(f->h, "cl", &r));
-  assert_i64_eq(r, 100);                  /* exact after a clean close */
-  assert_i64_eq(tu_next1(f->h, "cl"), 101);  /* memcached still had it */
+  assert_i64_eq(r, 100);                    /* exact after a clean close */
+  assert_i64_eq(tu_next1(f->h, "cl"), 101); /* memcached still had it */
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
-  assert_i64_eq(tu_next1(f->h, "cl"), 102);  /* restored from the log */
+  assert_i64_eq(tu_next1(f->h, "cl"), 102); /* restored from the log */
 }
 
 static void test_reservation_ahead(void **state) {
@@ -854,7 +859,7 @@ static void test_reservation_ahead(void **state) {
   char path[TU_PATH_MAX];
   lc_options o;
   tu_options(&o, &mc, f->dir, path);
-  o.reserve = 10;                 /* small: crossed many times below */
+  o.reserve = 10; /* small: crossed many times below */
   assert_ok(lc_open(&o, &f->h));
   int64_t r = -1;
   assert_ok(lc_reservation(f->h, "res", &r));
@@ -864,7 +869,7 @@ static void test_reservation_ahead(void **state) {
     assert_ok(lc_reservation(f->h, "res", &r));
     assert_i64_op(r, >=, v);
     if (i % 10 == 3) {
-      assert_ok(lc_next_n(f->h, "res", 25, &v));   /* a block past the window */
+      assert_ok(lc_next_n(f->h, "res", 25, &v)); /* a block past the window */
       assert_ok(lc_reservation(f->h, "res", &r));
       assert_i64_op(r, >=, v + 24);
     }
@@ -888,7 +893,7 @@ static void test_sync_mode(void **state) {
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
   assert_int_equal(st.allocations, 21);
-  assert_true(st.log_syncs >= 21);   /* every record synced */
+  assert_true(st.log_syncs >= 21); /* every record synced */
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
@@ -907,7 +912,7 @@ static void test_next_quick(void **state) {
   assert_int_equal(lc_next_quick(f->h, NULL), 0);
   int64_t v = 0;
   assert_ok(lc_current(f->h, "qk", &v));
-  assert_i64_eq(v, 0);            /* nothing was created by the hints */
+  assert_i64_eq(v, 0); /* nothing was created by the hints */
   assert_i64_eq(tu_next1(f->h, "qk"), 1);
   assert_int_equal(lc_next_quick(f->h, "qk"), 1);
   assert_int_equal(lc_next_quick(f->h, "other"), 0);
@@ -916,7 +921,7 @@ static void test_next_quick(void **state) {
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_SYNC, 0, &f->h));
   assert_int_equal(lc_next_quick(f->h, "qk"), 0);
   assert_i64_eq(tu_next1(f->h, "qk"), 2);
-  assert_int_equal(lc_next_quick(f->h, "qk"), 0);   /* every call syncs */
+  assert_int_equal(lc_next_quick(f->h, "qk"), 0); /* every call syncs */
 }
 
 /* max_counters / max_tallies: a new name beyond the limit gets LC_ELIMIT
@@ -942,9 +947,9 @@ static void test_limits(void **state) {
   assert_non_null(strstr(lc_last_detail(), "max_counters 3"));
   assert_rc(lc_advance(f->h, "l3", 10), LC_ELIMIT);
   assert_i64_eq(mcd_counter_value(&mc, "l3"), -1);
-  assert_ok(lc_current(f->h, "l3", &v));          /* reads: no state */
+  assert_ok(lc_current(f->h, "l3", &v)); /* reads: no state */
   assert_i64_eq(v, 0);
-  assert_i64_eq(tu_next1(f->h, "l0"), 2);         /* in use: goes on */
+  assert_i64_eq(tu_next1(f->h, "l0"), 2); /* in use: goes on */
   assert_ok(lc_tally_add(f->h, "ta", 1));
   assert_ok(lc_tally_add(f->h, "tb", 1));
   assert_rc(lc_tally_add(f->h, "tc", 1), LC_ELIMIT);

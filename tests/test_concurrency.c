@@ -27,7 +27,6 @@
 
 #include "mcd.h"
 
-
 /* ---- workers ------------------------------------------------------------ */
 
 #define MAX_THREADS 16
@@ -36,33 +35,34 @@
 typedef struct run_cfg {
   lc_durability_t durability;
   int threads;
-  long per_thread;       /* before LC_TEST_SCALE */
-  int blocks;            /* 1: lc_next_n with 1..8 values, else lc_next */
-  int counters;          /* counters used round robin (>= 1) */
-  int kills;             /* 1: chaos kills and restarts memcached too */
-  int backwards;         /* 1: chaos sets lower values instead */
+  long per_thread; /* before LC_TEST_SCALE */
+  int blocks;      /* 1: lc_next_n with 1..8 values, else lc_next */
+  int counters;    /* counters used round robin (>= 1) */
+  int kills;       /* 1: chaos kills and restarts memcached too */
+  int backwards;   /* 1: chaos sets lower values instead */
 } run_cfg;
 
 typedef struct worker {
   lc_t *h;
   const run_cfg *cfg;
   int index;
-  long n;                          /* ids wanted */
-  int64_t *ids[MAX_COUNTERS];      /* per counter, in the order received */
+  long n;                     /* ids wanted */
+  int64_t *ids[MAX_COUNTERS]; /* per counter, in the order received */
   long got[MAX_COUNTERS];
   long total;
   long errors;
-  int bad_rc;                      /* an error code that must not happen */
+  int bad_rc; /* an error code that must not happen */
   char bad_detail[256];
   int gave_up;
-  atomic_int finished;             /* the only field main reads meanwhile */
+  atomic_int finished; /* the only field main reads meanwhile */
 } worker;
 
 static atomic_long progress;
 static atomic_int stop_flag;
 
 static const char *counter_name(int i) {
-  static const char *names[MAX_COUNTERS] = {"chaos", "chaos/1", "chaos-2", "c3"};
+  static const char *names[MAX_COUNTERS] = {"chaos", "chaos/1", "chaos-2",
+                                            "c3"};
   return names[i];
 }
 
@@ -100,7 +100,7 @@ static void *worker_main(void *p) {
       snprintf(w->bad_detail, sizeof w->bad_detail, "%s", lc_last_detail());
       break;
     }
-    if (++consecutive > 20000) {   /* ~20 s of nothing but errors */
+    if (++consecutive > 20000) { /* ~20 s of nothing but errors */
       w->gave_up = 1;
       break;
     }
@@ -206,8 +206,8 @@ static void run_chaos(const run_cfg *cfg) {
          st.log_writes, st.log_syncs);
   for (int i = 0; i < cfg->threads; i++) {
     if (w[i].bad_rc)
-      fail_msg("thread %d: unexpected error %s (%s)", i, lc_err_name(w[i].bad_rc),
-               w[i].bad_detail);
+      fail_msg("thread %d: unexpected error %s (%s)", i,
+               lc_err_name(w[i].bad_rc), w[i].bad_detail);
     if (w[i].gave_up) fail_msg("thread %d: 20000 errors in a row", i);
     if (w[i].total != w[i].n) fail_msg("thread %d: timed out", i);
   }
@@ -323,7 +323,8 @@ static void race_round(lc_t *h, int use_restore, int64_t last,
   restorer r[RESTORERS];
   pthread_t t[RESTORERS];
   for (int i = 0; i < RESTORERS; i++) {
-    r[i] = (restorer){.h = h, .b = &b, .use_restore = use_restore, .rc = 99, .v = -1};
+    r[i] = (restorer){
+        .h = h, .b = &b, .use_restore = use_restore, .rc = 99, .v = -1};
     assert_int_equal(pthread_create(&t[i], NULL, restorer_main, &r[i]), 0);
   }
   for (int i = 0; i < RESTORERS; i++) pthread_join(t[i], NULL);
@@ -339,14 +340,16 @@ static void race_round(lc_t *h, int use_restore, int64_t last,
     fail_msg("%d racing %s: %llu seeded the counter, expected exactly 1",
              RESTORERS, use_restore ? "lc_restore" : "lc_next",
              (unsigned long long)(st.restores - restores_before));
-  assert_int_equal(count_duplicates(vals, RESTORERS), use_restore ? RESTORERS - 1 : 0);
+  assert_int_equal(count_duplicates(vals, RESTORERS),
+                   use_restore ? RESTORERS - 1 : 0);
   for (int i = 0; i < RESTORERS; i++) {
     /* sorted: lc_next gives exactly last+1 .. last+8 (no gap); every
      * lc_restore sees the counter at last. */
     assert_i64_eq(vals[i], use_restore ? last : last + 1 + i);
   }
   char buf[64], want[32];
-  snprintf(want, sizeof want, "%lld", (long long)(use_restore ? last : last + RESTORERS));
+  snprintf(want, sizeof want, "%lld",
+           (long long)(use_restore ? last : last + RESTORERS));
   assert_int_equal(mcd_get(&mc, "lc:race", buf, sizeof buf), 1);
   assert_string_equal(buf, want);
 }

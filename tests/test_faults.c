@@ -31,13 +31,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"   /* the handle's synced write options */
+#include "internal.h" /* the handle's synced write options */
 #include "mcd.h"
 
 /* ---- the leveldb_write seam ---------------------------------------------- */
 
-static atomic_int fail_all;        /* 1: every write fails */
-static atomic_int fail_every;      /* n > 0: every n-th write fails */
+static atomic_int fail_all;   /* 1: every write fails */
+static atomic_int fail_every; /* n > 0: every n-th write fails */
 static atomic_long writes_seen, writes_failed;
 /* Synced writes with these options sleep 0-2 ms first, so that writes
  * made together complete in any order. */
@@ -75,7 +75,6 @@ static void inject_reset(void) {
 
 /* ---- fixture -------------------------------------------------------------- */
 
-
 static int setup_mode(void **state, lc_durability_t d) {
   inject_reset();
   if (mc.pid == 0 && mcd_restart(&mc) != 0) return -1;
@@ -83,8 +82,12 @@ static int setup_mode(void **state, lc_durability_t d) {
   return tu_setup_with(state, d, 300);
 }
 
-static int setup(void **state) { return setup_mode(state, LC_DURABILITY_DEFAULT); }
-static int setup_sync(void **state) { return setup_mode(state, LC_DURABILITY_SYNC); }
+static int setup(void **state) {
+  return setup_mode(state, LC_DURABILITY_DEFAULT);
+}
+static int setup_sync(void **state) {
+  return setup_mode(state, LC_DURABILITY_SYNC);
+}
 
 static int teardown(void **state) {
   inject_reset();
@@ -92,8 +95,6 @@ static int teardown(void **state) {
   if (mc.pid == 0) mcd_restart(&mc);
   return tu_teardown(state);
 }
-
-
 
 /* ---- log write failures (logged before returned) ------------------------------------------- */
 
@@ -110,11 +111,11 @@ static void test_log_write_failure(void **state) {
   for (int i = 0; i < 3; i++) {
     int64_t v = 42;
     assert_rc(lc_next(f->h, "lw", &v), LC_ELOG);
-    assert_i64_eq(v, 42);                         /* never returned */
+    assert_i64_eq(v, 42); /* never returned */
     assert_non_null(strstr(lc_last_detail(), "injected failure"));
     assert_rc(lc_next_n(f->h, "lw", 10, &v), LC_ELOG);
     assert_i64_eq(v, 42);
-    int64_t m = mcd_counter_value(&mc, "lw");                   /* what incr reached */
+    int64_t m = mcd_counter_value(&mc, "lw"); /* what incr reached */
     if (m > burned_max) burned_max = m;
   }
   atomic_store(&fail_all, 0);
@@ -159,12 +160,12 @@ static void test_segment_write_failure(void **state) {
   assert_i64_eq(v, 1);
   atomic_store(&fail_all, 1);
   int64_t burned = 0;
-  for (int i = 0; i < 200; i++) {             /* past the held segment */
+  for (int i = 0; i < 200; i++) { /* past the held segment */
     int64_t w = 42;
     int rc = lc_next(h, "seg", &w);
     if (rc) {
       assert_rc(rc, LC_ELOG);
-      assert_i64_eq(w, 42);                   /* never returned */
+      assert_i64_eq(w, 42); /* never returned */
       burned = mcd_counter_value(&mc, "seg");
       break;
     }
@@ -213,7 +214,7 @@ static void test_reservation_order(void **state) {
   lc_options o;
   char path[TU_PATH_MAX];
   tu_options_sub(&o, &mc, f->dir, "res", path);
-  o.reserve = 1;              /* a reservation every 16 values */
+  o.reserve = 1; /* a reservation every 16 values */
   lc_t *h;
   assert_ok(lc_open(&o, &h));
   atomic_store(&slow_sync, h->log.sync);
@@ -243,7 +244,7 @@ static void test_log_write_failure_first_use(void **state) {
   assert_i64_eq(v, 42);
   atomic_store(&fail_all, 0);
   v = tu_next1(f->h, "first");
-  assert_i64_op(v, >=, 2);          /* 1 was burned */
+  assert_i64_op(v, >=, 2); /* 1 was burned */
   tu_ledger l;
   assert_ok(tu_explain(f->h, "first", &l));
   assert_i64_eq(l.values[LC_GAP_BURNED], v - 1);
@@ -278,7 +279,7 @@ static void test_log_write_failure_sync(void **state) {
   assert_int_equal(nr, (long)n);
   for (size_t i = 0; i < n; i++) assert_i64_eq(r[i].last, ids[i]);
   free(r);
-  tu_next1(f->h, "lws");            /* the last burned ones ride with it */
+  tu_next1(f->h, "lws"); /* the last burned ones ride with it */
   tu_ledger l;
   assert_ok(tu_explain(f->h, "lws", &l));
   assert_i64_eq(l.values[0], 0);
@@ -417,7 +418,7 @@ static int64_t next_after_recovery(lc_t *h, const char *name) {
   return v;
 }
 
-#define NEVER_HANGS_US 3000000   /* a bound, not a speed threshold */
+#define NEVER_HANGS_US 3000000 /* a bound, not a speed threshold */
 
 static int timed_next(lc_t *h, const char *name, int64_t *v, int64_t *us) {
   int64_t t0 = mono_us();
@@ -574,8 +575,8 @@ static void test_nonnumeric_value(void **state) {
 /* memcached's incr wraps at 2^64; values above 2^63-1 must never leak. */
 static void test_huge_values(void **state) {
   fx_t *f = *state;
-  const char *vals[] = {"9223372036854775807", "9223372036854775806",
-                        "9223372036854775800", "18446744073709551614",
+  const char *vals[] = {"9223372036854775807",  "9223372036854775806",
+                        "9223372036854775800",  "18446744073709551614",
                         "18446744073709551615", "18446744073709551610"};
   for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
     for (int k = 0; k < 2; k++) {
@@ -620,7 +621,8 @@ int main(void) {
       T(test_log_write_failure_first_use),
       T(test_segment_write_failure),
       T(test_reservation_order),
-      cmocka_unit_test_setup_teardown(test_log_write_failure_sync, setup_sync, teardown),
+      cmocka_unit_test_setup_teardown(test_log_write_failure_sync, setup_sync,
+                                      teardown),
       T(test_log_write_failure_threads),
       T(test_advance_log_failure),
       T(test_close_log_failure),

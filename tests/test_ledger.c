@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "counter.h"   /* the frontier, tested directly below */
+#include "counter.h" /* the frontier, tested directly below */
 #include "mcd.h"
 
 /* The ledger of name, checked: no unexplained hole, no conflict. */
@@ -139,9 +139,9 @@ static void test_backwards_no_gap(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   for (int i = 0; i < 5; i++) tu_next1(f->h, "bw");
-  assert_ok(mcd_set(&mc, "lc:bw", "2"));       /* a stray set, backwards */
-  assert_i64_eq(tu_next1(f->h, "bw"), 6);      /* raised exactly past */
-  assert_ok(mcd_flush_all(&mc));               /* lost: restored */
+  assert_ok(mcd_set(&mc, "lc:bw", "2"));  /* a stray set, backwards */
+  assert_i64_eq(tu_next1(f->h, "bw"), 6); /* raised exactly past */
+  assert_ok(mcd_flush_all(&mc));          /* lost: restored */
   assert_i64_eq(tu_next1(f->h, "bw"), 7);
   tu_ledger l = explained(f->h, "bw");
   for (int k = 1; k <= LC_GAP_VOID; k++) assert_int_equal(l.entries[k], 0);
@@ -151,7 +151,7 @@ static void test_memcached_ahead(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   for (int i = 0; i < 5; i++) tu_next1(f->h, "ah");
-  assert_ok(mcd_set(&mc, "lc:ah", "105"));     /* another client's incrs */
+  assert_ok(mcd_set(&mc, "lc:ah", "105")); /* another client's incrs */
   assert_i64_eq(tu_next1(f->h, "ah"), 106);
   tu_ledger l = explained(f->h, "ah");
   assert_i64_eq(l.values[LC_GAP_UNLOGGED], 100);
@@ -166,7 +166,7 @@ static void test_advance(void **state) {
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   for (int i = 0; i < 5; i++) tu_next1(f->h, "adv");
   assert_ok(lc_advance(f->h, "adv", 100));
-  assert_ok(lc_advance(f->h, "adv", 50));      /* below: nothing */
+  assert_ok(lc_advance(f->h, "adv", 50)); /* below: nothing */
   assert_i64_eq(tu_next1(f->h, "adv"), 100);
   tu_ledger l = explained(f->h, "adv");
   assert_i64_eq(l.values[LC_GAP_ADVANCE], 94);
@@ -186,14 +186,14 @@ static void test_advance(void **state) {
 static void test_segment_advance(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
-  assert_i64_eq(tu_next1(f->h, "sa"), 1);      /* holds 1..1000 */
-  assert_ok(lc_advance(f->h, "sa", 500));      /* gives the rest up */
+  assert_i64_eq(tu_next1(f->h, "sa"), 1); /* holds 1..1000 */
+  assert_ok(lc_advance(f->h, "sa", 500)); /* gives the rest up */
   int64_t v = tu_next1(f->h, "sa");
   assert_i64_eq(v, 1001);
   assert_ok(lc_close(f->h));
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   tu_ledger l = explained(f->h, "sa");
-  assert_i64_eq(l.values[LC_GAP_SEGMENT], 999);   /* 2..1000 */
+  assert_i64_eq(l.values[LC_GAP_SEGMENT], 999); /* 2..1000 */
   assert_i64_eq(l.values[LC_GAP_ADVANCE], 0);
 }
 
@@ -202,17 +202,17 @@ static void test_segment_advance(void **state) {
 static void test_segment_close_not_given_back(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
-  for (int i = 0; i < 60; i++) tu_next1(f->h, "sc");   /* holds 1..100 */
+  for (int i = 0; i < 60; i++) tu_next1(f->h, "sc"); /* holds 1..100 */
   for (int i = 0; i < 100 && mcd_counter_value(&mc, "sc") < 200; i++)
-    sleep_ms(10);                               /* the prefetch: ..200 */
+    sleep_ms(10); /* the prefetch: ..200 */
   assert_i64_eq(mcd_counter_value(&mc, "sc"), 200);
-  assert_ok(mcd_set(&mc, "lc:sc", "250"));      /* 201..250 elsewhere */
+  assert_ok(mcd_set(&mc, "lc:sc", "250")); /* 201..250 elsewhere */
   assert_ok(lc_close(f->h));
   assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_eq(tu_next1(f->h, "sc"), 251);
   tu_ledger l = explained(f->h, "sc");
-  assert_i64_eq(l.values[LC_GAP_SEGMENT], 140);   /* 61..200 */
-  assert_i64_eq(l.values[LC_GAP_UNLOGGED], 50);   /* 201..250 */
+  assert_i64_eq(l.values[LC_GAP_SEGMENT], 140); /* 61..200 */
+  assert_i64_eq(l.values[LC_GAP_UNLOGGED], 50); /* 201..250 */
 }
 
 /* The same with memcached left alone: given back, no gap. */
@@ -237,7 +237,7 @@ static void test_segment_crash(void **state) {
     if (tu_open_prefetch(f->dir, 1000, &h) != 0) _exit(1);
     for (int i = 0; i < 10; i++)
       if (lc_next(h, "sk", &v) != 0) _exit(1);
-    _exit(0);                                   /* no lc_close */
+    _exit(0); /* no lc_close */
   }
   int st;
   assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -245,7 +245,7 @@ static void test_segment_crash(void **state) {
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   int64_t v = tu_next1(f->h, "sk");
   assert_i64_op(v, >, 1000);
-  explained(f->h, "sk");          /* the open record covers 1..1000 */
+  explained(f->h, "sk"); /* the open record covers 1..1000 */
   lc_record *r;
   assert_true(tu_records(f->h, "sk", &r) >= 2);
   assert_int_equal(r[0].version, LC_RECORD_SEGMENT_OPEN);
@@ -280,7 +280,7 @@ static void test_deleted_entry_unexplained(void **state) {
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   tu_ledger l;
   assert_ok(tu_explain(f->h, "del", &l));
-  assert_i64_eq(l.values[0], 9);                /* 2..10 */
+  assert_i64_eq(l.values[0], 9); /* 2..10 */
   assert_i64_eq(l.entries[LC_GAP_ADVANCE], 0);
 }
 
@@ -312,7 +312,7 @@ static void test_lost_pending_gap(void **state) {
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   tu_ledger l;
   assert_ok(tu_explain(f->h, "lp", &l));
-  assert_i64_eq(l.values[0], 1);                /* before any use */
+  assert_i64_eq(l.values[0], 1); /* before any use */
   assert_i64_eq(tu_next1(f->h, "lp"), 6);
   l = explained(f->h, "lp");
   assert_i64_eq(l.values[LC_GAP_RESTART], 1);
@@ -337,7 +337,7 @@ static void test_void(void **state) {
   longer[sizeof longer - 1] = '\0';
   assert_rc(lc_void(f->h, "vd", 6, longer), LC_EINVAL);
   longer[LC_REASON_MAX] = '\0';
-  assert_ok(lc_void(f->h, "vd", 6, longer));   /* exactly the maximum */
+  assert_ok(lc_void(f->h, "vd", 6, longer)); /* exactly the maximum */
   assert_rc(lc_void(f->h, "bad name", 6, "x"), LC_ENAME);
 
   lc_iter *it;
@@ -353,7 +353,7 @@ static void test_void(void **state) {
   assert_int_equal(strlen(g.reason), LC_REASON_MAX);
   assert_int_equal(lc_ledger_next(it, &g), 0);
   lc_record rec;
-  assert_rc(lc_iter_next(it, &rec), LC_EINVAL);   /* not a record iterator */
+  assert_rc(lc_iter_next(it, &rec), LC_EINVAL); /* not a record iterator */
   lc_iter_close(it);
   tu_ledger l = explained(f->h, "vd");
   assert_int_equal(l.entries[LC_GAP_VOID], 2);
@@ -364,13 +364,13 @@ static void test_void(void **state) {
   assert_ok(lc_prune(f->h, "vd", &po, &pr));
   assert_int_equal(pr.deleted, 3);
   assert_int_equal(pr.ledger_deleted, 0);
-  assert_ok(lc_void(f->h, "vd", 4, "still issued"));   /* its record kept */
+  assert_ok(lc_void(f->h, "vd", 4, "still issued")); /* its record kept */
   po.below = 6;
   assert_ok(lc_prune(f->h, "vd", &po, &pr));
-  assert_int_equal(pr.deleted, 2);                  /* 4 and 5 */
-  assert_int_equal(pr.ledger_deleted, 2);           /* their voids */
+  assert_int_equal(pr.deleted, 2);        /* 4 and 5 */
+  assert_int_equal(pr.ledger_deleted, 2); /* their voids */
   l = explained(f->h, "vd");
-  assert_int_equal(l.entries[LC_GAP_VOID], 1);      /* 6's */
+  assert_int_equal(l.entries[LC_GAP_VOID], 1); /* 6's */
 }
 
 /* A value held in a segment and not handed out cannot be voided. */
@@ -446,11 +446,11 @@ static void test_frontier(void **state) {
     lc__ledger_taken(c, v, v, 5);
     assert_int_equal(c->ngaps, 0);
   }
-  assert_int_equal(c->nahead, 1);       /* 20..59 merged */
+  assert_int_equal(c->nahead, 1); /* 20..59 merged */
   /* It lands at 10..14: holes 6..9 and 15..19 are final now. */
   lc__ledger_taken(c, 10, 14, 59);
   assert_int_equal(lc__ledger_take(c, g), 3);
-  assert_i64_eq(g[0].first, 6);          /* split at the restart window */
+  assert_i64_eq(g[0].first, 6); /* split at the restart window */
   assert_i64_eq(g[0].last, 7);
   assert_int_equal(g[0].cause, LC_GAP_RESTART);
   assert_i64_eq(g[1].first, 8);
@@ -475,12 +475,12 @@ static void test_frontier(void **state) {
   lc__ledger_gap(c, 200, 209, LC_GAP_BURNED);
   lc__ledger_gap(c, 230, 239, LC_GAP_BURNED);
   lc__ledger_gap(c, 210, 219, LC_GAP_BURNED);
-  lc__ledger_gap(c, 240, 240, LC_GAP_UNLOGGED);      /* another cause */
+  lc__ledger_gap(c, 240, 240, LC_GAP_UNLOGGED); /* another cause */
   assert_int_equal(lc__ledger_take(c, g), 2);
   assert_i64_eq(g[0].first, 200);
   assert_i64_eq(g[0].last, 239);
   assert_int_equal(g[1].cause, LC_GAP_UNLOGGED);
-  lc__ledger_putback(c, g, 2);                        /* a failed write */
+  lc__ledger_putback(c, g, 2); /* a failed write */
   assert_int_equal(lc__ledger_take(c, g), 2);
   /* Full of separate spans (never seen): merged, never a wrong entry. */
   for (int64_t v = 100; v < 100 + 3 * (LC__ACCEPTED + 4); v += 3)
@@ -492,22 +492,33 @@ static void test_frontier(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_restart, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_restart_memcached_ahead, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_restart_memcached_flushed, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_backwards_no_gap, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_memcached_ahead, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_advance, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_segment_advance, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_segment_close_not_given_back, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_segment_close_given_back, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_segment_crash, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_deleted_entry_unexplained, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_lost_pending_gap, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_void, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_void_prefetched, tu_setup_dir, tu_teardown),
-    cmocka_unit_test_setup_teardown(test_threads, tu_setup_dir, tu_teardown),
-    cmocka_unit_test(test_frontier),
+      cmocka_unit_test_setup_teardown(test_restart, tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_restart_memcached_ahead,
+                                      tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_restart_memcached_flushed,
+                                      tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_backwards_no_gap, tu_setup_dir,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_memcached_ahead, tu_setup_dir,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_advance, tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_segment_advance, tu_setup_dir,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_segment_close_not_given_back,
+                                      tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_segment_close_given_back,
+                                      tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_segment_crash, tu_setup_dir,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_deleted_entry_unexplained,
+                                      tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_lost_pending_gap, tu_setup_dir,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_void, tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_void_prefetched, tu_setup_dir,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_threads, tu_setup_dir, tu_teardown),
+      cmocka_unit_test(test_frontier),
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

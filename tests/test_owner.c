@@ -47,15 +47,15 @@ static void test_second_log_refused(void **state) {
   assert_rc(lc_next(b, "inv", &v), LC_EOWNED);
   char id[17];
   assert_int_equal(sscanf(owner, "%16s", id), 1);
-  assert_non_null(strstr(lc_last_detail(), id));       /* names the owner */
+  assert_non_null(strstr(lc_last_detail(), id)); /* names the owner */
   assert_non_null(strstr(lc_last_detail(), "pid"));
   assert_rc(lc_next_n(b, "inv", 10, &v), LC_EOWNED);
   assert_rc(lc_advance(b, "inv", 100), LC_EOWNED);
   assert_rc(lc_restore(b, "inv", &v), LC_EOWNED);
   assert_int_equal(lc_next_quick(b, "inv"), 0);
-  assert_ok(lc_current(b, "inv", &v));                 /* reads are fine */
+  assert_ok(lc_current(b, "inv", &v)); /* reads are fine */
   assert_i64_eq(v, 1);
-  assert_i64_eq(mcd_counter_value(&mc, "inv"), 1);     /* nothing taken */
+  assert_i64_eq(mcd_counter_value(&mc, "inv"), 1); /* nothing taken */
   assert_i64_eq(tu_next1(f->h, "inv"), 2);
   assert_int_equal(lc_next_quick(f->h, "inv"), 1);
   /* another name is free for b */
@@ -74,18 +74,18 @@ static void test_refusal_survives_flush_and_restart(void **state) {
   int64_t v;
   assert_rc(lc_next(b, "cnt", &v), LC_EOWNED);
   assert_ok(mcd_flush_all(&mc));
-  assert_rc(lc_next(b, "cnt", &v), LC_EOWNED);          /* b first */
-  assert_i64_eq(mcd_counter_value(&mc, "cnt"), -1);     /* b took nothing */
-  assert_i64_eq(tu_next1(f->h, "cnt"), 6);              /* a restores */
+  assert_rc(lc_next(b, "cnt", &v), LC_EOWNED);      /* b first */
+  assert_i64_eq(mcd_counter_value(&mc, "cnt"), -1); /* b took nothing */
+  assert_i64_eq(tu_next1(f->h, "cnt"), 6);          /* a restores */
   assert_ok(lc_close(b));
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
   b = open_sub(f, "b", 0);
-  assert_rc(lc_next(b, "cnt", &v), LC_EOWNED);          /* still, reopened */
+  assert_rc(lc_next(b, "cnt", &v), LC_EOWNED); /* still, reopened */
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
   v = tu_next1(f->h, "cnt");
-  assert_true(v >= 7);                                 /* never a repeat */
+  assert_true(v >= 7); /* never a repeat */
   assert_rc(lc_next(b, "cnt", &v), LC_EOWNED);
   assert_ok(lc_close(b));
 }
@@ -97,7 +97,7 @@ static void test_release_adopt(void **state) {
   for (int i = 1; i <= 7; i++) assert_i64_eq(tu_next1(f->h, "mv"), i);
   lc_t *b = open_sub(f, "b", 0);
   int64_t v;
-  assert_rc(lc_adopt(b, "mv", 7), LC_EOWNED);          /* still a's */
+  assert_rc(lc_adopt(b, "mv", 7), LC_EOWNED); /* still a's */
   int64_t final = 0;
   assert_ok(lc_release(f->h, "mv", &final));
   assert_i64_eq(final, 7);
@@ -107,14 +107,14 @@ static void test_release_adopt(void **state) {
   assert_i64_eq(tu_next1(b, "mv"), 8);
   assert_i64_eq(tu_next1(b, "mv"), 9);
   assert_rc(lc_next(f->h, "mv", &v), LC_EOWNED);
-  assert_rc(lc_adopt(f->h, "mv", 0), LC_EOWNED);        /* b holds it */
+  assert_rc(lc_adopt(f->h, "mv", 0), LC_EOWNED); /* b holds it */
   /* the release is in a's log: it survives a restart and a flush */
   assert_ok(lc_close(f->h));
   f->h = NULL;
   assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
   assert_rc(lc_next(f->h, "mv", &v), LC_EOWNED);
-  v = tu_next1(b, "mv");                               /* b restores */
+  v = tu_next1(b, "mv"); /* b restores */
   assert_true(v >= 10);
   /* and back: b releases, a adopts above b's final */
   assert_ok(lc_release(b, "mv", &final));
@@ -191,8 +191,8 @@ static void test_release_under_load(void **state) {
     assert_ok(lc_release(h, name, &final));
     for (int i = 0; i < 4; i++) {
       pthread_join(r[i].t, NULL);
-      assert_true(r[i].max <= final);          /* nothing past the release */
-      assert_true(r[i].owned > 0);             /* and refused after it */
+      assert_true(r[i].max <= final); /* nothing past the release */
+      assert_true(r[i].owned > 0);    /* and refused after it */
       assert_int_equal(r[i].other, 0);
     }
     /* another log adopts it above the final value and goes on */
@@ -212,16 +212,16 @@ static void test_new_log_after_loss(void **state) {
   for (int i = 1; i <= 3; i++) tu_next1(f->h, "lost");
   assert_ok(mcd_flush_all(&mc));
   lc_t *c = open_sub(f, "c", 0);
-  assert_i64_eq(tu_next1(c, "lost"), 1);               /* documented hole */
+  assert_i64_eq(tu_next1(c, "lost"), 1); /* documented hole */
   int64_t v;
-  assert_ok(mcd_flush_all(&mc));                        /* a's next seed */
+  assert_ok(mcd_flush_all(&mc)); /* a's next seed */
   assert_ok(lc_close(c));
   assert_ok(lc_close(f->h));
   f->h = NULL;
   c = open_sub(f, "c", 0);
-  assert_i64_eq(tu_next1(c, "lost"), 2);               /* c claims again */
+  assert_i64_eq(tu_next1(c, "lost"), 2); /* c claims again */
   assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
-  assert_rc(lc_next(f->h, "lost", &v), LC_EOWNED);      /* loudly */
+  assert_rc(lc_next(f->h, "lost", &v), LC_EOWNED); /* loudly */
   assert_ok(lc_close(c));
 }
 
@@ -251,12 +251,9 @@ int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup, tu_teardown)
-      T(test_second_log_refused),
-      T(test_refusal_survives_flush_and_restart),
-      T(test_release_adopt),
-      T(test_release_with_prefetch),
-      T(test_release_under_load),
-      T(test_new_log_after_loss),
+      T(test_second_log_refused), T(test_refusal_survives_flush_and_restart),
+      T(test_release_adopt),      T(test_release_with_prefetch),
+      T(test_release_under_load), T(test_new_log_after_loss),
       T(test_claim_key_format),
 #undef T
   };

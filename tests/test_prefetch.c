@@ -50,7 +50,8 @@ typedef struct th {
 
 static void *th_main(void *p) {
   th *a = p;
-  for (long i = 0; i < a->n && !a->rc; i++) a->rc = lc_next(a->h, "mt", &a->v[i]);
+  for (long i = 0; i < a->n && !a->rc; i++)
+    a->rc = lc_next(a->h, "mt", &a->v[i]);
   return NULL;
 }
 
@@ -86,14 +87,14 @@ static void test_fixed_size(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_eq(tu_next1(f->h, "fx"), 1);
-  assert_i64_op(mcd_counter_value(&mc, "fx"), >=, 100);     /* a segment ahead */
+  assert_i64_op(mcd_counter_value(&mc, "fx"), >=, 100); /* a segment ahead */
   for (int i = 2; i <= 1000; i++) assert_i64_eq(tu_next1(f->h, "fx"), i);
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
   assert_true(st.segments >= 10 && st.segments <= 11);
   int64_t cur = 0;
   assert_ok(lc_current(f->h, "fx", &cur));
-  assert_i64_eq(cur, 1000);                   /* what went out, not mc */
+  assert_i64_eq(cur, 1000); /* what went out, not mc */
   /* n larger than a segment: one contiguous block, still increasing */
   int64_t first = 0;
   assert_ok(lc_next_n(f->h, "fx", 250, &first));
@@ -108,13 +109,13 @@ static void close_then_reopen(fx_t *f, bool wipe) {
   int64_t last = 0;
   for (int i = 0; i < 1234; i++) last = tu_next1(f->h, "cc");
   assert_i64_eq(last, 1234);
-  assert_i64_op(mcd_counter_value(&mc, "cc"), >, 1234);     /* ran ahead */
+  assert_i64_op(mcd_counter_value(&mc, "cc"), >, 1234); /* ran ahead */
   assert_ok(lc_close(f->h));
   f->h = NULL;
-  assert_i64_eq(mcd_counter_value(&mc, "cc"), 1234);        /* set back */
+  assert_i64_eq(mcd_counter_value(&mc, "cc"), 1234); /* set back */
   if (wipe) assert_ok(mcd_flush_all(&mc));
   assert_ok(tu_open_prefetch(f->dir, LC_PREFETCH_AUTO, &f->h));
-  assert_i64_eq(tu_next1(f->h, "cc"), 1235);     /* no gap */
+  assert_i64_eq(tu_next1(f->h, "cc"), 1235); /* no gap */
   /* the records cover 1..1235 exactly, without a hole */
   lc_record *r;
   long n = tu_records(f->h, "cc", &r);
@@ -129,8 +130,12 @@ static void close_then_reopen(fx_t *f, bool wipe) {
   free(r);
 }
 
-static void test_clean_close(void **state) { close_then_reopen(*state, false); }
-static void test_clean_close_wiped(void **state) { close_then_reopen(*state, true); }
+static void test_clean_close(void **state) {
+  close_then_reopen(*state, false);
+}
+static void test_clean_close_wiped(void **state) {
+  close_then_reopen(*state, true);
+}
 
 /* ---- a crash in the middle of a segment ----------------------------------- */
 
@@ -149,13 +154,14 @@ static void test_kill_mid_segment(void **state) {
       if (lc_next(h, "kill", &v) != 0) _exit(1);
       if (write(p[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
     }
-    pause();                                  /* killed in the segment */
+    pause(); /* killed in the segment */
     _exit(0);
   }
   close(p[1]);
   int64_t got[10], max = 0;
   for (int i = 0; i < 10; i++) {
-    assert_int_equal(read(p[0], &got[i], sizeof got[i]), (ssize_t)sizeof got[i]);
+    assert_int_equal(read(p[0], &got[i], sizeof got[i]),
+                     (ssize_t)sizeof got[i]);
     if (got[i] > max) max = got[i];
   }
   close(p[0]);
@@ -167,11 +173,11 @@ static void test_kill_mid_segment(void **state) {
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   int64_t v = tu_next1(f->h, "kill");
   assert_i64_op(v, >, max);
-  assert_i64_op(v, >, 1000);                  /* the held rest is skipped */
+  assert_i64_op(v, >, 1000); /* the held rest is skipped */
   lc_record *r;
   long n = tu_records(f->h, "kill", &r);
   assert_true(n >= 2);
-  assert_int_equal(r[0].version, LC_RECORD_SEGMENT_OPEN);   /* the crash's */
+  assert_int_equal(r[0].version, LC_RECORD_SEGMENT_OPEN); /* the crash's */
   assert_i64_eq(r[0].first, 1);
   free(r);
 }
@@ -186,14 +192,14 @@ static void test_memcached_lost(void **state) {
   lc_stats a, b;
   assert_ok(lc_get_stats(f->h, &a));
   assert_ok(mcd_flush_all(&mc));
-  for (int i = 0; i < 400; i++) {             /* from the held segment */
+  for (int i = 0; i < 400; i++) { /* from the held segment */
     int64_t v = tu_next1(f->h, "ml");
     assert_i64_eq(v, last + 1);
     last = v;
   }
   assert_ok(lc_get_stats(f->h, &b));
-  assert_int_equal(b.increments, a.increments);   /* memcached untouched */
-  for (int i = 0; i < 3000; i++) {            /* past it: restored above */
+  assert_int_equal(b.increments, a.increments); /* memcached untouched */
+  for (int i = 0; i < 3000; i++) {              /* past it: restored above */
     int64_t v = tu_next1(f->h, "ml");
     assert_i64_op(v, >, last);
     last = v;
@@ -209,13 +215,13 @@ static void test_advance_while_held(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_i64_eq(tu_next1(f->h, "adv"), 1);
-  assert_ok(lc_advance(f->h, "adv", 500));    /* inside the held segment */
+  assert_ok(lc_advance(f->h, "adv", 500)); /* inside the held segment */
   int64_t v = tu_next1(f->h, "adv");
   assert_i64_op(v, >=, 500);
-  assert_ok(lc_advance(f->h, "adv", 5000));   /* above it */
+  assert_ok(lc_advance(f->h, "adv", 5000)); /* above it */
   int64_t w = tu_next1(f->h, "adv");
   assert_i64_op(w, >=, 5000);
-  assert_ok(lc_advance(f->h, "adv", 10));     /* below: nothing moves back */
+  assert_ok(lc_advance(f->h, "adv", 10)); /* below: nothing moves back */
   assert_i64_op(tu_next1(f->h, "adv"), >, w);
 }
 
@@ -225,14 +231,14 @@ static void test_advance_then_close(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   for (int i = 0; i < 120; i++) tu_next1(f->h, "ac");
-  assert_ok(lc_advance(f->h, "ac", 151));     /* inside [1..1000] */
+  assert_ok(lc_advance(f->h, "ac", 151)); /* inside [1..1000] */
   int64_t cur = 0;
   assert_ok(lc_current(f->h, "ac", &cur));
   assert_i64_op(cur, >=, 150);
   assert_ok(lc_close(f->h));
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_i64_op(tu_next1(f->h, "ac"), >=, 151);
-  assert_ok(lc_advance(f->h, "ac", 100000));  /* far above */
+  assert_ok(lc_advance(f->h, "ac", 100000)); /* far above */
   assert_ok(lc_close(f->h));
   assert_ok(tu_open_prefetch(f->dir, 1000, &f->h));
   assert_i64_op(tu_next1(f->h, "ac"), >=, 100000);
@@ -244,16 +250,17 @@ static void test_advance_then_close(void **state) {
 static void test_close_gap_not_given_back(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
-  assert_i64_eq(tu_next1(f->h, "gb"), 1);        /* holds 1..100 */
-  assert_ok(mcd_set(&mc, "lc:gb", "200"));    /* 101..200 went elsewhere */
+  assert_i64_eq(tu_next1(f->h, "gb"), 1);  /* holds 1..100 */
+  assert_ok(mcd_set(&mc, "lc:gb", "200")); /* 101..200 went elsewhere */
   int64_t last = 0;
   for (int i = 0; i < 59; i++) last = tu_next1(f->h, "gb");
-  assert_i64_eq(last, 60);                    /* the next fetch: 201.. */
-  for (int i = 0; i < 100 && mcd_counter_value(&mc, "gb") < 300; i++) sleep_ms(10);
+  assert_i64_eq(last, 60); /* the next fetch: 201.. */
+  for (int i = 0; i < 100 && mcd_counter_value(&mc, "gb") < 300; i++)
+    sleep_ms(10);
   assert_i64_eq(mcd_counter_value(&mc, "gb"), 300);
   assert_ok(lc_close(f->h));
   f->h = NULL;
-  assert_i64_eq(mcd_counter_value(&mc, "gb"), 200);         /* not 60 */
+  assert_i64_eq(mcd_counter_value(&mc, "gb"), 200); /* not 60 */
   assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
   assert_i64_op(tu_next1(f->h, "gb"), >, 200);
 }
@@ -291,12 +298,13 @@ static void test_parse(void **state) {
   assert_true(v == LC_PREFETCH_AUTO);
   assert_ok(lc_prefetch_parse("4096", &v));
   assert_int_equal(v, 4096);
-  const char *bad[] = {"", "-1", "1x", "auto1", "1000000001", "99999999999999999999"};
+  const char *bad[] = {"",      "-1",         "1x",
+                       "auto1", "1000000001", "99999999999999999999"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_rc(lc_prefetch_parse(bad[i], &v), LC_EINVAL);
   lc_options o;
   lc_options_init(&o);
-  assert_int_equal(o.prefetch, 0);            /* off by default */
+  assert_int_equal(o.prefetch, 0); /* off by default */
   o.db_path = "/nonexistent-never-opened";
   o.prefetch = LC_BLOCK_MAX + 1;
   lc_t *h = NULL;

@@ -35,7 +35,6 @@
 
 static const char *self_exe = "/proc/self/exe";
 
-
 /* ---- child modes (run in a fresh exec of this program) ------------------ */
 
 static int child_open(const char *dir, const char *config, lc_durability_t d,
@@ -68,14 +67,16 @@ static int child_alloc(char **argv) {
   lc_t *h = NULL;
   int rc = child_open(argv[2], argv[3], d, 5000, "child-alloc", &h);
   if (rc != 0) {
-    fprintf(stderr, "child: lc_open: %s: %s\n", lc_err_name(rc), lc_last_detail());
+    fprintf(stderr, "child: lc_open: %s: %s\n", lc_err_name(rc),
+            lc_last_detail());
     return 1;
   }
   for (long i = 0; i < 100000000L; i++) {
     int64_t v;
     rc = lc_next(h, "k", &v);
     if (rc != 0) {
-      fprintf(stderr, "child: lc_next: %s: %s\n", lc_err_name(rc), lc_last_detail());
+      fprintf(stderr, "child: lc_next: %s: %s\n", lc_err_name(rc),
+              lc_last_detail());
       return 1;
     }
     char line[32];
@@ -192,20 +193,22 @@ static void test_kill_child_at_random(void **state) {
   char *dir = tmpdir_make();
   assert_non_null(dir);
   assert_ok(mcd_flush_all(&mc));
-  unsigned seed = (unsigned)(getenv("LC_TEST_SEED") ? strtoul(getenv("LC_TEST_SEED"), NULL, 10)
-                                                    : (unsigned long)now_us());
+  unsigned seed = (unsigned)(getenv("LC_TEST_SEED")
+                                 ? strtoul(getenv("LC_TEST_SEED"), NULL, 10)
+                                 : (unsigned long)now_us());
   printf("# seed %u (LC_TEST_SEED=%u replays the delays)\n", seed, seed);
   srand(seed);
   int rounds = (int)scaled(100, 10);
   size_t all_cap = 1 << 16, all_n = 0;
   int64_t *all = malloc(all_cap * sizeof *all);
   assert_non_null(all);
-  int64_t high = 0;            /* the largest id handed out so far */
+  int64_t high = 0; /* the largest id handed out so far */
   long total_child = 0, max_skip = 0;
   for (int round = 0; round < rounds; round++) {
     int delay_us = rand() % 50001;
     int flush = round % 4 != 3;
-    lc_durability_t d = round % 5 == 4 ? LC_DURABILITY_SYNC : LC_DURABILITY_DEFAULT;
+    lc_durability_t d =
+        round % 5 == 4 ? LC_DURABILITY_SYNC : LC_DURABILITY_DEFAULT;
     const char *args[] = {"--child-alloc", dir, mcd_config(&mc),
                           lc_durability_name(d), NULL};
     int fd;
@@ -257,14 +260,15 @@ static void test_kill_child_at_random(void **state) {
     assert_ok(lc_next(h, "k", &v));
     if (v <= child_max)
       fail_msg("round %d (seed %u, delay %d us, %s, %s): after the kill the "
-               "parent got %lld, the child had reported %lld", round, seed,
-               delay_us, lc_durability_name(d), flush ? "flushed" : "not flushed",
-               (long long)v, (long long)child_max);
+               "parent got %lld, the child had reported %lld",
+               round, seed, delay_us, lc_durability_name(d),
+               flush ? "flushed" : "not flushed", (long long)v,
+               (long long)child_max);
     /* At most one unreported id and the reservation window skipped. */
     if (v > child_max + 2 * CHILD_RESERVE + 2)
       fail_msg("round %d (seed %u): skipped from %lld to %lld, more than the "
-               "window %d", round, seed, (long long)child_max, (long long)v,
-               CHILD_RESERVE);
+               "window %d",
+               round, seed, (long long)child_max, (long long)v, CHILD_RESERVE);
     if (v - child_max > max_skip) max_skip = (long)(v - child_max);
     all[all_n++] = v;
     for (int i = 0; i < 3; i++) {
@@ -277,8 +281,8 @@ static void test_kill_child_at_random(void **state) {
     assert_ok(lc_close(h));
     high = v;
   }
-  printf("# %d rounds, %ld ids from killed children, largest skip %ld\n", rounds,
-         total_child, max_skip);
+  printf("# %d rounds, %ld ids from killed children, largest skip %ld\n",
+         rounds, total_child, max_skip);
   size_t dups = count_duplicates(all, all_n);
   if (dups) fail_msg("%zu duplicate ids over all rounds (seed %u)", dups, seed);
   free(all);
@@ -323,12 +327,14 @@ static open_report run_open_child(const char *dir, int lock_wait_ms,
   int off = 0;
   assert_int_equal(sscanf(b.data, "open %d %ld %n", &r.rc, &r.ms, &off), 2);
   snprintf(r.detail, sizeof r.detail, "%s", b.data + off);
-  if (sscanf(nl + 1, "value %d %lld", &r.value_rc, &r.value) == 2) r.has_value = 1;
+  if (sscanf(nl + 1, "value %d %lld", &r.value_rc, &r.value) == 2)
+    r.has_value = 1;
   free(b.data);
   return r;
 }
 
-static int open_owner(const char *dir, const char *owner, int lock_wait_ms, lc_t **h) {
+static int open_owner(const char *dir, const char *owner, int lock_wait_ms,
+                      lc_t **h) {
   char path[TU_PATH_MAX];
   lc_options o;
   tu_options(&o, &mc, dir, path);
@@ -389,7 +395,8 @@ static void test_lock_wait(void **state) {
   /* The holder closes 300 ms after the child starts waiting up to 10 s. */
   open_report r = run_open_child(dir, 10000, &h, 300);
   if (r.rc != 0)
-    fail_msg("waiting open: %s (%s) after %ld ms", lc_err_name(r.rc), r.detail, r.ms);
+    fail_msg("waiting open: %s (%s) after %ld ms", lc_err_name(r.rc), r.detail,
+             r.ms);
   assert_true(r.has_value);
   assert_rc(r.value_rc, 0);
   assert_i64_eq(r.value, 11);
@@ -398,8 +405,8 @@ static void test_lock_wait(void **state) {
   assert_ok(open_owner(dir, "holder", 0, &h));
   r = run_open_child(dir, 300, NULL, 0);
   assert_rc(r.rc, LC_ELOCKED);
-  assert_true(r.ms >= 200);     /* it did wait */
-  assert_true(r.ms < 5000);     /* and gave up: a bound, not a threshold */
+  assert_true(r.ms >= 200); /* it did wait */
+  assert_true(r.ms < 5000); /* and gave up: a bound, not a threshold */
   assert_ok(lc_next(h, "k", &v));
   assert_i64_eq(v, 12);
   assert_ok(lc_close(h));
@@ -407,8 +414,10 @@ static void test_lock_wait(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 5 && strcmp(argv[1], "--child-alloc") == 0) return child_alloc(argv);
-  if (argc >= 5 && strcmp(argv[1], "--child-open") == 0) return child_try_open(argv);
+  if (argc >= 5 && strcmp(argv[1], "--child-alloc") == 0)
+    return child_alloc(argv);
+  if (argc >= 5 && strcmp(argv[1], "--child-open") == 0)
+    return child_try_open(argv);
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kill_child_at_random),

@@ -28,18 +28,18 @@ static int tok_eq(const lcd_proto_token *t, const char *s) {
   return t->len == strlen(s) && memcmp(t->s, s, t->len) == 0;
 }
 
-#define assert_tok(tok, want)                                              \
-  do {                                                                     \
-    if (!tok_eq(&(tok), (want)))                                           \
-      fail_msg("token '%.*s', expected '%s'", (int)(tok).len, (tok).s,     \
-               (want));                                                    \
+#define assert_tok(tok, want)                                          \
+  do {                                                                 \
+    if (!tok_eq(&(tok), (want)))                                       \
+      fail_msg("token '%.*s', expected '%s'", (int)(tok).len, (tok).s, \
+               (want));                                                \
   } while (0)
 
-#define assert_error_has(req, text)                                        \
-  do {                                                                     \
-    if (!(req).error || !strstr((req).error, (text)))                      \
+#define assert_error_has(req, text)                                           \
+  do {                                                                        \
+    if (!(req).error || !strstr((req).error, (text)))                         \
       fail_msg("error '%s' lacks '%s'", (req).error ? (req).error : "(null)", \
-               (text));                                                    \
+               (text));                                                       \
   } while (0)
 
 /* Lines that must parse as want, each with a reason and noreply. */
@@ -82,9 +82,9 @@ static void test_frame_lines(void **state) {
                    LCD_PROTO_FRAME_MORE);
   assert_int_equal(lcd_proto_frame("incr a 1\r\nget a\r\n", 17, &len),
                    LCD_PROTO_FRAME_LINE);
-  assert_int_equal(len, 10);                 /* the first line only */
+  assert_int_equal(len, 10); /* the first line only */
   assert_int_equal(lcd_proto_frame("version\nquit\n", 13, &len),
-                   LCD_PROTO_FRAME_LINE);    /* a bare "\n" ends a line */
+                   LCD_PROTO_FRAME_LINE); /* a bare "\n" ends a line */
   assert_int_equal(len, 8);
   assert_int_equal(lcd_proto_frame("\r\n", 2, &len), LCD_PROTO_FRAME_LINE);
   assert_int_equal(len, 2);
@@ -162,11 +162,18 @@ static void test_incr(void **state) {
 
 static void test_incr_bad_numbers(void **state) {
   (void)state;
-  const char *bad[] = {
-    "incr a 0", "incr a -1", "incr a +1", "incr a 1x", "incr a x",
-    "incr a 1.5", "incr a 0x10", "incr a 1000000001",
-    "incr a 18446744073709551615", "incr a 18446744073709551616",
-    "incr a 99999999999999999999999", "incr a \t1"};
+  const char *bad[] = {"incr a 0",
+                       "incr a -1",
+                       "incr a +1",
+                       "incr a 1x",
+                       "incr a x",
+                       "incr a 1.5",
+                       "incr a 0x10",
+                       "incr a 1000000001",
+                       "incr a 18446744073709551615",
+                       "incr a 18446744073709551616",
+                       "incr a 99999999999999999999999",
+                       "incr a \t1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lcd_proto_req r;
     if (parse(bad[i], &r) != LCD_PROTO_BAD)
@@ -298,8 +305,9 @@ static void test_small_commands(void **state) {
 static void test_unknown(void **state) {
   (void)state;
   lcd_proto_req r;
-  const char *lines[] = {"", "\r\n", "   \r\n", "hello\r\n", "shutdown\r\n",
-                         "getx a\r\n", "\x01\x02\r\n", "GET a\r\n"};
+  const char *lines[] = {
+      "",           "\r\n",         "   \r\n",  "hello\r\n", "shutdown\r\n",
+      "getx a\r\n", "\x01\x02\r\n", "GET a\r\n"};
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
     if (parse(lines[i], &r) != LCD_PROTO_UNKNOWN)
       fail_msg("'%s' is not UNKNOWN", lines[i]);
@@ -310,23 +318,22 @@ static void test_unknown(void **state) {
 static void test_refused_without_data(void **state) {
   (void)state;
   const err_case cases[] = {
-    {"decr a 1\r\n", "not supported on serial counters", 0},
-    {"decr a 1 noreply\r\n", "only move forward", 1},
-    {"decr tallyx 1\r\n", "decr works on tally:<name>", 0},
-    {"decr a\r\n", "serial counters", 0},
-    {"delete a\r\n", "never deleted", 0},
-    {"delete a noreply\r\n", "never deleted", 1},
-    {"flush_all\r\n", "never deleted", 0},
-    {"flush_all 0 noreply\r\n", "never deleted", 1},
-    {"touch a 10\r\n", "never expire", 0},
-    {"gat 10 a\r\n", "never expire", 0},
-    {"gats 10 a b\r\n", "never expire", 0},
-    {"mg a v\r\n", "meta commands", 0},
-    {"ma a\r\n", "meta commands", 0},
-    {"mn\r\n", "meta commands", 0},
+      {"decr a 1\r\n", "not supported on serial counters", 0},
+      {"decr a 1 noreply\r\n", "only move forward", 1},
+      {"decr tallyx 1\r\n", "decr works on tally:<name>", 0},
+      {"decr a\r\n", "serial counters", 0},
+      {"delete a\r\n", "never deleted", 0},
+      {"delete a noreply\r\n", "never deleted", 1},
+      {"flush_all\r\n", "never deleted", 0},
+      {"flush_all 0 noreply\r\n", "never deleted", 1},
+      {"touch a 10\r\n", "never expire", 0},
+      {"gat 10 a\r\n", "never expire", 0},
+      {"gats 10 a b\r\n", "never expire", 0},
+      {"mg a v\r\n", "meta commands", 0},
+      {"ma a\r\n", "meta commands", 0},
+      {"mn\r\n", "meta commands", 0},
   };
-  check_error_cases(cases, sizeof cases / sizeof cases[0],
-                    LCD_PROTO_REFUSED);
+  check_error_cases(cases, sizeof cases / sizeof cases[0], LCD_PROTO_REFUSED);
 }
 
 static void test_refused_storage(void **state) {
@@ -337,7 +344,7 @@ static void test_refused_storage(void **state) {
     char line[64];
     snprintf(line, sizeof line, "%s a 0 0 5\r\n", verbs[i]);
     assert_int_equal(parse(line, &r), LCD_PROTO_REFUSED);
-    assert_int_equal(r.data_len, 7);          /* 5 bytes and "\r\n" */
+    assert_int_equal(r.data_len, 7); /* 5 bytes and "\r\n" */
     assert_int_equal(r.noreply, 0);
     assert_error_has(r, "only by incr");
     snprintf(line, sizeof line, "%s a 0 0 0 noreply\r\n", verbs[i]);
@@ -385,7 +392,7 @@ static void test_numbers(void **state) {
   assert_int_equal(lcd_proto_number("18446744073709551616", 20, &v), -1);
   assert_int_equal(lcd_proto_number("00000000000000000000001", 23, &v), -1);
   assert_int_equal(lcd_proto_number("", 0, &v), -1);
-  assert_int_equal(lcd_proto_number("12", 1, &v), 0);   /* only len bytes */
+  assert_int_equal(lcd_proto_number("12", 1, &v), 0); /* only len bytes */
   assert_int_equal(v, 1);
   assert_int_equal(lcd_proto_number(" 1", 2, &v), -1);
   assert_int_equal(lcd_proto_number("1 ", 2, &v), -1);
@@ -424,8 +431,8 @@ static void test_tally_incr_decr(void **state) {
   assert_int_equal(parse("incr tally:a:b:c 1\r\n", &r), LCD_PROTO_TALLY);
   assert_tok(r.tally, "a:b:c");
   char longest[LC_NAME_MAX + 40];
-  assert_int_equal(parse(tally_line(longest, sizeof longest, LC_NAME_MAX),
-                         &r), LCD_PROTO_TALLY);
+  assert_int_equal(parse(tally_line(longest, sizeof longest, LC_NAME_MAX), &r),
+                   LCD_PROTO_TALLY);
   assert_int_equal(r.tally.len, LC_NAME_MAX);
 }
 
@@ -433,28 +440,28 @@ static void test_tally_bad(void **state) {
   (void)state;
   lcd_proto_req r;
   const err_case cases[] = {
-    {"incr tally:v 0\r\n", "a tally takes 1..", 0},
-    {"decr tally:v 0\r\n", "a tally takes 1..", 0},
-    {"incr tally:v -1\r\n", "a tally takes 1..", 0},
-    {"decr tally:v -1\r\n", "a tally takes 1..", 0},
-    {"incr tally:v +1\r\n", "a tally takes 1..", 0},
-    {"incr tally:v x\r\n", "invalid numeric delta", 0},
-    {"incr tally:v 1.5\r\n", "invalid numeric delta", 0},
-    {"incr tally:v 9223372036854775808\r\n", "a tally takes 1..", 0},
-    {"decr tally:v 9223372036854775808\r\n", "a tally takes 1..", 0},
-    {"incr tally:v 18446744073709551616\r\n", "a tally takes 1..", 0},
-    {"incr tally:v x noreply\r\n", "invalid numeric delta", 1},
-    {"incr tally: 1\r\n", "invalid tally name", 0},
-    {"decr tally: 1 noreply\r\n", "invalid tally name", 1},
-    {"incr tally:\x01 1\r\n", "invalid tally name", 0},
-    {"incr tally:v\r\n", "usage: incr tally:<name>", 0},
-    {"decr tally:v\r\n", "usage: decr tally:<name>", 0},
-    {"decr tally:v 1 2\r\n", "usage: decr tally:<name>", 0},
-    {"get tally:\r\n", "invalid tally name", 0},
-    {"get a tally: b\r\n", "invalid tally name", 0},
-    {"stats tally\r\n", "unknown stats group", 0},
-    {"stats tally tally:\r\n", "invalid tally name", 0},
-    {"stats tally a b\r\n", "unknown stats group", 0},
+      {"incr tally:v 0\r\n", "a tally takes 1..", 0},
+      {"decr tally:v 0\r\n", "a tally takes 1..", 0},
+      {"incr tally:v -1\r\n", "a tally takes 1..", 0},
+      {"decr tally:v -1\r\n", "a tally takes 1..", 0},
+      {"incr tally:v +1\r\n", "a tally takes 1..", 0},
+      {"incr tally:v x\r\n", "invalid numeric delta", 0},
+      {"incr tally:v 1.5\r\n", "invalid numeric delta", 0},
+      {"incr tally:v 9223372036854775808\r\n", "a tally takes 1..", 0},
+      {"decr tally:v 9223372036854775808\r\n", "a tally takes 1..", 0},
+      {"incr tally:v 18446744073709551616\r\n", "a tally takes 1..", 0},
+      {"incr tally:v x noreply\r\n", "invalid numeric delta", 1},
+      {"incr tally: 1\r\n", "invalid tally name", 0},
+      {"decr tally: 1 noreply\r\n", "invalid tally name", 1},
+      {"incr tally:\x01 1\r\n", "invalid tally name", 0},
+      {"incr tally:v\r\n", "usage: incr tally:<name>", 0},
+      {"decr tally:v\r\n", "usage: decr tally:<name>", 0},
+      {"decr tally:v 1 2\r\n", "usage: decr tally:<name>", 0},
+      {"get tally:\r\n", "invalid tally name", 0},
+      {"get a tally: b\r\n", "invalid tally name", 0},
+      {"stats tally\r\n", "unknown stats group", 0},
+      {"stats tally tally:\r\n", "invalid tally name", 0},
+      {"stats tally a b\r\n", "unknown stats group", 0},
   };
   check_error_cases(cases, sizeof cases / sizeof cases[0], LCD_PROTO_BAD);
   /* A name longer than LC_NAME_MAX after the prefix. */
@@ -470,19 +477,27 @@ static void test_tally_namespace(void **state) {
   (void)state;
   lcd_proto_req r;
   lcd_proto_token name;
-  const struct { const char *key; int tally; const char *rest; } keys[] = {
-    {"tally:v", 1, "v"}, {"tally:", 1, ""}, {"tally:tally:v", 1, "tally:v"},
-    {"tally", 0, NULL}, {"Tally:v", 0, NULL}, {"tallyv", 0, NULL},
-    {"xtally:v", 0, NULL}, {"tally;v", 0, NULL}, {"t", 0, NULL},
+  const struct {
+    const char *key;
+    int tally;
+    const char *rest;
+  } keys[] = {
+      {"tally:v", 1, "v"},
+      {"tally:", 1, ""},
+      {"tally:tally:v", 1, "tally:v"},
+      {"tally", 0, NULL},
+      {"Tally:v", 0, NULL},
+      {"tallyv", 0, NULL},
+      {"xtally:v", 0, NULL},
+      {"tally;v", 0, NULL},
+      {"t", 0, NULL},
   };
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     lcd_proto_token t = {keys[i].key, strlen(keys[i].key)};
     int got = lcd_proto_tally_name(&t, &name);
     if (got != keys[i].tally)
-      fail_msg("'%s': tally %d, expected %d", keys[i].key, got,
-               keys[i].tally);
-    if (got)
-      assert_tok(name, keys[i].rest);
+      fail_msg("'%s': tally %d, expected %d", keys[i].key, got, keys[i].tally);
+    if (got) assert_tok(name, keys[i].rest);
   }
   assert_int_equal(parse("incr Tally:v 1\r\n", &r), LCD_PROTO_INCR);
   assert_int_equal(parse("incr tallyv 1\r\n", &r), LCD_PROTO_INCR);
@@ -501,8 +516,7 @@ static void test_tally_namespace(void **state) {
   assert_int_equal(r.stats_settings, 0);
   assert_tok(r.tally, "views");
   assert_int_equal(r.nkeys, 1);
-  assert_int_equal(parse("stats tally tally:views\r\n", &r),
-                   LCD_PROTO_STATS);
+  assert_int_equal(parse("stats tally tally:views\r\n", &r), LCD_PROTO_STATS);
   assert_tok(r.tally, "views");
   assert_int_equal(parse("stats\r\n", &r), LCD_PROTO_STATS);
   assert_int_equal(r.stats_tally, 0);
@@ -512,20 +526,20 @@ static void test_tally_namespace(void **state) {
  * without crashing and give a known kind (sanitizers watch the reads). */
 static void test_prefixes_and_noise(void **state) {
   (void)state;
-  const char *lines[] = {"incr orders 10 noreply\r\n", "gets a b c\r\n",
-                         "set k 1 2 3 noreply\r\n", "cas k 1 2 3 4\r\n",
-                         "stats settings\r\n", "verbosity 1 noreply\r\n",
-                         "ms k 12 T0 F1\r\n", "decr tally:v 9 noreply\r\n",
-                         "stats tally v\r\n"};
+  const char *lines[] = {
+      "incr orders 10 noreply\r\n", "gets a b c\r\n",
+      "set k 1 2 3 noreply\r\n",    "cas k 1 2 3 4\r\n",
+      "stats settings\r\n",         "verbosity 1 noreply\r\n",
+      "ms k 12 T0 F1\r\n",          "decr tally:v 9 noreply\r\n",
+      "stats tally v\r\n"};
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
     size_t n = strlen(lines[i]);
     for (size_t k = 0; k <= n; k++) {
-      char *copy = malloc(k ? k : 1);          /* exact size: ASan checks */
+      char *copy = malloc(k ? k : 1); /* exact size: ASan checks */
       assert_non_null(copy);
       memcpy(copy, lines[i], k);
       for (int flip = -1; flip < (int)k; flip++) {
-        if (flip >= 0)
-          copy[flip] ^= (char)0x5a;
+        if (flip >= 0) copy[flip] ^= (char)0x5a;
         lcd_proto_req r;
         size_t len;
         lcd_proto_cmd cmd = lcd_proto_parse(copy, k, &r);
@@ -533,8 +547,7 @@ static void test_prefixes_and_noise(void **state) {
         if (cmd == LCD_PROTO_BAD || cmd == LCD_PROTO_REFUSED)
           assert_non_null(r.error);
         (void)lcd_proto_frame(copy, k, &len);
-        if (flip >= 0)
-          copy[flip] ^= (char)0x5a;
+        if (flip >= 0) copy[flip] ^= (char)0x5a;
       }
       free(copy);
     }
@@ -543,24 +556,24 @@ static void test_prefixes_and_noise(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_frame_lines),
-    cmocka_unit_test(test_frame_binary),
-    cmocka_unit_test(test_frame_long_lines),
-    cmocka_unit_test(test_incr),
-    cmocka_unit_test(test_incr_bad_numbers),
-    cmocka_unit_test(test_incr_bad_shape),
-    cmocka_unit_test(test_names),
-    cmocka_unit_test(test_get),
-    cmocka_unit_test(test_get_key_limit),
-    cmocka_unit_test(test_small_commands),
-    cmocka_unit_test(test_unknown),
-    cmocka_unit_test(test_refused_without_data),
-    cmocka_unit_test(test_refused_storage),
-    cmocka_unit_test(test_numbers),
-    cmocka_unit_test(test_tally_incr_decr),
-    cmocka_unit_test(test_tally_bad),
-    cmocka_unit_test(test_tally_namespace),
-    cmocka_unit_test(test_prefixes_and_noise),
+      cmocka_unit_test(test_frame_lines),
+      cmocka_unit_test(test_frame_binary),
+      cmocka_unit_test(test_frame_long_lines),
+      cmocka_unit_test(test_incr),
+      cmocka_unit_test(test_incr_bad_numbers),
+      cmocka_unit_test(test_incr_bad_shape),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_get),
+      cmocka_unit_test(test_get_key_limit),
+      cmocka_unit_test(test_small_commands),
+      cmocka_unit_test(test_unknown),
+      cmocka_unit_test(test_refused_without_data),
+      cmocka_unit_test(test_refused_storage),
+      cmocka_unit_test(test_numbers),
+      cmocka_unit_test(test_tally_incr_decr),
+      cmocka_unit_test(test_tally_bad),
+      cmocka_unit_test(test_tally_namespace),
+      cmocka_unit_test(test_prefixes_and_noise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

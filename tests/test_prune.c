@@ -28,10 +28,6 @@
 #include "format.h"
 #include "mcd.h"
 
-
-
-
-
 static int64_t fill(lc_t *h, const char *name, long n) {
   int64_t v = 0;
   for (long i = 0; i < n; i++) assert_ok(lc_next(h, name, &v));
@@ -49,7 +45,9 @@ static long check_records(lc_t *h, const char *name, int64_t want_first,
                           int64_t want_last) {
   lc_record *r;
   long n = tu_records(h, name, &r);
-  if (n < 0) fail_msg("iterating %s: %s (%s)", name, lc_err_name((int)n), lc_last_detail());
+  if (n < 0)
+    fail_msg("iterating %s: %s (%s)", name, lc_err_name((int)n),
+             lc_last_detail());
   for (long i = 0; i < n; i++) {
     assert_int_equal(r[i].count, (uint64_t)(r[i].last - r[i].first + 1));
     if (i) assert_i64_op(r[i].first, >, r[i - 1].last);
@@ -97,10 +95,10 @@ static void test_prune_below(void **state) {
   /* Blocks: a record is deleted only when its last value is below. */
   int64_t first;
   for (int i = 0; i < 10; i++) assert_ok(lc_next_n(f->h, "bb", 10, &first));
-  r = prune(f->h, "bb", (lc_prune_opts){.below = 15});   /* [11,20] stays */
+  r = prune(f->h, "bb", (lc_prune_opts){.below = 15}); /* [11,20] stays */
   assert_int_equal(r.deleted, 1);
   assert_int_equal(check_records(f->h, "bb", 11, 100), 9);
-  r = prune(f->h, "bb", (lc_prune_opts){.below = 41});   /* up to [31,40] */
+  r = prune(f->h, "bb", (lc_prune_opts){.below = 41}); /* up to [31,40] */
   assert_int_equal(r.deleted, 3);
   assert_int_equal(check_records(f->h, "bb", 41, 100), 6);
   assert_ok(mcd_flush_all(&mc));
@@ -130,15 +128,16 @@ static void test_prune_combined(void **state) {
   fx_t *f = *state;
   int64_t last = fill(f->h, "c", 100);
   /* Deletes up to the first record that any criterion keeps. */
-  lc_prune_result r = prune(f->h, "c", (lc_prune_opts){.keep = 90, .below = 50});
-  assert_int_equal(r.deleted, 10);                   /* keep stops at 11 */
+  lc_prune_result r =
+      prune(f->h, "c", (lc_prune_opts){.keep = 90, .below = 50});
+  assert_int_equal(r.deleted, 10); /* keep stops at 11 */
   r = prune(f->h, "c", (lc_prune_opts){.keep = 10, .below = 50});
-  assert_int_equal(r.deleted, 39);                   /* below stops at 50 */
+  assert_int_equal(r.deleted, 39); /* below stops at 50 */
   r = prune(f->h, "c", (lc_prune_opts){.keep = 10, .below = 95});
-  assert_int_equal(r.deleted, 41);                   /* keep stops at 91 */
+  assert_int_equal(r.deleted, 41); /* keep stops at 91 */
   assert_int_equal(r.kept, 10);
   r = prune(f->h, "c", (lc_prune_opts){.below = 95, .older_than_us = 1});
-  assert_int_equal(r.deleted, 0);                    /* nothing that old */
+  assert_int_equal(r.deleted, 0); /* nothing that old */
   assert_int_equal(check_records(f->h, "c", 91, 100), 10);
   assert_ok(mcd_flush_all(&mc));
   assert_i64_eq(tu_next1(f->h, "c"), last + 1);
@@ -154,11 +153,13 @@ static void test_prune_never_newest(void **state) {
   assert_int_equal(r.kept, 1);
   assert_int_equal(check_records(f->h, "n", last, last), 1);
   assert_i64_eq(reservation(f->h, "n"), res);
-  r = prune(f->h, "n", (lc_prune_opts){.older_than_us = now_us() + 3600000000LL});
+  r = prune(f->h, "n",
+            (lc_prune_opts){.older_than_us = now_us() + 3600000000LL});
   assert_int_equal(r.deleted, 0);
   assert_int_equal(r.kept, 1);
-  r = prune(f->h, "n", (lc_prune_opts){.keep = 1, .below = INT64_MAX,
-                                       .older_than_us = INT64_MAX});
+  r = prune(f->h, "n",
+            (lc_prune_opts){
+                .keep = 1, .below = INT64_MAX, .older_than_us = INT64_MAX});
   assert_int_equal(r.deleted, 0);
   assert_int_equal(r.kept, 1);
   assert_i64_eq(reservation(f->h, "n"), res);
@@ -236,8 +237,8 @@ static void test_prune_while_allocating(void **state) {
     for (int i = 0; i < T; i++)
       if (!atomic_load(&a[i].done)) running = 1;
     if (!running && prunes > 0) break;
-    lc_prune_result r = prune(f->h, "pc",
-                              (lc_prune_opts){.keep = 1 + (uint64_t)(prunes % 3)});
+    lc_prune_result r =
+        prune(f->h, "pc", (lc_prune_opts){.keep = 1 + (uint64_t)(prunes % 3)});
     deleted += r.deleted;
     prunes++;
     sleep_ms(2);
@@ -255,7 +256,7 @@ static void test_prune_while_allocating(void **state) {
          (unsigned long long)deleted);
   assert_int_equal(count_duplicates(all, (size_t)(T * per)), 0);
   int64_t max = all[T * per - 1];
-  check_records(f->h, "pc", 0, max);      /* the newest record is there */
+  check_records(f->h, "pc", 0, max); /* the newest record is there */
   assert_i64_op(reservation(f->h, "pc"), >=, max);
   assert_ok(mcd_flush_all(&mc));
   assert_i64_eq(tu_next1(f->h, "pc"), max + 1);
@@ -272,7 +273,8 @@ typedef struct progress_log {
 
 static void on_progress(void *arg, uint64_t scanned, uint64_t deleted) {
   progress_log *p = arg;
-  if (scanned < p->last_scanned || deleted < p->last_deleted || deleted > scanned)
+  if (scanned < p->last_scanned || deleted < p->last_deleted ||
+      deleted > scanned)
     p->went_back = 1;
   p->last_scanned = scanned;
   p->last_deleted = deleted;
@@ -325,19 +327,22 @@ static void test_prune_million(void **state) {
   int64_t res = reservation(f->h, "m");
   assert_i64_op(res, >=, last);
   progress_log pl = {0};
-  lc_prune_opts o = {.keep = keep, .progress = on_progress, .progress_arg = &pl};
+  lc_prune_opts o = {
+      .keep = keep, .progress = on_progress, .progress_arg = &pl};
   lc_prune_result r = {0};
   assert_ok(lc_prune(f->h, "m", &o, &r));
   int64_t t2 = mono_us();
-  printf("# %ld records made in %.1f s, pruned in %.1f s (%ld progress calls)\n",
-         n, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6, pl.calls);
+  printf(
+      "# %ld records made in %.1f s, pruned in %.1f s (%ld progress calls)\n",
+      n, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6, pl.calls);
   assert_int_equal(r.deleted, (uint64_t)n - keep);
   assert_int_equal(r.kept, keep);
   assert_true(pl.calls >= 1);
   assert_false(pl.went_back);
   assert_int_equal(pl.last_deleted, r.deleted);
   /* verify: what is left is in order, decodable, ends with the newest. */
-  assert_int_equal(check_records(f->h, "m", last - (int64_t)keep + 1, last), (long)keep);
+  assert_int_equal(check_records(f->h, "m", last - (int64_t)keep + 1, last),
+                   (long)keep);
   assert_i64_eq(reservation(f->h, "m"), res);
   /* The restore's reverse seek still finds the newest record. */
   assert_ok(mcd_flush_all(&mc));

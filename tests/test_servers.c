@@ -43,7 +43,7 @@ typedef struct worker {
   atomic_int *stop;
   got *g;
   size_t n, cap;
-  atomic_long errors;       /* read by the main thread while it runs */
+  atomic_long errors; /* read by the main thread while it runs */
   int last_err;
   char detail[256];
 } worker;
@@ -63,7 +63,7 @@ static void *run(void *arg) {
       sleep_ms(1);
       continue;
     }
-    if (w->n == w->cap) {       /* no cmocka asserts in threads */
+    if (w->n == w->cap) { /* no cmocka asserts in threads */
       got *g = realloc(w->g, (w->cap ? 2 * w->cap : 4096) * sizeof *g);
       if (g == NULL) {
         w->errors++;
@@ -106,8 +106,8 @@ static size_t duplicates(worker *w, size_t *total) {
 
 static lc_t *open_spread(const char *dir, const char *extra) {
   char config[256], path[TU_PATH_MAX];
-  snprintf(config, sizeof config, "%s %s %s%s", srv[0].config,
-           srv[1].config, srv[2].config, extra);
+  snprintf(config, sizeof config, "%s %s %s%s", srv[0].config, srv[1].config,
+           srv[2].config, extra);
   lc_options o;
   tu_options(&o, &srv[0], dir, path);
   o.memcached = config;
@@ -169,8 +169,8 @@ typedef struct outage {
   lc_t *h;
   atomic_int stop;
   worker w[THREADS];
-  long errors;              /* after run_end: calls that failed */
-  size_t total, dup;        /* ids handed out, and handed out twice */
+  long errors;       /* after run_end: calls that failed */
+  size_t total, dup; /* ids handed out, and handed out twice */
   lc_stats st;
 } outage;
 
@@ -208,7 +208,7 @@ static void test_server_killed_no_ejection(void **state) {
   sleep_ms(500);
   long during = 0;
   for (int i = 0; i < THREADS; i++) during += atomic_load(&w[i].errors);
-  assert_int_equal(mcd_restart(&srv[1]), 0);       /* back, empty */
+  assert_int_equal(mcd_restart(&srv[1]), 0); /* back, empty */
   sleep_ms(1500);
   run_end(&r);
   int code = 0;
@@ -216,11 +216,12 @@ static void test_server_killed_no_ejection(void **state) {
   for (int i = 0; i < THREADS; i++)
     if (atomic_load(&w[i].errors)) code = w[i].last_err, detail = w[i].detail;
   printf("# %zu ids, %ld errors (%ld while the server was down, last %s: "
-         "%s), %llu restores\n", r.total, r.errors, during,
-         lc_err_name(code), detail, (unsigned long long)r.st.restores);
-  assert_true(during > 0);                /* its counters failed ... */
-  assert_true(code == LC_EMEMCACHED || code == LC_ETIMEDOUT);  /* clearly */
-  assert_true(r.st.restores > 0);         /* ... and were restored */
+         "%s), %llu restores\n",
+         r.total, r.errors, during, lc_err_name(code), detail,
+         (unsigned long long)r.st.restores);
+  assert_true(during > 0); /* its counters failed ... */
+  assert_true(code == LC_EMEMCACHED || code == LC_ETIMEDOUT); /* clearly */
+  assert_true(r.st.restores > 0); /* ... and were restored */
   assert_int_equal(r.dup, 0);
   run_free(&r);
 }
@@ -230,15 +231,16 @@ static void test_server_frozen_with_ejection(void **state) {
   static outage r;
   run_begin(&r, " --REMOVE-FAILED-SERVERS=1");
   worker *w = r.w;
-  assert_int_equal(mcd_freeze(&srv[1]), 0);       /* keeps its values */
+  assert_int_equal(mcd_freeze(&srv[1]), 0); /* keeps its values */
   sleep_ms(1500);
   assert_int_equal(mcd_thaw(&srv[1]), 0);
   sleep_ms(1000);
   run_end(&r);
   printf("# %zu ids, %ld errors, %llu restores, %llu backwards answers "
-         "caught\n", r.total, r.errors, (unsigned long long)r.st.restores,
+         "caught\n",
+         r.total, r.errors, (unsigned long long)r.st.restores,
          (unsigned long long)r.st.backwards);
-  assert_true(r.st.restores > 0);         /* at least the first uses */
+  assert_true(r.st.restores > 0); /* at least the first uses */
   assert_int_equal(r.dup, 0);
   /* After the thaw, a new handle (a restart) has every server in its
    * ring again: each next value must still be above all handed out. */
@@ -255,7 +257,8 @@ static void test_server_frozen_with_ejection(void **state) {
   }
   assert_ok(lc_get_stats(r.h, &r.st));
   printf("# reopened: every counter above all handed out (%llu stale "
-         "answers caught)\n", (unsigned long long)r.st.backwards);
+         "answers caught)\n",
+         (unsigned long long)r.st.backwards);
   run_free(&r);
 }
 

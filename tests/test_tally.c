@@ -27,9 +27,6 @@
 #include "format.h"
 #include "mcd.h"
 
-
-
-
 static void reopen(fx_t *f) {
   lc_close(f->h);
   f->h = NULL;
@@ -95,13 +92,13 @@ static void test_add_get_flush(void **state) {
   assert_i64_eq(pend, 0);
   assert_i64_eq(losses, 0);
   assert_ok(lc_tally_add(f->h, "views", -10));
-  reopen(f);  /* pending survives in memcached; a sweep finds it */
+  reopen(f); /* pending survives in memcached; a sweep finds it */
   assert_i64_eq(total_of(f->h, "views", &pend, NULL), 3);
   assert_i64_eq(pend, -10);
   assert_i64_eq(flush_all(f->h), 1);
   assert_i64_eq(total_of(f->h, "views", &pend, NULL), -7);
   assert_i64_eq(pend, 0);
-  assert_i64_eq(flush_all(f->h), 0);  /* nothing left: no write */
+  assert_i64_eq(flush_all(f->h), 0); /* nothing left: no write */
   lc_stats s;
   assert_ok(lc_get_stats(f->h, &s));
   assert_i64_eq(s.tally_flushes, 1);
@@ -220,7 +217,7 @@ static void test_sync_and_remote(void **state) {
   assert_ok(lc_tally_add(f->h, "s", 3));
   assert_i64_eq(flush_all(f->h), 1);
   assert_ok(lc_get_stats(f->h, &b));
-  assert_i64_eq(b.log_syncs - a.log_syncs, 2);  /* first record, flush */
+  assert_i64_eq(b.log_syncs - a.log_syncs, 2); /* first record, flush */
   assert_i64_eq(b.log_writes - a.log_writes, 2);
   assert_i64_eq(total_of(f->h, "s", NULL, NULL), 5);
   /* a remote handle has no log: every tally call says so */
@@ -252,7 +249,9 @@ typedef struct adder {
   int errors;
 } adder;
 
-static void tname(char *buf, int i) { snprintf(buf, 32, "hits.%d", i); }
+static void tname(char *buf, int i) {
+  snprintf(buf, 32, "hits.%d", i);
+}
 
 static void *adder_main(void *p) {
   adder *a = p;
@@ -320,9 +319,11 @@ static void test_threads_exact(void **state) {
   flush_all(f->h);
   lc_stats s;
   assert_ok(lc_get_stats(f->h, &s));
-  fprintf(stderr, "  %ld changes, flusher rounds %ld + %ld, %llu flush "
-          "writes, %llu windows\n", per * NTHREADS, fl[0].rounds,
-          fl[1].rounds, (unsigned long long)s.tally_flushes,
+  fprintf(stderr,
+          "  %ld changes, flusher rounds %ld + %ld, %llu flush "
+          "writes, %llu windows\n",
+          per * NTHREADS, fl[0].rounds, fl[1].rounds,
+          (unsigned long long)s.tally_flushes,
           (unsigned long long)s.tally_schedules);
   for (int i = 0; i < NTHREADS; i++) assert_int_equal(a[i].errors, 0);
   assert_int_equal(fl[0].errors + fl[1].errors, 0);
@@ -344,10 +345,10 @@ static void test_threads_exact(void **state) {
 
 /* ---- a process that adds and flushes, SIGKILLed ---------------------- */
 
-#define KT 4          /* tallies */
-#define KTHREADS 2    /* adder threads in the child */
+#define KT 4       /* tallies */
+#define KTHREADS 2 /* adder threads in the child */
 typedef struct msg {
-  int32_t kind;       /* 1: about to add, 2: acknowledged */
+  int32_t kind; /* 1: about to add, 2: acknowledged */
   int32_t thread, tally;
   int64_t delta;
 } msg;
@@ -357,7 +358,9 @@ typedef struct kid {
   int fd, index;
 } kid;
 
-static void kname(char *buf, int i) { snprintf(buf, 32, "k%d", i); }
+static void kname(char *buf, int i) {
+  snprintf(buf, 32, "k%d", i);
+}
 
 static void *kid_adder(void *p) {
   kid *k = p;
@@ -381,8 +384,9 @@ static void *kid_flusher(void *p) {
   kid *k = p;
   for (unsigned i = 0;; i++) {
     uint64_t n;
-    lc_tally_flush(k->h, 0, (i % 5 == 4) ? LC_TALLY_SWEEP | LC_TALLY_FORCE
-                                         : LC_TALLY_FORCE, &n);
+    lc_tally_flush(
+        k->h, 0,
+        (i % 5 == 4) ? LC_TALLY_SWEEP | LC_TALLY_FORCE : LC_TALLY_FORCE, &n);
   }
   return NULL;
 }
@@ -414,7 +418,7 @@ static int subset_sum(const int64_t *v, int n, int64_t want) {
 
 static void test_sigkill_flusher(void **state) {
   fx_t *f = *state;
-  lc_close(f->h);  /* the children own the log */
+  lc_close(f->h); /* the children own the log */
   f->h = NULL;
   int64_t acked[KT] = {0};
   int64_t open_d[KT][64];
@@ -495,8 +499,8 @@ static void test_sigkill_flusher(void **state) {
     /* exactly the acknowledged changes plus some of the attempts whose
      * answer died with the child (each either counted or not) */
     if (nopen[t] > 20 || !subset_sum(open_d[t], nopen[t], got - acked[t]))
-      fail_msg("tally %s: total %lld, acknowledged %lld, %d unresolved",
-               name, (long long)got, (long long)acked[t], nopen[t]);
+      fail_msg("tally %s: total %lld, acknowledged %lld, %d unresolved", name,
+               (long long)got, (long long)acked[t], nopen[t]);
   }
   fprintf(stderr, "  %d kills, %ld acknowledged changes, %d unresolved\n",
           rounds, acks, unresolved);
@@ -518,7 +522,7 @@ static void test_memcached_loss(void **state) {
   assert_ok(mcd_flush_all(&mc));
   assert_ok(lc_tally_add(f->h, "a", 3));
   flush_all(f->h);
-  assert_i64_eq(total_of(f->h, "a", &pend, &losses), 13);  /* true: 20 */
+  assert_i64_eq(total_of(f->h, "a", &pend, &losses), 13); /* true: 20 */
   assert_i64_eq(pend, 0);
   assert_i64_eq(losses, 1);
   /* later changes count exactly */
@@ -531,7 +535,7 @@ static void test_memcached_loss(void **state) {
   assert_ok(lc_tally_add(f->h, "a", -1));
   assert_ok(mcd_restart(&mc));
   flush_all(f->h);
-  assert_i64_eq(total_of(f->h, "a", &pend, &losses), 8);  /* true: 11 */
+  assert_i64_eq(total_of(f->h, "a", &pend, &losses), 8); /* true: 11 */
   assert_i64_eq(losses, 2);
   assert_ok(add_retry(f->h, "a", 2));
   flush_all(f->h);
@@ -555,7 +559,7 @@ static void test_memcached_loss(void **state) {
   assert_ok(lc_get_stats(f->h, &s));
   assert_i64_eq(s.tally_losses, 3);
   assert_true(s.tally_seeds >= 3);
-  reopen(f);  /* the loss count is in the log */
+  reopen(f); /* the loss count is in the log */
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 12);
   assert_i64_eq(losses, 3);
   /* a change left pending by a closed handle, lost before the next one
@@ -592,8 +596,8 @@ static void test_one_write_per_window(void **state) {
   assert_ok(lc_tally_set_window(f->h, 1));
   const char *names[3] = {"w1", "w2", "w3"};
   for (int i = 0; i < 3; i++) assert_ok(lc_tally_add(f->h, names[i], 1));
-  flush_all(f->h);  /* records exist now */
-  sleep_ms(2500);   /* and their first windows' markers expired */
+  flush_all(f->h); /* records exist now */
+  sleep_ms(2500);  /* and their first windows' markers expired */
   for (int round = 0; round < 2; round++) {
     lc_stats a, b;
     assert_ok(lc_get_stats(f->h, &a));
@@ -601,7 +605,7 @@ static void test_one_write_per_window(void **state) {
     for (long i = 0; i < n; i++)
       assert_ok(lc_tally_add(f->h, names[i % 3], (i & 1) ? 2 : -1));
     uint64_t w = 9;
-    assert_ok(lc_tally_flush(f->h, 0, 0, &w));  /* not due yet */
+    assert_ok(lc_tally_flush(f->h, 0, 0, &w)); /* not due yet */
     assert_i64_eq(w, 0);
     /* due 1 + 1.25 s after the first change; then 0.3 s more, in which
      * nothing else may be written */
@@ -698,10 +702,11 @@ static void check_query(lc_t *h, const char *prefix, int has_min, int64_t min,
   assert_ok(lc_tally_list(h, &o, &count));
   if (c.n != to - from || (int)count != c.n)
     fail_msg("prefix %s min %d:%lld max %d:%lld order %d offset %llu limit "
-             "%llu: got %d (count %llu), want %d", prefix ? prefix : "-",
-             has_min, (long long)min, has_max, (long long)max, (int)order,
-             (unsigned long long)offset, (unsigned long long)limit, c.n,
-             (unsigned long long)count, to - from);
+             "%llu: got %d (count %llu), want %d",
+             prefix ? prefix : "-", has_min, (long long)min, has_max,
+             (long long)max, (int)order, (unsigned long long)offset,
+             (unsigned long long)limit, c.n, (unsigned long long)count,
+             to - from);
   for (int i = 0; i < c.n; i++) {
     assert_string_equal(c.got[i].name, want[from + i].name);
     assert_i64_eq(c.got[i].total, want[from + i].total);
@@ -718,7 +723,7 @@ static void test_list_brute_force(void **state) {
     items[i].total = r == 0   ? 0
                      : r == 1 ? INT64_MAX - i
                      : r == 2 ? INT64_MIN + i
-                              : (int64_t)(rand_r(&seed) % 41) - 20;  /* ties */
+                              : (int64_t)(rand_r(&seed) % 41) - 20; /* ties */
     if (items[i].total == 0) {
       /* a tally changed to 0 still has a record */
       assert_ok(lc_tally_add(f->h, items[i].name, 5));
@@ -748,8 +753,8 @@ static void test_list_brute_force(void **state) {
         check_query(f->h, prefixes[p], 1, bounds[i], 0, 0, order, 0, 0);
         check_query(f->h, prefixes[p], 0, 0, 1, bounds[i], order, 0, 0);
         for (int j = 0; j < 7; j++)
-          check_query(f->h, prefixes[p], 1, bounds[i], 1, bounds[j], order,
-                      1, 9);
+          check_query(f->h, prefixes[p], 1, bounds[i], 1, bounds[j], order, 1,
+                      9);
       }
     }
   }
@@ -769,17 +774,23 @@ static void test_list_brute_force(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_add_get_flush, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_add_get_flush, tu_setup,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_get_keeps_no_state, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_bad_input, tu_setup, tu_teardown),
-      cmocka_unit_test_setup_teardown(test_sync_and_remote, tu_setup, tu_teardown),
-      cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup, tu_teardown),
-      cmocka_unit_test_setup_teardown(test_list_brute_force, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_sync_and_remote, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_list_brute_force, tu_setup,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_one_write_per_window, tu_setup,
                                       tu_teardown),
-      cmocka_unit_test_setup_teardown(test_threads_exact, tu_setup, tu_teardown),
-      cmocka_unit_test_setup_teardown(test_sigkill_flusher, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_threads_exact, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_sigkill_flusher, tu_setup,
+                                      tu_teardown),
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

@@ -44,7 +44,7 @@
 #define MAX_TIMEOUT_MS 600000
 #define MAX_WAIT_MS 86400000
 #define MAX_GAPS_LISTED 10
-#define MAX_SERVER_LEN 1000     /* longest --server address, in bytes */
+#define MAX_SERVER_LEN 1000 /* longest --server address, in bytes */
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 /* Returned by argument parsing when --help was printed: exit 0. */
@@ -56,11 +56,11 @@ struct command;
 struct cli {
   const char *memcached;
   const char *db;
-  char *db_alloc;               /* db when built from XDG_STATE_HOME/HOME */
-  const char *server;           /* a logcounterd's address; NULL: local */
-  char via[MAX_SERVER_LEN + 32];/* " through logcounterd 'ADDR'", or "" */
+  char *db_alloc;                /* db when built from XDG_STATE_HOME/HOME */
+  const char *server;            /* a logcounterd's address; NULL: local */
+  char via[MAX_SERVER_LEN + 32]; /* " through logcounterd 'ADDR'", or "" */
   lc_durability_t durability;
-  uint64_t prefetch;            /* lc_options.prefetch */
+  uint64_t prefetch; /* lc_options.prefetch */
   int timeout_ms;
   int wait_ms;
   bool json;
@@ -74,17 +74,17 @@ typedef int (*handler_fn)(struct cli *c, int argc, char **argv);
 struct command {
   const char *name;
   handler_fn run;
-  const char *usage;            /* arguments after the command name */
-  const char *summary;          /* one line */
-  const char *details;          /* the command's options, for CMD --help */
-  bool needs_log;               /* refused with --server: the daemon owns
+  const char *usage;   /* arguments after the command name */
+  const char *summary; /* one line */
+  const char *details; /* the command's options, for CMD --help */
+  bool needs_log;      /* refused with --server: the daemon owns
                                    the log */
 };
 
 /* ---- logcounter.c: the subcommand table, help, the global options */
 extern const struct command cli_commands[];
 extern const size_t cli_ncommands;
-const struct command *cli_find_command(const char *name);   /* or NULL */
+const struct command *cli_find_command(const char *name); /* or NULL */
 void cli_print_command_help(const struct command *cmd);
 /* Parses the global options (getopt: optind is left at the command);
  * returns 0, HELP_SHOWN or EXIT_USAGE. */
@@ -119,8 +119,8 @@ int cli_parse_number(const struct command *cmd, const char *what,
                      const char *where, const char *text, uint64_t min,
                      uint64_t max, uint64_t *out);
 /* A strict signed 64-bit decimal (optional sign, digits only). */
-int cli_parse_i64(const struct command *cmd, const char *what,
-                  const char *text, int64_t *out);
+int cli_parse_i64(const struct command *cmd, const char *what, const char *text,
+                  int64_t *out);
 /* Digits with an optional unit ms, s, m, h, d or w; *out in us. */
 int cli_parse_duration(const struct command *cmd, const char *where,
                        const char *text, int64_t *out);
@@ -133,10 +133,9 @@ typedef int (*option_fn)(struct cli *c, int opt, const char *arg, void *ctx);
 /* A subcommand's arguments: options anywhere, "--" ends them, the rest go
  * to pos[]; --help ('h') and --json ('J') are handled here.  Returns 0,
  * HELP_SHOWN or EXIT_USAGE. */
-int cli_parse_args(struct cli *c, int argc, char **argv,
-                   const char *shortopts, const struct option *longopts,
-                   option_fn fn, void *ctx, const char **pos, int min_pos,
-                   int max_pos, int *npos);
+int cli_parse_args(struct cli *c, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts, option_fn fn, void *ctx,
+                   const char **pos, int min_pos, int max_pos, int *npos);
 /* Arguments of a command taking just NAME (and --help, --json). */
 int cli_name_only(struct cli *c, int argc, char **argv, const char **name);
 
@@ -161,15 +160,15 @@ struct trail_item {
   int64_t first, last;
   uint64_t count;
   int64_t time_us;
-  int version;            /* TRAIL_RECORD: LC_RECORD_* */
-  int cause;              /* TRAIL_GAP: LC_GAP_*, or 0 for a hole between
+  int version;        /* TRAIL_RECORD: LC_RECORD_* */
+  int cause;          /* TRAIL_GAP: LC_GAP_*, or 0 for a hole between
                              records that no ledger entry explains */
-  const char *reason;     /* TRAIL_VOID */
-  bool overlap;           /* a record or gap entry over values seen
+  const char *reason; /* TRAIL_VOID */
+  bool overlap;       /* a record or gap entry over values seen
                              already, or a void outside every record */
-  bool entry;             /* TRAIL_BAD: an undecodable ledger entry (else
+  bool entry;         /* TRAIL_BAD: an undecodable ledger entry (else
                              an undecodable record; last: its key) */
-  const char *detail;     /* TRAIL_BAD: why */
+  const char *detail; /* TRAIL_BAD: why */
 };
 typedef void (*trail_fn)(void *ctx, const struct trail_item *t);
 /* Calls fn for each item; 0, or EXIT_RUNTIME after printing why the log

@@ -23,19 +23,19 @@ struct verify_report {
   uint64_t records, ids, overlaps, undecodable, inconsistent;
   uint64_t gaps, missing, unexplained, unexplained_values;
   uint64_t causes[LC_GAP_VOID + 1];
-  uint64_t voids, bad_entries, conflicts;   /* the ledger */
-  uint64_t open_segments, open_values;      /* left open by a crash */
+  uint64_t voids, bad_entries, conflicts; /* the ledger */
+  uint64_t open_segments, open_values;    /* left open by a crash */
   int64_t lowest, highest, reservation;
-  struct trail_item *listed;    /* the gaps listed (reason, detail unset) */
-  size_t nlisted, cap;          /* cap: MAX_GAPS_LISTED, or all (--explain) */
+  struct trail_item *listed; /* the gaps listed (reason, detail unset) */
+  size_t nlisted, cap;       /* cap: MAX_GAPS_LISTED, or all (--explain) */
   bool all, cut;
 };
 
 static void list_gap(struct verify_report *r, const struct trail_item *t) {
   if (r->nlisted == r->cap) {
     size_t cap = r->cap ? 2 * r->cap : MAX_GAPS_LISTED;
-    struct trail_item *p = r->all || !r->cap
-                               ? realloc(r->listed, cap * sizeof *p) : NULL;
+    struct trail_item *p =
+        r->all || !r->cap ? realloc(r->listed, cap * sizeof *p) : NULL;
     if (p == NULL) {
       r->cut = true;
       return;
@@ -52,10 +52,16 @@ static void verify_item(void *ctx, const struct trail_item *t) {
   struct verify_report *r = ctx;
   switch (t->kind) {
   case TRAIL_BAD:
-    if (t->entry) r->bad_entries++; else r->undecodable++;
+    if (t->entry)
+      r->bad_entries++;
+    else
+      r->undecodable++;
     return;
   case TRAIL_VOID:
-    if (t->overlap) r->conflicts++; else r->voids++;
+    if (t->overlap)
+      r->conflicts++;
+    else
+      r->voids++;
     return;
   case TRAIL_GAP:
     if (t->overlap) {
@@ -71,8 +77,7 @@ static void verify_item(void *ctx, const struct trail_item *t) {
     }
     list_gap(r, t);
     return;
-  case TRAIL_RECORD:
-    break;
+  case TRAIL_RECORD: break;
   }
   if (t->first < 1 || t->last < t->first ||
       (uint64_t)(t->last - t->first) + 1 != t->count) {
@@ -110,7 +115,8 @@ static void print_verify_json(struct cli *c, const char *name,
   else
     fputs(",\"lowest\":null,\"highest\":null", stdout);
   printf(",\"ids\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"missing\":%" PRIu64
-         ",\"gap_list\":[", r->ids, r->gaps, r->missing);
+         ",\"gap_list\":[",
+         r->ids, r->gaps, r->missing);
   for (size_t i = 0; i < r->nlisted; i++)
     printf("%s\"%" PRId64 "-%" PRId64 "\"", i ? "," : "", r->listed[i].first,
            r->listed[i].last);
@@ -124,8 +130,8 @@ static void print_verify_json(struct cli *c, const char *name,
     printf("%s\"%s\":%" PRIu64, n++ ? "," : "", lc_gap_cause_name(k),
            r->causes[k]);
   printf("},\"voids\":%" PRIu64 ",\"ledger_undecodable\":%" PRIu64
-         ",\"ledger_conflicts\":%" PRIu64, r->voids, r->bad_entries,
-         r->conflicts);
+         ",\"ledger_conflicts\":%" PRIu64,
+         r->voids, r->bad_entries, r->conflicts);
   printf(",\"open_segments\":%" PRIu64 ",\"open_segment_values\":%" PRIu64,
          r->open_segments, r->open_values);
   printf(",\"overlaps\":%" PRIu64 ",\"undecodable\":%" PRIu64
@@ -143,8 +149,8 @@ static void print_verify(struct cli *c, const char *name,
   printf("counter:      %s\n", name);
   printf("records:      %" PRIu64 "\n", r->records);
   if (r->records)
-    printf("lowest:       %" PRId64 "\nhighest:      %" PRId64 "\n",
-           r->lowest, r->highest);
+    printf("lowest:       %" PRId64 "\nhighest:      %" PRId64 "\n", r->lowest,
+           r->highest);
   else
     printf("lowest:       -\nhighest:      -\n");
   printf("ids covered:  %" PRIu64 "\n", r->ids);
@@ -165,14 +171,15 @@ static void print_verify(struct cli *c, const char *name,
   if (r->unexplained)
     printf("unexplained:  %" PRIu64 " gaps, %" PRIu64 " values (no ledger "
            "entry says why: a log from before the\n              ledger, or "
-           "entries deleted)\n", r->unexplained, r->unexplained_values);
-  if (r->voids)
-    printf("voids:        %" PRIu64 "\n", r->voids);
+           "entries deleted)\n",
+           r->unexplained, r->unexplained_values);
+  if (r->voids) printf("voids:        %" PRIu64 "\n", r->voids);
   if (r->open_segments)
     printf("open segments: %" PRIu64 " prefetched, %" PRIu64 " values (a "
            "prefetch gap: held when the owner stopped without closing, so\n"
            "              some may never have been handed out; skipped, "
-           "never reissued)\n", r->open_segments, r->open_values);
+           "never reissued)\n",
+           r->open_segments, r->open_values);
   printf("overlaps:     %" PRIu64 "%s\n", r->overlaps,
          r->overlaps ? " (values logged twice: CORRUPTION)" : "");
   printf("undecodable:  %" PRIu64 "\n", r->undecodable);
@@ -181,9 +188,10 @@ static void print_verify(struct cli *c, const char *name,
            r->inconsistent);
   if (r->bad_entries || r->conflicts)
     printf("ledger:       %" PRIu64 " undecodable, %" PRIu64 " over logged "
-           "values (CORRUPTION)\n", r->bad_entries, r->conflicts);
+           "values (CORRUPTION)\n",
+           r->bad_entries, r->conflicts);
   printf("reservation:  %" PRId64 "\n", r->reservation);
-  printf("status:       %s\n", corrupt(r)         ? "CORRUPT"
+  printf("status:       %s\n", corrupt(r)       ? "CORRUPT"
                                : r->unexplained ? "UNEXPLAINED GAPS"
                                                 : "ok");
   if (r->all) {
@@ -201,11 +209,10 @@ static int verify_option(struct cli *c, int opt, const char *arg, void *ctx) {
 }
 
 int cmd_verify(struct cli *c, int argc, char **argv) {
-  static const struct option lo[] = {
-    {"explain", no_argument, NULL, 'x'},
-    {"help", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, 'J'},
-    {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"explain", no_argument, NULL, 'x'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {"json", no_argument, NULL, 'J'},
+                                     {NULL, 0, NULL, 0}};
   struct verify_report r;
   memset(&r, 0, sizeof r);
   const char *name;
@@ -232,7 +239,7 @@ int cmd_verify(struct cli *c, int argc, char **argv) {
 
 struct dump_ctx {
   struct cli *c;
-  uint64_t bad;           /* undecodable records and entries */
+  uint64_t bad; /* undecodable records and entries */
 };
 
 static void dump_item(void *ctx, const struct trail_item *t) {
@@ -279,14 +286,13 @@ int cmd_dump(struct cli *c, int argc, char **argv) {
   if ((rc = cli_name_only(c, argc, argv, &name)) || (rc = cli_open(c)))
     return rc;
   struct dump_ctx d = {c, 0};
-  if ((rc = trail_walk(c, name, dump_item, &d)))
-    return cli_close(c, rc);
-  if ((rc = cli_close(c, 0)))
-    return rc;
+  if ((rc = trail_walk(c, name, dump_item, &d))) return cli_close(c, rc);
+  if ((rc = cli_close(c, 0))) return rc;
   if (d.bad) {
-    fprintf(stderr, PROG ": %" PRIu64 " undecodable record%s or ledger "
-                         "entr%s in the log of '%s'\n", d.bad,
-            d.bad == 1 ? "" : "s", d.bad == 1 ? "y" : "ies", name);
+    fprintf(stderr,
+            PROG ": %" PRIu64 " undecodable record%s or ledger "
+                 "entr%s in the log of '%s'\n",
+            d.bad, d.bad == 1 ? "" : "s", d.bad == 1 ? "y" : "ies", name);
     return EXIT_RUNTIME;
   }
   return 0;

@@ -12,7 +12,7 @@
 
 struct gaps_ctx {
   struct cli *c;
-  uint64_t bad;           /* unexplained gaps, undecodable or misplaced */
+  uint64_t bad; /* unexplained gaps, undecodable or misplaced */
 };
 
 static void gaps_item(void *ctx, const struct trail_item *t) {
@@ -24,11 +24,11 @@ static void gaps_item(void *ctx, const struct trail_item *t) {
             t->entry ? "ledger entry" : "record", (long long)t->last,
             t->detail);
   } else if (t->overlap && t->kind != TRAIL_RECORD) {
-    fprintf(stderr, PROG ": ledger entry %lld-%lld (%s) lies over logged "
-            "values\n", (long long)t->first, (long long)t->last,
-            trail_kind(t));
-  } else if (t->kind != TRAIL_RECORD ||
-             t->version == LC_RECORD_SEGMENT_OPEN) {
+    fprintf(stderr,
+            PROG ": ledger entry %lld-%lld (%s) lies over logged "
+                 "values\n",
+            (long long)t->first, (long long)t->last, trail_kind(t));
+  } else if (t->kind != TRAIL_RECORD || t->version == LC_RECORD_SEGMENT_OPEN) {
     if (!ferror(stdout)) trail_put_gap(g->c, t);
   }
 }
@@ -39,14 +39,13 @@ int cmd_gaps(struct cli *c, int argc, char **argv) {
   if ((rc = cli_name_only(c, argc, argv, &name)) || (rc = cli_open(c)))
     return rc;
   struct gaps_ctx g = {c, 0};
-  if ((rc = trail_walk(c, name, gaps_item, &g)))
-    return cli_close(c, rc);
-  if ((rc = cli_close(c, 0)))
-    return rc;
+  if ((rc = trail_walk(c, name, gaps_item, &g))) return cli_close(c, rc);
+  if ((rc = cli_close(c, 0))) return rc;
   if (g.bad) {
-    fprintf(stderr, PROG ": %llu gap%s of '%s' unexplained or ledger entries "
-            "corrupt\n", (unsigned long long)g.bad, g.bad == 1 ? "" : "s",
-            name);
+    fprintf(stderr,
+            PROG ": %llu gap%s of '%s' unexplained or ledger entries "
+                 "corrupt\n",
+            (unsigned long long)g.bad, g.bad == 1 ? "" : "s", name);
     return EXIT_RUNTIME;
   }
   return 0;
@@ -60,27 +59,25 @@ static int void_option(struct cli *c, int opt, const char *arg, void *ctx) {
 }
 
 int cmd_void(struct cli *c, int argc, char **argv) {
-  static const struct option lo[] = {
-    {"reason", required_argument, NULL, 'r'},
-    {"help", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, 'J'},
-    {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"reason", required_argument, NULL, 'r'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {"json", no_argument, NULL, 'J'},
+                                     {NULL, 0, NULL, 0}};
   const char *pos[2], *reason = NULL;
   int npos, rc;
   uint64_t value;
-  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, void_option, &reason,
-                           pos, 2, 2, &npos)) ||
+  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, void_option, &reason, pos,
+                           2, 2, &npos)) ||
       (rc = cli_check_name(c->cmd, pos[0])) ||
-      (rc = cli_parse_number(c->cmd, "value", "VALUE", pos[1], 1,
-                             LC_VALUE_MAX, &value)))
+      (rc = cli_parse_number(c->cmd, "value", "VALUE", pos[1], 1, LC_VALUE_MAX,
+                             &value)))
     return rc;
   if (reason == NULL || !*reason)
     return cli_usage_error(c->cmd, "say why: --reason TEXT");
   if (strlen(reason) > LC_REASON_MAX)
     return cli_usage_error(c->cmd, "--reason is longer than %d bytes",
                            LC_REASON_MAX);
-  if ((rc = cli_open(c)))
-    return rc;
+  if ((rc = cli_open(c))) return rc;
   rc = lc_void(c->h, pos[0], (int64_t)value, reason);
   if ((rc = cli_finish(c, rc, "void %s %llu", pos[0],
                        (unsigned long long)value)))

@@ -25,8 +25,7 @@ int main(int argc, char **argv) {
   struct cli c;
   memset(&c, 0, sizeof c);
   c.memcached = getenv("LOGCOUNTER_MEMCACHED");
-  if (!c.memcached || !*c.memcached)
-    c.memcached = DEFAULT_MEMCACHED;
+  if (!c.memcached || !*c.memcached) c.memcached = DEFAULT_MEMCACHED;
   c.db = getenv("LOGCOUNTER_DB");
   c.server = getenv("LOGCOUNTER_SERVER");
   c.durability = LC_DURABILITY_DEFAULT;
@@ -34,18 +33,14 @@ int main(int argc, char **argv) {
   c.wait_ms = DEFAULT_WAIT_MS;
 
   int status = cli_parse_globals(&c, argc, argv);
-  if (status == HELP_SHOWN)
-    return finish_output(0);
-  if (status)
-    return status;
-  if (optind >= argc)
-    return cli_usage_error(NULL, "no command given");
+  if (status == HELP_SHOWN) return finish_output(0);
+  if (status) return status;
+  if (optind >= argc) return cli_usage_error(NULL, "no command given");
   if (!(c.cmd = cli_find_command(argv[optind])))
     return cli_usage_error(NULL, "unknown command '%s'", argv[optind]);
 
   status = c.cmd->run(&c, argc - optind, argv + optind);
-  if (status == HELP_SHOWN)
-    status = 0;
+  if (status == HELP_SHOWN) status = 0;
   status = cli_close(&c, status);
   free(c.db_alloc);
   return finish_output(status);

@@ -25,8 +25,7 @@ static void server_config(const char *server, char *buf, size_t size) {
     snprintf(buf, size, "--SERVER=%s", server);
 }
 
-static int bad_server(const char *server, const char *from,
-                      const char *why) {
+static int bad_server(const char *server, const char *from, const char *why) {
   fputs(PROG ": invalid server address '", stderr);
   cli_put_escaped(stderr, server);
   fprintf(stderr, "' for %s (%s)\n", from, why);
@@ -41,8 +40,9 @@ int cli_check_server(const char *server, const char *from) {
     return bad_server(server, from, "longer than 1000 bytes");
   for (const unsigned char *p = (const unsigned char *)server; *p; p++)
     if (*p <= 0x20 || *p >= 0x7f || *p == '"')
-      return bad_server(server, from, "spaces, quotes and control "
-                                      "characters are not allowed");
+      return bad_server(server, from,
+                        "spaces, quotes and control "
+                        "characters are not allowed");
   if (server[0] != '/') {
     /* HOST:PORT, with the port spelled out: libmemcached would otherwise
      * pick memcached's 11211, where no logcounterd listens. */
@@ -66,7 +66,7 @@ int cli_check_server(const char *server, const char *from) {
 struct stat_list {
   char **name, **value;
   size_t n, cap;
-  bool failed;                  /* out of memory */
+  bool failed; /* out of memory */
 };
 
 static memcached_return_t collect(const memcached_instance_st *server,
@@ -78,11 +78,9 @@ static memcached_return_t collect(const memcached_instance_st *server,
   if (l->n == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 64;
     char **nn = realloc(l->name, cap * sizeof *nn);
-    if (nn)
-      l->name = nn;
+    if (nn) l->name = nn;
     char **vv = nn ? realloc(l->value, cap * sizeof *vv) : NULL;
-    if (vv)
-      l->value = vv;
+    if (vv) l->value = vv;
     if (!nn || !vv) {
       l->failed = true;
       return MEMCACHED_MEMORY_ALLOCATION_FAILURE;
@@ -114,21 +112,17 @@ static void free_list(struct stat_list *l) {
  * fraction (memcached's rusage figures look like 0.123456). */
 static bool is_json_number(const char *s) {
   size_t d = strspn(s, "0123456789");
-  if (d == 0 || (s[0] == '0' && d > 1))
-    return false;
-  if (s[d] == '\0')
-    return true;
+  if (d == 0 || (s[0] == '0' && d > 1)) return false;
+  if (s[d] == '\0') return true;
   return s[d] == '.' && s[d + 1] != '\0' &&
          s[d + 1 + strspn(s + d + 1, "0123456789")] == '\0';
 }
 
 static void print_stats(const struct cli *c, const struct stat_list *l) {
-  if (c->json)
-    fputc('{', stdout);
+  if (c->json) fputc('{', stdout);
   for (size_t i = 0; i < l->n; i++) {
     if (c->json) {
-      if (i)
-        fputc(',', stdout);
+      if (i) fputc(',', stdout);
       cli_put_json(stdout, l->name[i]);
       fputc(':', stdout);
       if (is_json_number(l->value[i]))
@@ -142,8 +136,7 @@ static void print_stats(const struct cli *c, const struct stat_list *l) {
       fputc('\n', stdout);
     }
   }
-  if (c->json)
-    fputs("}\n", stdout);
+  if (c->json) fputs("}\n", stdout);
 }
 
 /* libmemcached's messages start with the address of its handle and end
@@ -151,14 +144,11 @@ static void print_stats(const struct cli *c, const struct stat_list *l) {
 static const char *clean(const char *msg, char *buf, size_t size) {
   if (msg[0] == '(' && strncmp(msg, "(0x", 3) == 0 && strchr(msg, ')'))
     msg = strchr(msg, ')') + 1;
-  while (*msg == ' ')
-    msg++;
+  while (*msg == ' ') msg++;
   size_t n = 0;
   for (; *msg && n + 1 < size && strncmp(msg, " -> ", 4) != 0; msg++)
-    if (!(*msg == ' ' && n > 0 && buf[n - 1] == ' '))
-      buf[n++] = *msg;
-  while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == ','))
-    n--;
+    if (!(*msg == ' ' && n > 0 && buf[n - 1] == ' ')) buf[n++] = *msg;
+  while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == ',')) n--;
   buf[n] = '\0';
   return buf;
 }
@@ -170,12 +160,16 @@ static int fetch_stats(const struct cli *c, struct stat_list *l) {
   memcached_st *mc = memcached(config, strlen(config));
   if (!mc)
     return cli_fail("cannot connect to logcounterd '%s': cannot set up "
-                    "libmemcached with '%s'", c->server, config);
-  const struct { memcached_behavior_t b; uint64_t v; } set[] = {
-    {MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, (uint64_t)c->timeout_ms},
-    {MEMCACHED_BEHAVIOR_POLL_TIMEOUT, (uint64_t)c->timeout_ms},
-    {MEMCACHED_BEHAVIOR_SND_TIMEOUT, (uint64_t)c->timeout_ms * 1000},
-    {MEMCACHED_BEHAVIOR_RCV_TIMEOUT, (uint64_t)c->timeout_ms * 1000},
+                    "libmemcached with '%s'",
+                    c->server, config);
+  const struct {
+    memcached_behavior_t b;
+    uint64_t v;
+  } set[] = {
+      {MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, (uint64_t)c->timeout_ms},
+      {MEMCACHED_BEHAVIOR_POLL_TIMEOUT, (uint64_t)c->timeout_ms},
+      {MEMCACHED_BEHAVIOR_SND_TIMEOUT, (uint64_t)c->timeout_ms * 1000},
+      {MEMCACHED_BEHAVIOR_RCV_TIMEOUT, (uint64_t)c->timeout_ms * 1000},
   };
   for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
     memcached_behavior_set(mc, set[i].b, set[i].v);
@@ -183,30 +177,30 @@ static int fetch_stats(const struct cli *c, struct stat_list *l) {
   int status = 0;
   if (l->failed) {
     status = cli_fail("cannot read the statistics of logcounterd '%s': "
-                      "out of memory", c->server);
+                      "out of memory",
+                      c->server);
   } else if (r != MEMCACHED_SUCCESS) {
     char buf[512];
     const char *why = memcached_last_error_message(mc);
     why = clean(why ? why : "", buf, sizeof buf);
-    if (!*why)
-      why = memcached_strerror(mc, r);
+    if (!*why) why = memcached_strerror(mc, r);
     if (r == MEMCACHED_TIMEOUT)
       status = cli_fail("cannot read the statistics of logcounterd '%s': "
-                        "no answer within %d ms (%s)", c->server,
-                        c->timeout_ms, why);
+                        "no answer within %d ms (%s)",
+                        c->server, c->timeout_ms, why);
     else
       status = cli_fail("cannot read the statistics of logcounterd '%s': "
-                        "%s", c->server, why);
+                        "%s",
+                        c->server, why);
   }
   memcached_free(mc);
   return status;
 }
 
 int cmd_stats(struct cli *c, int argc, char **argv) {
-  static const struct option lo[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, 'J'},
-    {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
+                                     {"json", no_argument, NULL, 'J'},
+                                     {NULL, 0, NULL, 0}};
   const char *pos[1];
   int npos, rc;
   if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, NULL, NULL, pos, 0, 0,
@@ -217,8 +211,7 @@ int cmd_stats(struct cli *c, int argc, char **argv) {
                                    "logcounterd's statistics)");
   struct stat_list l;
   memset(&l, 0, sizeof l);
-  if ((rc = fetch_stats(c, &l)) == 0)
-    print_stats(c, &l);
+  if ((rc = fetch_stats(c, &l)) == 0) print_stats(c, &l);
   free_list(&l);
   return rc;
 }

@@ -34,16 +34,19 @@ static int tally_add(struct cli *c, int argc, char **argv) {
   bool rest = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!rest && strcmp(a, "--") == 0) rest = true;
+    if (!rest && strcmp(a, "--") == 0)
+      rest = true;
     else if (!rest && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
       cli_print_command_help(c->cmd);
       return HELP_SHOWN;
-    } else if (!rest && strcmp(a, "--json") == 0) c->json = true;
+    } else if (!rest && strcmp(a, "--json") == 0)
+      c->json = true;
     else if (!rest && a[0] == '-' && a[1] && !looks_negative(a))
       return cli_usage_error(c->cmd, "unknown option '%s'", a);
     else if (n == 2)
       return cli_usage_error(c->cmd, "unexpected argument '%s'", a);
-    else pos[n++] = a;
+    else
+      pos[n++] = a;
   }
   if (n < 2) return cli_usage_error(c->cmd, "tally add needs NAME DELTA");
   int64_t delta;
@@ -79,11 +82,13 @@ static int tally_get(struct cli *c, int argc, char **argv) {
   if (c->json) {
     fputs("{\"tally\":", stdout);
     cli_put_json(stdout, name);
-    printf(",\"total\":%" PRId64 ",\"pending\":%" PRId64 ",\"losses\":%"
-           PRIu64 "}\n", total, pending, losses);
+    printf(",\"total\":%" PRId64 ",\"pending\":%" PRId64 ",\"losses\":%" PRIu64
+           "}\n",
+           total, pending, losses);
   } else {
     printf("%s: total %" PRId64 ", pending %+" PRId64 ", losses %" PRIu64
-           "%s\n", name, total, pending, losses,
+           "%s\n",
+           name, total, pending, losses,
            losses ? " (memcached lost pending changes)" : "");
   }
   return 0;
@@ -99,22 +104,23 @@ static int flush_option(struct cli *c, int opt, const char *arg, void *ctx) {
 }
 
 static int tally_flush(struct cli *c, int argc, char **argv) {
-  static const struct option lo[] = {
-    {"sweep", no_argument, NULL, 's'},
-    {"help", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, 'J'},
-    {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"sweep", no_argument, NULL, 's'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {"json", no_argument, NULL, 'J'},
+                                     {NULL, 0, NULL, 0}};
   const char *pos[1];
   int npos, rc;
-  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, flush_option, NULL, pos,
-                           0, 0, &npos)) ||
+  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, flush_option, NULL, pos, 0,
+                           0, &npos)) ||
       (rc = cli_open(c)))
     return rc;
   uint64_t n = 0;
   rc = lc_tally_flush(c->h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, &n);
   if ((rc = cli_finish(c, rc, "flush tallies"))) return rc;
-  if (c->json) printf("{\"flushed\":%" PRIu64 "}\n", n);
-  else printf("flushed %" PRIu64 " tall%s\n", n, n == 1 ? "y" : "ies");
+  if (c->json)
+    printf("{\"flushed\":%" PRIu64 "}\n", n);
+  else
+    printf("flushed %" PRIu64 " tall%s\n", n, n == 1 ? "y" : "ies");
   return 0;
 }
 
@@ -133,9 +139,7 @@ static int list_option(struct cli *c, int opt, const char *arg, void *ctx) {
   uint64_t u;
   int rc;
   switch (opt) {
-  case 'p':
-    l->o.prefix = arg;
-    return 0;
+  case 'p': l->o.prefix = arg; return 0;
   case 'm':
     l->o.has_min = 1;
     return cli_parse_i64(c->cmd, "--min", arg, &l->o.min);
@@ -147,17 +151,14 @@ static int list_option(struct cli *c, int opt, const char *arg, void *ctx) {
     rc = cli_parse_number(c->cmd, "count", "--top", arg, 1, UINT32_MAX, &u);
     l->o.limit = u;
     return rc;
-  case 'b':
-    l->o.order = LC_TALLY_BY_TOTAL_DESC;
-    return 0;
+  case 'b': l->o.order = LC_TALLY_BY_TOTAL_DESC; return 0;
   case 'o':
     return cli_parse_number(c->cmd, "offset", "--offset", arg, 0, UINT64_MAX,
                             &l->o.offset);
   case 'l':
     return cli_parse_number(c->cmd, "limit", "--limit", arg, 1, UINT64_MAX,
                             &l->o.limit);
-  default:
-    return EXIT_USAGE;
+  default: return EXIT_USAGE;
   }
 }
 
@@ -179,23 +180,22 @@ static int collect(void *arg, const lc_tally_info *info) {
 }
 
 static int tally_list(struct cli *c, int argc, char **argv) {
-  static const struct option lo[] = {
-    {"prefix", required_argument, NULL, 'p'},
-    {"min", required_argument, NULL, 'm'},
-    {"max", required_argument, NULL, 'M'},
-    {"top", required_argument, NULL, 't'},
-    {"by-total", no_argument, NULL, 'b'},
-    {"offset", required_argument, NULL, 'o'},
-    {"limit", required_argument, NULL, 'l'},
-    {"help", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, 'J'},
-    {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"prefix", required_argument, NULL, 'p'},
+                                     {"min", required_argument, NULL, 'm'},
+                                     {"max", required_argument, NULL, 'M'},
+                                     {"top", required_argument, NULL, 't'},
+                                     {"by-total", no_argument, NULL, 'b'},
+                                     {"offset", required_argument, NULL, 'o'},
+                                     {"limit", required_argument, NULL, 'l'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {"json", no_argument, NULL, 'J'},
+                                     {NULL, 0, NULL, 0}};
   list_ctx l;
   memset(&l, 0, sizeof l);
   const char *pos[1];
   int npos, rc;
-  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, list_option, &l, pos, 0,
-                           0, &npos)))
+  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, list_option, &l, pos, 0, 0,
+                           &npos)))
     return rc;
   if (l.o.prefix && strlen(l.o.prefix) > LC_NAME_MAX)
     return cli_usage_error(c->cmd, "--prefix longer than %d bytes",
@@ -213,8 +213,8 @@ static int tally_list(struct cli *c, int argc, char **argv) {
     if (c->json) {
       fputs("{\"tally\":", stdout);
       cli_put_json(stdout, l.v[i].name);
-      printf(",\"total\":%" PRId64 ",\"losses\":%" PRIu64 "}\n",
-             l.v[i].total, l.v[i].losses);
+      printf(",\"total\":%" PRId64 ",\"losses\":%" PRIu64 "}\n", l.v[i].total,
+             l.v[i].losses);
     } else {
       cli_put_escaped(stdout, l.v[i].name);
       printf(" %" PRId64 "\n", l.v[i].total);
@@ -228,7 +228,9 @@ int cmd_tally(struct cli *c, int argc, char **argv) {
   static const struct {
     const char *name;
     int (*run)(struct cli *, int, char **);
-  } subs[] = {{"add", tally_add}, {"get", tally_get}, {"flush", tally_flush},
+  } subs[] = {{"add", tally_add},
+              {"get", tally_get},
+              {"flush", tally_flush},
               {"list", tally_list}};
   if (argc < 2)
     return cli_usage_error(c->cmd, "say what to do: add, get, flush or list");

@@ -14,7 +14,7 @@
  * lc_ call overwrites lc_last_detail). */
 struct side {
   lc_iter *it;
-  int rc;                 /* 1, 0 (the end), LC_ECORRUPT or another error */
+  int rc; /* 1, 0 (the end), LC_ECORRUPT or another error */
   char detail[256];
 };
 
@@ -45,7 +45,9 @@ static int64_t entry_key(const struct side *s, const lc_gap *g) {
 /* Emits the hole prev+1..to as unexplained, when there is one. */
 static void hole(trail_fn fn, void *ctx, int64_t prev, int64_t to) {
   if (prev > 0 && to > prev) {
-    struct trail_item t = {.kind = TRAIL_GAP, .first = prev + 1, .last = to,
+    struct trail_item t = {.kind = TRAIL_GAP,
+                           .first = prev + 1,
+                           .last = to,
                            .count = (uint64_t)(to - prev)};
     fn(ctx, &t);
   }
@@ -53,9 +55,12 @@ static void hole(trail_fn fn, void *ctx, int64_t prev, int64_t to) {
 
 static void on_record(trail_fn fn, void *ctx, const struct side *s,
                       const lc_record *r, int64_t *prev) {
-  struct trail_item t = {.kind = TRAIL_RECORD, .first = r->first,
-                         .last = r->last, .count = r->count,
-                         .time_us = r->time_us, .version = r->version,
+  struct trail_item t = {.kind = TRAIL_RECORD,
+                         .first = r->first,
+                         .last = r->last,
+                         .count = r->count,
+                         .time_us = r->time_us,
+                         .version = r->version,
                          .detail = s->detail};
   if (s->rc != 1) {
     t.kind = TRAIL_BAD;
@@ -70,18 +75,22 @@ static void on_record(trail_fn fn, void *ctx, const struct side *s,
 
 static void on_entry(trail_fn fn, void *ctx, const struct side *s,
                      const lc_gap *g, int64_t *prev) {
-  struct trail_item t = {.kind = TRAIL_GAP, .first = g->first, .last = g->last,
+  struct trail_item t = {.kind = TRAIL_GAP,
+                         .first = g->first,
+                         .last = g->last,
                          .count = (uint64_t)(g->last - g->first) + 1,
-                         .cause = g->cause, .time_us = g->time_us,
-                         .reason = g->reason, .detail = s->detail};
+                         .cause = g->cause,
+                         .time_us = g->time_us,
+                         .reason = g->reason,
+                         .detail = s->detail};
   if (s->rc != 1) {
     t.kind = TRAIL_BAD;
     t.entry = true;
   } else if (g->cause == LC_GAP_VOID) {
     t.kind = TRAIL_VOID;
-    t.overlap = g->first > *prev;       /* a void lies inside a record */
+    t.overlap = g->first > *prev; /* a void lies inside a record */
   } else if (*prev && g->first <= *prev) {
-    t.overlap = true;                   /* a gap over values logged */
+    t.overlap = true; /* a gap over values logged */
   } else {
     hole(fn, ctx, *prev, g->first - 1);
   }
@@ -111,7 +120,9 @@ int trail_walk(struct cli *c, const char *name, trail_fn fn, void *ctx) {
       advance_ledger(&ls, &gap);
     }
   }
-  const struct side *bad = read_failed(&rs) ? &rs : read_failed(&ls) ? &ls : NULL;
+  const struct side *bad = read_failed(&rs)   ? &rs
+                           : read_failed(&ls) ? &ls
+                                              : NULL;
   int status = 0;
   if (bad) {
     fprintf(stderr, PROG ": cannot read the log of '%s': %s (%s)\n", name,
@@ -138,7 +149,8 @@ void trail_put_gap(struct cli *c, const struct trail_item *t) {
     cli_format_time(t->time_us, when, sizeof when);
   if (c->json) {
     printf("{\"first\":%" PRId64 ",\"last\":%" PRId64 ",\"count\":%" PRIu64
-           ",\"cause\":\"%s\"", t->first, t->last, t->count, trail_kind(t));
+           ",\"cause\":\"%s\"",
+           t->first, t->last, t->count, trail_kind(t));
     if (strcmp(when, "-") != 0)
       printf(",\"time_us\":%" PRId64 ",\"time\":\"%s\"", t->time_us, when);
     if (t->reason && *t->reason) {

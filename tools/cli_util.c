@@ -83,8 +83,7 @@ int cli_usage_error(const struct command *cmd, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    buf[0] = '\0';
+  if (n < 0) buf[0] = '\0';
   if (n >= (int)sizeof buf && (text = malloc((size_t)n + 1)) != NULL) {
     va_start(ap, fmt);
     vsnprintf(text, (size_t)n + 1, fmt, ap);
@@ -93,8 +92,7 @@ int cli_usage_error(const struct command *cmd, const char *fmt, ...) {
   fputs(PROG ": ", stderr);
   cli_put_escaped(stderr, text ? text : buf);
   fputc('\n', stderr);
-  if (text != buf)
-    free(text);
+  if (text != buf) free(text);
   return cli_usage_hint(cmd);
 }
 
@@ -107,8 +105,7 @@ static void vruntime_error(int rc, const char *fmt, va_list ap) {
   fputs(PROG ": cannot ", stderr);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, ": %s", lc_strerror(rc));
-  if (*detail)
-    fprintf(stderr, " (%s)", detail);
+  if (*detail) fprintf(stderr, " (%s)", detail);
   fputc('\n', stderr);
 }
 
@@ -172,8 +169,8 @@ int cli_parse_number(const struct command *cmd, const char *what,
     fputs(PROG ": invalid ", stderr);
     fprintf(stderr, "%s '", what);
     cli_put_escaped(stderr, text);
-    fprintf(stderr, "' for %s (must be %" PRIu64 "..%" PRIu64 ")\n", where,
-            min, max);
+    fprintf(stderr, "' for %s (must be %" PRIu64 "..%" PRIu64 ")\n", where, min,
+            max);
     return cli_usage_hint(cmd);
   }
   *out = v;
@@ -181,8 +178,8 @@ int cli_parse_number(const struct command *cmd, const char *what,
 }
 
 /* A strict signed 64-bit decimal (optional sign, digits only). */
-int cli_parse_i64(const struct command *cmd, const char *what,
-                  const char *text, int64_t *out) {
+int cli_parse_i64(const struct command *cmd, const char *what, const char *text,
+                  int64_t *out) {
   const char *p = text;
   if (*p == '+' || *p == '-') p++;
   bool ok = *p >= '0' && *p <= '9';
@@ -201,24 +198,25 @@ int cli_parse_i64(const struct command *cmd, const char *what,
  * (plain digits are seconds).  *out receives microseconds. */
 int cli_parse_duration(const struct command *cmd, const char *where,
                        const char *text, int64_t *out) {
-  static const struct { const char *unit, *what; uint64_t us; } units[] = {
-    {"ms", "number of milliseconds", 1000ULL},
-    {"s", "number of seconds", 1000000ULL},
-    {"m", "number of minutes", 60000000ULL},
-    {"h", "number of hours", 3600000000ULL},
-    {"d", "number of days", 86400000000ULL},
-    {"w", "number of weeks", 604800000000ULL},
-    {"", "number of seconds", 1000000ULL},
+  static const struct {
+    const char *unit, *what;
+    uint64_t us;
+  } units[] = {
+      {"ms", "number of milliseconds", 1000ULL},
+      {"s", "number of seconds", 1000000ULL},
+      {"m", "number of minutes", 60000000ULL},
+      {"h", "number of hours", 3600000000ULL},
+      {"d", "number of days", 86400000000ULL},
+      {"w", "number of weeks", 604800000000ULL},
+      {"", "number of seconds", 1000000ULL},
   };
 
   size_t digits = strspn(text, "0123456789");
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp(text + digits, units[i].unit) != 0 || digits == 0)
-      continue;
+    if (strcmp(text + digits, units[i].unit) != 0 || digits == 0) continue;
     char num[32];
     uint64_t v;
-    if (digits >= sizeof num)
-      break;
+    if (digits >= sizeof num) break;
     memcpy(num, text, digits);
     num[digits] = '\0';
     if (cli_parse_number(cmd, units[i].what, where, num, 0,
@@ -229,15 +227,16 @@ int cli_parse_duration(const struct command *cmd, const char *where,
   }
   fputs(PROG ": invalid duration '", stderr);
   cli_put_escaped(stderr, text);
-  fprintf(stderr, "' for %s (a number with an optional unit ms, s, m, h, "
-                  "d or w, e.g. 30d)\n", where);
+  fprintf(stderr,
+          "' for %s (a number with an optional unit ms, s, m, h, "
+          "d or w, e.g. 30d)\n",
+          where);
   return cli_usage_hint(cmd);
 }
 
 /* Checks a counter name before anything is opened. */
 int cli_check_name(const struct command *cmd, const char *name) {
-  if (lc_check_name(name) == 0)
-    return 0;
+  if (lc_check_name(name) == 0) return 0;
   fputs(PROG ": invalid counter name '", stderr);
   cli_put_escaped(stderr, name);
   fprintf(stderr, "': %s\n", lc_strerror(LC_ENAME));
@@ -251,15 +250,13 @@ int cli_check_name(const struct command *cmd, const char *name) {
 int cli_bad_option(const struct command *cmd, int opt, const char *arg) {
   bool is_long = arg[0] == '-' && arg[1] == '-';
   if (opt == ':') {
-    if (is_long)
-      return cli_usage_error(cmd, "option '%s' needs a value", arg);
+    if (is_long) return cli_usage_error(cmd, "option '%s' needs a value", arg);
     return cli_usage_error(cmd, "option '-%c' needs a value", optopt);
   }
-  if (is_long && optopt)        /* glibc: a known option, but "--opt=v" */
+  if (is_long && optopt) /* glibc: a known option, but "--opt=v" */
     return cli_usage_error(cmd, "option '%.*s' takes no value",
                            (int)strcspn(arg, "="), arg);
-  if (!is_long)
-    return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+  if (!is_long) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
   return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
@@ -276,10 +273,9 @@ static int unexpected(const struct command *cmd, const char *arg) {
  * --help and --json are handled here for every command.  Returns 0,
  * HELP_SHOWN, or EXIT_USAGE after printing the reason.
  */
-int cli_parse_args(struct cli *c, int argc, char **argv,
-                   const char *shortopts, const struct option *longopts,
-                   option_fn fn, void *ctx, const char **pos, int min_pos,
-                   int max_pos, int *npos) {
+int cli_parse_args(struct cli *c, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts, option_fn fn, void *ctx,
+                   const char **pos, int min_pos, int max_pos, int *npos) {
   const struct command *cmd = c->cmd;
   int n = 0;
   optind = 1;
@@ -288,24 +284,20 @@ int cli_parse_args(struct cli *c, int argc, char **argv,
     const char *a = argv[optind];
     if (strcmp(a, "--") == 0) {
       for (optind++; optind < argc; optind++) {
-        if (n == max_pos)
-          return unexpected(cmd, argv[optind]);
+        if (n == max_pos) return unexpected(cmd, argv[optind]);
         pos[n++] = argv[optind];
       }
       break;
     }
-    if (a[0] != '-' || a[1] == '\0') {          /* a positional argument */
-      if (n == max_pos)
-        return unexpected(cmd, a);
+    if (a[0] != '-' || a[1] == '\0') { /* a positional argument */
+      if (n == max_pos) return unexpected(cmd, a);
       pos[n++] = a;
       optind++;
       continue;
     }
     int opt = getopt_long(argc, argv, shortopts, longopts, NULL);
-    if (opt == -1)
-      break;
-    if (opt == '?' || opt == ':')
-      return cli_bad_option(cmd, opt, a);
+    if (opt == -1) break;
+    if (opt == '?' || opt == ':') return cli_bad_option(cmd, opt, a);
     if (opt == 'h') {
       cli_print_command_help(cmd);
       return HELP_SHOWN;
@@ -315,25 +307,22 @@ int cli_parse_args(struct cli *c, int argc, char **argv,
       continue;
     }
     int rc = fn ? fn(c, opt, optarg, ctx) : EXIT_USAGE;
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
   if (n < min_pos)
-    return cli_usage_error(cmd, "missing argument%s",
-                           min_pos > 1 ? "s" : "");
+    return cli_usage_error(cmd, "missing argument%s", min_pos > 1 ? "s" : "");
   *npos = n;
   return 0;
 }
 
 /* Arguments of a command taking just NAME (and --help, --json). */
 int cli_name_only(struct cli *c, int argc, char **argv, const char **name) {
-  static const struct option lo[] = {
-    {"help", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, 'J'},
-    {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
+                                     {"json", no_argument, NULL, 'J'},
+                                     {NULL, 0, NULL, 0}};
   int npos, rc;
-  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, NULL, NULL, name, 1,
-                           1, &npos)))
+  if ((rc = cli_parse_args(c, argc, argv, "+:h", lo, NULL, NULL, name, 1, 1,
+                           &npos)))
     return rc;
   return cli_check_name(c->cmd, *name);
 }
@@ -344,14 +333,11 @@ int cli_name_only(struct cli *c, int argc, char **argv, const char **name) {
  * creates the directory itself. */
 static int make_parents(const char *path) {
   char *p = strdup(path);
-  if (!p)
-    return ENOMEM;
+  if (!p) return ENOMEM;
   char *slash = strrchr(p, '/');
-  if (slash)
-    *slash = '\0';
+  if (slash) *slash = '\0';
   for (char *s = p + 1; slash && *p; s++) {
-    if (*s != '/' && *s != '\0')
-      continue;
+    if (*s != '/' && *s != '\0') continue;
     char saved = *s;
     *s = '\0';
     if (mkdir(p, 0700) != 0 && errno != EEXIST) {
@@ -360,8 +346,7 @@ static int make_parents(const char *path) {
       return e;
     }
     *s = saved;
-    if (saved == '\0')
-      break;
+    if (saved == '\0') break;
   }
   free(p);
   return 0;
@@ -370,7 +355,7 @@ static int make_parents(const char *path) {
 /* The log directory when neither --db nor LOGCOUNTER_DB gives one. */
 static int default_db(struct cli *c) {
   const char *base = getenv("XDG_STATE_HOME"), *suffix = "/logcounter";
-  if (!base || base[0] != '/') {        /* XDG: relative paths are ignored */
+  if (!base || base[0] != '/') { /* XDG: relative paths are ignored */
     base = getenv("HOME");
     suffix = "/.local/state/logcounter";
   }
@@ -391,13 +376,14 @@ static int default_db(struct cli *c) {
  * handle that sends next and current to the daemon. */
 static int open_remote(struct cli *c) {
   if (c->cmd->needs_log) {
-    fprintf(stderr, PROG ": cannot %s with --server '%s': %s\n",
-            c->cmd->name, c->server, lc_strerror(LC_EREMOTE));
-    fprintf(stderr, PROG ": '%s' needs the log itself, which logcounterd "
-                         "holds: stop the daemon, then run '" PROG
-                         " --db DIR %s ...' on its machine (no --server, "
-                         "LOGCOUNTER_SERVER unset)\n", c->cmd->name,
-            c->cmd->name);
+    fprintf(stderr, PROG ": cannot %s with --server '%s': %s\n", c->cmd->name,
+            c->server, lc_strerror(LC_EREMOTE));
+    fprintf(stderr,
+            PROG ": '%s' needs the log itself, which logcounterd "
+                 "holds: stop the daemon, then run '" PROG
+                 " --db DIR %s ...' on its machine (no --server, "
+                 "LOGCOUNTER_SERVER unset)\n",
+            c->cmd->name, c->cmd->name);
     return EXIT_RUNTIME;
   }
   lc_options o;
@@ -413,14 +399,14 @@ static int open_remote(struct cli *c) {
 }
 
 int cli_open(struct cli *c) {
-  if (c->server)
-    return open_remote(c);
+  if (c->server) return open_remote(c);
   int e;
-  if ((!c->db || !*c->db) && (e = default_db(c)))
-    return e;
+  if ((!c->db || !*c->db) && (e = default_db(c))) return e;
   if ((e = make_parents(c->db))) {
-    fprintf(stderr, PROG ": cannot create the parent directories of '%s': "
-                         "%s\n", c->db, strerror(e));
+    fprintf(stderr,
+            PROG ": cannot create the parent directories of '%s': "
+                 "%s\n",
+            c->db, strerror(e));
     return EXIT_RUNTIME;
   }
   lc_options o;
@@ -446,14 +432,15 @@ int cli_open(struct cli *c) {
 
 /* Closes the handle; a failure turns a success into a runtime error. */
 int cli_close(struct cli *c, int status) {
-  if (!c->h)
-    return status;
+  if (!c->h) return status;
   int rc = lc_close(c->h);
   c->h = NULL;
   if (rc && status == 0) {
     if (c->server)
-      return cli_runtime_error(rc, "close the connection to logcounterd "
-                                   "'%s'", c->server);
+      return cli_runtime_error(rc,
+                               "close the connection to logcounterd "
+                               "'%s'",
+                               c->server);
     return cli_runtime_error(rc, "close the log '%s'", c->db);
   }
   return status;

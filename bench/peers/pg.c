@@ -30,7 +30,7 @@ typedef struct pg_shared {
 } pg_shared;
 
 typedef struct pg_priv {
-  pg_shared line[3];        /* nextval, block 100, block 1000 */
+  pg_shared line[3]; /* nextval, block 100, block 1000 */
 } pg_priv;
 
 typedef struct pg_thread {
@@ -44,7 +44,9 @@ static void pg_err(char *err, size_t n, const char *what, const char *msg) {
 }
 
 /* Notices ("sequence ... does not exist, skipping") are not news here. */
-static void quiet(void *arg, const char *message) { (void)arg, (void)message; }
+static void quiet(void *arg, const char *message) {
+  (void)arg, (void)message;
+}
 
 static PGconn *pg_connect(const char *conninfo, char *err, size_t n) {
   PGconn *c = PQconnectdb(conninfo);
@@ -125,7 +127,8 @@ static void scalar(PGconn *c, const char *sql, char *buf, size_t size) {
   PGresult *r = PQexec(c, sql);
   snprintf(buf, size, "%s",
            PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0
-               ? PQgetvalue(r, 0, 0) : "?");
+               ? PQgetvalue(r, 0, 0)
+               : "?");
   PQclear(r);
 }
 
@@ -149,7 +152,8 @@ static int prepare(const char *conninfo, results *res, char *err, size_t n) {
     scalar(c, "SHOW synchronous_commit", commit, sizeof commit);
     scalar(c, "SHOW wal_sync_method", method, sizeof method);
     scalar(c, "SHOW full_page_writes", fpw, sizeof fpw);
-    snprintf(note, sizeof note, "PostgreSQL %.*s: fsync %s, synchronous_commit "
+    snprintf(note, sizeof note,
+             "PostgreSQL %.*s: fsync %s, synchronous_commit "
              "%s, wal_sync_method %s, full_page_writes %s",
              (int)strcspn(ver, " "), ver, fsync, commit, method, fpw);
     peer_note(res, note);
@@ -161,9 +165,10 @@ static int prepare(const char *conninfo, results *res, char *err, size_t n) {
 static int add(case_set *cs, const char *kase, pg_shared *s) {
   if (cs->n >= BENCH_LINES_MAX)
     return fprintf(stderr, "bench: too many case lines\n"), -1;
-  cs->w[cs->n++] = (workload){kase, "default", s->block, s, pg_thread_open,
-                              pg_thread_close, pg_op, BENCH_PEER_WIDE_MAX,
-                              BENCH_PEER_SHARE, 0};
+  cs->w[cs->n++] = (workload){kase,  "default",           s->block,
+                              s,     pg_thread_open,      pg_thread_close,
+                              pg_op, BENCH_PEER_WIDE_MAX, BENCH_PEER_SHARE,
+                              0};
   return 0;
 }
 
@@ -192,15 +197,22 @@ int pg_cases_open(const bench_cfg *cfg, case_set *cs, results *res,
   if (p == NULL) return -1;
   *priv = p;
   p->line[0] = (pg_shared){cfg->pg, "SELECT nextval('bench_ids')", 1};
-  p->line[1] = (pg_shared){cfg->pg, "SELECT nextval('bench_ids_100') FROM "
-                           "generate_series(1, 100)", 100};
-  p->line[2] = (pg_shared){cfg->pg, "SELECT nextval('bench_ids_1000') FROM "
-                           "generate_series(1, 1000)", 1000};
+  p->line[1] = (pg_shared){cfg->pg,
+                           "SELECT nextval('bench_ids_100') FROM "
+                           "generate_series(1, 100)",
+                           100};
+  p->line[2] = (pg_shared){cfg->pg,
+                           "SELECT nextval('bench_ids_1000') FROM "
+                           "generate_series(1, 1000)",
+                           1000};
   int rc = 0;
   if (one) rc |= add(cs, "pg-nextval", &p->line[0]);
-  if (block) rc |= add(cs, "pg-nextval-block", &p->line[1]) |
-                   add(cs, "pg-nextval-block", &p->line[2]);
+  if (block)
+    rc |= add(cs, "pg-nextval-block", &p->line[1]) |
+          add(cs, "pg-nextval-block", &p->line[2]);
   return rc;
 }
 
-void pg_cases_close(void *priv) { free(priv); }
+void pg_cases_close(void *priv) {
+  free(priv);
+}

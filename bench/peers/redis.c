@@ -31,7 +31,7 @@ typedef struct redis_shared {
 } redis_shared;
 
 typedef struct redis_priv {
-  redis_shared line[4];     /* incr everysec, incr always, incrby 100, 1000 */
+  redis_shared line[4]; /* incr everysec, incr always, incrby 100, 1000 */
 } redis_priv;
 
 typedef struct redis_thread {
@@ -86,18 +86,17 @@ static void redis_thread_close(void *state) {
 static int64_t redis_op(void *shared, void *state, char *err, size_t n) {
   redis_shared *s = shared;
   redis_thread *t = state;
-  redisReply *r = s->block == 1
-                      ? redisCommand(t->c, "INCR %s", s->key)
-                      : redisCommand(t->c, "INCRBY %s %llu", s->key,
-                                     (unsigned long long)s->block);
+  redisReply *r = s->block == 1 ? redisCommand(t->c, "INCR %s", s->key)
+                                : redisCommand(t->c, "INCRBY %s %llu", s->key,
+                                               (unsigned long long)s->block);
   if (r == NULL) {
     snprintf(err, n, "redis: %s", t->c->errstr);
     return -1;
   }
   int64_t got = -1;
   if (r->type != REDIS_REPLY_INTEGER)
-    snprintf(err, n, "redis: %s", r->type == REDIS_REPLY_ERROR ? r->str
-                                                               : "not an integer");
+    snprintf(err, n, "redis: %s",
+             r->type == REDIS_REPLY_ERROR ? r->str : "not an integer");
   else if (r->integer - (long long)s->block < t->last)
     snprintf(err, n, "redis went backwards: %lld after %lld", r->integer,
              t->last);
@@ -124,7 +123,8 @@ static void version(redisContext *c, char *buf, size_t size) {
   snprintf(buf, size, "?");
   redisReply *r = redisCommand(c, "INFO server");
   const char *v = r && r->type == REDIS_REPLY_STRING
-                      ? strstr(r->str, "redis_version:") : NULL;
+                      ? strstr(r->str, "redis_version:")
+                      : NULL;
   if (v) {
     v += strlen("redis_version:");
     snprintf(buf, size, "%.*s", (int)strcspn(v, "\r\n"), v);
@@ -140,7 +140,8 @@ static int prepare(const char *addr, const char *want_fsync, redis_shared *s,
   char host[64];
   int port;
   if (parse_addr(addr, host, sizeof host, &port) != 0)
-    return snprintf(err, n, "bad redis address '%s' (want HOST:PORT)", addr), -1;
+    return snprintf(err, n, "bad redis address '%s' (want HOST:PORT)", addr),
+           -1;
   redisContext *c = connect_to(host, port, err, n);
   if (c == NULL) return -1;
   char aof[16], fsync[16], ver[32], note[128];
@@ -149,8 +150,10 @@ static int prepare(const char *addr, const char *want_fsync, redis_shared *s,
   version(c, ver, sizeof ver);
   int rc = 0;
   if (strcmp(aof, "yes") != 0 || strcmp(fsync, want_fsync) != 0) {
-    snprintf(err, n, "redis-server runs with appendonly %s, appendfsync %s; "
-             "want yes, %s", aof, fsync, want_fsync);
+    snprintf(err, n,
+             "redis-server runs with appendonly %s, appendfsync %s; "
+             "want yes, %s",
+             aof, fsync, want_fsync);
     rc = -1;
   }
   for (int i = 0; rc == 0 && i < nlines; i++) {
@@ -176,9 +179,16 @@ static int add(case_set *cs, const char *kase, const char *mode,
                redis_shared *s) {
   if (cs->n >= BENCH_LINES_MAX)
     return fprintf(stderr, "bench: too many case lines\n"), -1;
-  cs->w[cs->n++] = (workload){kase, mode, s->block, s, redis_thread_open,
-                              redis_thread_close, redis_op,
-                              BENCH_PEER_WIDE_MAX, BENCH_PEER_SHARE, 0};
+  cs->w[cs->n++] = (workload){kase,
+                              mode,
+                              s->block,
+                              s,
+                              redis_thread_open,
+                              redis_thread_close,
+                              redis_op,
+                              BENCH_PEER_WIDE_MAX,
+                              BENCH_PEER_SHARE,
+                              0};
   return 0;
 }
 
@@ -238,4 +248,6 @@ int redis_cases_open(const bench_cfg *cfg, case_set *cs, results *res,
   return rc;
 }
 
-void redis_cases_close(void *priv) { free(priv); }
+void redis_cases_close(void *priv) {
+  free(priv);
+}

@@ -68,7 +68,9 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int connect_daemon(void) { return lcd_io_dial(port, 10); }
+static int connect_daemon(void) {
+  return lcd_io_dial(port, 10);
+}
 
 typedef struct worker {
   pthread_t t;
@@ -94,16 +96,13 @@ static void *run(void *arg) {
   for (;;) {
     int more = seconds ? now_s() < deadline : w->sent < count;
     if (more && inflight < depth) {
-      if (lcd_io_send_all(fd, req, (size_t)n) != 0)
-        goto lost;
+      if (lcd_io_send_all(fd, req, (size_t)n) != 0) goto lost;
       w->sent++;
       inflight++;
       continue;
     }
-    if (inflight == 0)
-      break;
-    if (lcd_io_read_line(fd, &rb, line, sizeof line) != 0)
-      goto lost;
+    if (inflight == 0) break;
+    if (lcd_io_read_line(fd, &rb, line, sizeof line) != 0) goto lost;
     inflight--;
     w->answered++;
     char *end;
@@ -118,8 +117,8 @@ static void *run(void *arg) {
       break;
     }
     if (last && (uint64_t)(v - last) < block) {
-      snprintf(w->fail, sizeof w->fail, "replies not increasing: %" PRId64
-               " then %lld", last, v);
+      snprintf(w->fail, sizeof w->fail,
+               "replies not increasing: %" PRId64 " then %lld", last, v);
       break;
     }
     last = v;
@@ -151,15 +150,13 @@ static void *run(void *arg) {
     rb.start = rb.end = 0;
     w->reconnects++;
     double give_up = now_s() + 20;
-    while ((fd = connect_daemon()) < 0 && now_s() < give_up)
-      usleep(20000);
+    while ((fd = connect_daemon()) < 0 && now_s() < give_up) usleep(20000);
     if (fd < 0) {
       snprintf(w->fail, sizeof w->fail, "cannot reconnect");
       return NULL;
     }
   }
-  if (fd >= 0)
-    close(fd);
+  if (fd >= 0) close(fd);
   return NULL;
 }
 
@@ -177,8 +174,7 @@ static int seed_raw(void) {
   int ok = fd >= 0 && lcd_io_send_all(fd, req, (size_t)n) == 0 &&
            lcd_io_read_line(fd, &rb, line, sizeof line) == 0 &&
            strcmp(line, "STORED") == 0;
-  if (fd >= 0)
-    close(fd);
+  if (fd >= 0) close(fd);
   return ok ? 0 : -1;
 }
 
@@ -189,8 +185,7 @@ static int load(void) {
   }
   worker *ws = calloc((size_t)conns, sizeof *ws);
   double t0 = now_s();
-  for (int i = 0; i < conns; i++)
-    pthread_create(&ws[i].t, NULL, run, &ws[i]);
+  for (int i = 0; i < conns; i++) pthread_create(&ws[i].t, NULL, run, &ws[i]);
   long answered = 0, errors = 0, reconnects = 0;
   size_t total = 0;
   const char *fail = NULL;
@@ -200,28 +195,24 @@ static int load(void) {
     errors += ws[i].errors;
     reconnects += ws[i].reconnects;
     total += ws[i].nvalues;
-    if (ws[i].fail[0] && !fail)
-      fail = ws[i].fail;
+    if (ws[i].fail[0] && !fail) fail = ws[i].fail;
   }
   double secs = now_s() - t0;
   int64_t *all = malloc((total ? total : 1) * sizeof *all);
   size_t k = 0;
   for (int i = 0; i < conns; i++) {
-    if (ws[i].nvalues)          /* -t keeps no values: values is NULL */
+    if (ws[i].nvalues) /* -t keeps no values: values is NULL */
       memcpy(all + k, ws[i].values, ws[i].nvalues * sizeof *all);
     k += ws[i].nvalues;
   }
   qsort(all, total, sizeof *all, cmp64);
   size_t overlaps = 0;
   for (size_t i = 1; i < total; i++)
-    if ((uint64_t)(all[i] - all[i - 1]) < block)
-      overlaps++;
+    if ((uint64_t)(all[i] - all[i - 1]) < block) overlaps++;
   if (outfile) {
     FILE *f = fopen(outfile, "w");
-    for (size_t i = 0; f && i < total; i++)
-      fprintf(f, "%" PRId64 "\n", all[i]);
-    if (!f || fclose(f) != 0)
-      fail = "cannot write the output file";
+    for (size_t i = 0; f && i < total; i++) fprintf(f, "%" PRId64 "\n", all[i]);
+    if (!f || fclose(f) != 0) fail = "cannot write the output file";
   }
   printf("%s conns=%d depth=%d block=%" PRIu64 " replies=%ld errors=%ld "
          "reconnects=%ld overlaps=%zu min=%" PRId64 " max=%" PRId64
@@ -230,8 +221,7 @@ static int load(void) {
          errors, reconnects, overlaps, total ? all[0] : 0,
          total ? all[total - 1] : 0, secs, (double)answered / secs,
          fail ? " reason: " : "", fail ? fail : "");
-  for (int i = 0; i < conns; i++)
-    free(ws[i].values);
+  for (int i = 0; i < conns; i++) free(ws[i].values);
   free(ws);
   free(all);
   return fail || overlaps ? 1 : 0;
@@ -244,22 +234,22 @@ static memcached_st *libmc_open(const char *portarg) {
   char cfg[64];
   snprintf(cfg, sizeof cfg, "--SERVER=127.0.0.1:%s", portarg);
   memcached_st *m = memcached(cfg, strlen(cfg));
-  if (!m)
-    printf("FAIL cannot create a libmemcached handle\n");
+  if (!m) printf("FAIL cannot create a libmemcached handle\n");
   return m;
 }
 
 static int libmc(const char *portarg, const char *key) {
   memcached_st *m = libmc_open(portarg);
-  if (!m)
-    return 1;
+  if (!m) return 1;
   int bad = 0;
   uint64_t a = 0, b = 0, c = 0;
   memcached_return_t rc = memcached_increment(m, key, strlen(key), 1, &a);
-  printf("memcached_increment 1: %s %" PRIu64 "\n", memcached_strerror(m, rc), a);
+  printf("memcached_increment 1: %s %" PRIu64 "\n", memcached_strerror(m, rc),
+         a);
   bad |= rc != MEMCACHED_SUCCESS;
   rc = memcached_increment(m, key, strlen(key), 10, &b);
-  printf("memcached_increment 10: %s %" PRIu64 "\n", memcached_strerror(m, rc), b);
+  printf("memcached_increment 10: %s %" PRIu64 "\n", memcached_strerror(m, rc),
+         b);
   bad |= rc != MEMCACHED_SUCCESS || b != a + 10;
   rc = memcached_increment_by_key(m, "any", 3, key, strlen(key), 1, &c);
   printf("memcached_increment_by_key 1: %s %" PRIu64 "\n",
@@ -302,7 +292,7 @@ static uint64_t seed = 1;
 typedef struct tworker {
   pthread_t t;
   uint64_t rng;
-  int64_t *sums;              /* per tally */
+  int64_t *sums; /* per tally */
   long sent, replies;
   char fail[256];
 } tworker;
@@ -324,7 +314,7 @@ static void *run_tally(void *arg) {
     snprintf(w->fail, sizeof w->fail, "cannot connect: %s", strerror(errno));
     return NULL;
   }
-  long expect = 0;            /* replies owed */
+  long expect = 0; /* replies owed */
   int sent_version = 0;
   for (;;) {
     if (w->sent < count && expect < depth) {
@@ -352,16 +342,14 @@ static void *run_tally(void *arg) {
       sent_version = 1;
       expect++;
     }
-    if (expect == 0)
-      break;
+    if (expect == 0) break;
     if (lcd_io_read_line(fd, &rb, line, sizeof line) != 0) {
       snprintf(w->fail, sizeof w->fail, "connection lost after %ld replies",
                w->replies);
       break;
     }
     expect--;
-    if (strncmp(line, "VERSION ", 8) == 0 && expect == 0 && sent_version)
-      break;
+    if (strncmp(line, "VERSION ", 8) == 0 && expect == 0 && sent_version) break;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(line, &end, 10);
@@ -390,22 +378,19 @@ static int tally_load(void) {
     pthread_join(ws[i].t, NULL);
     sent += ws[i].sent;
     replies += ws[i].replies;
-    if (ws[i].fail[0] && !fail)
-      fail = ws[i].fail;
+    if (ws[i].fail[0] && !fail) fail = ws[i].fail;
   }
   double secs = now_s() - t0;
   for (int k = 0; k < ntallies; k++) {
     int64_t sum = 0;
-    for (int i = 0; i < conns; i++)
-      sum += ws[i].sums[k];
+    for (int i = 0; i < conns; i++) sum += ws[i].sums[k];
     printf("sum %s%d %" PRId64 "\n", name, k, sum);
   }
   printf("%s conns=%d depth=%d tallies=%d changes=%ld replies=%ld "
-         "seconds=%.3f rate=%.0f/s%s%s\n", fail ? "FAIL" : "ok", conns,
-         depth, ntallies, sent, replies, secs, (double)sent / secs,
-         fail ? " reason: " : "", fail ? fail : "");
-  for (int i = 0; i < conns; i++)
-    free(ws[i].sums);
+         "seconds=%.3f rate=%.0f/s%s%s\n",
+         fail ? "FAIL" : "ok", conns, depth, ntallies, sent, replies, secs,
+         (double)sent / secs, fail ? " reason: " : "", fail ? fail : "");
+  for (int i = 0; i < conns; i++) free(ws[i].sums);
   free(ws);
   return fail ? 1 : 0;
 }
@@ -414,16 +399,17 @@ static int libmc_tally(const char *portarg, const char *tname) {
   char key[256];
   snprintf(key, sizeof key, "tally:%s", tname);
   memcached_st *m = libmc_open(portarg);
-  if (!m)
-    return 1;
+  if (!m) return 1;
   int bad = 0;
   size_t kl = strlen(key);
   uint64_t v = 99;
   memcached_return_t rc = memcached_increment(m, key, kl, 5, &v);
-  printf("memcached_increment 5: %s %" PRIu64 "\n", memcached_strerror(m, rc), v);
+  printf("memcached_increment 5: %s %" PRIu64 "\n", memcached_strerror(m, rc),
+         v);
   bad |= rc != MEMCACHED_SUCCESS || v != 5;
   rc = memcached_decrement(m, key, kl, 2, &v);
-  printf("memcached_decrement 2: %s %" PRIu64 "\n", memcached_strerror(m, rc), v);
+  printf("memcached_decrement 2: %s %" PRIu64 "\n", memcached_strerror(m, rc),
+         v);
   bad |= rc != MEMCACHED_SUCCESS || v != 3;
   rc = memcached_decrement(m, key, kl, 10, &v);
   printf("memcached_decrement 10: %s %" PRIu64 " (floored)\n",
@@ -437,7 +423,8 @@ static int libmc_tally(const char *portarg, const char *tname) {
   bad |= rc != MEMCACHED_SUCCESS || !g || len != 2 || memcmp(g, "-7", 2);
   free(g);
   rc = memcached_increment(m, key, kl, 20, &v);
-  printf("memcached_increment 20: %s %" PRIu64 "\n", memcached_strerror(m, rc), v);
+  printf("memcached_increment 20: %s %" PRIu64 "\n", memcached_strerror(m, rc),
+         v);
   bad |= rc != MEMCACHED_SUCCESS || v != 13;
   memcached_free(m);
   printf("%s\n", bad ? "FAIL libmemcached tally" : "ok libmemcached tally");
@@ -447,15 +434,14 @@ static int libmc_tally(const char *portarg, const char *tname) {
 static int hold(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)conns + 64) {
-    rl.rlim_cur = rl.rlim_max < (rlim_t)conns + 64 ? rl.rlim_max
-                                                   : (rlim_t)conns + 64;
+    rl.rlim_cur =
+        rl.rlim_max < (rlim_t)conns + 64 ? rl.rlim_max : (rlim_t)conns + 64;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
   int *fds = calloc((size_t)conns, sizeof *fds);
   int opened = 0, answered = 0;
   for (int i = 0; i < conns; i++)
-    if ((fds[i] = connect_daemon()) >= 0)
-      opened++;
+    if ((fds[i] = connect_daemon()) >= 0) opened++;
   printf("holding %d of %d connections\n", opened, conns);
   fflush(stdout);
   sleep((unsigned)seconds);
@@ -466,12 +452,11 @@ static int hold(void) {
         lcd_io_read_line(fds[i], &rb, line, sizeof line) == 0 &&
         strncmp(line, "VERSION ", 8) == 0)
       answered++;
-    if (fds[i] >= 0)
-      close(fds[i]);
+    if (fds[i] >= 0) close(fds[i]);
   }
   free(fds);
-  printf("%s held=%d answered=%d of %d\n",
-         answered == conns ? "ok" : "FAIL", opened, answered, conns);
+  printf("%s held=%d answered=%d of %d\n", answered == conns ? "ok" : "FAIL",
+         opened, answered, conns);
   return answered == conns ? 0 : 1;
 }
 
@@ -500,7 +485,8 @@ int main(int argc, char **argv) {
                                      {NULL, 0, NULL, 0}};
   int opt;
   optind = 2;
-  while ((opt = getopt_long(argc, argv, "p:k:c:n:t:b:d:o:erK:s:U", lo, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "p:k:c:n:t:b:d:o:erK:s:U", lo, NULL)) !=
+         -1) {
     switch (opt) {
     case 'p': port = atoi(optarg); break;
     case 'k': name = optarg; break;
@@ -519,8 +505,7 @@ int main(int argc, char **argv) {
     default: return usage();
     }
   }
-  if (holding)
-    return port && seconds > 0 ? hold() : usage();
+  if (holding) return port && seconds > 0 ? hold() : usage();
   if (tallying)
     return port && name && conns >= 1 && depth >= 1 && count > 0 &&
                    ntallies >= 1 && seed

@@ -15,8 +15,7 @@
 
 int lcd_io_dial(int port, int rcv_timeout_s) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return -1;
+  if (fd < 0) return -1;
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
@@ -36,10 +35,8 @@ int lcd_io_dial(int port, int rcv_timeout_s) {
 int lcd_io_send_all(int fd, const char *s, size_t n) {
   while (n) {
     ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
     s += w;
     n -= (size_t)w;
   }
@@ -52,8 +49,7 @@ int lcd_io_read_line(int fd, lcd_rbuf *r, char *line, size_t cap) {
     if (nl) {
       size_t n = (size_t)(nl - (r->b + r->start));
       size_t k = n && nl[-1] == '\r' ? n - 1 : n;
-      if (k >= cap)
-        k = cap - 1;
+      if (k >= cap) k = cap - 1;
       memcpy(line, r->b + r->start, k);
       line[k] = '\0';
       r->start += n + 1;
@@ -62,13 +58,10 @@ int lcd_io_read_line(int fd, lcd_rbuf *r, char *line, size_t cap) {
     memmove(r->b, r->b + r->start, r->end - r->start);
     r->end -= r->start;
     r->start = 0;
-    if (r->end == sizeof r->b)
-      return -1;
+    if (r->end == sizeof r->b) return -1;
     ssize_t got = recv(fd, r->b + r->end, sizeof r->b - r->end, 0);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return -1;
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return -1;
     r->end += (size_t)got;
   }
 }

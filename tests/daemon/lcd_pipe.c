@@ -63,7 +63,9 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int dial(int rcv_timeout_s) { return lcd_io_dial(port, rcv_timeout_s); }
+static int dial(int rcv_timeout_s) {
+  return lcd_io_dial(port, rcv_timeout_s);
+}
 
 /* Prints "FAIL ..." and a newline; returns 1. */
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -88,35 +90,28 @@ static int read_line(rbuf *r, char *line, size_t cap) {
 
 /* One request, one reply line. */
 static int ask(rbuf *r, const char *req, char *line, size_t cap) {
-  if (lcd_io_send_all(r->fd, req, strlen(req)) != 0)
-    return -1;
+  if (lcd_io_send_all(r->fd, req, strlen(req)) != 0) return -1;
   return read_line(r, line, cap);
 }
 
 /* "STAT name value" from a "stats" reply; -1 if absent. */
-static int stats(const char *n1, uint64_t *v1, const char *n2,
-                 uint64_t *v2) {
+static int stats(const char *n1, uint64_t *v1, const char *n2, uint64_t *v2) {
   rbuf *r = calloc(1, sizeof *r);
   int rc = -1;
   char line[512];
   r->fd = dial(10);
-  if (r->fd < 0 || lcd_io_send_all(r->fd, "stats\r\n", 7) != 0)
-    goto out;
+  if (r->fd < 0 || lcd_io_send_all(r->fd, "stats\r\n", 7) != 0) goto out;
   int seen = 0;
   while (read_line(r, line, sizeof line) == 0 && strcmp(line, "END") != 0) {
     char name[64];
     unsigned long long v;
-    if (sscanf(line, "STAT %63s %llu", name, &v) != 2)
-      continue;
-    if (strcmp(name, n1) == 0)
-      *v1 = v, seen |= 1;
-    if (strcmp(name, n2) == 0)
-      *v2 = v, seen |= 2;
+    if (sscanf(line, "STAT %63s %llu", name, &v) != 2) continue;
+    if (strcmp(name, n1) == 0) *v1 = v, seen |= 1;
+    if (strcmp(name, n2) == 0) *v2 = v, seen |= 2;
   }
   rc = seen == 3 ? 0 : -1;
 out:
-  if (r->fd >= 0)
-    close(r->fd);
+  if (r->fd >= 0) close(r->fd);
   free(r);
   return rc;
 }
@@ -138,19 +133,16 @@ static void *run_other(void *arg) {
   char req[128], line[256];
   snprintf(req, sizeof req, "incr %so%d 1\r\n", prefix, o->k);
   uint64_t last = 0;
-  if (r->fd < 0)
-    snprintf(o->fail, sizeof o->fail, "cannot connect");
+  if (r->fd < 0) snprintf(o->fail, sizeof o->fail, "cannot connect");
   while (r->fd >= 0 && !atomic_load(&stop_others)) {
     double t0 = now_s();
     if (ask(r, req, line, sizeof line) != 0) {
       if (!tolerate_close)
-        snprintf(o->fail, sizeof o->fail, "no answer (after %ld ids)",
-                 o->ids);
+        snprintf(o->fail, sizeof o->fail, "no answer (after %ld ids)", o->ids);
       break;
     }
     double w = now_s() - t0;
-    if (w > o->max_wait)
-      o->max_wait = w;
+    if (w > o->max_wait) o->max_wait = w;
     char *end;
     uint64_t v = strtoull(line, &end, 10);
     if (*end || v <= last) {
@@ -161,8 +153,7 @@ static void *run_other(void *arg) {
     last = v;
     o->ids++;
   }
-  if (r->fd >= 0)
-    close(r->fd);
+  if (r->fd >= 0) close(r->fd);
   free(r);
   return NULL;
 }
@@ -186,8 +177,7 @@ static int others_stop(other *os, long *ids, double *max_wait) {
   for (long k = 0; k < others_n; k++) {
     pthread_join(os[k].t, NULL);
     *ids += os[k].ids;
-    if (os[k].max_wait > *max_wait)
-      *max_wait = os[k].max_wait;
+    if (os[k].max_wait > *max_wait) *max_wait = os[k].max_wait;
     if (os[k].fail[0]) {
       printf("FAIL other connection %ld: %s\n", k, os[k].fail);
       bad = 1;
@@ -209,10 +199,8 @@ static long rss_kib(void) {
   FILE *f = fopen(path, "r");
   long kib = -1;
   while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-      break;
-  if (f)
-    fclose(f);
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  if (f) fclose(f);
   return kib;
 }
 
@@ -223,8 +211,7 @@ static void *run_rss(void *arg) {
   (void)arg;
   while (!atomic_load(&rss_stop)) {
     long k = rss_kib();
-    if (k > atomic_load(&rss_max))
-      atomic_store(&rss_max, k);
+    if (k > atomic_load(&rss_max)) atomic_store(&rss_max, k);
     usleep(20000);
   }
   return NULL;
@@ -250,8 +237,7 @@ static void *run_writer(void *arg) {
                             prefix, i % names_n, block,
                             noreply ? " noreply" : "");
     if (n > cap - 512 || i == lines_n) {
-      if (lcd_io_send_all(w->fd, buf, n) != 0)
-        w->failed = 1;
+      if (lcd_io_send_all(w->fd, buf, n) != 0) w->failed = 1;
       n = 0;
     }
   }
@@ -276,8 +262,8 @@ static int check_gets(rbuf *r) {
     for (long k = i; k < hi; k++) {
       char key[256];
       unsigned long long v = 0;
-      uint64_t want = block * (uint64_t)(lines_n / names_n +
-                                         (k < lines_n % names_n));
+      uint64_t want =
+          block * (uint64_t)(lines_n / names_n + (k < lines_n % names_n));
       if (read_line(r, line, sizeof line) != 0 ||
           sscanf(line, "VALUE %255s", key) != 1 ||
           read_line(r, line, sizeof line) != 0 ||
@@ -288,8 +274,8 @@ static int check_gets(rbuf *r) {
         break;
       }
     }
-    if (!bad && (read_line(r, line, sizeof line) != 0 ||
-                 strcmp(line, "END") != 0))
+    if (!bad &&
+        (read_line(r, line, sizeof line) != 0 || strcmp(line, "END") != 0))
       bad = fail("get: no END but '%s'\n", line);
   }
   return bad;
@@ -302,13 +288,11 @@ static int pipe_main(void) {
   long rss0 = pid_n ? rss_kib() : 0;
   pthread_t rt;
   atomic_store(&rss_max, rss0);
-  if (pid_n)
-    pthread_create(&rt, NULL, run_rss, NULL);
+  if (pid_n) pthread_create(&rt, NULL, run_rss, NULL);
   rbuf *r = calloc(1, sizeof *r);
   writer w = {0};
   r->fd = w.fd = dial(60);
-  if (r->fd < 0)
-    return fail("cannot connect\n");
+  if (r->fd < 0) return fail("cannot connect\n");
   other *os = others_start();
   uint64_t *last = calloc((size_t)names_n, sizeof *last);
   double t0 = now_s();
@@ -334,8 +318,8 @@ static int pipe_main(void) {
     char *end;
     uint64_t v = strtoull(line, &end, 10);
     if (*end || !line[0] || v != last[k] + block) {
-      bad = fail("reply %ld (%s%ld): '%s', want %" PRIu64 "\n", i,
-                   prefix, k, line, last[k] + block);
+      bad = fail("reply %ld (%s%ld): '%s', want %" PRIu64 "\n", i, prefix, k,
+                 line, last[k] + block);
       break;
     }
     last[k] = v;
@@ -352,21 +336,20 @@ static int pipe_main(void) {
   }
   if (!bad && !noreply && fenced && got != lines_n)
     bad = fail("%ld replies for %ld lines\n", got, lines_n);
-  if (!bad && fenced && !tolerate_close)
-    bad = check_gets(r);
+  if (!bad && fenced && !tolerate_close) bad = check_gets(r);
   if (!bad && !tolerate_close) {
     if (stats("cmd_incr", &cmd1, "incr_ids", &ids1))
       bad = fail("cannot read stats\n");
     else if (cmd1 - cmd0 != (uint64_t)(lines_n + oids) ||
              ids1 - ids0 != (uint64_t)lines_n * block + (uint64_t)oids)
       bad = fail("stats: cmd_incr +%" PRIu64 " incr_ids +%" PRIu64
-                   ", want +%ld +%" PRIu64 "\n", cmd1 - cmd0, ids1 - ids0,
-                   lines_n + oids, (uint64_t)lines_n * block + (uint64_t)oids);
+                 ", want +%ld +%" PRIu64 "\n",
+                 cmd1 - cmd0, ids1 - ids0, lines_n + oids,
+                 (uint64_t)lines_n * block + (uint64_t)oids);
   }
   long grew = pid_n ? atomic_load(&rss_max) - rss0 : 0;
   if (!bad && pid_n && grew > rss_bound_kib)
-    bad = fail("RSS grew by %ld KiB, bound %ld KiB\n", grew,
-                 rss_bound_kib);
+    bad = fail("RSS grew by %ld KiB, bound %ld KiB\n", grew, rss_bound_kib);
   printf("%s pipe: %ld lines%s on %ld counter(s), %ld replies in %.2f s "
          "(%.0f lines/s)%s; %ld others: %ld ids, largest wait %.1f ms",
          bad ? "FAIL" : "ok", lines_n, noreply ? " (noreply)" : "", names_n,
@@ -386,26 +369,22 @@ static int pipe_main(void) {
 
 static int unread_main(void) {
   int fd = dial(60);
-  if (fd < 0)
-    return fail("cannot connect\n");
-  struct timeval tv = {seconds_n + 5, 0};   /* a send that never returns */
+  if (fd < 0) return fail("cannot connect\n");
+  struct timeval tv = {seconds_n + 5, 0}; /* a send that never returns */
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   other *os = others_start();
   char chunk[1 << 16];
   size_t n = 0;
   const char *l = "incr ";
   while (n + 300 < sizeof chunk)
-    n += (size_t)snprintf(chunk + n, sizeof chunk - n, "%s%s 1\r\n", l,
-                          prefix);
+    n += (size_t)snprintf(chunk + n, sizeof chunk - n, "%s%s 1\r\n", l, prefix);
   double t0 = now_s(), closed_at = 0;
   long long sent = 0, want = mb * 1024LL * 1024LL;
   while (sent < want) {
     ssize_t w = send(fd, chunk, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
+    if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      if (errno == EPIPE || errno == ECONNRESET)
-        closed_at = now_s();
+      if (errno == EPIPE || errno == ECONNRESET) closed_at = now_s();
       break;
     }
     sent += w;
@@ -421,7 +400,8 @@ static int unread_main(void) {
   int bad = others_stop(os, &oids, &owait);
   if (!closed_at)
     bad = fail("the daemon did not close the connection within "
-                 "%ld s (%lld bytes sent)\n", seconds_n, sent);
+               "%ld s (%lld bytes sent)\n",
+               seconds_n, sent);
   printf("%s unread: %.1f MB of %ld MB sent, closed by the daemon after "
          "%.1f s; %ld others: %ld ids, largest wait %.1f ms\n",
          bad ? "FAIL" : "ok", (double)sent / 1048576.0, mb,
@@ -436,8 +416,7 @@ static int libmc_main(void) {
   char cfg[64];
   snprintf(cfg, sizeof cfg, "--SERVER=127.0.0.1:%d", port);
   memcached_st *m = memcached(cfg, strlen(cfg));
-  if (!m)
-    return fail("cannot create a libmemcached handle\n");
+  if (!m) return fail("cannot create a libmemcached handle\n");
   memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1);
   memcached_behavior_set(m, MEMCACHED_BEHAVIOR_BUFFER_REQUESTS, 1);
   int bad = 0;
@@ -448,42 +427,40 @@ static int libmc_main(void) {
         memcached_increment(m, prefix, strlen(prefix), 1, &v);
     if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_BUFFERED)
       bad = fail("memcached_increment %ld: %s\n", i,
-                   memcached_last_error_message(m));
+                 memcached_last_error_message(m));
   }
   memcached_return_t rc = memcached_flush_buffers(m);
   if (!bad && rc != MEMCACHED_SUCCESS)
-    bad = fail("memcached_flush_buffers: %s\n",
-                 memcached_strerror(m, rc));
+    bad = fail("memcached_flush_buffers: %s\n", memcached_strerror(m, rc));
   /* The get goes on the same connection, behind the increments (setting
    * a behavior back would make libmemcached reconnect: no order then). */
   size_t len = 0;
   uint32_t flags = 0;
-  char *v = bad ? NULL
-                : memcached_get(m, prefix, strlen(prefix), &len, &flags, &rc);
+  char *v =
+      bad ? NULL : memcached_get(m, prefix, strlen(prefix), &len, &flags, &rc);
   double secs = now_s() - t0;
   if (!bad && (!v || strtoull(v, NULL, 10) != (uint64_t)lines_n))
     bad = fail("memcached_get %s: %s '%.*s', want %ld\n", prefix,
-                 memcached_strerror(m, rc), (int)len, v ? v : "", lines_n);
+               memcached_strerror(m, rc), (int)len, v ? v : "", lines_n);
   free(v);
   memcached_free(m);
   printf("%s libmemcached noreply+buffered: %ld increments, counter read "
-         "back in %.2f s\n", bad ? "FAIL" : "ok", lines_n, secs);
+         "back in %.2f s\n",
+         bad ? "FAIL" : "ok", lines_n, secs);
   return bad;
 }
 
 static int usage(void) {
-  fprintf(stderr,
-          "usage: lcd_pipe pipe -p PORT -k PREFIX -n LINES [-K NAMES] "
-          "[-b BLOCK] [-N] [-O OTHERS] [-P PID -R KIB] [-x]\n"
-          "       lcd_pipe unread -p PORT -k PREFIX -m MB [-O OTHERS] "
-          "-T SECONDS\n"
-          "       lcd_pipe libmc -p PORT -k NAME -n COUNT\n");
+  fprintf(stderr, "usage: lcd_pipe pipe -p PORT -k PREFIX -n LINES [-K NAMES] "
+                  "[-b BLOCK] [-N] [-O OTHERS] [-P PID -R KIB] [-x]\n"
+                  "       lcd_pipe unread -p PORT -k PREFIX -m MB [-O OTHERS] "
+                  "-T SECONDS\n"
+                  "       lcd_pipe libmc -p PORT -k NAME -n COUNT\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2)
-    return usage();
+  if (argc < 2) return usage();
   const char *mode = argv[1];
   int opt;
   optind = 2;
@@ -504,14 +481,10 @@ int main(int argc, char **argv) {
     default: return usage();
     }
   }
-  if (port <= 0 || lines_n < 1 || names_n < 1 || block < 1)
-    return usage();
+  if (port <= 0 || lines_n < 1 || names_n < 1 || block < 1) return usage();
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (strcmp(mode, "pipe") == 0)
-    return pipe_main();
-  if (strcmp(mode, "unread") == 0)
-    return unread_main();
-  if (strcmp(mode, "libmc") == 0)
-    return libmc_main();
+  if (strcmp(mode, "pipe") == 0) return pipe_main();
+  if (strcmp(mode, "unread") == 0) return unread_main();
+  if (strcmp(mode, "libmc") == 0) return libmc_main();
   return usage();
 }

@@ -97,14 +97,15 @@ struct evbuffer;
 /* The memcached version whose text protocol is spoken (first in the
  * "version" reply). */
 #define LCD_PROTOCOL_VERSION "1.6.0"
-#define LCD_RUN_MAX 64          /* pipelined incr lines merged into a job */
-#define LCD_MERGE_SCAN 1024     /* queue entries a worker looks through for
+#define LCD_RUN_MAX 64 /* pipelined incr lines merged into a job */
+#define LCD_MERGE_SCAN \
+  1024                              /* queue entries a worker looks through for
                                    jobs of the same counter */
-#define LCD_GARBAGE_MAX 16      /* error replies in a row before closing */
-#define LCD_INPUT_MAX (64 * 1024)     /* stop reading above this */
-#define LCD_CONN_JOBS 16        /* jobs of one connection in flight */
-#define LCD_CONN_SPARE 2        /* finished jobs a connection keeps */
-#define LCD_OUTPUT_MAX (256 * 1024)   /* stop parsing above this */
+#define LCD_GARBAGE_MAX 16          /* error replies in a row before closing */
+#define LCD_INPUT_MAX (64 * 1024)   /* stop reading above this */
+#define LCD_CONN_JOBS 16            /* jobs of one connection in flight */
+#define LCD_CONN_SPARE 2            /* finished jobs a connection keeps */
+#define LCD_OUTPUT_MAX (256 * 1024) /* stop parsing above this */
 /* Event priorities: everything runs at the default (1) except the submit
  * event, which runs after all I/O of a loop iteration. */
 #define LCD_PRIORITIES 3
@@ -119,45 +120,45 @@ struct evbuffer;
 
 /* Every setting, with its default in lcd_settings_init. */
 typedef struct lcd_settings {
-  const char *listen;       /* TCP ADDR:PORT; "none": no TCP listener
+  const char *listen;         /* TCP ADDR:PORT; "none": no TCP listener
                                (default 127.0.0.1:11311) */
-  const char *socket_path;  /* a unix socket too; NULL: none */
-  int socket_mode;          /* its permissions (default 0660) */
-  const char *memcached;    /* libmemcached config (default $LOGCOUNTER_
+  const char *socket_path;    /* a unix socket too; NULL: none */
+  int socket_mode;            /* its permissions (default 0660) */
+  const char *memcached;      /* libmemcached config (default $LOGCOUNTER_
                                MEMCACHED, else --SERVER=127.0.0.1:11211) */
-  const char *db;           /* the log directory (required: --db or
+  const char *db;             /* the log directory (required: --db or
                                $LOGCOUNTER_DB) */
-  lc_durability_t durability;   /* default LC_DURABILITY_DEFAULT */
-  uint64_t prefetch;        /* lc_options.prefetch (default
+  lc_durability_t durability; /* default LC_DURABILITY_DEFAULT */
+  uint64_t prefetch;          /* lc_options.prefetch (default
                                $LOGCOUNTER_PREFETCH, else 0: off) */
-  int timeout_ms;           /* memcached timeout (default 1000) */
-  int threads;              /* event-loop threads (default: the CPUs the
+  int timeout_ms;             /* memcached timeout (default 1000) */
+  int threads;                /* event-loop threads (default: the CPUs the
                                process may use, at most LCD_THREADS_MAX) */
-  int workers;              /* worker threads for slow calls (default 4) */
-  int max_connections;      /* open client connections (default 1024) */
-  int idle_timeout;         /* seconds; close idle clients; 0: never
+  int workers;                /* worker threads for slow calls (default 4) */
+  int max_connections;        /* open client connections (default 1024) */
+  int idle_timeout;           /* seconds; close idle clients; 0: never
                                (default 0, as memcached) */
-  int line_timeout;         /* seconds a request may stay unfinished
+  int line_timeout;           /* seconds a request may stay unfinished
                                (default 10) */
-  int drain_timeout;        /* seconds SIGTERM waits for replies to be
+  int drain_timeout;          /* seconds SIGTERM waits for replies to be
                                read before closing anyway (default 10) */
-  int reply_timeout;        /* seconds a client may leave its replies
+  int reply_timeout;          /* seconds a client may leave its replies
                                unread (no progress) before it is closed
                                (default 10) */
-  int backlog;              /* listen backlog (default 1024) */
-  int verbose;              /* 0: start/stop/errors, 1: connections,
+  int backlog;                /* listen backlog (default 1024) */
+  int verbose;                /* 0: start/stop/errors, 1: connections,
                                2: every failed request (default 0) */
-  const char *pidfile;      /* NULL: none */
-  int coalesce;             /* merge concurrent incr of one counter into
+  const char *pidfile;        /* NULL: none */
+  int coalesce;               /* merge concurrent incr of one counter into
                                one memcached increment; 0 (--no-coalesce):
                                one increment per request, for comparison
                                (default 1) */
-  uint64_t max_counters;    /* lc_options.max_counters (default the
+  uint64_t max_counters;      /* lc_options.max_counters (default the
                                library's, LC_MAX_COUNTERS_DEFAULT) */
-  uint64_t max_tallies;     /* lc_options.max_tallies (the same) */
-  int flush_interval;       /* seconds between tally flushes; 0: none
+  uint64_t max_tallies;       /* lc_options.max_tallies (the same) */
+  int flush_interval;         /* seconds between tally flushes; 0: none
                                while running, only at shutdown (default 1) */
-  int sweep_interval;       /* seconds between sweeps of every tally in the
+  int sweep_interval;         /* seconds between sweeps of every tally in the
                                log (recovers what a crash left pending);
                                one also runs at startup; 0: only then
                                (default 60) */
@@ -171,12 +172,12 @@ typedef struct lcd_loop lcd_loop;
 
 /* One unit of work for the pool; owned by its connection and reused. */
 typedef struct lcd_job {
-  struct lcd_job *next;     /* queue / done-list link */
-  struct lcd_job *cnext;    /* the connection's jobs, in request order */
+  struct lcd_job *next;  /* queue / done-list link */
+  struct lcd_job *cnext; /* the connection's jobs, in request order */
   lcd_conn *conn;
   lcd_job_kind kind;
-  int done;                 /* back from the pool, not yet answered */
-  int lead;                 /* first of a chain: made the library call */
+  int done; /* back from the pool, not yet answered */
+  int lead; /* first of a chain: made the library call */
   /* Names, each NUL-terminated, one after another. */
   char names[LCD_PROTO_LINE_MAX + 2];
   uint16_t name_off[LCD_PROTO_MAX_KEYS];
@@ -201,16 +202,16 @@ typedef struct lcd_job {
   int merged;
   int tdet_lo, tdet_hi, tdet_call;
   /* Results, written by the worker. */
-  int rc;                   /* 0 or the first LC_E* code (TALLY: the first
+  int rc;        /* 0 or the first LC_E* code (TALLY: the first
                                that the server caused, else the first) */
-  int64_t first;            /* INCR: first id of the whole block */
-  int64_t values[LCD_PROTO_MAX_KEYS];   /* GET: value (tally: total +
+  int64_t first; /* INCR: first id of the whole block */
+  int64_t values[LCD_PROTO_MAX_KEYS];    /* GET: value (tally: total +
                                            pending), TALLY: the total
                                            after the change in values[0] */
-  unsigned char hit[LCD_PROTO_MAX_KEYS];/* GET: answer a VALUE line */
-  int64_t tally_total, tally_pending;   /* stats_tally */
+  unsigned char hit[LCD_PROTO_MAX_KEYS]; /* GET: answer a VALUE line */
+  int64_t tally_total, tally_pending;    /* stats_tally */
   uint64_t tally_losses;
-  char detail[256];         /* lc_last_detail() of a failure */
+  char detail[256]; /* lc_last_detail() of a failure */
 } lcd_job;
 
 /* A loop's figures for "stats", all uint64_t: "stats" sums every loop's.
@@ -223,15 +224,15 @@ typedef struct lcd_counters {
   lcd_stat cmd_get, get_hits, get_misses;
   lcd_stat client_errors, server_errors;
   lcd_stat closed_idle, closed_garbage, closed_binary, closed_long;
-  lcd_stat closed_unread;   /* replies unread for --reply-timeout */
-  lcd_stat read_paused;     /* times a connection's reading was paused */
-  lcd_stat output_paused;   /* times parsing paused for unread replies */
+  lcd_stat closed_unread; /* replies unread for --reply-timeout */
+  lcd_stat read_paused;   /* times a connection's reading was paused */
+  lcd_stat output_paused; /* times parsing paused for unread replies */
   lcd_stat cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
   lcd_stat tally_merged;
-  lcd_stat incr_calls;      /* lc_next_n calls for incr requests */
-  lcd_stat jobs_inline;     /* jobs run on a loop thread */
-  lcd_stat jobs_pooled;     /* jobs handed to the workers */
-  lcd_stat loop_backoffs;   /* times a slow call sent work to the pool */
+  lcd_stat incr_calls;    /* lc_next_n calls for incr requests */
+  lcd_stat jobs_inline;   /* jobs run on a loop thread */
+  lcd_stat jobs_pooled;   /* jobs handed to the workers */
+  lcd_stat loop_backoffs; /* times a slow call sent work to the pool */
 } lcd_counters;
 
 /* The tally flusher (lcd_flush.c); its figures are read under mu. */
@@ -241,7 +242,7 @@ typedef struct lcd_flusher {
   int started, stop;
   pthread_t thread;
   uint64_t runs, sweeps, errors, flushed;
-  int failing;              /* the last run failed (logged once a streak) */
+  int failing; /* the last run failed (logged once a streak) */
 } lcd_flusher;
 
 /* A singly linked list of jobs (by next) with its tail and length. */
@@ -254,9 +255,9 @@ typedef struct lcd_jlist {
 typedef struct lcd_workers {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  lcd_job *head, *tail;     /* waiting jobs, FIFO */
+  lcd_job *head, *tail; /* waiting jobs, FIFO */
   size_t queued;
-  int idle;                 /* workers waiting on cv */
+  int idle; /* workers waiting on cv */
   int stop;
   pthread_t *threads;
   int nthreads;
@@ -275,22 +276,22 @@ typedef struct lcd_newconn {
  * cmd_mu and done_mu are touched by other threads. */
 struct lcd_loop {
   lcd_server *srv;
-  const lcd_settings *set;  /* srv->set, srv->lc: for short access */
+  const lcd_settings *set; /* srv->set, srv->lc: for short access */
   lc_t *lc;
   int index;
   struct event_base *base;
-  pthread_t thread;         /* loops 1..: started */
-  int running;              /* loops 1..: the thread was started */
-  lcd_conn *conns;          /* every live connection struct */
-  int nopen;                /* connections with an open socket */
-  int nlive;                /* connection structs not yet freed */
-  int draining;             /* stop reading, answer, close, then stop */
-  int stopped;              /* drained: its loop has been told to end */
+  pthread_t thread; /* loops 1..: started */
+  int running;      /* loops 1..: the thread was started */
+  lcd_conn *conns;  /* every live connection struct */
+  int nopen;        /* connections with an open socket */
+  int nlive;        /* connection structs not yet freed */
+  int draining;     /* stop reading, answer, close, then stop */
+  int stopped;      /* drained: its loop has been told to end */
   lcd_counters st;
-  _Atomic uint64_t stall_max_us;    /* longest call run on this loop */
-  int64_t inline_off_until; /* monotonic us: no inline runs before */
-  time_t last_error_log;    /* rate limit for SERVER_ERROR log lines */
-  struct event *tick;       /* once a second: lcd_conn_sweep */
+  _Atomic uint64_t stall_max_us; /* longest call run on this loop */
+  int64_t inline_off_until;      /* monotonic us: no inline runs before */
+  time_t last_error_log;         /* rate limit for SERVER_ERROR log lines */
+  struct event *tick;            /* once a second: lcd_conn_sweep */
   /* jobs parsed in this iteration, run or queued by submit_ev (last
    * priority) */
   lcd_jlist pend;
@@ -298,7 +299,7 @@ struct lcd_loop {
   /* finished jobs from the workers, for this loop */
   pthread_mutex_t done_mu;
   lcd_job *done;
-  int done_pending;         /* event_active already called */
+  int done_pending; /* event_active already called */
   struct event *done_ev;
   /* commands from loop 0: new connections, drain, close */
   pthread_mutex_t cmd_mu;
@@ -311,15 +312,15 @@ struct lcd_loop {
 struct lcd_server {
   const lcd_settings *set;
   lc_t *lc;
-  struct evconnlistener *tcp, *local;   /* on loop 0 */
-  lcd_loop *loops;          /* set->threads of them; loops[0] is main */
+  struct evconnlistener *tcp, *local; /* on loop 0 */
+  lcd_loop *loops; /* set->threads of them; loops[0] is main */
   int nloops;
-  unsigned next_loop;       /* round robin for new connections (loop 0) */
-  _Atomic int nopen;        /* open connections, every loop */
+  unsigned next_loop; /* round robin for new connections (loop 0) */
+  _Atomic int nopen;  /* open connections, every loop */
   _Atomic uint64_t total_connections;
-  _Atomic int loops_running;/* loops 1.. not yet stopped */
-  int draining;             /* SIGTERM/SIGINT seen (loop 0) */
-  time_t started;           /* monotonic seconds */
+  _Atomic int loops_running; /* loops 1.. not yet stopped */
+  int draining;              /* SIGTERM/SIGINT seen (loop 0) */
+  time_t started;            /* monotonic seconds */
   time_t started_wall;
   lcd_workers pool;
   lcd_flusher flusher;
@@ -328,33 +329,33 @@ struct lcd_server {
 /* logcounterd.c */
 void lcd_log(const lcd_settings *set, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-time_t lcd_now(void);       /* monotonic seconds */
+time_t lcd_now(void); /* monotonic seconds */
 
 /* A client connection; lcd_conn.c and lcd_jobs.c, loop thread only. */
 struct lcd_conn {
-  lcd_conn *prev, *next;      /* the server's list */
+  lcd_conn *prev, *next;     /* the server's list */
   lcd_loop *loop;            /* the loop that owns it */
-  struct bufferevent *bev;    /* NULL once the socket is closed */
-  lcd_job *jobs, *jobs_tail;  /* unanswered jobs, request order (cnext) */
-  int njobs;                  /* how many */
-  int inflight;               /* of them, not yet back from the pool */
-  lcd_job *spare;             /* answered jobs kept for reuse (cnext) */
+  struct bufferevent *bev;   /* NULL once the socket is closed */
+  lcd_job *jobs, *jobs_tail; /* unanswered jobs, request order (cnext) */
+  int njobs;                 /* how many */
+  int inflight;              /* of them, not yet back from the pool */
+  lcd_job *spare;            /* answered jobs kept for reuse (cnext) */
   int nspare;
-  int reading;                /* EV_READ is on */
-  int closing;                /* close once the replies are written */
-  int eof;                    /* the peer closed its side */
-  int draining;               /* SIGTERM: read nothing more */
-  int out_blocked;            /* parsing paused until the output drains */
-  size_t blocked_len;         /* output left at the last progress check */
-  int lingering;              /* replies sent and write side shut: reading
+  int reading;        /* EV_READ is on */
+  int closing;        /* close once the replies are written */
+  int eof;            /* the peer closed its side */
+  int draining;       /* SIGTERM: read nothing more */
+  int out_blocked;    /* parsing paused until the output drains */
+  size_t blocked_len; /* output left at the last progress check */
+  int lingering;      /* replies sent and write side shut: reading
                                  and discarding until the peer closes */
-  uint64_t swallow;           /* bytes of a refused data block to discard */
+  uint64_t swallow;   /* bytes of a refused data block to discard */
   int errors_in_row;
-  time_t last_active;         /* last read or answer */
-  time_t partial_since;       /* an unfinished request is waiting; 0: none */
-  time_t closing_since;       /* waiting to write the last replies */
-  time_t blocked_since;       /* paused, or the output last shrank */
-  const char *why;            /* why it is being closed */
+  time_t last_active;   /* last read or answer */
+  time_t partial_since; /* an unfinished request is waiting; 0: none */
+  time_t closing_since; /* waiting to write the last replies */
+  time_t blocked_since; /* paused, or the output last shrank */
+  const char *why;      /* why it is being closed */
   uint64_t id;
   char peer[64];
 };
@@ -413,8 +414,8 @@ void lcd_conn_free_jobs(lcd_conn *c);
 void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                      size_t line_len);
 /* "stats tally NAME": a get job answered with STAT lines. */
-void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
-                           lcd_proto_req *req, size_t line_len);
+void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
+                           size_t line_len);
 
 /* lcd_flush.c */
 /* Starts the flusher thread (which sweeps first); 0 or -1. */

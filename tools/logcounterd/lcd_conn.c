@@ -45,7 +45,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 /* ---- closing ----------------------------------------------------------- */
 
 void lcd_conn_free(lcd_conn *c) {
@@ -54,8 +53,7 @@ void lcd_conn_free(lcd_conn *c) {
     c->prev->next = c->next;
   else
     s->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
+  if (c->next) c->next->prev = c->prev;
   lcd_conn_free_jobs(c);
   free(c);
   s->nlive--;
@@ -64,16 +62,14 @@ void lcd_conn_free(lcd_conn *c) {
 
 /* Closes the socket now; the struct goes when no job is in flight. */
 static void close_now(lcd_conn *c, const char *why) {
-  if (!c->bev)
-    return;
+  if (!c->bev) return;
   lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
           c->peer, why);
   bufferevent_free(c->bev);
   c->bev = NULL;
   c->loop->nopen--;
   atomic_fetch_sub(&c->loop->srv->nopen, 1);
-  if (!c->inflight)
-    lcd_conn_free(c);
+  if (!c->inflight) lcd_conn_free(c);
 }
 
 /* Writes the pending replies now.  Only what the socket does not take
@@ -81,10 +77,9 @@ static void close_now(lcd_conn *c, const char *why) {
  * a reply then costs one write, not two epoll_ctl calls and a loop turn. */
 static void flush_out(lcd_conn *c) {
   struct evbuffer *o = bufferevent_get_output(c->bev);
-  if (evbuffer_get_length(o) == 0)
-    return;
+  if (evbuffer_get_length(o) == 0) return;
   evbuffer_write(o, bufferevent_getfd(c->bev));
-  if (evbuffer_get_length(o) != 0)      /* a full socket, or an error that */
+  if (evbuffer_get_length(o) != 0)        /* a full socket, or an error that */
     bufferevent_enable(c->bev, EV_WRITE); /* the write event will report */
 }
 
@@ -100,22 +95,20 @@ void lcd_close_later(lcd_conn *c, const char *why) {
  * EOF) and the rest of the input is discarded until the client closes or
  * --line-timeout passes ("lingering close"). */
 static void finish(lcd_conn *c) {
-  if (!c->bev || c->lingering)
-    return;
-  if (c->njobs) {                       /* their replies first; read no more */
+  if (!c->bev || c->lingering) return;
+  if (c->njobs) { /* their replies first; read no more */
     if (c->reading) {
       bufferevent_disable(c->bev, EV_READ);
       c->reading = 0;
     }
     return;
   }
-  if (!c->closing_since)
-    c->closing_since = lcd_now();
+  if (!c->closing_since) c->closing_since = lcd_now();
   flush_out(c);
   if (evbuffer_get_length(bufferevent_get_output(c->bev)) != 0) {
     bufferevent_disable(c->bev, EV_READ);
     c->reading = 0;
-    return;                             /* write_cb comes back here */
+    return; /* write_cb comes back here */
   }
   evutil_socket_t fd = bufferevent_getfd(c->bev);
   int unread = 0;
@@ -137,17 +130,14 @@ static void finish(lcd_conn *c) {
  * be parsed; above it the client's further bytes stay in the kernel. */
 static void update_reading(lcd_conn *c) {
   int want = !c->eof && !c->draining &&
-             evbuffer_get_length(bufferevent_get_input(c->bev)) <
-                 LCD_INPUT_MAX;
-  if (want == c->reading)
-    return;
+             evbuffer_get_length(bufferevent_get_input(c->bev)) < LCD_INPUT_MAX;
+  if (want == c->reading) return;
   c->reading = want;
   if (want) {
     bufferevent_enable(c->bev, EV_READ);
   } else {
     bufferevent_disable(c->bev, EV_READ);
-    if (!c->eof && !c->draining)
-      c->loop->st.read_paused++;
+    if (!c->eof && !c->draining) c->loop->st.read_paused++;
   }
 }
 
@@ -161,9 +151,8 @@ static int may_start(const lcd_conn *c, const lcd_proto_req *req,
     return lcd_may_start(c, LCD_JOB_INCR, req->keys[0].s, req->keys[0].len);
   case LCD_PROTO_TALLY:
     return lcd_may_start(c, LCD_JOB_TALLY, req->tally.s, req->tally.len);
-  case LCD_PROTO_GET:
-    return lcd_may_start(c, LCD_JOB_GET, NULL, 0);
-  default:          /* answered on the spot, after every job before it */
+  case LCD_PROTO_GET: return lcd_may_start(c, LCD_JOB_GET, NULL, 0);
+  default: /* answered on the spot, after every job before it */
     return c->njobs == 0;
   }
 }
@@ -174,58 +163,45 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
                        size_t line_len) {
   lcd_proto_req req;
   lcd_proto_cmd kind = lcd_proto_parse(line, line_len, &req);
-  if (!may_start(c, &req, kind))
-    return 0;
+  if (!may_start(c, &req, kind)) return 0;
   switch (kind) {
-  case LCD_PROTO_INCR:
-    lcd_start_incr(c, in, &req, line_len);
-    return 1;
-  case LCD_PROTO_GET:
-    lcd_start_get(c, in, &req, line_len);
-    return 1;
-  case LCD_PROTO_TALLY:
-    lcd_start_tally(c, in, &req, line_len);
-    return 1;
+  case LCD_PROTO_INCR: lcd_start_incr(c, in, &req, line_len); return 1;
+  case LCD_PROTO_GET: lcd_start_get(c, in, &req, line_len); return 1;
+  case LCD_PROTO_TALLY: lcd_start_tally(c, in, &req, line_len); return 1;
   case LCD_PROTO_STATS:
     if (req.stats_tally) {
       lcd_start_stats_tally(c, in, &req, line_len);
       return 1;
     }
     break;
-  default:
-    break;
+  default: break;
   }
-  evbuffer_drain(in, line_len);         /* req's tokens are gone now */
+  evbuffer_drain(in, line_len); /* req's tokens are gone now */
   switch (req.cmd) {
   case LCD_PROTO_STATS:
-    lcd_put_stats(c->loop->srv, bufferevent_get_output(c->bev), req.stats_settings);
+    lcd_put_stats(c->loop->srv, bufferevent_get_output(c->bev),
+                  req.stats_settings);
     break;
   case LCD_PROTO_VERSION:
     /* libmemcached rejects a major version 0 (memcstat, memcping and
      * every libmemcached client send "version" first), so the memcached
      * protocol level comes first, then ours. */
-    lcd_puts(c, "VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG "-"
-             LC_VERSION_STRING "\r\n");
+    lcd_puts(c, "VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG
+                "-" LC_VERSION_STRING "\r\n");
     break;
   case LCD_PROTO_VERBOSITY:
-    if (!req.noreply)
-      lcd_puts(c, "OK\r\n");
+    if (!req.noreply) lcd_puts(c, "OK\r\n");
     break;
-  case LCD_PROTO_QUIT:
-    lcd_close_later(c, "quit");
-    return 1;
+  case LCD_PROTO_QUIT: lcd_close_later(c, "quit"); return 1;
   case LCD_PROTO_REFUSED:
     c->swallow = req.data_len;
     lcd_client_error(c, req.error, req.noreply);
     return 1;
   case LCD_PROTO_BAD:
     lcd_client_error(c, req.error, req.noreply && !req.close);
-    if (req.close)
-      lcd_close_later(c, req.error);
+    if (req.close) lcd_close_later(c, req.error);
     return 1;
-  default:                              /* LCD_PROTO_UNKNOWN */
-    lcd_client_error(c, NULL, 0);
-    return 1;
+  default: /* LCD_PROTO_UNKNOWN */ lcd_client_error(c, NULL, 0); return 1;
   }
   c->errors_in_row = 0;
   return 1;
@@ -233,16 +209,14 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
 
 void lcd_conn_process(lcd_conn *c) {
   lcd_loop *s = c->loop;
-  if (!c->bev || c->lingering)
-    return;
+  if (!c->bev || c->lingering) return;
   struct evbuffer *in = bufferevent_get_input(c->bev);
   struct evbuffer *out = bufferevent_get_output(c->bev);
-  int waiting = 0;                      /* a request waits for a job */
+  int waiting = 0; /* a request waits for a job */
   while (!c->closing && !c->out_blocked) {
-    if (evbuffer_get_length(out) > LCD_OUTPUT_MAX)
-      flush_out(c);
+    if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) flush_out(c);
     if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) {
-      c->out_blocked = 1;               /* write_cb resumes */
+      c->out_blocked = 1; /* write_cb resumes */
       c->blocked_since = lcd_now();
       c->blocked_len = evbuffer_get_length(out);
       s->st.output_paused++;
@@ -253,29 +227,27 @@ void lcd_conn_process(lcd_conn *c) {
       size_t n = avail < c->swallow ? avail : (size_t)c->swallow;
       evbuffer_drain(in, n);
       c->swallow -= n;
-      if (n)
-        c->partial_since = 0;
-      if (c->swallow)
-        break;
+      if (n) c->partial_since = 0;
+      if (c->swallow) break;
       continue;
     }
-    if (avail == 0)
-      break;
-    size_t look = avail < LCD_PROTO_LINE_MAX + 2 ? avail
-                                                 : LCD_PROTO_LINE_MAX + 2;
+    if (avail == 0) break;
+    size_t look =
+        avail < LCD_PROTO_LINE_MAX + 2 ? avail : LCD_PROTO_LINE_MAX + 2;
     const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
     lcd_proto_frame_result fr = lcd_proto_frame(p, look, &len);
-    if (fr == LCD_PROTO_FRAME_MORE)
-      break;
+    if (fr == LCD_PROTO_FRAME_MORE) break;
     if (fr == LCD_PROTO_FRAME_BINARY) {
       s->st.closed_binary++;
-      lcd_log(s->set, 0, "connection %" PRIu64 " (%s): binary protocol is not "
-              "supported (first byte 0x80); closing", c->id, c->peer);
+      lcd_log(s->set, 0,
+              "connection %" PRIu64 " (%s): binary protocol is not "
+              "supported (first byte 0x80); closing",
+              c->id, c->peer);
       close_now(c, "binary protocol");
       return;
     }
     if (fr == LCD_PROTO_FRAME_TOO_LONG) {
-      if (c->njobs) {                   /* the error's turn comes later */
+      if (c->njobs) { /* the error's turn comes later */
         waiting = 1;
         break;
       }
@@ -300,8 +272,9 @@ void lcd_conn_process(lcd_conn *c) {
       c->partial_since = lcd_now();
     if (c->eof || c->draining) {
       lcd_close_later(c, c->draining ? "shutting down"
-                     : evbuffer_get_length(in) || c->swallow
-                         ? "input ended inside a request" : "client closed");
+                         : evbuffer_get_length(in) || c->swallow
+                             ? "input ended inside a request"
+                             : "client closed");
       finish(c);
       return;
     }
@@ -325,9 +298,8 @@ static void read_cb(struct bufferevent *bev, void *arg) {
 
 static void write_cb(struct bufferevent *bev, void *arg) {
   lcd_conn *c = arg;
-  bufferevent_disable(bev, EV_WRITE);   /* flush_out writes directly */
-  if (c->lingering)
-    return;
+  bufferevent_disable(bev, EV_WRITE); /* flush_out writes directly */
+  if (c->lingering) return;
   if (c->closing) {
     finish(c);
   } else if (c->out_blocked) {
@@ -368,13 +340,12 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer) {
   c->last_active = lcd_now();
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   c->next = s->conns;
-  if (s->conns)
-    s->conns->prev = c;
+  if (s->conns) s->conns->prev = c;
   s->conns = c;
   s->nopen++;
   s->nlive++;
   bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
-  bufferevent_enable(bev, EV_READ);      /* EV_WRITE: see flush_out */
+  bufferevent_enable(bev, EV_READ); /* EV_WRITE: see flush_out */
   c->reading = 1;
   lcd_log(s->set, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
 }
@@ -383,17 +354,17 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer) {
  * --reply-timeout: the client sends but does not read. */
 static int unread_too_long(lcd_conn *c, time_t now) {
   size_t len = evbuffer_get_length(bufferevent_get_output(c->bev));
-  if (len < c->blocked_len) {           /* the client read some */
+  if (len < c->blocked_len) { /* the client read some */
     c->blocked_len = len;
     c->blocked_since = now;
     return 0;
   }
-  if (now - c->blocked_since < c->loop->set->reply_timeout)
-    return 0;
+  if (now - c->blocked_since < c->loop->set->reply_timeout) return 0;
   c->loop->st.closed_unread++;
-  lcd_log(c->loop->set, 0, "connection %" PRIu64 " (%s): closed: %zu bytes of "
-          "replies not read for %d s (--reply-timeout)", c->id, c->peer, len,
-          c->loop->set->reply_timeout);
+  lcd_log(c->loop->set, 0,
+          "connection %" PRIu64 " (%s): closed: %zu bytes of "
+          "replies not read for %d s (--reply-timeout)",
+          c->id, c->peer, len, c->loop->set->reply_timeout);
   close_now(c, "replies not read (--reply-timeout)");
   return 1;
 }
@@ -404,12 +375,11 @@ void lcd_conn_sweep(lcd_loop *s) {
   lcd_conn *next;
   for (lcd_conn *c = s->conns; c; c = next) {
     next = c->next;
-    if (!c->bev)
-      continue;
+    if (!c->bev) continue;
     if (c->out_blocked) {
       unread_too_long(c, now);
     } else if (c->njobs) {
-      continue;                         /* busy, not idle */
+      continue; /* busy, not idle */
     } else if (c->closing) {
       if (c->closing_since && now - c->closing_since >= set->line_timeout)
         close_now(c, "replies not read in time");
@@ -427,8 +397,7 @@ void lcd_conn_drain_all(lcd_loop *s) {
   lcd_conn *next;
   for (lcd_conn *c = s->conns; c; c = next) {
     next = c->next;
-    if (!c->bev)
-      continue;
+    if (!c->bev) continue;
     c->draining = 1;
     if (!c->lingering) {
       bufferevent_disable(c->bev, EV_READ);

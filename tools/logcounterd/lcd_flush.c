@@ -47,8 +47,7 @@ static void run_once(lcd_server *s, int sweep) {
   f->flushed += n;
   int was_failing = f->failing;
   f->failing = rc != 0;
-  if (rc)
-    f->errors++;
+  if (rc) f->errors++;
   pthread_mutex_unlock(&f->mu);
   /* Log the first failure of a streak and the recovery, not every run. */
   if (rc && !was_failing)
@@ -69,28 +68,26 @@ static void *flusher(void *arg) {
   const int every = s->set->flush_interval;
   const int sweep_every = s->set->sweep_interval;
   time_t next_sweep = 0;
-  int sweep_pending = 1;              /* the startup sweep */
+  int sweep_pending = 1; /* the startup sweep */
   pthread_mutex_lock(&f->mu);
   while (!f->stop) {
-    int sweep = sweep_pending ||
-                (sweep_every && mono_after(0).tv_sec >= next_sweep);
+    int sweep =
+        sweep_pending || (sweep_every && mono_after(0).tv_sec >= next_sweep);
     pthread_mutex_unlock(&f->mu);
     run_once(s, sweep);
     pthread_mutex_lock(&f->mu);
-    if (sweep) {                      /* a failed sweep is tried again */
+    if (sweep) { /* a failed sweep is tried again */
       sweep_pending = f->failing;
       next_sweep = mono_after(sweep_every).tv_sec;
     }
     /* Wait an interval.  --flush-interval 0: once the startup sweep has
      * worked, wait only to be stopped; until then retry every second. */
     if (!every && !f->failing && !sweep_pending) {
-      while (!f->stop)
-        pthread_cond_wait(&f->cv, &f->mu);
+      while (!f->stop) pthread_cond_wait(&f->cv, &f->mu);
       break;
     }
     struct timespec until = mono_after(every ? every : 1);
-    while (!f->stop &&
-           pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0) {
+    while (!f->stop && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0) {
     }
   }
   pthread_mutex_unlock(&f->mu);
@@ -105,7 +102,7 @@ int lcd_flusher_start(lcd_server *s) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&f->cv, &ca);
   pthread_condattr_destroy(&ca);
-  if (s->set->flush_interval > 1)     /* a tally is scheduled (its window
+  if (s->set->flush_interval > 1) /* a tally is scheduled (its window
                                          marker set) once per interval */
     lc_tally_set_window(s->lc, (unsigned)s->set->flush_interval);
   /* Like the workers, the flusher takes no signals. */
@@ -114,16 +111,14 @@ int lcd_flusher_start(lcd_server *s) {
   pthread_sigmask(SIG_BLOCK, &all, &old);
   int rc = pthread_create(&f->thread, NULL, flusher, s);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0)
-    return -1;
+  if (rc != 0) return -1;
   f->started = 1;
   return 0;
 }
 
 void lcd_flusher_stop(lcd_server *s) {
   lcd_flusher *f = &s->flusher;
-  if (!f->started)
-    return;
+  if (!f->started) return;
   pthread_mutex_lock(&f->mu);
   f->stop = 1;
   pthread_cond_broadcast(&f->cv);
@@ -136,10 +131,11 @@ int lcd_flush_final(lcd_server *s) {
   uint64_t n = 0;
   int rc = lc_tally_flush(s->lc, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, &n);
   if (rc)
-    lcd_log(s->set, 0, "final tally flush failed: %s %s (%s); the changes stay "
+    lcd_log(s->set, 0,
+            "final tally flush failed: %s %s (%s); the changes stay "
             "pending in memcached and the next start's sweep applies them "
-            "if memcached keeps them", lc_err_name(rc), lc_strerror(rc),
-            lc_last_detail());
+            "if memcached keeps them",
+            lc_err_name(rc), lc_strerror(rc), lc_last_detail());
   else
     lcd_log(s->set, 0, "final tally flush: %" PRIu64 " tallies written", n);
   return rc;

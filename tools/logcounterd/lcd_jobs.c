@@ -27,7 +27,9 @@ void lcd_put(lcd_conn *c, const char *s, size_t n) {
   evbuffer_add(bufferevent_get_output(c->bev), s, n);
 }
 
-void lcd_puts(lcd_conn *c, const char *s) { lcd_put(c, s, strlen(s)); }
+void lcd_puts(lcd_conn *c, const char *s) {
+  lcd_put(c, s, strlen(s));
+}
 
 /* Decimal value and "\r\n". */
 static void put_value_line(lcd_conn *c, int64_t v) {
@@ -67,9 +69,9 @@ void lcd_client_error(lcd_conn *c, const char *why, int noreply) {
 /* "<kind> <ERRNAME> <message>[: <detail>]" for rc. */
 static void put_error(lcd_conn *c, const char *kind, int rc,
                       const char *detail) {
-  evbuffer_add_printf(bufferevent_get_output(c->bev), "%s %s %s%s%s\r\n",
-                      kind, lc_err_name(rc), lc_strerror(rc),
-                      detail[0] ? ": " : "", detail);
+  evbuffer_add_printf(bufferevent_get_output(c->bev), "%s %s %s%s%s\r\n", kind,
+                      lc_err_name(rc), lc_strerror(rc), detail[0] ? ": " : "",
+                      detail);
 }
 
 static void server_error(lcd_conn *c, const lcd_job *j) {
@@ -79,8 +81,7 @@ static void server_error(lcd_conn *c, const lcd_job *j) {
 /* Logs a failed job: every one at -vv, else at most one a second. */
 static void log_failure(lcd_loop *s, const char *what, const lcd_job *j) {
   time_t now = lcd_now();
-  if (s->set->verbose < 2 && now == s->last_error_log)
-    return;
+  if (s->set->verbose < 2 && now == s->last_error_log) return;
   s->last_error_log = now;
   lcd_log(s->set, 0, "%s '%s' failed: %s %s%s%s", what, j->names,
           lc_err_name(j->rc), lc_strerror(j->rc), j->detail[0] ? ": " : "",
@@ -134,10 +135,8 @@ static void submit(lcd_conn *c, lcd_job *j) {
 
 int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
                   size_t len) {
-  if (c->njobs == 0)
-    return 1;
-  if (kind == LCD_JOB_GET || c->njobs >= LCD_CONN_JOBS)
-    return 0;
+  if (c->njobs == 0) return 1;
+  if (kind == LCD_JOB_GET || c->njobs >= LCD_CONN_JOBS) return 0;
   for (const lcd_job *j = c->jobs; j; j = j->cnext)
     if (j->kind == LCD_JOB_GET ||
         (j->kind == kind && strncmp(j->names, name, len) == 0 &&
@@ -174,7 +173,7 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
     return NULL;
   }
   j->kind = kind;
-  if (name) {                           /* fits: a name < the line */
+  if (name) { /* fits: a name < the line */
     memcpy(j->names, name->s, name->len);
     j->names[name->len] = '\0';
   }
@@ -185,13 +184,10 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
  * *len its length; -1 when no complete line is buffered. */
 static int next_line(struct evbuffer *in, lcd_proto_req *req, size_t *len) {
   size_t avail = evbuffer_get_length(in);
-  if (avail == 0)
-    return -1;
-  if (avail > LCD_PROTO_LINE_MAX + 2)
-    avail = LCD_PROTO_LINE_MAX + 2;
+  if (avail == 0) return -1;
+  if (avail > LCD_PROTO_LINE_MAX + 2) avail = LCD_PROTO_LINE_MAX + 2;
   const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
-  if (lcd_proto_frame(p, avail, len) != LCD_PROTO_FRAME_LINE)
-    return -1;
+  if (lcd_proto_frame(p, avail, len) != LCD_PROTO_FRAME_LINE) return -1;
   return (int)lcd_proto_parse(p, *len, req);
 }
 
@@ -205,10 +201,9 @@ static void count_tally_change(lcd_counters *st, int64_t delta) {
 /* incr: the line is req (in the input, line_len bytes).  Buffered lines
  * that follow and are incr of the same counter join the same job. */
 void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
-                       size_t line_len) {
+                    size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_INCR, &req->keys[0]);
-  if (!j)
-    return;
+  if (!j) return;
   size_t nlen = req->keys[0].len;
   j->count[0] = req->count;
   j->noreply[0] = (unsigned char)req->noreply;
@@ -233,13 +228,12 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
 }
 
 void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
-                      size_t line_len) {
+                   size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, NULL);
-  if (!j)
-    return;
+  if (!j) return;
   j->gets = req->gets;
   size_t off = 0;
-  for (size_t i = 0; i < req->nkeys; i++) {   /* fits: names < the line */
+  for (size_t i = 0; i < req->nkeys; i++) { /* fits: names < the line */
     j->name_off[i] = (uint16_t)off;
     memcpy(j->names + off, req->keys[i].s, req->keys[i].len);
     off += req->keys[i].len;
@@ -256,8 +250,7 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
 void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                      size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_TALLY, &req->tally);
-  if (!j)
-    return;
+  if (!j) return;
   lcd_counters *st = &c->loop->st;
   size_t nlen = req->tally.len;
   j->tdelta[0] = req->delta;
@@ -267,8 +260,8 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
   count_tally_change(st, req->delta);
   size_t len;
   while (c->loop->set->coalesce && j->nreq < LCD_RUN_MAX) {
-    if (next_line(in, req, &len) != LCD_PROTO_TALLY ||
-        req->tally.len != nlen || memcmp(req->tally.s, j->names, nlen))
+    if (next_line(in, req, &len) != LCD_PROTO_TALLY || req->tally.len != nlen ||
+        memcmp(req->tally.s, j->names, nlen))
       break;
     j->tdelta[j->nreq] = req->delta;
     j->noreply[j->nreq] = (unsigned char)req->noreply;
@@ -279,11 +272,10 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
   submit(c, j);
 }
 
-void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in,
-                           lcd_proto_req *req, size_t line_len) {
+void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
+                           size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, &req->tally);
-  if (!j)
-    return;
+  if (!j) return;
   j->stats_tally = 1;
   j->name_off[0] = 0;
   j->nkeys = 1;
@@ -298,29 +290,26 @@ static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
   int rc = j->trc[i];
   const char *detail = i >= j->tdet_lo && i < j->tdet_hi ? j->detail : "";
   if (rc == 0) {
-    if (!j->noreply[i])
-      put_value_line(c, j->tafter[i] > 0 ? j->tafter[i] : 0);
+    if (!j->noreply[i]) put_value_line(c, j->tafter[i] > 0 ? j->tafter[i] : 0);
     return 0;
   }
   s->st.tally_errors++;
   if (lcd_client_caused(rc)) {
     s->st.client_errors++;
-    if (!j->noreply[i])
-      put_error(c, "CLIENT_ERROR", rc, detail);
+    if (!j->noreply[i]) put_error(c, "CLIENT_ERROR", rc, detail);
     return 1;
   }
   s->st.server_errors++;
-  if (!j->noreply[i])
-    put_error(c, "SERVER_ERROR", rc, detail);
+  if (!j->noreply[i]) put_error(c, "SERVER_ERROR", rc, detail);
   return 0;
 }
 
 static void stats_tally_done(lcd_conn *c, const lcd_job *j) {
-  evbuffer_add_printf(bufferevent_get_output(c->bev),
-                      "STAT name %s\r\nSTAT total %" PRId64 "\r\n"
-                      "STAT pending %" PRId64 "\r\nSTAT losses %" PRIu64
-                      "\r\nEND\r\n", j->names, j->tally_total,
-                      j->tally_pending, j->tally_losses);
+  evbuffer_add_printf(
+      bufferevent_get_output(c->bev),
+      "STAT name %s\r\nSTAT total %" PRId64 "\r\n"
+      "STAT pending %" PRId64 "\r\nSTAT losses %" PRIu64 "\r\nEND\r\n",
+      j->names, j->tally_total, j->tally_pending, j->tally_losses);
 }
 
 /* The figures and the log line of a finished job (answered or not). */
@@ -359,7 +348,7 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
     char v[24];
     int n = snprintf(v, sizeof v, "%" PRId64, j->values[i]);
     evbuffer_add_printf(o, "VALUE %s 0 %d", j->names + j->name_off[i], n);
-    if (j->gets)                /* cas: unsigned (a tally may be < 0) */
+    if (j->gets) /* cas: unsigned (a tally may be < 0) */
       evbuffer_add_printf(o, " %s", j->values[i] >= 0 ? v : "0");
     evbuffer_add_printf(o, "\r\n%s\r\n", v);
   }
@@ -385,8 +374,7 @@ static void answer(lcd_conn *c, const lcd_job *j) {
     int64_t end = j->first - 1;
     for (int i = 0; i < j->nreq; i++) {
       end += (int64_t)j->count[i];
-      if (j->noreply[i])
-        continue;
+      if (j->noreply[i]) continue;
       if (j->rc)
         server_error(c, j);
       else
@@ -399,8 +387,7 @@ static void answer(lcd_conn *c, const lcd_job *j) {
   } else {
     answer_get(c, j);
   }
-  if (j->rc == 0)
-    c->errors_in_row = 0;
+  if (j->rc == 0) c->errors_in_row = 0;
 }
 
 void lcd_conn_job_done(lcd_job *j) {
@@ -411,24 +398,21 @@ void lcd_conn_job_done(lcd_job *j) {
   /* Closed meanwhile: the answers are lost (the tally changes are made,
    * the ids are logged and become a gap). */
   if (!c->bev) {
-    if (c->inflight == 0)
-      lcd_conn_free(c);
+    if (c->inflight == 0) lcd_conn_free(c);
     return;
   }
   /* Answer, in request order, every job whose turn has come. */
   while (c->jobs && c->jobs->done) {
     lcd_job *k = c->jobs;
     c->jobs = k->cnext;
-    if (!c->jobs)
-      c->jobs_tail = NULL;
+    if (!c->jobs) c->jobs_tail = NULL;
     c->njobs--;
     answer(c, k);
     job_put(c, k);
   }
-  if (c->out_blocked) {       /* more to read: not a lack of progress */
+  if (c->out_blocked) { /* more to read: not a lack of progress */
     size_t len = evbuffer_get_length(bufferevent_get_output(c->bev));
-    if (len > c->blocked_len)
-      c->blocked_len = len;
+    if (len > c->blocked_len) c->blocked_len = len;
   }
   lcd_conn_process(c);
 }

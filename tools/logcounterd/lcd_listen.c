@@ -68,12 +68,9 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   lcd_server *s = arg;
-  if (s->draining)
-    return;
-  if (s->tcp)
-    evconnlistener_enable(s->tcp);
-  if (s->local)
-    evconnlistener_enable(s->local);
+  if (s->draining) return;
+  if (s->tcp) evconnlistener_enable(s->tcp);
+  if (s->local) evconnlistener_enable(s->local);
 }
 
 static void accept_error_cb(struct evconnlistener *l, void *arg) {
@@ -91,20 +88,21 @@ static const unsigned LISTEN_FLAGS =
 
 static int listen_tcp(lcd_server *s) {
   const char *addr = s->set->listen;
-  if (strcmp(addr, "none") == 0)
-    return 0;
+  if (strcmp(addr, "none") == 0) return 0;
   struct sockaddr_storage ss;
   int len = sizeof ss;
   const char *colon = strrchr(addr, ':');
   if (!colon || colon[1] == '\0' || strchr(colon + 1, ']') ||
       evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &len) != 0) {
-    fprintf(stderr, LCD_PROG ": invalid address '%s' for --listen (numeric "
-                    "ADDR:PORT, e.g. 127.0.0.1:11311 or [::1]:11311)\n", addr);
+    fprintf(stderr,
+            LCD_PROG ": invalid address '%s' for --listen (numeric "
+                     "ADDR:PORT, e.g. 127.0.0.1:11311 or [::1]:11311)\n",
+            addr);
     return EXIT_USAGE;
   }
-  s->tcp = evconnlistener_new_bind(s->loops[0].base, accept_cb, s, LISTEN_FLAGS,
-                                   s->set->backlog, (struct sockaddr *)&ss,
-                                   len);
+  s->tcp =
+      evconnlistener_new_bind(s->loops[0].base, accept_cb, s, LISTEN_FLAGS,
+                              s->set->backlog, (struct sockaddr *)&ss, len);
   if (!s->tcp) {
     fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", addr,
             strerror(errno));
@@ -116,33 +114,34 @@ static int listen_tcp(lcd_server *s) {
 
 static int listen_unix(lcd_server *s) {
   const char *path = s->set->socket_path;
-  if (!path)
-    return 0;
+  if (!path) return 0;
   struct sockaddr_un sun;
   memset(&sun, 0, sizeof sun);
   sun.sun_family = AF_UNIX;
   if (strlen(path) >= sizeof sun.sun_path) {
-    fprintf(stderr, LCD_PROG ": socket path '%s' is too long (at most %zu "
-                    "bytes)\n", path, sizeof sun.sun_path - 1);
+    fprintf(stderr,
+            LCD_PROG ": socket path '%s' is too long (at most %zu "
+                     "bytes)\n",
+            path, sizeof sun.sun_path - 1);
     return EXIT_USAGE;
   }
   memcpy(sun.sun_path, path, strlen(path));
   bool bound = false;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    goto fail;
+  if (fd < 0) goto fail;
   /* A socket file left by a process that died is removed; a live one is
    * an error. */
   struct stat st;
   if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int live = probe >= 0 &&
-               connect(probe, (struct sockaddr *)&sun, sizeof sun) == 0;
-    if (probe >= 0)
-      close(probe);
+    int live =
+        probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof sun) == 0;
+    if (probe >= 0) close(probe);
     if (live) {
-      fprintf(stderr, LCD_PROG ": cannot listen on %s: another process is "
-                      "serving it\n", path);
+      fprintf(stderr,
+              LCD_PROG ": cannot listen on %s: another process is "
+                       "serving it\n",
+              path);
       close(fd);
       return EXIT_RUNTIME;
     }
@@ -151,28 +150,24 @@ static int listen_unix(lcd_server *s) {
   mode_t old = umask(0777 & ~(mode_t)s->set->socket_mode);
   bound = bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
   umask(old);
-  if (!bound || chmod(path, (mode_t)s->set->socket_mode) != 0)
-    goto fail;
+  if (!bound || chmod(path, (mode_t)s->set->socket_mode) != 0) goto fail;
   s->local = evconnlistener_new(s->loops[0].base, accept_cb, s,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
                                 s->set->backlog, fd);
-  if (!s->local)
-    goto fail;
+  if (!s->local) goto fail;
   evconnlistener_set_error_cb(s->local, accept_error_cb);
   return 0;
 fail:
   fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", path,
           strerror(errno));
-  if (fd >= 0)
-    close(fd);
-  if (bound)                  /* the socket file is ours: no stale file */
+  if (fd >= 0) close(fd);
+  if (bound) /* the socket file is ours: no stale file */
     unlink(path);
   return EXIT_RUNTIME;
 }
 
 void lcd_stop_listening(lcd_server *s) {
-  if (s->tcp)
-    evconnlistener_free(s->tcp);
+  if (s->tcp) evconnlistener_free(s->tcp);
   s->tcp = NULL;
   if (s->local) {
     evconnlistener_free(s->local);

@@ -69,19 +69,16 @@ static void post(lcd_loop *l, int drain, int close_all) {
 
 void lcd_loop_check_drained(lcd_loop *l) {
   lcd_server *s = l->srv;
-  if (!l->draining || l->nlive != 0)
-    return;
+  if (!l->draining || l->nlive != 0) return;
   if (l->index == 0) {
-    if (atomic_load(&s->loops_running) == 0)
-      event_base_loopbreak(l->base);
+    if (atomic_load(&s->loops_running) == 0) event_base_loopbreak(l->base);
     return;
   }
-  if (l->stopped)
-    return;
+  if (l->stopped) return;
   l->stopped = 1;
   event_base_loopbreak(l->base);
   atomic_fetch_sub(&s->loops_running, 1);
-  post(&s->loops[0], 0, 0);       /* loop 0 checks again */
+  post(&s->loops[0], 0, 0); /* loop 0 checks again */
 }
 
 static int loop_init(lcd_server *s, lcd_loop *l, int index) {
@@ -96,19 +93,16 @@ static int loop_init(lcd_server *s, lcd_loop *l, int index) {
     return -1;
   l->cmd_ev = event_new(l->base, -1, 0, cmd_cb, l);
   l->tick = event_new(l->base, -1, EV_PERSIST, tick_cb, l);
-  if (!l->cmd_ev || !l->tick || event_add(l->tick, &sec) != 0)
-    return -1;
+  if (!l->cmd_ev || !l->tick || event_add(l->tick, &sec) != 0) return -1;
   return lcd_pool_attach(l);
 }
 
 int lcd_loops_init(lcd_server *s) {
   s->nloops = s->set->threads;
   s->loops = calloc((size_t)s->nloops, sizeof *s->loops);
-  if (!s->loops)
-    return -1;
+  if (!s->loops) return -1;
   for (int i = 0; i < s->nloops; i++)
-    if (loop_init(s, &s->loops[i], i) != 0)
-      return -1;
+    if (loop_init(s, &s->loops[i], i) != 0) return -1;
   return 0;
 }
 
@@ -121,7 +115,7 @@ static void *loop_thread(void *arg) {
 int lcd_loops_start(lcd_server *s) {
   sigset_t all, old;
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);   /* signals go to loop 0 */
+  pthread_sigmask(SIG_BLOCK, &all, &old); /* signals go to loop 0 */
   int rc = 0;
   for (int i = 1; i < s->nloops && rc == 0; i++) {
     lcd_loop *l = &s->loops[i];
@@ -163,8 +157,7 @@ void lcd_loops_accept(lcd_server *s, int fd, const char *peer) {
 
 void lcd_loops_drain(lcd_server *s) {
   for (int i = 1; i < s->nloops; i++)
-    if (s->loops[i].running)
-      post(&s->loops[i], 1, 0);
+    if (s->loops[i].running) post(&s->loops[i], 1, 0);
   lcd_loop *l0 = &s->loops[0];
   l0->draining = 1;
   lcd_conn_drain_all(l0);
@@ -173,24 +166,21 @@ void lcd_loops_drain(lcd_server *s) {
 
 void lcd_loops_close(lcd_server *s) {
   for (int i = 1; i < s->nloops; i++)
-    if (s->loops[i].running)
-      post(&s->loops[i], 0, 1);
+    if (s->loops[i].running) post(&s->loops[i], 0, 1);
   lcd_conn_close_all(&s->loops[0]);
 }
 
 void lcd_loops_join(lcd_server *s) {
   for (int i = 1; i < s->nloops; i++) {
     lcd_loop *l = &s->loops[i];
-    if (!l->running)
-      continue;
-    post(l, 0, 1);                /* a no-op for a loop already stopped */
+    if (!l->running) continue;
+    post(l, 0, 1); /* a no-op for a loop already stopped */
     pthread_join(l->thread, NULL);
     l->running = 0;
   }
   /* Connections whose jobs were in flight at a forced close: their
    * structs go once the jobs come back (lcd_pool_stop). */
-  for (int i = 0; i < s->nloops; i++)
-    lcd_conn_close_all(&s->loops[i]);
+  for (int i = 0; i < s->nloops; i++) lcd_conn_close_all(&s->loops[i]);
 }
 
 void lcd_loops_free(lcd_server *s) {
@@ -201,13 +191,10 @@ void lcd_loops_free(lcd_server *s) {
       close(n->fd);
       free(n);
     }
-    if (l->cmd_ev)
-      event_free(l->cmd_ev);
-    if (l->tick)
-      event_free(l->tick);
+    if (l->cmd_ev) event_free(l->cmd_ev);
+    if (l->tick) event_free(l->tick);
     pthread_mutex_destroy(&l->cmd_mu);
-    if (l->base)
-      event_base_free(l->base);
+    if (l->base) event_base_free(l->base);
   }
   free(s->loops);
   s->loops = NULL;
@@ -219,16 +206,13 @@ void lcd_loops_sum(lcd_server *s, lcd_counters *out, uint64_t *stall_max,
   _Static_assert(sizeof(lcd_counters) % sizeof(lcd_stat) == 0,
                  "lcd_counters holds lcd_stat fields only");
   lcd_stat *o = (lcd_stat *)out;
-  for (int k = 0; k < N; k++)
-    atomic_store(&o[k], 0);
+  for (int k = 0; k < N; k++) atomic_store(&o[k], 0);
   *stall_max = 0;
   for (int i = 0; i < s->nloops; i++) {
     const lcd_stat *f = (const lcd_stat *)&s->loops[i].st;
-    for (int k = 0; k < N; k++)
-      atomic_fetch_add(&o[k], atomic_load(&f[k]));
+    for (int k = 0; k < N; k++) atomic_fetch_add(&o[k], atomic_load(&f[k]));
     uint64_t m = atomic_load(&s->loops[i].stall_max_us);
-    if (m > *stall_max)
-      *stall_max = m;
+    if (m > *stall_max) *stall_max = m;
   }
   *nopen = atomic_load(&s->nopen);
 }

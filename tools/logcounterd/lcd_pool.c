@@ -48,12 +48,14 @@
 static void copy_detail(char *out) {
   const char *d = lc_last_detail();
   size_t i = 0;
-  for (; d[i] && i < sizeof ((lcd_job *)0)->detail - 1; i++)
+  for (; d[i] && i < sizeof((lcd_job *)0)->detail - 1; i++)
     out[i] = (d[i] < 0x20 || d[i] == 0x7f) ? ' ' : d[i];
   out[i] = '\0';
 }
 
-static void keep_detail(lcd_job *j) { copy_detail(j->detail); }
+static void keep_detail(lcd_job *j) {
+  copy_detail(j->detail);
+}
 
 /* A position in a chain of TALLY jobs: change i of job k. */
 typedef struct tpos {
@@ -79,8 +81,7 @@ static void tally_failed(const tpos *p, int rc, int call, const char *d) {
     k->tdet_call = call;
     k->tdet_lo = p->i;
   }
-  if (k->tdet_call == call)
-    k->tdet_hi = p->i + 1;
+  if (k->tdet_call == call) k->tdet_hi = p->i + 1;
 }
 
 /* A chain of TALLY jobs of one tally (see the top of the file): each run
@@ -104,9 +105,9 @@ static void run_tally(lc_t *lc, lcd_job *j) {
     int n = 0;
     while (p.k) {
       int64_t delta = p.k->tdelta[p.i];
-      if (n > 0 && ((delta > 0) != (sum > 0) ||
-                    (delta > 0 ? delta > INT64_MAX - sum
-                               : delta < -INT64_MAX - sum)))
+      if (n > 0 &&
+          ((delta > 0) != (sum > 0) ||
+           (delta > 0 ? delta > INT64_MAX - sum : delta < -INT64_MAX - sum)))
         break;
       sum += delta;
       n++;
@@ -129,18 +130,17 @@ static void run_tally(lc_t *lc, lcd_job *j) {
       }
       continue;
     }
-    if (rc)
-      copy_detail(d);
+    if (rc) copy_detail(d);
     /* change by change, the total after each: the total before the run
      * plus the changes up to it */
     __int128 cur = (__int128)after - sum;
     for (tpos q = start; q.k != p.k || q.i != p.i; tpos_next(&q)) {
       cur += q.k->tdelta[q.i];
       q.k->trc[q.i] = rc;
-      q.k->tafter[q.i] = cur > INT64_MAX ? INT64_MAX
-                         : cur < INT64_MIN ? INT64_MIN : (int64_t)cur;
-      if (rc)
-        tally_failed(&q, rc, call, d);
+      q.k->tafter[q.i] = cur > INT64_MAX   ? INT64_MAX
+                         : cur < INT64_MIN ? INT64_MIN
+                                           : (int64_t)cur;
+      if (rc) tally_failed(&q, rc, call, d);
     }
     j->merged += n - 1;
   }
@@ -153,18 +153,15 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
   j->detail[0] = '\0';
   if (j->kind == LCD_JOB_INCR) {
     uint64_t total = 0;
-    for (lcd_job *k = j; k; k = k->next)
-      total += k->total;
+    for (lcd_job *k = j; k; k = k->next) total += k->total;
     int64_t first = 0;
     int rc = lc_next_n(lc, j->names, total, &first);
-    if (rc)
-      keep_detail(j);
+    if (rc) keep_detail(j);
     for (lcd_job *k = j; k; k = k->next) {
       k->rc = rc;
       k->first = first;
       first += (int64_t)k->total;
-      if (rc && k != j)
-        memcpy(k->detail, j->detail, sizeof k->detail);
+      if (rc && k != j) memcpy(k->detail, j->detail, sizeof k->detail);
     }
     return;
   }
@@ -175,20 +172,19 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
   if (j->stats_tally) {
     j->rc = lc_tally_get(lc, j->names, &j->tally_total, &j->tally_pending,
                          &j->tally_losses);
-    if (j->rc)
-      keep_detail(j);
+    if (j->rc) keep_detail(j);
     return;
   }
   for (size_t i = 0; i < j->nkeys; i++) {
     const char *key = j->names + j->name_off[i];
-    if (strncmp(key, LCD_PROTO_TALLY_PREFIX, LCD_PROTO_TALLY_PREFIX_LEN) ==
-        0) {
+    if (strncmp(key, LCD_PROTO_TALLY_PREFIX, LCD_PROTO_TALLY_PREFIX_LEN) == 0) {
       int64_t total = 0, pending = 0;
       j->rc = lc_tally_get(lc, key + LCD_PROTO_TALLY_PREFIX_LEN, &total,
                            &pending, NULL);
       __int128 v = (__int128)total + pending;
-      j->values[i] = v > INT64_MAX ? INT64_MAX
-                     : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+      j->values[i] = v > INT64_MAX   ? INT64_MAX
+                     : v < INT64_MIN ? INT64_MIN
+                                     : (int64_t)v;
       j->hit[i] = 1;
     } else {
       j->rc = lc_current(lc, key, &j->values[i]);
@@ -216,8 +212,7 @@ static void take_same_counter(lcd_job **head, lcd_job **tailp, size_t *count,
         (j->kind == LCD_JOB_TALLY || k->total <= LC_BLOCK_MAX - total) &&
         strcmp(k->names, j->names) == 0) {
       *link = k->next;
-      if (*tailp == k)
-        *tailp = prev;
+      if (*tailp == k) *tailp = prev;
       (*count)--;
       total += k->total;
       tail->next = k;
@@ -236,15 +231,13 @@ static lcd_job *take_chain(lcd_job **head, lcd_job **tail, size_t *count,
                            int coalesce) {
   lcd_job *j = *head;
   *head = j->next;
-  if (!*head)
-    *tail = NULL;
+  if (!*head) *tail = NULL;
   (*count)--;
   j->next = NULL;
   j->lead = 1;
   if ((j->kind == LCD_JOB_INCR || j->kind == LCD_JOB_TALLY) && coalesce)
     take_same_counter(head, tail, count, j);
-  for (lcd_job *k = j->next; k; k = k->next)
-    k->lead = 0;
+  for (lcd_job *k = j->next; k; k = k->next) k->lead = 0;
   return j;
 }
 
@@ -259,8 +252,7 @@ static void give_back(lcd_job *j) {
   int wake = !l->done_pending;
   l->done_pending = 1;
   pthread_mutex_unlock(&l->done_mu);
-  if (wake)
-    event_active(l->done_ev, EV_READ, 0);
+  if (wake) event_active(l->done_ev, EV_READ, 0);
 }
 
 static void *worker(void *arg) {
@@ -273,18 +265,17 @@ static void *worker(void *arg) {
       pthread_cond_wait(&p->cv, &p->mu);
       p->idle--;
     }
-    if (!p->head) {                     /* stopping and nothing left */
+    if (!p->head) { /* stopping and nothing left */
       pthread_mutex_unlock(&p->mu);
       return NULL;
     }
-    lcd_job *j = take_chain(&p->head, &p->tail, &p->queued,
-                            s->set->coalesce);
-    if (p->head && p->idle > 0)         /* more work: pass the wake-up on */
+    lcd_job *j = take_chain(&p->head, &p->tail, &p->queued, s->set->coalesce);
+    if (p->head && p->idle > 0) /* more work: pass the wake-up on */
       pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 
     run_jobs(s->lc, j);
-    while (j) {                         /* the chain may span loops */
+    while (j) { /* the chain may span loops */
       lcd_job *n = j->next;
       give_back(j);
       j = n;
@@ -345,15 +336,13 @@ static void jlist_add_chain(lcd_jlist *q, lcd_job *j) {
 
 void lcd_pool_submit(lcd_loop *l, lcd_job *j) {
   jlist_add(&l->pend, j);
-  if (l->pend.n == 1)
-    event_active(l->submit_ev, EV_READ, 0);
+  if (l->pend.n == 1) event_active(l->submit_ev, EV_READ, 0);
 }
 
 /* Queues a list of jobs for the workers under one lock and one wake-up. */
 static void queue_jobs(lcd_server *s, lcd_jlist *q) {
   lcd_workers *p = &s->pool;
-  if (!q->head)
-    return;
+  if (!q->head) return;
   pthread_mutex_lock(&p->mu);
   if (p->tail)
     p->tail->next = q->head;
@@ -361,8 +350,7 @@ static void queue_jobs(lcd_server *s, lcd_jlist *q) {
     p->head = q->head;
   p->tail = q->tail;
   p->queued += q->n;
-  if (p->idle > 0)
-    pthread_cond_signal(&p->cv);
+  if (p->idle > 0) pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
   *q = (lcd_jlist){NULL, NULL, 0};
 }
@@ -385,8 +373,7 @@ static int64_t now_us(void) {
  * hand-off, for comparison), and not while the loop backs off after a
  * stall. */
 static int runs_inline(lcd_loop *l, const lcd_job *j, int64_t now) {
-  if (!l->set->coalesce || now < l->inline_off_until)
-    return 0;
+  if (!l->set->coalesce || now < l->inline_off_until) return 0;
   return j->kind != LCD_JOB_INCR || lc_next_quick(l->lc, j->names);
 }
 
@@ -422,7 +409,7 @@ static void submit_pending(lcd_loop *l) {
   to_workers(l, &slow);
   for (int i = 0; i < ncalls; i++) {
     lcd_job *j = calls[i];
-    if (now_us() < l->inline_off_until) {     /* backing off: hand over */
+    if (now_us() < l->inline_off_until) { /* backing off: hand over */
       jlist_add_chain(&slow, j);
       to_workers(l, &slow);
       continue;
@@ -430,8 +417,7 @@ static void submit_pending(lcd_loop *l) {
     int64_t t0 = now_us();
     run_jobs(l->lc, j);
     int64_t took = now_us() - t0;
-    if ((uint64_t)took > l->stall_max_us)
-      l->stall_max_us = (uint64_t)took;
+    if ((uint64_t)took > l->stall_max_us) l->stall_max_us = (uint64_t)took;
     if (took > LCD_STALL_US) {
       l->st.loop_backoffs++;
       l->inline_off_until = t0 + took + LCD_BACKOFF_US;
@@ -458,7 +444,8 @@ int lcd_pool_attach(lcd_loop *l) {
   l->submit_ev = event_new(l->base, -1, 0, submit_cb, l);
   return l->done_ev && l->submit_ev &&
                  event_priority_set(l->submit_ev, LCD_PRIO_LAST) == 0
-             ? 0 : -1;
+             ? 0
+             : -1;
 }
 
 int lcd_pool_start(lcd_server *s) {
@@ -466,8 +453,7 @@ int lcd_pool_start(lcd_server *s) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   p->threads = calloc((size_t)s->set->workers, sizeof *p->threads);
-  if (!p->threads)
-    return -1;
+  if (!p->threads) return -1;
   /* Workers take no signals: the main loop handles them. */
   sigset_t all, old;
   sigfillset(&all);
@@ -498,16 +484,14 @@ void lcd_pool_stop(lcd_server *s) {
   lcd_workers *p = &s->pool;
   for (int i = 0; i < s->nloops; i++) {
     lcd_loop *l = &s->loops[i];
-    if (p->threads)
-      queue_jobs(s, &l->pend);
+    if (p->threads) queue_jobs(s, &l->pend);
   }
   if (p->threads) {
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->nthreads; i++)
-      pthread_join(p->threads[i], NULL);
+    for (int i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
     free(p->threads);
     p->threads = NULL;
     pthread_mutex_destroy(&p->mu);
@@ -515,13 +499,11 @@ void lcd_pool_stop(lcd_server *s) {
   }
   for (int i = 0; i < s->nloops; i++) {
     lcd_loop *l = &s->loops[i];
-    if (!l->done_ev)
-      continue;
+    if (!l->done_ev) continue;
     take_done(l);
     event_free(l->done_ev);
     l->done_ev = NULL;
-    if (l->submit_ev)
-      event_free(l->submit_ev);
+    if (l->submit_ev) event_free(l->submit_ev);
     l->submit_ev = NULL;
     pthread_mutex_destroy(&l->done_mu);
   }

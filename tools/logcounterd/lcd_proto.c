@@ -31,10 +31,8 @@
 
 lcd_proto_frame_result lcd_proto_frame(const char *buf, size_t len,
                                        size_t *line_len) {
-  if (len == 0)
-    return LCD_PROTO_FRAME_MORE;
-  if ((unsigned char)buf[0] == 0x80)
-    return LCD_PROTO_FRAME_BINARY;
+  if (len == 0) return LCD_PROTO_FRAME_MORE;
+  if ((unsigned char)buf[0] == 0x80) return LCD_PROTO_FRAME_BINARY;
   /* The longest acceptable line is LINE_MAX bytes and "\r\n". */
   size_t scan = len < LCD_PROTO_LINE_MAX + 2 ? len : LCD_PROTO_LINE_MAX + 2;
   const char *nl = memchr(buf, '\n', scan);
@@ -42,24 +40,19 @@ lcd_proto_frame_result lcd_proto_frame(const char *buf, size_t len,
     return len >= LCD_PROTO_LINE_MAX + 2 ? LCD_PROTO_FRAME_TOO_LONG
                                          : LCD_PROTO_FRAME_MORE;
   size_t content = (size_t)(nl - buf);
-  if (content > 0 && buf[content - 1] == '\r')
-    content--;
-  if (content > LCD_PROTO_LINE_MAX)
-    return LCD_PROTO_FRAME_TOO_LONG;
+  if (content > 0 && buf[content - 1] == '\r') content--;
+  if (content > LCD_PROTO_LINE_MAX) return LCD_PROTO_FRAME_TOO_LONG;
   *line_len = (size_t)(nl - buf) + 1;
   return LCD_PROTO_FRAME_LINE;
 }
 
 int lcd_proto_number(const char *s, size_t len, uint64_t *out) {
-  if (len == 0 || len > 20)
-    return -1;
+  if (len == 0 || len > 20) return -1;
   uint64_t v = 0;
   for (size_t i = 0; i < len; i++) {
     unsigned d = (unsigned char)s[i] - '0';
-    if (d > 9)
-      return -1;
-    if (v > (UINT64_MAX - d) / 10)
-      return -1;
+    if (d > 9) return -1;
+    if (v > (UINT64_MAX - d) / 10) return -1;
     v = v * 10 + d;
   }
   *out = v;
@@ -99,13 +92,10 @@ static void tokenize(const char *s, size_t len, toks *tk) {
   tk->ntok = 0;
   size_t i = 0;
   while (i < len) {
-    while (i < len && s[i] == ' ')
-      i++;
-    if (i == len)
-      break;
+    while (i < len && s[i] == ' ') i++;
+    if (i == len) break;
     size_t start = i;
-    while (i < len && s[i] != ' ')
-      i++;
+    while (i < len && s[i] != ' ') i++;
     if (tk->ntok < MAX_TOK) {
       tk->t[tk->ntok].s = s + start;
       tk->t[tk->ntok].len = i - start;
@@ -240,8 +230,7 @@ static const char *const storage_why =
 
 /* stats, stats settings, stats tally NAME. */
 static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
-  if (tk->ntok == 1)
-    return req->cmd = LCD_PROTO_STATS;
+  if (tk->ntok == 1) return req->cmd = LCD_PROTO_STATS;
   if (tk->ntok == 2 && tok_is(&tk->t[1], "settings")) {
     req->stats_settings = 1;
     return req->cmd = LCD_PROTO_STATS;
@@ -249,7 +238,7 @@ static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
   if (tk->ntok == 3 && tok_is(&tk->t[1], "tally")) {
     lcd_proto_token name = tk->t[2], rest;
     if (lcd_proto_tally_name(&name, &rest))
-      name = rest;                    /* "stats tally tally:NAME" too */
+      name = rest; /* "stats tally tally:NAME" too */
     if (lcd_proto_check_name(&name) != 0)
       return bad(req, "invalid tally name (1-200 bytes of printable "
                       "ASCII, no space)");
@@ -267,13 +256,11 @@ static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
  * only); LCD_PROTO_UNKNOWN for a verb memcached does not have either. */
 static lcd_proto_cmd parse_refused(toks *tk, lcd_proto_req *req) {
   const lcd_proto_token *v = &tk->t[0];
-  if (tok_is(v, "decr"))
-    return parse_decr(tk, req);
+  if (tok_is(v, "decr")) return parse_decr(tk, req);
   if (tok_is(v, "set") || tok_is(v, "add") || tok_is(v, "replace") ||
       tok_is(v, "append") || tok_is(v, "prepend"))
     return parse_storage(tk, req, 4, 4, 4, storage_why);
-  if (tok_is(v, "cas"))
-    return parse_storage(tk, req, 4, 5, 5, storage_why);
+  if (tok_is(v, "cas")) return parse_storage(tk, req, 4, 5, 5, storage_why);
   if (tok_is(v, "delete") || tok_is(v, "flush_all")) {
     take_noreply(tk, req);
     return refused(req, tok_is(v, "delete")
@@ -283,15 +270,14 @@ static lcd_proto_cmd parse_refused(toks *tk, lcd_proto_req *req) {
                               "never deleted");
   }
   if (tok_is(v, "touch") || tok_is(v, "gat") || tok_is(v, "gats")) {
-    if (tok_is(v, "touch"))
-      take_noreply(tk, req);
+    if (tok_is(v, "touch")) take_noreply(tk, req);
     return refused(req, "touch, gat and gats are not supported: counters "
                         "never expire");
   }
   if (tok_is(v, "ms")) {
-    if (tk->ntok < 3)
-      return bad(req, "bad command line format");
-    return parse_storage(tk, req, 2, 2, MAX_TOK, "meta commands are not "
+    if (tk->ntok < 3) return bad(req, "bad command line format");
+    return parse_storage(tk, req, 2, 2, MAX_TOK,
+                         "meta commands are not "
                          "supported: use incr and get");
   }
   if (tok_is(v, "mg") || tok_is(v, "md") || tok_is(v, "ma") ||
@@ -305,10 +291,8 @@ lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
                               lcd_proto_req *req) {
   toks tk;
   memset(req, 0, sizeof *req);
-  if (len > 0 && line[len - 1] == '\n')
-    len--;
-  if (len > 0 && line[len - 1] == '\r')
-    len--;
+  if (len > 0 && line[len - 1] == '\n') len--;
+  if (len > 0 && line[len - 1] == '\r') len--;
   tokenize(line, len, &tk);
   if (tk.ntok == 0) {
     req->error = "empty line";
@@ -316,14 +300,12 @@ lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
   }
   const lcd_proto_token *v = &tk.t[0];
   req->verb = *v;
-  if (tok_is(v, "incr"))
-    return parse_incr(&tk, req);
+  if (tok_is(v, "incr")) return parse_incr(&tk, req);
   if (tok_is(v, "get") || tok_is(v, "gets")) {
     req->gets = tok_is(v, "gets");
     return parse_get(&tk, req);
   }
-  if (tok_is(v, "stats"))
-    return parse_stats(&tk, req);
+  if (tok_is(v, "stats")) return parse_stats(&tk, req);
   if (tok_is(v, "version"))
     return tk.ntok == 1 ? (req->cmd = LCD_PROTO_VERSION)
                         : bad(req, "bad command line format: usage: version");

@@ -40,10 +40,10 @@
 
 /* What lcd_proto_frame found at the start of the input. */
 typedef enum lcd_proto_frame_result {
-  LCD_PROTO_FRAME_MORE = 0,   /* no complete line yet: read more */
-  LCD_PROTO_FRAME_LINE,       /* a complete line of *line_len bytes */
-  LCD_PROTO_FRAME_TOO_LONG,   /* no line end within LCD_PROTO_LINE_MAX */
-  LCD_PROTO_FRAME_BINARY      /* first byte 0x80: binary protocol */
+  LCD_PROTO_FRAME_MORE = 0, /* no complete line yet: read more */
+  LCD_PROTO_FRAME_LINE,     /* a complete line of *line_len bytes */
+  LCD_PROTO_FRAME_TOO_LONG, /* no line end within LCD_PROTO_LINE_MAX */
+  LCD_PROTO_FRAME_BINARY    /* first byte 0x80: binary protocol */
 } lcd_proto_frame_result;
 
 /*
@@ -56,48 +56,48 @@ lcd_proto_frame_result lcd_proto_frame(const char *buf, size_t len,
 
 /* The kinds of request; each tells the daemon what to do. */
 typedef enum lcd_proto_cmd {
-  LCD_PROTO_INCR,         /* allocate: name, count, noreply */
-  LCD_PROTO_GET,          /* get or gets (gets set): keys[0..nkeys) */
-  LCD_PROTO_STATS,        /* stats (group: "" or "settings") */
+  LCD_PROTO_INCR,  /* allocate: name, count, noreply */
+  LCD_PROTO_GET,   /* get or gets (gets set): keys[0..nkeys) */
+  LCD_PROTO_STATS, /* stats (group: "" or "settings") */
   LCD_PROTO_VERSION,
-  LCD_PROTO_VERBOSITY,    /* answer OK (unless noreply) */
+  LCD_PROTO_VERBOSITY, /* answer OK (unless noreply) */
   LCD_PROTO_QUIT,
-  LCD_PROTO_REFUSED,      /* a memcached command the daemon refuses:
+  LCD_PROTO_REFUSED, /* a memcached command the daemon refuses:
                              reply "CLIENT_ERROR <error>", then discard
                              data_len bytes that follow the line */
-  LCD_PROTO_BAD,          /* malformed: reply "CLIENT_ERROR <error>";
+  LCD_PROTO_BAD,     /* malformed: reply "CLIENT_ERROR <error>";
                              close the connection if close is set */
-  LCD_PROTO_UNKNOWN,      /* not a command: reply "ERROR" */
-  LCD_PROTO_TALLY         /* incr/decr tally:NAME: keys[0] is the whole
+  LCD_PROTO_UNKNOWN, /* not a command: reply "ERROR" */
+  LCD_PROTO_TALLY    /* incr/decr tally:NAME: keys[0] is the whole
                              key, tally its NAME, delta the signed change
                              (+-1..INT64_MAX), noreply */
 } lcd_proto_cmd;
 
 typedef struct lcd_proto_token {
-  const char *s;          /* into the caller's line; not NUL-terminated */
+  const char *s; /* into the caller's line; not NUL-terminated */
   size_t len;
 } lcd_proto_token;
 
 typedef struct lcd_proto_req {
   lcd_proto_cmd cmd;
-  lcd_proto_token verb;   /* the command word as sent */
+  lcd_proto_token verb; /* the command word as sent */
   /* incr: keys[0] is the counter, count the block size (1..LC_BLOCK_MAX).
    * get/gets: keys[0..nkeys). */
   lcd_proto_token keys[LCD_PROTO_MAX_KEYS];
   size_t nkeys;
   uint64_t count;
-  int noreply;            /* incr, verbosity, refused storage commands */
-  int gets;               /* the command was gets (answer a cas column) */
-  int stats_settings;     /* "stats settings" */
-  int stats_tally;        /* "stats tally NAME": keys[0] and tally are
+  int noreply;           /* incr, verbosity, refused storage commands */
+  int gets;              /* the command was gets (answer a cas column) */
+  int stats_settings;    /* "stats settings" */
+  int stats_tally;       /* "stats tally NAME": keys[0] and tally are
                              NAME, nkeys 1 */
-  lcd_proto_token tally;  /* TALLY and stats tally: the tally's name */
-  int64_t delta;          /* TALLY: the change, never 0 */
+  lcd_proto_token tally; /* TALLY and stats tally: the tally's name */
+  int64_t delta;         /* TALLY: the change, never 0 */
   /* REFUSED: bytes (data block + "\r\n") to read and discard after the
    * line; 0 when nothing follows. */
   uint64_t data_len;
-  int close;              /* BAD: close the connection after replying */
-  const char *error;      /* REFUSED/BAD: static text after CLIENT_ERROR */
+  int close;         /* BAD: close the connection after replying */
+  const char *error; /* REFUSED/BAD: static text after CLIENT_ERROR */
 } lcd_proto_req;
 
 /*
@@ -106,8 +106,7 @@ typedef struct lcd_proto_req {
  * Never fails: malformed input is LCD_PROTO_BAD or LCD_PROTO_UNKNOWN with
  * the reason in req->error.
  */
-lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
-                              lcd_proto_req *req);
+lcd_proto_cmd lcd_proto_parse(const char *line, size_t len, lcd_proto_req *req);
 
 /*
  * Parses a decimal unsigned number: digits only (no sign, space or other

@@ -17,10 +17,8 @@
 #include <unistd.h>
 
 const char *lcd_prefetch_text(uint64_t prefetch, char buf[24]) {
-  if (prefetch == LC_PREFETCH_AUTO)
-    return "auto";
-  if (prefetch == 0)
-    return "off";
+  if (prefetch == LC_PREFETCH_AUTO) return "auto";
+  if (prefetch == 0) return "off";
   snprintf(buf, 24, "%llu", (unsigned long long)prefetch);
   return buf;
 }
@@ -115,9 +113,9 @@ static void put_daemon(lcd_server *s, struct evbuffer *o) {
   stat_u(o, "jobs_inline", d.jobs_inline);
   stat_u(o, "jobs_pooled", d.jobs_pooled);
   stat_u(o, "incr_calls", d.incr_calls);
-  evbuffer_add_printf(o, "STAT incr_per_call %.2f\r\n",
-                      d.incr_calls ? (double)d.cmd_incr / (double)d.incr_calls
-                                   : 0.0);
+  evbuffer_add_printf(
+      o, "STAT incr_per_call %.2f\r\n",
+      d.incr_calls ? (double)d.cmd_incr / (double)d.incr_calls : 0.0);
   stat_u(o, "loop_stall_max_us", stall_max);
   stat_u(o, "loop_backoffs", d.loop_backoffs);
   stat_u(o, "cmd_tally_incr", d.cmd_tally_incr);

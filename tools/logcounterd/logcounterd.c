@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
-#define LCD_LIMIT_MAX 1000000000ULL   /* --max-counters, --max-tallies */
+#define LCD_LIMIT_MAX 1000000000ULL /* --max-counters, --max-tallies */
 #define DEFAULT_LISTEN "127.0.0.1:11311"
 #define DEFAULT_MEMCACHED "--SERVER=127.0.0.1:11211"
 
@@ -53,11 +53,10 @@ static void settings_init(lcd_settings *set) {
   set->socket_path = NULL;
   set->socket_mode = 0660;
   set->memcached = getenv("LOGCOUNTER_MEMCACHED");
-  if (!set->memcached || !*set->memcached)
-    set->memcached = DEFAULT_MEMCACHED;
+  if (!set->memcached || !*set->memcached) set->memcached = DEFAULT_MEMCACHED;
   set->db = getenv("LOGCOUNTER_DB");
   set->durability = LC_DURABILITY_DEFAULT;
-  set->prefetch = 0;        /* LOGCOUNTER_PREFETCH: parse_options */
+  set->prefetch = 0; /* LOGCOUNTER_PREFETCH: parse_options */
   set->timeout_ms = 1000;
   set->threads = default_threads();
   set->workers = 32;
@@ -79,8 +78,7 @@ static void settings_init(lcd_settings *set) {
 /* ---- logging ----------------------------------------------------------- */
 
 void lcd_log(const lcd_settings *set, int level, const char *fmt, ...) {
-  if (set && level > set->verbose)
-    return;
+  if (set && level > set->verbose) return;
   char when[32];
   time_t t = time(NULL);
   struct tm tm;
@@ -105,107 +103,108 @@ time_t lcd_now(void) {
 static void usage(FILE *f) {
   lcd_settings d;
   settings_init(&d);
-  fprintf(f,
-    "usage: " LCD_PROG " --db DIR [options]\n\n"
-    "The LogCounter service: hands out unique ids to any memcached client.\n"
-    "Each id is counted in memcached and logged to the LevelDB directory DIR\n"
-    "(which this process owns) before it is answered.  Runs in the\n"
-    "foreground; logs go to stderr.\n\n"
-    "Protocol (memcached text protocol):\n"
-    "  incr NAME N [noreply]   allocate a block of N ids (1..%llu) and\n"
-    "                          answer the last; a new counter starts at 1\n"
-    "  get NAME...  gets NAME...  the value each counter stands at\n"
-    "                          (counters never used are absent)\n"
-    "  incr tally:NAME D [noreply], decr tally:NAME D [noreply]\n"
-    "                          change the tally NAME by +D / -D\n"
-    "                          (1..2^63-1); answers the total after it,\n"
-    "                          floored at 0; applied to the log by the\n"
-    "                          flusher (keys tally:... are always tallies)\n"
-    "  get tally:NAME          the tally's signed total (log + pending)\n"
-    "  stats tally NAME        its total in the log, pending, losses\n"
-    "  stats, stats settings, verbosity N, quit\n"
-    "  version                 VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG
-    "-%s (the memcached\n"
-    "                          level first: libmemcached needs it)\n"
-    "  decr, set, add, replace, append, prepend, cas, delete, touch,\n"
-    "  flush_all, meta commands: CLIENT_ERROR (counters only move forward;\n"
-    "                          decr works on tallies only)\n"
-    "  failures: SERVER_ERROR <LC error name> <message>[: <detail>]\n\n"
-    "Options:\n"
-    "  -l, --listen ADDR:PORT  TCP address, numeric (default %s;\n"
-    "                          \"none\": no TCP); keep it on loopback unless\n"
-    "                          the network is trusted: there is no auth\n"
-    "  -s, --socket PATH       also listen on a unix socket (default: none)\n"
-    "  --socket-mode OCTAL     its permissions (default %04o)\n"
-    "  --memcached CONFIG      memcached servers, libmemcached syntax\n"
-    "                          (default: $LOGCOUNTER_MEMCACHED, else\n"
-    "                          " DEFAULT_MEMCACHED ")\n"
-    "  --db DIR                the log directory (required unless\n"
-    "                          $LOGCOUNTER_DB is set)\n"
-    "  --durability MODE       default (a synced reservation keeps ids\n"
-    "                          unique after an OS crash) or sync (every\n"
-    "                          record synced) (default %s)\n"
-    "  --prefetch off|auto|N   hand ids out of prefetched segments of N\n"
-    "                          values (auto: sized to last about a\n"
-    "                          second); SIGTERM gives the unused rest back\n"
-    "                          (default: $LOGCOUNTER_PREFETCH, else off)\n"
-    "  --timeout MS            memcached timeout, 1..600000 (default %d)\n"
-    "  -t, --threads N         event-loop threads, 1..%d (default %d, the\n"
-    "                          CPUs): each owns its connections, answers\n"
-    "                          what the library serves quickly itself, and\n"
-    "                          merges a counter's requests of one turn\n"
-    "                          into one memcached increment\n"
-    "  --workers N             threads for slow library calls (first use\n"
-    "                          of a name, sync durability), 1..1024\n"
-    "                          (default %d; new names arriving together\n"
-    "                          share one synced write per worker wave)\n"
-    "  --no-coalesce           do not merge them: every incr request costs\n"
-    "                          its own memcached increment (to measure\n"
-    "                          what coalescing gains) (default: %s)\n"
-    "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
-    "  --max-counters N        counters the daemon keeps state for (each\n"
-    "                          name an incr has used), 1..10^9 (default\n"
-    "                          %llu); a new name beyond it gets\n"
-    "                          SERVER_ERROR ELIMIT and creates nothing\n"
-    "  --max-tallies N         the same for tallies (default %llu)\n"
-    "  --idle-timeout SECONDS  close clients idle this long, 0: never\n"
-    "                          (default %d)\n"
-    "  --line-timeout SECONDS  close clients that leave a request\n"
-    "                          unfinished this long, 1..3600 (default %d)\n"
-    "  --drain-timeout SECONDS on SIGTERM, wait this long for clients to\n"
-    "                          read their last replies (default %d)\n"
-    "  --reply-timeout SECONDS close a client that leaves %d KiB of replies\n"
-    "                          unread this long, 1..3600 (default %d): a\n"
-    "                          client that pipelines without reading is\n"
-    "                          read no further once %d KiB of its requests\n"
-    "                          wait (the rest stays in the kernel and its\n"
-    "                          writes block); others are not delayed\n"
-    "  --flush-interval SECONDS  apply pending tally changes to the log\n"
-    "                          this often, 0..86400; 0: only at shutdown\n"
-    "                          (default %d); it bounds what a memcached\n"
-    "                          restart can lose\n"
-    "  --sweep-interval SECONDS  also compare every tally in the log with\n"
-    "                          memcached this often (and at startup), to\n"
-    "                          apply what a crash left pending; 0: only at\n"
-    "                          startup (default %d)\n"
-    "  --pidfile FILE          write the pid here, removed at exit\n"
-    "  -v, --verbose           log connections; twice: failed requests\n"
-    "  -h, --help              this help\n"
-    "  --version               print the version\n\n"
-    "Signals: SIGTERM/SIGINT stop accepting, answer the requests already\n"
-    "read, flush the tallies, close the log cleanly and exit 0 (a second\n"
-    "one hurries).\n\n"
-    "The daemon holds the log: 'logcounter prune', 'verify' and 'dump' need\n"
-    "it stopped (they report the log as in use by " LCD_PROG " otherwise).\n\n"
-    "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
-    (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
-    lc_durability_name(d.durability), d.timeout_ms, LCD_THREADS_MAX,
-    d.threads, d.workers,
-    d.coalesce ? "coalescing on" : "off", d.max_connections,
-    (unsigned long long)d.max_counters, (unsigned long long)d.max_tallies,
-    d.idle_timeout, d.line_timeout, d.drain_timeout, LCD_OUTPUT_MAX / 1024,
-    d.reply_timeout, LCD_INPUT_MAX / 1024, d.flush_interval,
-    d.sweep_interval);
+  fprintf(
+      f,
+      "usage: " LCD_PROG " --db DIR [options]\n\n"
+      "The LogCounter service: hands out unique ids to any memcached client.\n"
+      "Each id is counted in memcached and logged to the LevelDB directory DIR\n"
+      "(which this process owns) before it is answered.  Runs in the\n"
+      "foreground; logs go to stderr.\n\n"
+      "Protocol (memcached text protocol):\n"
+      "  incr NAME N [noreply]   allocate a block of N ids (1..%llu) and\n"
+      "                          answer the last; a new counter starts at 1\n"
+      "  get NAME...  gets NAME...  the value each counter stands at\n"
+      "                          (counters never used are absent)\n"
+      "  incr tally:NAME D [noreply], decr tally:NAME D [noreply]\n"
+      "                          change the tally NAME by +D / -D\n"
+      "                          (1..2^63-1); answers the total after it,\n"
+      "                          floored at 0; applied to the log by the\n"
+      "                          flusher (keys tally:... are always tallies)\n"
+      "  get tally:NAME          the tally's signed total (log + pending)\n"
+      "  stats tally NAME        its total in the log, pending, losses\n"
+      "  stats, stats settings, verbosity N, quit\n"
+      "  version                 VERSION " LCD_PROTOCOL_VERSION " " LCD_PROG
+      "-%s (the memcached\n"
+      "                          level first: libmemcached needs it)\n"
+      "  decr, set, add, replace, append, prepend, cas, delete, touch,\n"
+      "  flush_all, meta commands: CLIENT_ERROR (counters only move forward;\n"
+      "                          decr works on tallies only)\n"
+      "  failures: SERVER_ERROR <LC error name> <message>[: <detail>]\n\n"
+      "Options:\n"
+      "  -l, --listen ADDR:PORT  TCP address, numeric (default %s;\n"
+      "                          \"none\": no TCP); keep it on loopback unless\n"
+      "                          the network is trusted: there is no auth\n"
+      "  -s, --socket PATH       also listen on a unix socket (default: none)\n"
+      "  --socket-mode OCTAL     its permissions (default %04o)\n"
+      "  --memcached CONFIG      memcached servers, libmemcached syntax\n"
+      "                          (default: $LOGCOUNTER_MEMCACHED, else\n"
+      "                          " DEFAULT_MEMCACHED ")\n"
+      "  --db DIR                the log directory (required unless\n"
+      "                          $LOGCOUNTER_DB is set)\n"
+      "  --durability MODE       default (a synced reservation keeps ids\n"
+      "                          unique after an OS crash) or sync (every\n"
+      "                          record synced) (default %s)\n"
+      "  --prefetch off|auto|N   hand ids out of prefetched segments of N\n"
+      "                          values (auto: sized to last about a\n"
+      "                          second); SIGTERM gives the unused rest back\n"
+      "                          (default: $LOGCOUNTER_PREFETCH, else off)\n"
+      "  --timeout MS            memcached timeout, 1..600000 (default %d)\n"
+      "  -t, --threads N         event-loop threads, 1..%d (default %d, the\n"
+      "                          CPUs): each owns its connections, answers\n"
+      "                          what the library serves quickly itself, and\n"
+      "                          merges a counter's requests of one turn\n"
+      "                          into one memcached increment\n"
+      "  --workers N             threads for slow library calls (first use\n"
+      "                          of a name, sync durability), 1..1024\n"
+      "                          (default %d; new names arriving together\n"
+      "                          share one synced write per worker wave)\n"
+      "  --no-coalesce           do not merge them: every incr request costs\n"
+      "                          its own memcached increment (to measure\n"
+      "                          what coalescing gains) (default: %s)\n"
+      "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
+      "  --max-counters N        counters the daemon keeps state for (each\n"
+      "                          name an incr has used), 1..10^9 (default\n"
+      "                          %llu); a new name beyond it gets\n"
+      "                          SERVER_ERROR ELIMIT and creates nothing\n"
+      "  --max-tallies N         the same for tallies (default %llu)\n"
+      "  --idle-timeout SECONDS  close clients idle this long, 0: never\n"
+      "                          (default %d)\n"
+      "  --line-timeout SECONDS  close clients that leave a request\n"
+      "                          unfinished this long, 1..3600 (default %d)\n"
+      "  --drain-timeout SECONDS on SIGTERM, wait this long for clients to\n"
+      "                          read their last replies (default %d)\n"
+      "  --reply-timeout SECONDS close a client that leaves %d KiB of replies\n"
+      "                          unread this long, 1..3600 (default %d): a\n"
+      "                          client that pipelines without reading is\n"
+      "                          read no further once %d KiB of its requests\n"
+      "                          wait (the rest stays in the kernel and its\n"
+      "                          writes block); others are not delayed\n"
+      "  --flush-interval SECONDS  apply pending tally changes to the log\n"
+      "                          this often, 0..86400; 0: only at shutdown\n"
+      "                          (default %d); it bounds what a memcached\n"
+      "                          restart can lose\n"
+      "  --sweep-interval SECONDS  also compare every tally in the log with\n"
+      "                          memcached this often (and at startup), to\n"
+      "                          apply what a crash left pending; 0: only at\n"
+      "                          startup (default %d)\n"
+      "  --pidfile FILE          write the pid here, removed at exit\n"
+      "  -v, --verbose           log connections; twice: failed requests\n"
+      "  -h, --help              this help\n"
+      "  --version               print the version\n\n"
+      "Signals: SIGTERM/SIGINT stop accepting, answer the requests already\n"
+      "read, flush the tallies, close the log cleanly and exit 0 (a second\n"
+      "one hurries).\n\n"
+      "The daemon holds the log: 'logcounter prune', 'verify' and 'dump' need\n"
+      "it stopped (they report the log as in use by " LCD_PROG
+      " otherwise).\n\n"
+      "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
+      (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
+      lc_durability_name(d.durability), d.timeout_ms, LCD_THREADS_MAX,
+      d.threads, d.workers, d.coalesce ? "coalescing on" : "off",
+      d.max_connections, (unsigned long long)d.max_counters,
+      (unsigned long long)d.max_tallies, d.idle_timeout, d.line_timeout,
+      d.drain_timeout, LCD_OUTPUT_MAX / 1024, d.reply_timeout,
+      LCD_INPUT_MAX / 1024, d.flush_interval, d.sweep_interval);
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -215,7 +214,8 @@ static int usage_error(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputs("\nusage: " LCD_PROG " --db DIR [options]   (see '" LCD_PROG
-        " --help')\n", stderr);
+        " --help')\n",
+        stderr);
   return EXIT_USAGE;
 }
 
@@ -224,43 +224,59 @@ static int parse_number(const char *opt, const char *text, uint64_t min,
                         uint64_t max, uint64_t *out) {
   if (lcd_proto_number(text, strlen(text), out) != 0 || *out < min ||
       *out > max)
-    return usage_error("invalid value '%s' for %s (must be %llu..%llu)",
-                       text, opt, (unsigned long long)min,
-                       (unsigned long long)max);
+    return usage_error("invalid value '%s' for %s (must be %llu..%llu)", text,
+                       opt, (unsigned long long)min, (unsigned long long)max);
   return 0;
 }
 
 /* Returns 0, -1 after --help/--version (exit 0), or EXIT_USAGE. */
-enum { O_MC = 256, O_DB, O_DUR, O_TIMEOUT, O_IDLE, O_LINE, O_DRAIN, O_PID,
-       O_MODE, O_VERSION, O_NO_COALESCE, O_FLUSH, O_SWEEP, O_REPLY,
-       O_PREFETCH, O_WORKERS, O_MAX_COUNTERS, O_MAX_TALLIES };
+enum {
+  O_MC = 256,
+  O_DB,
+  O_DUR,
+  O_TIMEOUT,
+  O_IDLE,
+  O_LINE,
+  O_DRAIN,
+  O_PID,
+  O_MODE,
+  O_VERSION,
+  O_NO_COALESCE,
+  O_FLUSH,
+  O_SWEEP,
+  O_REPLY,
+  O_PREFETCH,
+  O_WORKERS,
+  O_MAX_COUNTERS,
+  O_MAX_TALLIES
+};
 
 static const struct option long_options[] = {
-  {"listen", required_argument, NULL, 'l'},
-  {"socket", required_argument, NULL, 's'},
-  {"socket-mode", required_argument, NULL, O_MODE},
-  {"memcached", required_argument, NULL, O_MC},
-  {"db", required_argument, NULL, O_DB},
-  {"durability", required_argument, NULL, O_DUR},
-  {"prefetch", required_argument, NULL, O_PREFETCH},
-  {"timeout", required_argument, NULL, O_TIMEOUT},
-  {"threads", required_argument, NULL, 't'},
-  {"workers", required_argument, NULL, O_WORKERS},
-  {"max-connections", required_argument, NULL, 'c'},
-  {"max-counters", required_argument, NULL, O_MAX_COUNTERS},
-  {"max-tallies", required_argument, NULL, O_MAX_TALLIES},
-  {"idle-timeout", required_argument, NULL, O_IDLE},
-  {"line-timeout", required_argument, NULL, O_LINE},
-  {"drain-timeout", required_argument, NULL, O_DRAIN},
-  {"reply-timeout", required_argument, NULL, O_REPLY},
-  {"pidfile", required_argument, NULL, O_PID},
-  {"flush-interval", required_argument, NULL, O_FLUSH},
-  {"sweep-interval", required_argument, NULL, O_SWEEP},
-  {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
-  {"verbose", no_argument, NULL, 'v'},
-  {"help", no_argument, NULL, 'h'},
-  {"version", no_argument, NULL, O_VERSION},
-  {NULL, 0, NULL, 0}};
+    {"listen", required_argument, NULL, 'l'},
+    {"socket", required_argument, NULL, 's'},
+    {"socket-mode", required_argument, NULL, O_MODE},
+    {"memcached", required_argument, NULL, O_MC},
+    {"db", required_argument, NULL, O_DB},
+    {"durability", required_argument, NULL, O_DUR},
+    {"prefetch", required_argument, NULL, O_PREFETCH},
+    {"timeout", required_argument, NULL, O_TIMEOUT},
+    {"threads", required_argument, NULL, 't'},
+    {"workers", required_argument, NULL, O_WORKERS},
+    {"max-connections", required_argument, NULL, 'c'},
+    {"max-counters", required_argument, NULL, O_MAX_COUNTERS},
+    {"max-tallies", required_argument, NULL, O_MAX_TALLIES},
+    {"idle-timeout", required_argument, NULL, O_IDLE},
+    {"line-timeout", required_argument, NULL, O_LINE},
+    {"drain-timeout", required_argument, NULL, O_DRAIN},
+    {"reply-timeout", required_argument, NULL, O_REPLY},
+    {"pidfile", required_argument, NULL, O_PID},
+    {"flush-interval", required_argument, NULL, O_FLUSH},
+    {"sweep-interval", required_argument, NULL, O_SWEEP},
+    {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, O_VERSION},
+    {NULL, 0, NULL, 0}};
 
 /* The numeric options: their bounds and the setting each one sets (an int,
  * or a uint64_t when wide). */
@@ -271,40 +287,42 @@ static const struct number_option {
   size_t offset;
   bool wide;
 } number_options[] = {
-  {O_TIMEOUT, "--timeout", 1, 600000, offsetof(lcd_settings, timeout_ms), 0},
-  {'t', "--threads", 1, LCD_THREADS_MAX, offsetof(lcd_settings, threads), 0},
-  {O_WORKERS, "--workers", 1, 1024, offsetof(lcd_settings, workers), 0},
-  {'c', "--max-connections", 1, 1000000,
-   offsetof(lcd_settings, max_connections), 0},
-  {O_MAX_COUNTERS, "--max-counters", 1, LCD_LIMIT_MAX,
-   offsetof(lcd_settings, max_counters), 1},
-  {O_MAX_TALLIES, "--max-tallies", 1, LCD_LIMIT_MAX,
-   offsetof(lcd_settings, max_tallies), 1},
-  {O_IDLE, "--idle-timeout", 0, 86400 * 365,
-   offsetof(lcd_settings, idle_timeout), 0},
-  {O_LINE, "--line-timeout", 1, 3600, offsetof(lcd_settings, line_timeout), 0},
-  {O_DRAIN, "--drain-timeout", 0, 3600,
-   offsetof(lcd_settings, drain_timeout), 0},
-  {O_REPLY, "--reply-timeout", 1, 3600,
-   offsetof(lcd_settings, reply_timeout), 0},
-  {O_FLUSH, "--flush-interval", 0, 86400,
-   offsetof(lcd_settings, flush_interval), 0},
-  {O_SWEEP, "--sweep-interval", 0, 86400 * 30,
-   offsetof(lcd_settings, sweep_interval), 0},
+    {O_TIMEOUT, "--timeout", 1, 600000, offsetof(lcd_settings, timeout_ms), 0},
+    {'t', "--threads", 1, LCD_THREADS_MAX, offsetof(lcd_settings, threads), 0},
+    {O_WORKERS, "--workers", 1, 1024, offsetof(lcd_settings, workers), 0},
+    {'c', "--max-connections", 1, 1000000,
+     offsetof(lcd_settings, max_connections), 0},
+    {O_MAX_COUNTERS, "--max-counters", 1, LCD_LIMIT_MAX,
+     offsetof(lcd_settings, max_counters), 1},
+    {O_MAX_TALLIES, "--max-tallies", 1, LCD_LIMIT_MAX,
+     offsetof(lcd_settings, max_tallies), 1},
+    {O_IDLE, "--idle-timeout", 0, 86400 * 365,
+     offsetof(lcd_settings, idle_timeout), 0},
+    {O_LINE, "--line-timeout", 1, 3600, offsetof(lcd_settings, line_timeout),
+     0},
+    {O_DRAIN, "--drain-timeout", 0, 3600, offsetof(lcd_settings, drain_timeout),
+     0},
+    {O_REPLY, "--reply-timeout", 1, 3600, offsetof(lcd_settings, reply_timeout),
+     0},
+    {O_FLUSH, "--flush-interval", 0, 86400,
+     offsetof(lcd_settings, flush_interval), 0},
+    {O_SWEEP, "--sweep-interval", 0, 86400 * 30,
+     offsetof(lcd_settings, sweep_interval), 0},
 };
 
 /* Sets a numeric option: 0, EXIT_USAGE, or 1 when opt is not one. */
 static int number_option(lcd_settings *set, int opt, const char *text) {
-  for (size_t i = 0; i < sizeof number_options / sizeof *number_options;
-       i++) {
+  for (size_t i = 0; i < sizeof number_options / sizeof *number_options; i++) {
     const struct number_option *n = &number_options[i];
     if (n->opt != opt) continue;
     uint64_t v;
     int rc = parse_number(n->name, text, n->min, n->max, &v);
     if (rc) return rc;
     char *field = (char *)set + n->offset;
-    if (n->wide) *(uint64_t *)field = v;
-    else *(int *)field = (int)v;
+    if (n->wide)
+      *(uint64_t *)field = v;
+    else
+      *(int *)field = (int)v;
     return 0;
   }
   return 1;
@@ -317,7 +335,8 @@ static int socket_mode(lcd_settings *set, const char *text) {
   long m = strtol(text, &end, 8);
   if (errno || !*text || *end || m < 0 || m > 0777)
     return usage_error("invalid mode '%s' for --socket-mode (octal, "
-                       "e.g. 0660)", text);
+                       "e.g. 0660)",
+                       text);
   set->socket_mode = (int)m;
   return 0;
 }
@@ -327,8 +346,8 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
   const char *prefetch = getenv("LOGCOUNTER_PREFETCH");
   const char *prefetch_from = "LOGCOUNTER_PREFETCH";
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":l:s:t:c:vh", long_options,
-                            NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":l:s:t:c:vh", long_options, NULL)) !=
+         -1) {
     switch (opt) {
     case 'l': set->listen = optarg; break;
     case 's': set->socket_path = optarg; break;
@@ -337,33 +356,33 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     case O_PID: set->pidfile = optarg; break;
     case 'v': set->verbose++; break;
     case O_NO_COALESCE: set->coalesce = 0; break;
-    case O_PREFETCH: prefetch = optarg; prefetch_from = "--prefetch"; break;
+    case O_PREFETCH:
+      prefetch = optarg;
+      prefetch_from = "--prefetch";
+      break;
     case 'h': usage(stdout); return -1;
     case O_VERSION: printf(LCD_PROG " %s\n", lc_version()); return -1;
     case O_MODE: rc = socket_mode(set, optarg); break;
     case O_DUR:
       if (lc_durability_parse(optarg, &set->durability) != 0)
         return usage_error("invalid durability '%s' for --durability (must "
-                           "be default or sync)", optarg);
+                           "be default or sync)",
+                           optarg);
       break;
-    case ':':
-      return usage_error("option '%s' needs a value", argv[optind - 1]);
+    case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
     case '?':
-      if (optopt)
-        return usage_error("unknown option '-%c'", optopt);
+      if (optopt) return usage_error("unknown option '-%c'", optopt);
       return usage_error("unknown option '%s'", argv[optind - 1]);
-    default:
-      rc = number_option(set, opt, optarg);
-      break;
+    default: rc = number_option(set, opt, optarg); break;
     }
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
   if (optind < argc)
     return usage_error("unexpected argument '%s'", argv[optind]);
   if (prefetch && *prefetch && lc_prefetch_parse(prefetch, &set->prefetch))
     return usage_error("invalid prefetch '%s' for %s (must be off, auto or "
-                       "a segment size 1..%llu)", prefetch, prefetch_from,
+                       "a segment size 1..%llu)",
+                       prefetch, prefetch_from,
                        (unsigned long long)LC_BLOCK_MAX);
   if (!set->db || !*set->db)
     return usage_error("no log directory: give --db DIR or set "
@@ -412,8 +431,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
           signame((int)sig), atomic_load(&s->nopen));
   lcd_stop_listening(s);
   struct timeval tv = {s->set->drain_timeout, 0};
-  event_base_once(s->loops[0].base, -1, EV_TIMEOUT, drain_timeout_cb, s,
-                  &tv);
+  event_base_once(s->loops[0].base, -1, EV_TIMEOUT, drain_timeout_cb, s, &tv);
   lcd_loops_drain(s);
 }
 
@@ -435,12 +453,10 @@ static int write_pidfile(const char *path) {
 static void remove_pidfile(const char *path) {
   char buf[32] = "";
   FILE *f = fopen(path, "r");
-  if (!f)
-    return;
+  if (!f) return;
   int mine = fgets(buf, sizeof buf, f) && atol(buf) == (long)getpid();
   fclose(f);
-  if (mine)
-    unlink(path);
+  if (mine) unlink(path);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -449,8 +465,7 @@ static void remove_pidfile(const char *path) {
 static void raise_fd_limit(const lcd_settings *set) {
   struct rlimit rl;
   rlim_t want = (rlim_t)set->max_connections + 64;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
-    return;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
   rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
   setrlimit(RLIMIT_NOFILE, &rl);
 }
@@ -473,7 +488,7 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   snprintf(owner, size, LCD_PROG " (pid %ld)", (long)getpid());
   o.owner = owner;
   if (!s->set->coalesce)
-    o.batch_max = 1;          /* one memcached increment per lc_next_n */
+    o.batch_max = 1; /* one memcached increment per lc_next_n */
   int rc = lc_open(&o, &s->lc);
   if (rc) {
     const char *d = lc_last_detail();
@@ -485,8 +500,7 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
     s->lc = NULL;
     return EXIT_RUNTIME;
   }
-  for (int i = 0; i < s->nloops; i++)
-    s->loops[i].lc = s->lc;
+  for (int i = 0; i < s->nloops; i++) s->loops[i].lc = s->lc;
   return 0;
 }
 
@@ -496,8 +510,7 @@ int main(int argc, char **argv) {
   int status = parse_options(&set, argc, argv);
   if (status == -1)
     return fflush(stdout) == 0 && !ferror(stdout) ? 0 : EXIT_RUNTIME;
-  if (status)
-    return status;
+  if (status) return status;
 
   lcd_server s;
   memset(&s, 0, sizeof s);
@@ -513,12 +526,10 @@ int main(int argc, char **argv) {
     goto out;
   }
   struct event_base *base = s.loops[0].base;
-  if ((status = lcd_listen(&s)) ||
-      (status = open_log(&s, owner, sizeof owner)))
+  if ((status = lcd_listen(&s)) || (status = open_log(&s, owner, sizeof owner)))
     goto out;
   if (set.pidfile) {
-    if ((status = write_pidfile(set.pidfile)))
-      goto out;
+    if ((status = write_pidfile(set.pidfile))) goto out;
     pidfile_written = 1;
   }
   const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
@@ -539,10 +550,11 @@ int main(int argc, char **argv) {
     goto out;
   }
   char pbuf[24];
-  lcd_log(&set, 0, "%s ready: listening on %s%s%s, log %s (%s, prefetch %s), "
+  lcd_log(&set, 0,
+          "%s ready: listening on %s%s%s, log %s (%s, prefetch %s), "
           "memcached %s, %d event-loop threads, %d workers%s, tally flush "
-          "every %d s", lc_version(),
-          set.listen, set.socket_path ? " and " : "",
+          "every %d s",
+          lc_version(), set.listen, set.socket_path ? " and " : "",
           set.socket_path ? set.socket_path : "", set.db,
           lc_durability_name(set.durability),
           lcd_prefetch_text(set.prefetch, pbuf), set.memcached, set.threads,
@@ -557,12 +569,11 @@ int main(int argc, char **argv) {
 out:
   lcd_stop_listening(&s);
   if (s.loops) {
-    lcd_loops_join(&s);           /* the other loops end; sockets closed */
-    lcd_pool_stop(&s);            /* every job comes back; conns freed */
+    lcd_loops_join(&s); /* the other loops end; sockets closed */
+    lcd_pool_stop(&s);  /* every job comes back; conns freed */
   }
   lcd_flusher_stop(&s);
-  if (s.lc && s.started && lcd_flush_final(&s) != 0)
-    status = EXIT_RUNTIME;
+  if (s.lc && s.started && lcd_flush_final(&s) != 0) status = EXIT_RUNTIME;
   if (s.lc) {
     int rc = lc_close(s.lc);
     if (rc) {
@@ -573,11 +584,9 @@ out:
       lcd_log(&set, 0, "log closed; exiting");
     }
   }
-  if (pidfile_written)
-    remove_pidfile(set.pidfile);
+  if (pidfile_written) remove_pidfile(set.pidfile);
   for (int i = 0; i < 3; i++)
-    if (sigs[i])
-      event_free(sigs[i]);
+    if (sigs[i]) event_free(sigs[i]);
   lcd_loops_free(&s);
   return status;
 }
