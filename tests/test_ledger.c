@@ -254,6 +254,29 @@ static void test_segment_crash(void **state) {
 
 /* ---- a ledger entry deleted by hand ---------------------------------------- */
 
+/* Deletes the key KIND NAME '\0' be64(last) (a record 'r', a ledger
+ * entry 'g') from DIR/db with LevelDB itself, the handle closed. */
+static void raw_delete(const char *dir, char kind, const char *name,
+                       uint64_t last) {
+  char key[LC_NAME_MAX + 10];
+  size_t n = strlen(name);
+  key[0] = kind;
+  memcpy(key + 1, name, n + 1);
+  for (int i = 0; i < 8; i++) key[n + 2 + i] = (char)(last >> (56 - 8 * i));
+  char path[TU_PATH_MAX], *err = NULL;
+  lc_options o;
+  tu_options(&o, &mc, dir, path);
+  leveldb_options_t *lo = leveldb_options_create();
+  leveldb_t *db = leveldb_open(lo, path, &err);
+  assert_null(err);
+  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+  leveldb_delete(db, wo, key, n + 10, &err);
+  assert_null(err);
+  leveldb_writeoptions_destroy(wo);
+  leveldb_close(db);
+  leveldb_options_destroy(lo);
+}
+
 static void test_deleted_entry_unexplained(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
@@ -262,21 +285,7 @@ static void test_deleted_entry_unexplained(void **state) {
   assert_i64_eq(tu_next1(f->h, "del"), 11);
   assert_ok(lc_close(f->h));
   f->h = NULL;
-  /* the entry: 'g' "del" '\0' be64(10) */
-  char key[4 + 1 + 8] = "gdel";
-  for (int i = 0; i < 8; i++) key[5 + i] = (char)(i == 7 ? 10 : 0);
-  char path[TU_PATH_MAX], *err = NULL;
-  lc_options o;
-  tu_options(&o, &mc, f->dir, path);
-  leveldb_options_t *lo = leveldb_options_create();
-  leveldb_t *db = leveldb_open(lo, path, &err);
-  assert_null(err);
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  leveldb_delete(db, wo, key, sizeof key, &err);
-  assert_null(err);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_close(db);
-  leveldb_options_destroy(lo);
+  raw_delete(f->dir, 'g', "del", 10); /* advance's entry, 2..10 */
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   tu_ledger l;
   assert_ok(tu_explain(f->h, "del", &l));
@@ -295,20 +304,7 @@ static void test_lost_pending_gap(void **state) {
   f->h = NULL;
   /* record 3 removed by hand: as if its write had failed and the run
    * died before the next write carried the burned entry */
-  char key[2 + 2 + 8] = "rlp";
-  for (int i = 0; i < 8; i++) key[4 + i] = (char)(i == 7 ? 3 : 0);
-  char path[TU_PATH_MAX], *err = NULL;
-  lc_options o;
-  tu_options(&o, &mc, f->dir, path);
-  leveldb_options_t *lo = leveldb_options_create();
-  leveldb_t *db = leveldb_open(lo, path, &err);
-  assert_null(err);
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  leveldb_delete(db, wo, key, sizeof key, &err);
-  assert_null(err);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_close(db);
-  leveldb_options_destroy(lo);
+  raw_delete(f->dir, 'r', "lp", 3);
   assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
   tu_ledger l;
   assert_ok(tu_explain(f->h, "lp", &l));
