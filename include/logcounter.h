@@ -38,11 +38,12 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 1
+#define LC_VERSION_MINOR 2
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.1.0"
-/* Bumped on incompatible ABI changes; it is the shared library's soname. */
-#define LC_SOVERSION 0
+#define LC_VERSION_STRING "0.2.0"
+/* Bumped on incompatible ABI changes; it is the shared library's soname.
+ * 1: lc_prune_result grew (ledger_deleted), proto.c left the library. */
+#define LC_SOVERSION 1
 
 #define LC_VALUE_MAX INT64_MAX /* the largest value ever handed out */
 #define LC_NAME_MAX 200        /* longest counter name, in bytes */
@@ -360,7 +361,7 @@ typedef struct lc_prune_opts {
 typedef struct lc_prune_result {
   uint64_t deleted;        /* records deleted */
   uint64_t kept;           /* records left */
-  uint64_t ledger_deleted; /* ledger entries (gaps, voids) below the
+  uint64_t ledger_deleted; /* (0.2) ledger entries (gaps, voids) below the
                                oldest record left, deleted with them */
 } lc_prune_result;
 

@@ -105,16 +105,16 @@ void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause) {
   lc__gap *g = c->gaps;
   int i = 0;
   while (i < c->ngaps && g[i].last < first) i++;
-  if (i > 0 && g[i - 1].cause == cause && g[i - 1].last + 1 == first) {
+  if (i > 0 && g[i - 1].cause == cause && g[i - 1].last == first - 1) {
     g[i - 1].last = last;
-    if (i < c->ngaps && g[i].cause == cause && g[i].first == last + 1) {
+    if (i < c->ngaps && g[i].cause == cause && g[i].first - 1 == last) {
       g[i - 1].last = g[i].last;
       memmove(g + i, g + i + 1, sizeof *g * (size_t)(c->ngaps - i - 1));
       c->ngaps--;
     }
     return;
   }
-  if (i < c->ngaps && g[i].cause == cause && g[i].first == last + 1) {
+  if (i < c->ngaps && g[i].cause == cause && g[i].first - 1 == last) {
     g[i].first = first;
     return;
   }
@@ -141,7 +141,7 @@ static void hole(lc__counter *c, int64_t first, int64_t last) {
 /* Moves gap_low over the blocks taken that now touch it. */
 static void absorb(lc__counter *c) {
   int k = 0;
-  while (k < c->nahead && c->ahead[k].first <= c->gap_low + 1) {
+  while (k < c->nahead && c->ahead[k].first - 1 <= c->gap_low) {
     if (c->ahead[k].last > c->gap_low) c->gap_low = c->ahead[k].last;
     k++;
   }
@@ -164,9 +164,9 @@ void lc__ledger_settle(lc__counter *c, int64_t upto) {
 static void add_ahead(lc__counter *c, int64_t first, int64_t last) {
   lc__span *a = c->ahead;
   int i = 0;
-  while (i < c->nahead && a[i].last + 1 < first) i++;
+  while (i < c->nahead && a[i].last < first - 1) i++;
   int j = i; /* a[i..j) touch or overlap first..last */
-  while (j < c->nahead && a[j].first <= last + 1) {
+  while (j < c->nahead && a[j].first - 1 <= last) {
     if (a[j].first < first) first = a[j].first;
     if (a[j].last > last) last = a[j].last;
     j++;
@@ -262,29 +262,42 @@ static uint64_t gap_count(const char *v, size_t vlen) {
   return vlen >= ENTRY_HEAD && u[1] != LC_GAP_VOID ? lc__be64_get(u + 2) : 0;
 }
 
+/* Pending restart gaps for the values of lo..hi that no entry covers (the
+ * entries are read from the first one ending at or above lo). */
+static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi) {
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__ledger_prefix(key, c->name, c->nlen);
+  lc__be64_put((unsigned char *)key + plen, (uint64_t)lo);
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  int64_t pos = lo;
+  for (leveldb_iter_seek(it, key, plen + 8);
+       leveldb_iter_valid(it) && pos <= hi; leveldb_iter_next(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen != plen + 8 || memcmp(k, key, plen) != 0) break;
+    const char *v = leveldb_iter_value(it, &vlen);
+    uint64_t last = lc__be64_get((const unsigned char *)k + plen);
+    uint64_t count = gap_count(v, vlen);
+    if (count == 0 || count > last) continue; /* a void, or undecodable */
+    int64_t first = (int64_t)(last - count + 1);
+    if (first > hi) break;
+    if (first > pos) lc__ledger_gap(c, pos, first - 1, LC_GAP_RESTART);
+    if ((int64_t)last >= pos) pos = (int64_t)last + 1;
+  }
+  leveldb_iter_destroy(it);
+  if (pos <= hi) lc__ledger_gap(c, pos, hi, LC_GAP_RESTART);
+}
+
 void lc__ledger_load_tail(lc__log *l, lc__counter *c) {
   char prefix[LC_NAME_MAX + 10];
-  lc__span recs[TAIL], gaps[2 * TAIL];
+  lc__span recs[TAIL];
   size_t plen = lc__record_prefix(prefix, c->name, c->nlen);
   int nr = last_spans(l, prefix, plen, TAIL, record_count, recs);
-  plen = lc__ledger_prefix(prefix, c->name, c->nlen);
-  int ng = last_spans(l, prefix, plen, 2 * TAIL, gap_count, gaps);
-  /* Walk down from the newest record: a hole between two of the last
-   * records that no entry covers was pending when the last run died. */
-  for (int i = 0; i + 1 < nr; i++) {
-    int64_t hi = recs[i].first - 1, lo = recs[i + 1].last + 1;
-    bool odd = false; /* an entry inside: leave it to verify */
-    for (int j = 0; j < ng && hi >= lo && !odd; j++) {
-      if (gaps[j].last < lo || gaps[j].first > hi) continue;
-      if (gaps[j].last == hi)
-        hi = gaps[j].first - 1; /* covered on top */
-      else if (gaps[j].first == lo)
-        lo = gaps[j].last + 1;
-      else
-        odd = true;
-    }
-    if (hi >= lo && !odd) lc__ledger_gap(c, lo, hi, LC_GAP_RESTART);
-  }
+  /* a hole between two of the last records that no entry covers was
+   * pending when the last run died */
+  for (int i = 0; i + 1 < nr; i++)
+    if (recs[i].first - 1 > recs[i + 1].last)
+      explain_hole(l, c, recs[i + 1].last + 1, recs[i].first - 1);
 }
 
 /* ---- lc_void ------------------------------------------------------------ */
@@ -326,7 +339,11 @@ static bool held_unissued(lc_t *h, const char *name, int64_t value) {
   lc__counter *c = NULL;
   if (lc__counter_find(h, name, &c) != 0 || c == NULL) return false;
   pthread_mutex_lock(&c->mu);
-  bool held = c->nseg > 0 && value > c->handed;
+  bool held = false; /* in a segment, held or finished, above its used */
+  for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
+    const lc__seg *g = i < c->nseg ? &c->seg[i] : &c->closes[i - c->nseg];
+    held = value >= g->first + (int64_t)g->used && value <= g->end;
+  }
   pthread_mutex_unlock(&c->mu);
   return held;
 }

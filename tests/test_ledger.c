@@ -181,6 +181,22 @@ static void test_advance(void **state) {
   assert_i64_eq(l.values[LC_GAP_ADVANCE], 94 + 899);
 }
 
+/* lc_adopt --above skips on purpose too: an advance entry, even though
+ * adopting raises the reservation first. */
+static void test_adopt_above(void **state) {
+  fx_t *f = *state;
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
+  for (int i = 0; i < 3; i++) tu_next1(f->h, "ad");
+  int64_t final = 0;
+  assert_ok(lc_release(f->h, "ad", &final));
+  assert_i64_eq(final, 3);
+  assert_ok(lc_adopt(f->h, "ad", 100));
+  assert_i64_eq(tu_next1(f->h, "ad"), 101);
+  tu_ledger l = explained(f->h, "ad");
+  assert_i64_eq(l.values[LC_GAP_ADVANCE], 97); /* 4..100 */
+  assert_i64_eq(l.values[LC_GAP_UNLOGGED] + l.values[LC_GAP_RESTART], 0);
+}
+
 /* ---- prefetch --------------------------------------------------------------- */
 
 static void test_segment_advance(void **state) {
@@ -498,6 +514,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_memcached_ahead, tu_setup_dir,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_advance, tu_setup_dir, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_adopt_above, tu_setup_dir,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_segment_advance, tu_setup_dir,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_segment_close_not_given_back,
