@@ -93,6 +93,11 @@ run dump orders
 say "Check the log"
 run verify orders
 
+say "Skip ahead on purpose, then ask why values are missing (the gap ledger)"
+run advance orders 1000
+run next orders
+run gaps orders
+
 say "A tally: write-behind counts, applied to the log in bundles"
 run tally add views 5
 run tally add views -2
