@@ -255,29 +255,9 @@ int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation) {
   size_t klen = refusal_key(key, c->name, c->nlen);
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   leveldb_writebatch_delete(b, key, klen);
-  /* values up to reservation are skipped on purpose: an advance entry
-   * (with the holes below floor, final: nothing is in flight) */
-  lc__gap g[LC__GAPS + 1];
-  pthread_mutex_lock(&c->mu);
-  lc__ledger_settle(c, c->floor);
-  int n = lc__ledger_take(c, g);
-  if (reservation > c->floor)
-    g[n++] = (lc__gap){c->floor + 1, reservation, LC_GAP_ADVANCE};
-  bool raise = reservation > c->reserved;
-  pthread_mutex_unlock(&c->mu);
-  lc__ledger_batch(b, c, g, n);
-  if (raise) lc__log_batch_reservation(b, c->name, c->nlen, reservation);
-  int rc = lc__log_write(&h->log, b, true);
+  /* with the values up to reservation skipped on purpose */
+  int rc = lc__counter_skip(h, c, reservation, b);
   leveldb_writebatch_destroy(b);
-  LC__STAT(h, log_syncs, 1);
-  pthread_mutex_lock(&c->mu);
-  if (rc) {
-    lc__ledger_putback(c, g, reservation > c->floor ? n - 1 : n);
-  } else {
-    if (raise) c->reserved = reservation;
-    if (reservation > c->floor) c->floor = c->gap_low = reservation;
-  }
-  pthread_mutex_unlock(&c->mu);
   if (rc) return rc;
   atomic_store(&c->refusal, 0);
   free(c->refused_by);

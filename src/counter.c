@@ -642,32 +642,31 @@ static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   return lc__fail(LC_EAGAIN, "memcached kept changing %s", c->key);
 }
 
-/* Leader: the values floor+1..target are skipped on purpose: an advance
- * entry, the holes below floor and the reservation (when target passes it)
- * in one synced write; after it no restore starts below target. */
-static int skip_to(lc_t *h, lc__counter *c, int64_t target) {
+int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
+                     leveldb_writebatch_t *b) {
   lc__gap g[LC__GAPS + 1];
+  int n = 0;
   pthread_mutex_lock(&c->mu);
   while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
-  bool raise = target > c->reserved;
+  bool skip = target > c->floor, raise = target > c->reserved;
   c->res_writing = raise; /* a batch that finished its increment may
-                               still be raising it after its write */
-  lc__ledger_settle(c, c->floor);
-  int n = lc__ledger_take(c, g);
+                             still be raising it after its write */
+  if (skip) {
+    lc__ledger_settle(c, c->floor);
+    n = lc__ledger_take(c, g);
+    g[n] = (lc__gap){c->floor + 1, target, LC_GAP_ADVANCE};
+  }
   pthread_mutex_unlock(&c->mu);
-  g[n] = (lc__gap){c->floor + 1, target, LC_GAP_ADVANCE};
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  lc__ledger_batch(b, c, g, n + 1);
+  lc__ledger_batch(b, c, g, n + skip);
   if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
   int rc = lc__log_write(&h->log, b, true);
-  leveldb_writebatch_destroy(b);
   LC__STAT(h, log_writes, 1);
   LC__STAT(h, log_syncs, 1);
   pthread_mutex_lock(&c->mu);
   if (raise) release_reservation(c, rc ? 0 : target);
   if (rc) {
     lc__ledger_putback(c, g, n);
-  } else {
+  } else if (skip) {
     c->floor = target;
     c->gap_low = target;
     c->used = true;
@@ -680,7 +679,11 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   (void)out;
   int64_t target = min_next - 1;       /* the value the counter must stand at */
   int rc = lc__seg_drop(h, c, target); /* held values below min_next */
-  if (!rc && target > c->floor) rc = skip_to(h, c, target);
+  if (!rc && target > c->floor) {
+    leveldb_writebatch_t *b = leveldb_writebatch_create();
+    rc = lc__counter_skip(h, c, target, b);
+    leveldb_writebatch_destroy(b);
+  }
   int64_t now;
   if (!rc) rc = op_restore(h, c, 0, &now); /* raises memcached to floor */
   if (!rc) lc__seg_advanced(c, target);

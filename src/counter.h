@@ -113,6 +113,12 @@ void lc__counter_release(lc__counter *c);
 /* Leader only, loaded: claims c (lc__claim), seeding a counter this log
  * has never used in memcached first. */
 int lc__counter_claim(lc_t *h, lc__counter *c);
+/* Leader only, nothing in flight: writes b (synced; the caller's pieces,
+ * maybe none) with, when target > floor, the values floor+1..target
+ * skipped on purpose (an advance entry, with the holes below floor), and
+ * the reservation when target passes it; floor then stands at target. */
+int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
+                     leveldb_writebatch_t *b);
 /* Leader only: floor and reserved from the log on first use. */
 int lc__counter_load(lc_t *h, lc__counter *c);
 /* Leader only: a block of n values wholly above floor from memcached
@@ -137,9 +143,8 @@ int lc__claim_release(lc_t *h, lc__counter *c, int64_t final);
 int64_t lc__claim_final(const lc__counter *c);
 /* Deletes c's claim in memcached if it is this log's. */
 int lc__claim_drop(lc_t *h, lc__counter *c);
-/* Deletes the refusal or release of c from the log (adopt), with a
- * reservation at `reservation` in the same synced write when that raises
- * it. */
+/* Deletes the refusal or release of c from the log (adopt), skipping the
+ * values up to `reservation` in the same synced write (lc__counter_skip). */
 int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation);
 
 /* ledger.c (all with mu held, or as the only thread) */

@@ -41,6 +41,9 @@ int lc__ledger_decode(const char *key, size_t klen, size_t plen,
                       const char *val, size_t vlen, lc_gap *g);
 void lc__record_encode(unsigned char out[LC__RECORD_LEN], uint64_t count,
                        int64_t time_us);
+/* The be64 value after the prefix (plen bytes) of a record or ledger key:
+ * 1..LC_VALUE_MAX, or 0 when the key has no valid one. */
+int64_t lc__key_last(const char *key, size_t klen, size_t plen);
 /* Decodes a record key (after its prefix of plen bytes) and value. */
 int lc__record_decode(const char *key, size_t klen, size_t plen,
                       const char *val, size_t vlen, lc_record *rec);

@@ -99,10 +99,6 @@ typedef struct lc__log {
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
                  const char *owner);
 void lc__log_close(lc__log *l);
-/* Appends the record for block (last-count, last] and, when reservation is
- * non-zero, the new reservation, in one write. */
-int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
-                   uint64_t count, int64_t reservation, bool sync);
 /* Batch pieces: a record of the given version (LC_RECORD_*), the deletion
  * of the record whose last value is last, the reservation. */
 void lc__log_batch_record(leveldb_writebatch_t *b, const char *name,
@@ -112,12 +108,14 @@ void lc__log_batch_unrecord(leveldb_writebatch_t *b, const char *name,
                             size_t nlen, int64_t last);
 void lc__log_batch_reservation(leveldb_writebatch_t *b, const char *name,
                                size_t nlen, int64_t reservation);
-int lc__log_put_reservation(lc__log *l, const char *name, size_t nlen,
-                            int64_t reservation);
 int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t *out);
 /* The largest logged value of the counter (0 if none): one reverse seek. */
 int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
+/* An iterator on the last key at or below the keys under prefix (whose
+ * last byte is '\0'), or invalid; the caller checks the prefix. */
+leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
+                                      size_t plen);
 /* The same for any prefix whose keys end in a be64 value (what: for the
  * error detail). */
 int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,

@@ -73,13 +73,6 @@ static int step(lc_iter *i, const char **k, size_t *klen, const char **v,
   return 1;
 }
 
-/* The value of an undecodable entry's key, or 0. */
-static int64_t key_value(const lc_iter *i, const char *k, size_t klen) {
-  if (klen != i->plen + 8) return 0;
-  uint64_t last = lc__be64_get((const unsigned char *)k + i->plen);
-  return last > (uint64_t)LC_VALUE_MAX ? 0 : (int64_t)last;
-}
-
 int lc_iter_next(lc_iter *i, lc_record *rec) {
   lc__detail_clear();
   if (i == NULL || rec == NULL) return lc__fail(LC_EINVAL, "NULL argument");
@@ -89,7 +82,7 @@ int lc_iter_next(lc_iter *i, lc_record *rec) {
   int rc = step(i, &k, &klen, &v, &vlen);
   if (rc <= 0) return rc;
   rc = lc__record_decode(k, klen, i->plen, v, vlen, rec);
-  if (rc) rec->last = key_value(i, k, klen);
+  if (rc) rec->last = lc__key_last(k, klen, i->plen);
   leveldb_iter_next(i->it);
   return rc ? rc : 1;
 }
@@ -103,7 +96,7 @@ int lc_ledger_next(lc_iter *i, lc_gap *gap) {
   int rc = step(i, &k, &klen, &v, &vlen);
   if (rc <= 0) return rc;
   rc = lc__ledger_decode(k, klen, i->plen, v, vlen, gap);
-  if (rc) gap->last = key_value(i, k, klen);
+  if (rc) gap->last = lc__key_last(k, klen, i->plen);
   leveldb_iter_next(i->it);
   return rc ? rc : 1;
 }

@@ -63,16 +63,20 @@ void lc__record_encode(unsigned char out[LC__RECORD_LEN], uint64_t count,
   lc__be64_put(out + 9, (uint64_t)time_us);
 }
 
+int64_t lc__key_last(const char *key, size_t klen, size_t plen) {
+  if (klen != plen + 8) return 0;
+  uint64_t last = lc__be64_get((const unsigned char *)key + plen);
+  return last > (uint64_t)LC_VALUE_MAX ? 0 : (int64_t)last;
+}
+
 int lc__record_decode(const char *key, size_t klen, size_t plen,
                       const char *val, size_t vlen, lc_record *rec) {
   memset(rec, 0, sizeof *rec);
-  if (klen != plen + 8)
-    return lc__fail(LC_ECORRUPT, "record key of %zu bytes", klen);
-  uint64_t last = lc__be64_get((const unsigned char *)key + plen);
-  if (last == 0 || last > (uint64_t)LC_VALUE_MAX)
-    return lc__fail(LC_ECORRUPT, "record key value %llu out of range",
-                    (unsigned long long)last);
-  rec->last = (int64_t)last;
+  int64_t last = lc__key_last(key, klen, plen);
+  if (last == 0)
+    return lc__fail(LC_ECORRUPT, "record key of %zu bytes or out of range",
+                    klen);
+  rec->last = last;
   const unsigned char *v = (const unsigned char *)val;
   if (vlen < 1 || v[0] < LC_RECORD_BLOCK || v[0] > LC_RECORD_SEGMENT)
     return lc__fail(LC_ECORRUPT, "record %lld: unknown format version %d",
@@ -81,7 +85,7 @@ int lc__record_decode(const char *key, size_t klen, size_t plen,
     return lc__fail(LC_ECORRUPT, "record %lld: %zu bytes, expected %d",
                     (long long)last, vlen, LC__RECORD_LEN);
   uint64_t count = lc__be64_get(v + 1);
-  if (count == 0 || count > last)
+  if (count == 0 || count > (uint64_t)last)
     return lc__fail(LC_ECORRUPT, "record %lld: bad count %llu", (long long)last,
                     (unsigned long long)count);
   rec->count = count;

@@ -71,20 +71,19 @@ static void put_entry(leveldb_writebatch_t *b, const char *name, size_t nlen,
 int lc__ledger_decode(const char *key, size_t klen, size_t plen,
                       const char *val, size_t vlen, lc_gap *g) {
   memset(g, 0, sizeof *g);
-  if (klen != plen + 8)
-    return lc__fail(LC_ECORRUPT, "ledger key of %zu bytes", klen);
-  uint64_t last = lc__be64_get((const unsigned char *)key + plen);
-  if (last == 0 || last > (uint64_t)LC_VALUE_MAX)
-    return lc__fail(LC_ECORRUPT, "ledger key value %llu out of range",
-                    (unsigned long long)last);
-  g->last = (int64_t)last;
+  int64_t last = lc__key_last(key, klen, plen);
+  if (last == 0)
+    return lc__fail(LC_ECORRUPT, "ledger key of %zu bytes or out of range",
+                    klen);
+  g->last = last;
   const unsigned char *v = (const unsigned char *)val;
   if (vlen < ENTRY_HEAD || vlen > ENTRY_HEAD + LC_REASON_MAX ||
       v[0] != LEDGER_VERSION)
     return lc__fail(LC_ECORRUPT, "ledger entry %lld: %zu bytes, version %d",
                     (long long)last, vlen, vlen ? v[0] : -1);
   uint64_t count = lc__be64_get(v + 2);
-  if (count == 0 || count > last || v[1] < LC_GAP_BURNED || v[1] > LC_GAP_VOID)
+  if (count == 0 || count > (uint64_t)last || v[1] < LC_GAP_BURNED ||
+      v[1] > LC_GAP_VOID)
     return lc__fail(LC_ECORRUPT, "ledger entry %lld: count %llu, cause %d",
                     (long long)last, (unsigned long long)count, v[1]);
   g->first = (int64_t)(last - count + 1);
@@ -216,50 +215,28 @@ void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
 
 /* ---- at load: holes a crash left unexplained ---------------------------- */
 
-#define TAIL \
-  8 /* records looked at: a gap entry still pending at a crash
-                     lies below at most the blocks that were in flight when
-                     it arose (LC__INFLIGHT), so it is among the last few */
+/* Records looked at: a gap entry still pending at a crash lies below at
+ * most the blocks that were in flight when it arose, so it is among the
+ * last few. */
+#define TAIL 8
 
-/* The spans of the last (at most) n keys under prefix, newest first, with
- * their counts decoded by count_of (0: skip the key); how many. */
-static int last_spans(lc__log *l, char *prefix, size_t plen, int n,
-                      uint64_t (*count_of)(const char *v, size_t vlen),
-                      lc__span *out) {
-  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
-  prefix[plen - 1] = '\1';
-  leveldb_iter_seek(it, prefix, plen);
-  prefix[plen - 1] = '\0';
-  if (leveldb_iter_valid(it))
-    leveldb_iter_prev(it);
-  else
-    leveldb_iter_seek_to_last(it);
-  int k = 0;
-  for (; k < n && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
+/* The last (at most) TAIL records of c, newest first; how many.  A record
+ * that does not decode is skipped (verify reports it). */
+static int last_records(lc__log *l, const lc__counter *c, lc_record *out) {
+  char prefix[LC_NAME_MAX + 10];
+  size_t plen = lc__record_prefix(prefix, c->name, c->nlen);
+  leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
+  int n = 0;
+  for (; n < TAIL && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
     size_t klen, vlen;
-    const char *key = leveldb_iter_key(it, &klen);
-    if (klen < plen || memcmp(key, prefix, plen) != 0) break;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, prefix, plen) != 0) break;
     const char *v = leveldb_iter_value(it, &vlen);
-    uint64_t last =
-        klen == plen + 8 ? lc__be64_get((const unsigned char *)key + plen) : 0;
-    uint64_t count = count_of(v, vlen);
-    if (last == 0 || last > (uint64_t)LC_VALUE_MAX || count == 0 ||
-        count > last)
-      continue; /* undecodable or a void: verify says so */
-    out[k++] = (lc__span){(int64_t)(last - count + 1), (int64_t)last};
+    if (lc__record_decode(k, klen, plen, v, vlen, &out[n]) == 0) n++;
   }
   leveldb_iter_destroy(it);
-  return k;
-}
-
-static uint64_t record_count(const char *v, size_t vlen) {
-  return vlen == LC__RECORD_LEN ? lc__be64_get((const unsigned char *)v + 1)
-                                : 0;
-}
-
-static uint64_t gap_count(const char *v, size_t vlen) {
-  const unsigned char *u = (const unsigned char *)v;
-  return vlen >= ENTRY_HEAD && u[1] != LC_GAP_VOID ? lc__be64_get(u + 2) : 0;
+  lc__detail_clear();
+  return n;
 }
 
 /* Pending restart gaps for the values of lo..hi that no entry covers (the
@@ -276,28 +253,27 @@ static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi) {
     const char *k = leveldb_iter_key(it, &klen);
     if (klen != plen + 8 || memcmp(k, key, plen) != 0) break;
     const char *v = leveldb_iter_value(it, &vlen);
-    uint64_t last = lc__be64_get((const unsigned char *)k + plen);
-    uint64_t count = gap_count(v, vlen);
-    if (count == 0 || count > last) continue; /* a void, or undecodable */
-    int64_t first = (int64_t)(last - count + 1);
-    if (first > hi) break;
-    if (first > pos) lc__ledger_gap(c, pos, first - 1, LC_GAP_RESTART);
-    if ((int64_t)last >= pos) pos = (int64_t)last + 1;
+    lc_gap g;
+    if (lc__ledger_decode(k, klen, plen, v, vlen, &g) != 0 ||
+        g.cause == LC_GAP_VOID)
+      continue; /* undecodable (verify reports it), or inside a record */
+    if (g.first > hi) break;
+    if (g.first > pos) lc__ledger_gap(c, pos, g.first - 1, LC_GAP_RESTART);
+    if (g.last >= pos) pos = g.last + 1;
   }
   leveldb_iter_destroy(it);
+  lc__detail_clear();
   if (pos <= hi) lc__ledger_gap(c, pos, hi, LC_GAP_RESTART);
 }
 
 void lc__ledger_load_tail(lc__log *l, lc__counter *c) {
-  char prefix[LC_NAME_MAX + 10];
-  lc__span recs[TAIL];
-  size_t plen = lc__record_prefix(prefix, c->name, c->nlen);
-  int nr = last_spans(l, prefix, plen, TAIL, record_count, recs);
+  lc_record r[TAIL];
+  int n = last_records(l, c, r);
   /* a hole between two of the last records that no entry covers was
    * pending when the last run died */
-  for (int i = 0; i + 1 < nr; i++)
-    if (recs[i].first - 1 > recs[i + 1].last)
-      explain_hole(l, c, recs[i + 1].last + 1, recs[i].first - 1);
+  for (int i = 0; i + 1 < n; i++)
+    if (r[i].first - 1 > r[i + 1].last)
+      explain_hole(l, c, r[i + 1].last + 1, r[i].first - 1);
 }
 
 /* ---- lc_void ------------------------------------------------------------ */

@@ -202,26 +202,6 @@ void lc__log_batch_unrecord(leveldb_writebatch_t *b, const char *name,
   leveldb_writebatch_delete(b, key, plen + 8);
 }
 
-int lc__log_append(lc__log *l, const char *name, size_t nlen, int64_t last,
-                   uint64_t count, int64_t reservation, bool sync) {
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  lc__log_batch_record(b, name, nlen, last, LC_RECORD_BLOCK, count,
-                       lc__now_us());
-  if (reservation) lc__log_batch_reservation(b, name, nlen, reservation);
-  int rc = lc__log_write(l, b, sync);
-  leveldb_writebatch_destroy(b);
-  return rc;
-}
-
-int lc__log_put_reservation(lc__log *l, const char *name, size_t nlen,
-                            int64_t reservation) {
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  lc__log_batch_reservation(b, name, nlen, reservation);
-  int rc = lc__log_write(l, b, true);
-  leveldb_writebatch_destroy(b);
-  return rc;
-}
-
 int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t *out) {
   char key[LC_NAME_MAX + 10];
@@ -249,17 +229,23 @@ int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
   return lc__log_last(l, prefix, plen, "record", out);
 }
 
-int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
-                 int64_t *out) {
+leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
+                                      size_t plen) {
+  char past[LC_NAME_MAX + 10];
+  memcpy(past, prefix, plen);
+  past[plen - 1] = '\1'; /* just past the prefix ('\0' -> '\1') */
   leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
-  /* Seek just past the prefix ('\0' -> '\1'), then step back once. */
-  prefix[plen - 1] = '\1';
-  leveldb_iter_seek(it, prefix, plen);
-  prefix[plen - 1] = '\0';
+  leveldb_iter_seek(it, past, plen);
   if (leveldb_iter_valid(it))
     leveldb_iter_prev(it);
   else
     leveldb_iter_seek_to_last(it);
+  return it;
+}
+
+int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
+                 int64_t *out) {
+  leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
   *out = 0;
   int rc = 0;
   for (; leveldb_iter_valid(it); leveldb_iter_prev(it)) {

@@ -20,15 +20,7 @@
  * there is nothing to prune. */
 static int find_limit(lc__log *l, const char *prefix, size_t plen,
                       uint64_t keep, char *lim, size_t *lim_len) {
-  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
-  char end[LC_NAME_MAX + 10];
-  memcpy(end, prefix, plen);
-  end[plen - 1] = '\1';
-  leveldb_iter_seek(it, end, plen);
-  if (leveldb_iter_valid(it))
-    leveldb_iter_prev(it);
-  else
-    leveldb_iter_seek_to_last(it);
+  leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
   uint64_t seen = 0;
   *lim_len = 0;
   if (keep == 0) keep = 1; /* the newest record always stays */

@@ -26,16 +26,18 @@ struct verify_report {
   uint64_t voids, bad_entries, conflicts; /* the ledger */
   uint64_t open_segments, open_values;    /* left open by a crash */
   int64_t lowest, highest, reservation;
-  struct trail_item *listed; /* the gaps listed (reason, detail unset) */
-  size_t nlisted, cap;       /* cap: MAX_GAPS_LISTED, or all (--explain) */
+  /* the gaps listed (reason, detail unset): every one with --explain
+   * (all), else the first MAX_GAPS_LISTED; cut: out of memory */
+  struct trail_item *listed;
+  size_t nlisted, cap;
   bool all, cut;
 };
 
 static void list_gap(struct verify_report *r, const struct trail_item *t) {
+  if (!r->all && r->nlisted == MAX_GAPS_LISTED) return; /* the first ones */
   if (r->nlisted == r->cap) {
     size_t cap = r->cap ? 2 * r->cap : MAX_GAPS_LISTED;
-    struct trail_item *p =
-        r->all || !r->cap ? realloc(r->listed, cap * sizeof *p) : NULL;
+    struct trail_item *p = realloc(r->listed, cap * sizeof *p);
     if (p == NULL) {
       r->cut = true;
       return;
