@@ -38,9 +38,9 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 2
+#define LC_VERSION_MINOR 3
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.2.0"
+#define LC_VERSION_STRING "0.3.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
  * 1: lc_prune_result grew (ledger_deleted), proto.c left the library. */
 #define LC_SOVERSION 1
@@ -403,6 +403,49 @@ typedef struct lc_stats {
 
 /* A snapshot of the handle's counters since lc_open. */
 LC_EXTERN int lc_get_stats(lc_t *h, lc_stats *out);
+
+/* ==== When the log fails (added in 0.3) =================================
+ *
+ * LevelDB stays writable after a failed append to its write-ahead log, and
+ * the next open drops every record written behind the torn one.  So the
+ * first failed log write (disk full, EIO, a short write, a failed fsync,
+ * no descriptor for a new file) is the last one through the handle: from
+ * then on every call that reads or writes the log, allocates, or changes a
+ * tally gets LC_ELOG with the system's reason, and nothing is
+ * acknowledged, until a thread of the handle has closed and reopened
+ * LevelDB (recovering from its write-ahead log, never syncing a failed
+ * file again).  It retries with backoff (50 ms, doubling to 5 s) until
+ * the cause is gone; nobody restarts anything.  Values taken from
+ * memcached while the log was failing are burned, each with a ledger
+ * entry.  A log directory removed or replaced while open is LOST: it is
+ * never reopened (stop the process and restore the log).
+ */
+typedef enum {
+  LC_LOG_OK,
+  LC_LOG_FAILED,     /* a write failed; waiting for the next reopen */
+  LC_LOG_RECOVERING, /* being reopened */
+  LC_LOG_LOST        /* the directory was removed or replaced */
+} lc_log_state_t;
+
+typedef struct lc_log_status {
+  lc_log_state_t state;
+  uint64_t failures;        /* times the log failed */
+  uint64_t recoveries;      /* reopens that brought it back */
+  uint64_t attempts;        /* reopens tried, failed ones too */
+  int64_t failed_us;        /* wall clock (us) of the last failure; 0: none */
+  int64_t recovered_us;     /* of the last recovery; 0: none */
+  char error[256];          /* what failed last ("" if nothing has) */
+  char attempt_error[256];  /* why the last reopen failed ("" if it did not) */
+} lc_log_status;
+
+/* The state of the handle's log (a local handle; checks that the log
+ * directory is still there).  Thread-safe. */
+LC_EXTERN int lc_get_log_status(lc_t *h, lc_log_status *out);
+/* "ok", "failed", "recovering", "lost". */
+LC_EXTERN const char *lc_log_state_name(lc_log_state_t state);
+/* Reopens a failed log now, without waiting for the next retry: 0 when
+ * the log is OK afterwards, else LC_ELOG with the reason.  Thread-safe. */
+LC_EXTERN int lc_log_recover(lc_t *h);
 
 /* ==== Tallies ===========================================================
  *

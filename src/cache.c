@@ -8,6 +8,9 @@
  *
  * libmemcached writes UINT64_MAX into an increment's result on failure; the
  * result is only read here after MEMCACHED_SUCCESS.
+ *
+ * Every failure's detail comes from reason(): memcached's or libmemcached's
+ * own words, never libmemcached's stale "SUCCESS" and never empty.
  */
 #include "internal.h"
 
@@ -36,11 +39,46 @@ static const char *clean(const char *msg, char *buf, size_t size) {
   return buf;
 }
 
+/* The server replies libmemcached turns into a code of their own without
+ * recording them (textual_read_one_response in its response.cc): after
+ * those, memcached_last_error() is MEMCACHED_SUCCESS and
+ * memcached_last_error_message() answers "SUCCESS".  These are the words
+ * it matched the reply against (memcached 1.6 goes on, e.g. "... out of
+ * memory storing object"; the rest is lost). */
+static const char *dropped_reply(memcached_return_t rc) {
+  switch (rc) {
+  case MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE:
+    return "SERVER_ERROR out of memory";
+  case MEMCACHED_E2BIG: return "SERVER_ERROR object too large for cache";
+  case MEMCACHED_SERVER_ERROR: return "SERVER_ERROR"; /* a bare one */
+  default: return NULL;
+  }
+}
+
+/* Why a call on mc (NULL: no handle) failed with rc: libmemcached's record
+ * of this failure, cleaned (memcached's own words for a CLIENT_ERROR or a
+ * SERVER_ERROR it keeps, the system's for a socket error); else the reply
+ * it dropped; else its name for rc.  Never empty, never "SUCCESS". */
+static const char *reason(memcached_st *mc, memcached_return_t rc, char *buf,
+                          size_t size) {
+  /* initialize_query() clears the record at each call, so a record is
+   * this call's; it is about rc unless another failure came first. */
+  memcached_return_t rec = mc ? memcached_last_error(mc) : MEMCACHED_SUCCESS;
+  const char *reply = dropped_reply(rc);
+  if (memcached_failed(rec) && (rec == rc || reply == NULL)) {
+    const char *why = clean(memcached_last_error_message(mc), buf, size);
+    if (why[0] != '\0' &&
+        strcmp(why, memcached_strerror(mc, MEMCACHED_SUCCESS)))
+      return why;
+  }
+  if (reply) return reply;
+  if (rc == MEMCACHED_SUCCESS) return "libmemcached gave no reason";
+  return memcached_strerror(mc, rc);
+}
+
 static int map_error(memcached_st *mc, memcached_return_t rc, const char *op) {
   char buf[LC__DETAIL_MAX];
-  const char *why =
-      clean(mc ? memcached_last_error_message(mc) : NULL, buf, sizeof buf);
-  if (why[0] == '\0') why = memcached_strerror(mc, rc);
+  const char *why = reason(mc, rc, buf, sizeof buf);
   switch (rc) {
   case MEMCACHED_TIMEOUT:
     return lc__fail(LC_ETIMEDOUT, "memcached %s: %s", op, why);
@@ -121,9 +159,10 @@ static int take(lc__cache *c, memcached_st **mc) {
   memcached_return_t rc;
   struct timespec wait = c->fetch_wait;
   *mc = memcached_pool_fetch(c->pool, &wait, &rc);
-  if (*mc == NULL)
+  if (*mc == NULL) /* MEMCACHED_SUCCESS: it could not create one */
     return lc__fail(LC_ETIMEDOUT, "no free memcached connection: %s",
-                    memcached_strerror(NULL, rc));
+                    rc == MEMCACHED_SUCCESS ? "cannot create one"
+                                            : memcached_strerror(NULL, rc));
   return 0;
 }
 
@@ -166,7 +205,7 @@ int lc__cache_incr(lc__cache *c, const char *key, size_t klen, uint64_t delta,
     /* memcached answers CLIENT_ERROR to incr on a non-numeric value */
     char buf[LC__DETAIL_MAX];
     err = lc__fail(LC_EBADVALUE, "memcached incr %.*s: %s", (int)klen, key,
-                   clean(memcached_last_error_message(mc), buf, sizeof buf));
+                   reason(mc, rc, buf, sizeof buf));
   } else {
     err = map_error(mc, rc, "incr");
   }

@@ -135,16 +135,10 @@ static void describe(const char *claim, char *out, size_t size) {
 int lc__claim_load(lc_t *h, lc__counter *c) {
   char key[LC_NAME_MAX + 2];
   size_t klen = refusal_key(key, c->name, c->nlen);
-  char *err = NULL;
-  size_t vlen = 0;
-  char *v = leveldb_get(h->log.db, h->log.read, key, klen, &vlen, &err);
-  if (err) {
-    int rc = lc__fail(LC_ELOG, "read the claim of %s: %s", c->name, err);
-    leveldb_free(err);
-    return rc;
-  }
-  if (v == NULL) return 0;
-  int rc = 0;
+  char *v;
+  size_t vlen;
+  int rc = lc__log_get(&h->log, key, klen, &v, &vlen, "claim");
+  if (rc || v == NULL) return rc;
   if (vlen >= 1 && (v[0] == REFUSED || v[0] == RELEASED)) {
     rc = set_refused_by(c, v + 1, vlen - 1 < CLAIM_MAX ? vlen - 1 : CLAIM_MAX);
     if (!rc)

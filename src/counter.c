@@ -176,10 +176,11 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   c->floor = c->gap_low > res ? c->gap_low : res;
   c->restart_to = c->floor; /* holes up to it: the last run's */
   c->reserved = res;
-  lc__ledger_load_tail(&h->log, c);
-  c->loaded = true;
+  rc = lc__ledger_load_tail(&h->log, c);
+  if (rc) c->ngaps = 0; /* loaded again next time */
+  c->loaded = rc == 0;
   pthread_mutex_unlock(&c->mu);
-  return 0;
+  return rc;
 }
 
 int lc__counter_claim(lc_t *h, lc__counter *c) {
@@ -317,7 +318,7 @@ static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n, block *b) {
   c->used = true;
   remember(c, last - (int64_t)(n - 1), last);
   lc__ledger_taken(c, last - (int64_t)(n - 1), last, lowest_sent_floor(c));
-  b->ngaps = lc__ledger_take(c, b->gaps);
+  b->ngaps = lc__ledger_take(&h->log, c, b->gaps);
 }
 
 /* mu held: may the answer v to an increment by n, sent when floor was
@@ -432,6 +433,8 @@ static void send_batch(lc_t *h, lc__counter *c) {
   if (total > (uint64_t)(LC_VALUE_MAX - c->floor)) {
     rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
                   (long long)c->floor);
+  } else if (atomic_load(&h->log.state) != LC__LOG_OK) {
+    rc = lc__log_refuse(&h->log); /* nothing taken from memcached */
   } else {
     int64_t floor0 = c->floor;
     uint64_t v = 0;
@@ -584,6 +587,7 @@ int lc_next(lc_t *h, const char *name, int64_t *value) {
 
 /* Runs op as the counter's leader, with its state loaded (and, when
  * claim, the counter claimed by this log). */
+static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out);
 static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
                      int (*op)(lc_t *, lc__counter *, int64_t, int64_t *),
                      bool claim) {
@@ -592,6 +596,8 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   lc__counter *c;
   int rc = LC__LOCAL_ONLY(h);
   if (!rc) rc = lc__counter_lookup(h, name, &c);
+  if (!rc && op != op_current && atomic_load(&h->log.state) != LC__LOG_OK)
+    rc = lc__log_refuse(&h->log);
   if (!rc) {
     lc__counter_acquire(c);
     rc = lc__counter_load(h, c);
@@ -653,7 +659,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
                              still be raising it after its write */
   if (skip) {
     lc__ledger_settle(c, c->floor);
-    n = lc__ledger_take(c, g);
+    n = lc__ledger_take(&h->log, c, g);
     g[n] = (lc__gap){c->floor + 1, target, LC_GAP_ADVANCE};
   }
   pthread_mutex_unlock(&c->mu);
@@ -796,6 +802,7 @@ int lc_reservation(lc_t *h, const char *name, int64_t *value) {
 /* lc__table_close's passes over the counters. */
 typedef struct closing {
   leveldb_writebatch_t *b;
+  lc__log *log;
   lc__cache *cache;
   bool any;     /* b holds something to write */
   bool written; /* the first write succeeded: lower memcached */
@@ -820,7 +827,7 @@ static void close_write(lc__named *e, void *arg) {
   if (c->used) { /* nothing in flight: every hole is final */
     lc__gap g[LC__GAPS];
     lc__ledger_settle(c, c->floor);
-    int n = lc__ledger_take(c, g);
+    int n = lc__ledger_take(k->log, c, g);
     lc__ledger_batch(k->b, c, g, n);
     k->any = k->any || n > 0;
   }
@@ -847,7 +854,7 @@ static void close_lower(lc__named *e, void *arg) {
 }
 
 int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
-  closing k = {.cache = cache};
+  closing k = {.cache = cache, .log = log};
   int rc = 0;
   if (log->db) {
     k.b = leveldb_writebatch_create();

@@ -99,6 +99,8 @@ struct lc__counter {
   int nahead;
   lc__gap gaps[LC__GAPS]; /* pending */
   int ngaps;
+  bool recheck; /* a write failed: it may have reached the log after all,
+                   so the pending gaps are checked against it first */
   size_t nlen, klen;
   char *name; /* points into key, past the prefix */
   char key[]; /* "lc:" NAME */
@@ -156,13 +158,14 @@ void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last, int64_t low);
 void lc__ledger_settle(lc__counter *c, int64_t upto);
 /* A gap known as such (a burned block, a segment's unused rest). */
 void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause);
-/* Moves the pending gaps to out (returns how many), and puts them back
- * (after a failed write). */
-int lc__ledger_take(lc__counter *c, lc__gap out[LC__GAPS]);
+/* Moves the pending gaps to out (returns how many), first taking out of
+ * them what the log holds if a write failed since (c->recheck); and puts
+ * them back after a failed write (setting c->recheck). */
+int lc__ledger_take(lc__log *l, lc__counter *c, lc__gap out[LC__GAPS]);
 void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n);
 /* At load: holes between the counter's last records that no entry
  * explains (pending gaps a crash lost) become pending restart gaps. */
-void lc__ledger_load_tail(lc__log *l, lc__counter *c);
+int lc__ledger_load_tail(lc__log *l, lc__counter *c);
 /* Adds the entries of g[0..n) to b. */
 void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
                       const lc__gap *g, int n);

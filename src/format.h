@@ -27,7 +27,8 @@
 
 void lc__be64_put(unsigned char *p, uint64_t v);
 uint64_t lc__be64_get(const unsigned char *p);
-int64_t lc__now_us(void);
+int64_t lc__now_us(void);  /* wall clock */
+int64_t lc__mono_us(void); /* monotonic */
 /* LevelDB key prefixes: 'r' name '\0' for records (then 8 bytes of the
  * big-endian last value), 'v' name for the reservation.  buf must hold
  * LC_NAME_MAX + 10 bytes; returns the length. */

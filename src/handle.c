@@ -140,11 +140,18 @@ int lc_open(const lc_options *o, lc_t **out) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
     if (!rc && (rc = lc__log_identity(&h->log, h->log_id)) != 0)
       lc__log_close(&h->log);
-    if (!rc) lc__claim_text(h);
+    if (!rc) {
+      memcpy(h->log.id, h->log_id, sizeof h->log.id);
+      lc__claim_text(h);
+      lc__recover_init(h);
+    }
   }
   if (!rc && !remote && h->opt.prefetch) {
     rc = lc__prefetcher_start(h);
-    if (rc) lc__log_close(&h->log);
+    if (rc) {
+      lc__recover_stop(h);
+      lc__log_close(&h->log);
+    }
   }
   if (rc) { /* the log is closed already when its open failed */
     lc__table_close(&h->counters, &h->log, &h->cache);
@@ -161,6 +168,12 @@ int lc_close(lc_t *h) {
   if (h == NULL) return 0;
   lc__detail_clear();
   lc__prefetcher_stop(h);
+  if (!h->remote) {
+    /* a failed log gets one more reopen, so that the exact reservations
+     * below can be written; if it fails they are not, which is safe */
+    if (atomic_load(&h->log.state) == LC__LOG_FAILED) lc__recover(h);
+    lc__recover_stop(h);
+  }
   int rc = lc__table_close(&h->counters, &h->log, &h->cache);
   lc__tallies_close(&h->tallies);
   if (!h->remote) lc__log_close(&h->log);

@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
+#include <sys/types.h>
 #include <leveldb/c.h>
 #include <libmemcached/memcached.h>
 #include <libmemcached/util.h>
@@ -85,15 +86,51 @@ int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,
 /* memcached's decimal counter text (maybe space-padded) as a number. */
 bool lc__cache_parse_u64(const char *v, size_t n, uint64_t *out);
 
-/* ---- log.c ---- */
+/* ---- log.c, log_write.c: the LevelDB log ---- */
+/* The log's state (lc__log.state).  Any failed write moves OK to FAILED:
+ * from then on nothing is read or written through the handle (every call
+ * gets LC_ELOG with the reason) until recover.c has reopened LevelDB
+ * (RECOVERING while it works).  LOST: the directory was removed or
+ * replaced; never reopened. */
+enum { LC__LOG_OK, LC__LOG_FAILED, LC__LOG_RECOVERING, LC__LOG_LOST };
+
+typedef struct lc__wreq lc__wreq; /* log_write.c: a write waiting its turn */
+
 typedef struct lc__log {
   leveldb_t *db;
   leveldb_options_t *options;
   leveldb_writeoptions_t *sync, *nosync;
   leveldb_readoptions_t *read;
+  char *path;
   char *owner_path;
   int owner_fd; /* DIR/OWNER, flock-ed while the log is open */
   bool owner_locked;
+  char id[LC__ID_LEN + 1]; /* the log's identity, checked at a reopen */
+  dev_t dev;               /* the directory, as opened */
+  ino_t ino;
+  /* Every use of db holds gate for reading (lc__log_enter); a reopen
+   * holds it for writing.  Entry is refused unless state is OK, so a
+   * reopen waits only for the calls already inside. */
+  pthread_rwlock_t gate;
+  _Atomic int state;
+  _Atomic uint64_t gen; /* reopens so far (iterators of an older one die) */
+  /* log_write.c: one write goes to LevelDB at a time (its leader takes
+   * the queue's batches as one group), so no write can land behind a
+   * failed one. */
+  pthread_mutex_t wmu;
+  lc__wreq *whead, *wtail;
+  bool writing;
+  leveldb_writebatch_t *group;
+  _Atomic int64_t checked_us; /* last check of the directory (monotonic) */
+  /* The failure record (fmu): what failed, when, and the recoveries. */
+  pthread_mutex_t fmu;
+  char why[LC__DETAIL_MAX];  /* the failure that made it FAILED or LOST */
+  char last_attempt[LC__DETAIL_MAX]; /* the last failed reopen, or "" */
+  int64_t failed_us, recovered_us;   /* wall clock; 0: never */
+  uint64_t failures, recoveries, attempts;
+  lc_iter *iters; /* open iterators (fmu), closed by a reopen */
+  void (*on_fail)(void *arg); /* called once per failure (recover.c) */
+  void *on_fail_arg;
 } lc__log;
 
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
@@ -108,12 +145,17 @@ void lc__log_batch_unrecord(leveldb_writebatch_t *b, const char *name,
                             size_t nlen, int64_t last);
 void lc__log_batch_reservation(leveldb_writebatch_t *b, const char *name,
                                size_t nlen, int64_t reservation);
+/* The value of key (free it with leveldb_free), *v NULL when absent; 0
+ * or LC_ELOG (what: for the detail). */
+int lc__log_get(lc__log *l, const char *key, size_t klen, char **v,
+                size_t *vlen, const char *what);
 int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t *out);
 /* The largest logged value of the counter (0 if none): one reverse seek. */
 int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
 /* An iterator on the last key at or below the keys under prefix (whose
- * last byte is '\0'), or invalid; the caller checks the prefix. */
+ * last byte is '\0'), or invalid; the caller checks the prefix and holds
+ * the gate (lc__log_enter) until it destroys it. */
 leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
                                       size_t plen);
 /* The same for any prefix whose keys end in a be64 value (what: for the
@@ -122,7 +164,25 @@ int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
                  int64_t *out);
 /* ledger.c: the last value of the counter's ledger entries (0 if none). */
 int lc__ledger_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
+/* log_write.c.  Writes b (synced when sync), in turn with every other
+ * write of the handle; the first failure fails the log (lc__log_fail). */
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync);
+/* Enters the log for reading (0), or LC_ELOG when it is not OK; every 0
+ * is paired with lc__log_leave. */
+int lc__log_enter(lc__log *l);
+void lc__log_leave(lc__log *l);
+/* LC_ELOG saying why the log cannot be used now (its state). */
+int lc__log_refuse(lc__log *l);
+/* A write failed (err: LevelDB's words): OK -> FAILED, recorded, and
+ * on_fail called; returns LC_ELOG with err. */
+int lc__log_fail(lc__log *l, const char *err);
+/* The directory is still the one opened (0), else the log is LOST and
+ * LC_ELOG; at most every 100 ms unless force. */
+int lc__log_check_dir(lc__log *l, bool force);
+/* log.c, for recover.c only (gate held for writing, state RECOVERING):
+ * closes LevelDB and opens it again; 0, or LC_ELOG (the state is then
+ * FAILED again, or LOST when the directory or its identity changed). */
+int lc__log_reopen(lc__log *l);
 /* claim.c: the log's identity (read, or made and synced on first open). */
 int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]);
 /* claim.c: h->claim from h->log_id, the host name and the pid. */
@@ -197,6 +257,15 @@ int lc__remote_current(lc_t *h, const char *name, int64_t *value);
        ? lc__fail(LC_EREMOTE, "this handle talks to %s", (h)->opt.server) \
        : 0)
 
+/* ---- recover.c: reopening a failed log ---- */
+void lc__recover_init(lc_t *h); /* sets h->log.on_fail */
+void lc__recover_stop(lc_t *h);
+/* One reopen of a failed log, now (0 when the log is OK after it). */
+int lc__recover(lc_t *h);
+/* iter.c: closes the LevelDB side of every open iterator (gate held for
+ * writing): their next call fails. */
+void lc__iters_kill(lc__log *l);
+
 /* ---- handle.c ---- */
 struct lc {
   bool remote; /* talks to a logcounterd: no log, no counters */
@@ -218,6 +287,13 @@ struct lc {
     bool started, stop;
     pthread_t thread;
   } pf;
+  struct { /* recover.c: the thread that reopens a failed log */
+    pthread_mutex_t mu;  /* started, stop, the thread's sleep */
+    pthread_mutex_t run; /* one reopen at a time */
+    pthread_cond_t cv;
+    bool started, stop;
+    pthread_t thread;
+  } rec;
   struct {
     atomic_uint_fast64_t allocations, ids, increments, restores, backwards,
         log_writes, log_syncs, errors, segments, segment_waits;

@@ -4,7 +4,9 @@
  *
  * The iterator reads a LevelDB snapshot taken when it is opened, so records
  * appended meanwhile do not shift under it.  An undecodable record is
- * reported (LC_ECORRUPT) and skipped, never hidden.
+ * reported (LC_ECORRUPT) and skipped, never hidden.  Open iterators are
+ * listed in the log (under its fmu): a reopen after a failed write closes
+ * their LevelDB side (lc__iters_kill), and their next call fails.
  */
 #include "internal.h"
 
@@ -18,6 +20,8 @@ struct lc_iter {
   leveldb_readoptions_t *read;
   size_t plen;
   bool ledger; /* lc_ledger_open: 'g' entries, not records */
+  bool dead;   /* the log was reopened: it and snap are gone */
+  lc_iter *prev, *next; /* the log's list of open iterators */
   char prefix[LC_NAME_MAX + 10];
 };
 
@@ -37,14 +41,37 @@ static int iter_open(lc_t *h, const char *name, bool ledger, lc_iter **out) {
   i->ledger = ledger;
   i->plen = ledger ? lc__ledger_prefix(i->prefix, name, strlen(name))
                    : lc__record_prefix(i->prefix, name, strlen(name));
+  if ((rc = lc__log_enter(&h->log)) != 0) {
+    leveldb_readoptions_destroy(i->read);
+    free(i);
+    return rc;
+  }
   i->snap = leveldb_create_snapshot(h->log.db);
   leveldb_readoptions_set_snapshot(i->read, i->snap);
   leveldb_readoptions_set_verify_checksums(i->read, 1);
   leveldb_readoptions_set_fill_cache(i->read, 0);
   i->it = leveldb_create_iterator(h->log.db, i->read);
   leveldb_iter_seek(i->it, i->prefix, i->plen);
+  pthread_mutex_lock(&h->log.fmu);
+  i->next = h->log.iters;
+  if (i->next) i->next->prev = i;
+  h->log.iters = i;
+  pthread_mutex_unlock(&h->log.fmu);
+  lc__log_leave(&h->log);
   *out = i;
   return 0;
+}
+
+/* Gate held for writing: nothing else uses the iterators' LevelDB side. */
+void lc__iters_kill(lc__log *l) {
+  pthread_mutex_lock(&l->fmu);
+  for (lc_iter *i = l->iters; i; i = i->next) {
+    if (i->dead) continue;
+    leveldb_iter_destroy(i->it);
+    leveldb_release_snapshot(l->db, i->snap);
+    i->dead = true;
+  }
+  pthread_mutex_unlock(&l->fmu);
 }
 
 int lc_iter_open(lc_t *h, const char *name, lc_iter **out) {
@@ -59,6 +86,9 @@ int lc_ledger_open(lc_t *h, const char *name, lc_iter **out) {
  * error. */
 static int step(lc_iter *i, const char **k, size_t *klen, const char **v,
                 size_t *vlen) {
+  if (i->dead)
+    return lc__fail(LC_ELOG, "the log was reopened after a failed write "
+                             "since this iterator was opened: open it again");
   if (!leveldb_iter_valid(i->it)) {
     char *err = NULL;
     leveldb_iter_get_error(i->it, &err);
@@ -79,12 +109,17 @@ int lc_iter_next(lc_iter *i, lc_record *rec) {
   if (i->ledger) return lc__fail(LC_EINVAL, "a ledger iterator");
   size_t klen, vlen;
   const char *k, *v;
-  int rc = step(i, &k, &klen, &v, &vlen);
-  if (rc <= 0) return rc;
-  rc = lc__record_decode(k, klen, i->plen, v, vlen, rec);
-  if (rc) rec->last = lc__key_last(k, klen, i->plen);
-  leveldb_iter_next(i->it);
-  return rc ? rc : 1;
+  int rc = lc__log_enter(&i->h->log);
+  if (rc) return rc;
+  rc = step(i, &k, &klen, &v, &vlen);
+  if (rc > 0) {
+    rc = lc__record_decode(k, klen, i->plen, v, vlen, rec);
+    if (rc) rec->last = lc__key_last(k, klen, i->plen);
+    leveldb_iter_next(i->it);
+    rc = rc ? rc : 1;
+  }
+  lc__log_leave(&i->h->log);
+  return rc;
 }
 
 int lc_ledger_next(lc_iter *i, lc_gap *gap) {
@@ -93,18 +128,33 @@ int lc_ledger_next(lc_iter *i, lc_gap *gap) {
   if (!i->ledger) return lc__fail(LC_EINVAL, "not a ledger iterator");
   size_t klen, vlen;
   const char *k, *v;
-  int rc = step(i, &k, &klen, &v, &vlen);
-  if (rc <= 0) return rc;
-  rc = lc__ledger_decode(k, klen, i->plen, v, vlen, gap);
-  if (rc) gap->last = lc__key_last(k, klen, i->plen);
-  leveldb_iter_next(i->it);
-  return rc ? rc : 1;
+  int rc = lc__log_enter(&i->h->log);
+  if (rc) return rc;
+  rc = step(i, &k, &klen, &v, &vlen);
+  if (rc > 0) {
+    rc = lc__ledger_decode(k, klen, i->plen, v, vlen, gap);
+    if (rc) gap->last = lc__key_last(k, klen, i->plen);
+    leveldb_iter_next(i->it);
+    rc = rc ? rc : 1;
+  }
+  lc__log_leave(&i->h->log);
+  return rc;
 }
 
 void lc_iter_close(lc_iter *i) {
   if (i == NULL) return;
-  leveldb_iter_destroy(i->it);
-  leveldb_release_snapshot(i->h->log.db, i->snap);
+  lc__log *l = &i->h->log;
+  pthread_mutex_lock(&l->fmu); /* a reopen kills iterators under it */
+  if (!i->dead) {
+    leveldb_iter_destroy(i->it);
+    leveldb_release_snapshot(l->db, i->snap);
+  }
+  if (i->prev)
+    i->prev->next = i->next;
+  else
+    l->iters = i->next;
+  if (i->next) i->next->prev = i->prev;
+  pthread_mutex_unlock(&l->fmu);
   leveldb_readoptions_destroy(i->read);
   free(i);
 }

@@ -43,6 +43,12 @@ int64_t lc__now_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t lc__mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 size_t lc__record_prefix(char *buf, const char *name, size_t nlen) {
   buf[0] = 'r';
   memcpy(buf + 1, name, nlen);

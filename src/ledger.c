@@ -195,7 +195,76 @@ void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last,
   lc__ledger_settle(c, low);
 }
 
-int lc__ledger_take(lc__counter *c, lc__gap out[LC__GAPS]) {
+/* Up to COVER spans of values that records (or, ledger, entries) of c in
+ * the log hold inside first..last, appended to s[n..); the new n. */
+#define COVER 32
+static int cover(lc__log *l, const lc__counter *c, bool ledger, int64_t first,
+                 int64_t last, lc__span *s, int n) {
+  char key[LC_NAME_MAX + 10];
+  size_t plen = ledger ? lc__ledger_prefix(key, c->name, c->nlen)
+                       : lc__record_prefix(key, c->name, c->nlen);
+  lc__be64_put((unsigned char *)key + plen, (uint64_t)first);
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  for (leveldb_iter_seek(it, key, plen + 8);
+       n < COVER && leveldb_iter_valid(it); leveldb_iter_next(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, key, plen) != 0) break;
+    const char *v = leveldb_iter_value(it, &vlen);
+    lc_record r;
+    lc_gap g;
+    if (ledger ? lc__ledger_decode(k, klen, plen, v, vlen, &g)
+               : lc__record_decode(k, klen, plen, v, vlen, &r))
+      continue; /* verify reports it */
+    lc__span x = ledger ? (lc__span){g.first, g.last}
+                        : (lc__span){r.first, r.last};
+    if (x.first > last) break;
+    s[n++] = x;
+  }
+  leveldb_iter_destroy(it);
+  lc__detail_clear();
+  return n;
+}
+
+static int span_cmp(const void *a, const void *b) {
+  const lc__span *x = a, *y = b;
+  return (x->first > y->first) - (x->first < y->first);
+}
+
+/* mu held, c->recheck: a failed write may have reached the log after all
+ * (a failed sync leaves its batch in the write-ahead log, and the reopen
+ * replays it).  The values its records or entries hold are no gap: they
+ * leave the pending gaps, so no entry is written over them. */
+static void recheck(lc__log *l, lc__counter *c) {
+  if (lc__log_enter(l) != 0) { /* the write is refused too: later */
+    lc__detail_clear();
+    return;
+  }
+  lc__gap g[LC__GAPS];
+  int ng = c->ngaps;
+  memcpy(g, c->gaps, sizeof g[0] * (size_t)ng);
+  c->ngaps = 0;
+  for (int i = 0; i < ng; i++) {
+    lc__span s[2 * COVER];
+    int n = cover(l, c, false, g[i].first, g[i].last, s, 0);
+    n = cover(l, c, true, g[i].first, g[i].last, s + n, 0) + n;
+    qsort(s, (size_t)n, sizeof s[0], span_cmp);
+    int64_t from = g[i].first;
+    for (int j = 0; j < n && from <= g[i].last; j++) {
+      if (s[j].first > from)
+        lc__ledger_gap(c, from, s[j].first - 1 < g[i].last ? s[j].first - 1
+                                                           : g[i].last,
+                       g[i].cause);
+      if (s[j].last >= from) from = s[j].last + 1;
+    }
+    if (from <= g[i].last) lc__ledger_gap(c, from, g[i].last, g[i].cause);
+  }
+  lc__log_leave(l);
+  c->recheck = false;
+}
+
+int lc__ledger_take(lc__log *l, lc__counter *c, lc__gap out[LC__GAPS]) {
+  if (c->recheck) recheck(l, c);
   int n = c->ngaps;
   memcpy(out, c->gaps, sizeof out[0] * (size_t)n);
   c->ngaps = 0;
@@ -203,6 +272,7 @@ int lc__ledger_take(lc__counter *c, lc__gap out[LC__GAPS]) {
 }
 
 void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n) {
+  c->recheck = true;
   for (int i = 0; i < n; i++)
     lc__ledger_gap(c, g[i].first, g[i].last, g[i].cause);
 }
@@ -266,7 +336,9 @@ static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi) {
   if (pos <= hi) lc__ledger_gap(c, pos, hi, LC_GAP_RESTART);
 }
 
-void lc__ledger_load_tail(lc__log *l, lc__counter *c) {
+int lc__ledger_load_tail(lc__log *l, lc__counter *c) {
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
   lc_record r[TAIL];
   int n = last_records(l, c, r);
   /* a hole between two of the last records that no entry covers was
@@ -274,6 +346,8 @@ void lc__ledger_load_tail(lc__log *l, lc__counter *c) {
   for (int i = 0; i + 1 < n; i++)
     if (r[i].first - 1 > r[i + 1].last)
       explain_hole(l, c, r[i + 1].last + 1, r[i].first - 1);
+  lc__log_leave(l);
+  return 0;
 }
 
 /* ---- lc_void ------------------------------------------------------------ */
@@ -288,9 +362,10 @@ static int record_of(lc__log *l, const char *name, size_t nlen, int64_t value,
   char key[LC_NAME_MAX + 10];
   size_t plen = lc__record_prefix(key, name, nlen);
   lc__be64_put((unsigned char *)key + plen, (uint64_t)value);
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
   leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
   leveldb_iter_seek(it, key, plen + 8); /* first record with last >= */
-  int rc = 0;
   if (leveldb_iter_valid(it)) {
     size_t klen, vlen;
     const char *k = leveldb_iter_key(it, &klen);
@@ -303,6 +378,7 @@ static int record_of(lc__log *l, const char *name, size_t nlen, int64_t value,
   char *err = NULL;
   leveldb_iter_get_error(it, &err);
   leveldb_iter_destroy(it);
+  lc__log_leave(l);
   if (err) {
     rc = lc__fail(LC_ELOG, "leveldb seek: %s", err);
     leveldb_free(err);
@@ -349,14 +425,10 @@ static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
   char key[LC_NAME_MAX + 10];
   size_t plen = lc__ledger_prefix(key, name, nlen);
   lc__be64_put((unsigned char *)key + plen, (uint64_t)value);
-  char *err = NULL;
-  size_t vlen = 0;
-  char *v = leveldb_get(h->log.db, h->log.read, key, plen + 8, &vlen, &err);
-  if (err) {
-    rc = lc__fail(LC_ELOG, "leveldb get: %s", err);
-    leveldb_free(err);
-    return rc;
-  }
+  char *v;
+  size_t vlen;
+  rc = lc__log_get(&h->log, key, plen + 8, &v, &vlen, "ledger entry");
+  if (rc) return rc;
   if (v) {
     lc_gap g;
     rc = lc__ledger_decode(key, plen + 8, plen, v, vlen, &g);

@@ -11,6 +11,10 @@
  * Invariant: a record is written in the same write as any reservation that
  * covers it, and a synced write also makes every earlier write durable
  * (LevelDB's write-ahead log is one sequential file).
+ *
+ * Every read holds the gate (lc__log_enter), so that recover.c can close
+ * and reopen LevelDB after a failed write (lc__log_reopen); writes are in
+ * log_write.c.
  */
 #include "internal.h"
 
@@ -110,13 +114,19 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
                  const char *owner) {
   memset(l, 0, sizeof *l);
   l->owner_fd = -1;
+  pthread_rwlock_init(&l->gate, NULL);
+  pthread_mutex_init(&l->wmu, NULL);
+  pthread_mutex_init(&l->fmu, NULL);
   size_t plen = strlen(path);
+  l->path = strdup(path);
+  l->group = leveldb_writebatch_create();
   l->owner_path = malloc(plen + sizeof "/OWNER");
   l->options = leveldb_options_create();
   l->sync = leveldb_writeoptions_create();
   l->nosync = leveldb_writeoptions_create();
   l->read = leveldb_readoptions_create();
-  if (!l->owner_path || !l->options || !l->sync || !l->nosync || !l->read) {
+  if (!l->path || !l->group || !l->owner_path || !l->options || !l->sync ||
+      !l->nosync || !l->read) {
     lc__log_close(l);
     return lc__fail(LC_ENOMEM, "cannot allocate the log");
   }
@@ -147,7 +157,46 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
     }
   }
   if (!rc) rc = check_format(l);
+  struct stat st;
+  if (!rc && stat(path, &st) != 0)
+    rc = lc__fail(LC_ELOG, "cannot stat %s: %s", path, strerror(errno));
+  if (!rc) {
+    l->dev = st.st_dev;
+    l->ino = st.st_ino;
+    atomic_store(&l->checked_us, lc__mono_us());
+  }
   if (rc) lc__log_close(l);
+  return rc;
+}
+
+int lc__log_reopen(lc__log *l) {
+  if (l->db) leveldb_close(l->db);
+  l->db = NULL;
+  int rc = lc__log_check_dir(l, true);
+  if (rc) return rc;
+  /* never create_if_missing here: an emptied directory is not our log */
+  leveldb_options_t *o = leveldb_options_create();
+  leveldb_options_set_create_if_missing(o, 0);
+  char *err = NULL;
+  l->db = leveldb_open(o, l->path, &err);
+  leveldb_options_destroy(o);
+  if (l->db == NULL) {
+    rc = lc__fail(LC_ELOG, "reopen %s: %s", l->path, err ? err : "unknown");
+    leveldb_free(err);
+    atomic_store(&l->state, LC__LOG_FAILED);
+    return rc;
+  }
+  char id[LC__ID_LEN + 1];
+  rc = lc__log_identity(l, id);
+  if (!rc && strcmp(id, l->id) != 0) {
+    rc = lc__fail(LC_ELOG, "%s now holds log %s, not %s", l->path, id, l->id);
+    pthread_mutex_lock(&l->fmu);
+    snprintf(l->why, sizeof l->why, "%s", lc_last_detail());
+    pthread_mutex_unlock(&l->fmu);
+    atomic_store(&l->state, LC__LOG_LOST);
+  } else if (rc) {
+    atomic_store(&l->state, LC__LOG_FAILED);
+  }
   return rc;
 }
 
@@ -161,15 +210,14 @@ void lc__log_close(lc__log *l) {
   if (l->sync) leveldb_writeoptions_destroy(l->sync);
   if (l->nosync) leveldb_writeoptions_destroy(l->nosync);
   if (l->read) leveldb_readoptions_destroy(l->read);
+  if (l->group) leveldb_writebatch_destroy(l->group);
   free(l->owner_path);
+  free(l->path);
+  pthread_rwlock_destroy(&l->gate);
+  pthread_mutex_destroy(&l->wmu);
+  pthread_mutex_destroy(&l->fmu);
   memset(l, 0, sizeof *l);
   l->owner_fd = -1;
-}
-
-int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
-  char *err = NULL;
-  leveldb_write(l->db, sync ? l->sync : l->nosync, b, &err);
-  return err ? log_error(err, "write") : 0;
 }
 
 void lc__log_batch_reservation(leveldb_writebatch_t *b, const char *name,
@@ -202,17 +250,32 @@ void lc__log_batch_unrecord(leveldb_writebatch_t *b, const char *name,
   leveldb_writebatch_delete(b, key, plen + 8);
 }
 
+int lc__log_get(lc__log *l, const char *key, size_t klen, char **v,
+                size_t *vlen, const char *what) {
+  char *err = NULL;
+  *v = NULL;
+  *vlen = 0;
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
+  *v = leveldb_get(l->db, l->read, key, klen, vlen, &err);
+  lc__log_leave(l);
+  if (err) {
+    rc = lc__fail(LC_ELOG, "leveldb read %s: %s", what, err);
+    leveldb_free(err);
+  }
+  return rc;
+}
+
 int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t *out) {
   char key[LC_NAME_MAX + 10];
   size_t klen = lc__reservation_key(key, name, nlen);
-  char *err = NULL;
-  size_t vlen = 0;
-  char *v = leveldb_get(l->db, l->read, key, klen, &vlen, &err);
-  if (err) return log_error(err, "read reservation");
+  char *v;
+  size_t vlen;
+  int rc = lc__log_get(l, key, klen, &v, &vlen, "reservation");
+  if (rc) return rc;
   *out = 0;
   if (v == NULL) return 0;
-  int rc = 0;
   uint64_t r = vlen == 9 ? lc__be64_get((unsigned char *)v + 1) : 0;
   if (vlen != 9 || v[0] != LC__RECORD_VERSION || r > (uint64_t)LC_VALUE_MAX)
     rc = lc__fail(LC_ECORRUPT, "reservation of %.*s cannot be decoded",
@@ -245,9 +308,10 @@ leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
 
 int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
                  int64_t *out) {
-  leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
   *out = 0;
-  int rc = 0;
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
+  leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
   for (; leveldb_iter_valid(it); leveldb_iter_prev(it)) {
     size_t klen;
     const char *k = leveldb_iter_key(it, &klen);
@@ -265,6 +329,7 @@ int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
   char *err = NULL;
   leveldb_iter_get_error(it, &err);
   leveldb_iter_destroy(it);
+  lc__log_leave(l);
   if (err) return log_error(err, "seek");
   return rc;
 }

@@ -80,6 +80,9 @@ static int prune_ledger(lc__log *l, const char *name, int64_t below,
   return rc;
 }
 
+static int prune(lc_t *h, const char *name, const lc_prune_opts *o,
+                 lc_prune_result *res);
+
 static bool deletable(const lc_prune_opts *o, const char *k, size_t klen,
                       size_t plen, const char *v, size_t vlen) {
   lc_record rec;
@@ -108,6 +111,17 @@ int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
     return lc__fail(LC_EINVAL, "negative below or older_than");
   memset(res, 0, sizeof *res);
   lc__log *l = &h->log;
+  if ((rc = lc__log_enter(l)) != 0) return rc;
+  rc = prune(h, name, o, res);
+  lc__log_leave(l);
+  return rc;
+}
+
+/* lc_prune inside the log's gate. */
+static int prune(lc_t *h, const char *name, const lc_prune_opts *o,
+                 lc_prune_result *res) {
+  lc__log *l = &h->log;
+  int rc;
   char prefix[LC_NAME_MAX + 10], lim[LC_NAME_MAX + 10];
   size_t plen = lc__record_prefix(prefix, name, strlen(name)), lim_len;
   leveldb_iterator_t *it;

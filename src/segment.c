@@ -34,12 +34,6 @@
 #include <string.h>
 #include <time.h>
 
-static int64_t mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void lc__seg_init(lc__counter *c) {
   pthread_cond_init(&c->seg_cv, NULL);
 }
@@ -118,7 +112,7 @@ static void schedule(lc_t *h, lc__counter *c) {
 static uint64_t next_size(lc_t *h, lc__counter *c) {
   if (h->opt.prefetch != LC_PREFETCH_AUTO)
     return h->opt.prefetch < LC_BLOCK_MAX ? h->opt.prefetch : LC_BLOCK_MAX;
-  int64_t now = mono_us();
+  int64_t now = lc__mono_us();
   if (c->seg_size == 0) {
     c->seg_size = LC_PREFETCH_AUTO_MIN;
   } else {
@@ -184,13 +178,15 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
     else if (size > room)
       size = room; /* never past the end */
   }
+  if (!rc && atomic_load(&h->log.state) != LC__LOG_OK)
+    rc = lc__log_refuse(&h->log); /* nothing taken from memcached */
   if (!rc) rc = lc__counter_increment(h, c, size, &last);
   if (!rc) {
     c->floor = last; /* handed out, held or burned: never again */
     c->used = true;
     pthread_mutex_lock(&c->mu);
     lc__ledger_taken(c, last - (int64_t)(size - 1), last, last);
-    ngaps = lc__ledger_take(c, gaps);
+    ngaps = lc__ledger_take(&h->log, c, gaps);
     pthread_mutex_unlock(&c->mu);
     LC__SEAM_BEFORE_COMMIT(c->name);
     leveldb_writebatch_t *b = leveldb_writebatch_create();
@@ -256,6 +252,8 @@ static bool unqueue(lc_t *h, lc__counter *c) {
 int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
   bool fetched = false;
+  if (atomic_load(&h->log.state) != LC__LOG_OK) /* nothing goes out, not */
+    return lc__log_refuse(&h->log);            /* even what is held */
   if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
                                      out any more */
     return lc__fail(LC_EOWNED,

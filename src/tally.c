@@ -45,12 +45,6 @@
 #define MAX_ATTEMPTS LC__TALLY_ATTEMPTS
 #define MARGIN_US 1250000
 
-int64_t lc__tally_mono_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void lc__tallies_init(lc__tallies *t) {
   memset(t, 0, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
@@ -82,14 +76,17 @@ size_t lc__tally_mc_key(char *buf, const char *prefix, const lc__tally *t) {
 
 /* owner: writes the record (and moves the index entry) in one batch. */
 static int rec_write(lc_t *h, lc__tally *t, const lc__trec *n) {
+  int rc = lc__tally_refresh(h, t);
+  if (rc) return rc;
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   lc__tally_rec_put(b, t, n);
   bool sync = h->opt.durability == LC_DURABILITY_SYNC;
-  int rc = lc__log_write(&h->log, b, sync);
+  rc = lc__log_write(&h->log, b, sync);
   leveldb_writebatch_destroy(b);
   LC__STAT(h, log_writes, 1);
   if (sync) LC__STAT(h, log_syncs, 1);
   if (!rc) lc__tally_rec_set(t, n);
+  t->stale = rc != 0;
   return rc;
 }
 
@@ -287,7 +284,7 @@ static void schedule(lc_t *h, lc__tally *t) {
   if (atomic_load(&t->dirty)) return;
   unsigned w = atomic_load(&tb->window_s);
   char key[LC__MC_KEY_MAX + 2];
-  int64_t due = lc__tally_mono_us() + (int64_t)w * 1000000 + MARGIN_US;
+  int64_t due = lc__mono_us() + (int64_t)w * 1000000 + MARGIN_US;
   size_t klen = lc__tally_mc_key(key, LC__TALLY_MC_MARK, t);
   int rc =
       lc__cache_add_text(&h->cache, key, klen, key, klen, "1", 1, (time_t)w);
@@ -331,6 +328,8 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
   lc__tally *t;
   int rc = lc__tally_lookup(h, name, &t);
   if (rc) return rc;
+  if (atomic_load(&h->log.state) != LC__LOG_OK) /* nothing acknowledged */
+    return lc__log_refuse(&h->log);
   *tp = t;
   bool plus = delta > 0;
   uint64_t d = plus ? (uint64_t)delta : (uint64_t)0 - (uint64_t)delta;

@@ -40,6 +40,8 @@ struct lc__tally {
                                  memcached (so a vanished key with nothing
                                  acknowledged since lost nothing) */
   size_t bidx;           /* position in a batch flush (owner) */
+  bool stale;            /* owner: a write of its record failed, and may
+                                 have reached the log after all */
   size_t nlen;
   char name[];
 };
@@ -49,7 +51,6 @@ typedef struct lc__trec {
   uint64_t ap, am, losses;
 } lc__trec;
 
-int64_t lc__tally_mono_us(void);
 void lc__tally_acquire(lc__tally *t);
 bool lc__tally_try_acquire(lc__tally *t); /* false: owned by another */
 void lc__tally_release(lc__tally *t);
@@ -60,6 +61,9 @@ void lc__tally_enqueue(lc_t *h, lc__tally *t, int64_t due);
 /* owner: reads the record and the pending sums on first use. */
 int lc__tally_load(lc_t *h, lc__tally *t);
 int lc__tally_rec_read(lc_t *h, lc__tally *t);
+/* owner, before a write: if t is stale, its mirror from the log as it is
+ * now (a failed write that reached the log after all counts as applied). */
+int lc__tally_refresh(lc_t *h, lc__tally *t);
 /* owner: adds the record n (and the index move) to b. */
 void lc__tally_rec_put(leveldb_writebatch_t *b, const lc__tally *t,
                        const lc__trec *n);

@@ -140,6 +140,7 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
     }
     ts[held++] = t; /* ts now lists what this call holds */
     int rc = lc__tally_load(h, t);
+    if (!rc) rc = lc__tally_refresh(h, t);
     if (!rc && !t->has_record) rc = lc__tally_rec_read(h, t);
     if (rc && !first) first = rc;
     if (!rc && t->has_record) s[ns++].t = t;
@@ -169,6 +170,7 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
     LC__STAT(h, log_writes, 1);
     LC__STAT(h, log_syncs, 1);
     if (rc && !first) first = rc;
+    for (size_t i = 0; rc && i < ns; i++) s[i].t->stale = s[i].write;
     for (size_t i = 0; !rc && i < ns; i++) {
       slot *x = &s[i];
       if (!x->write) continue;
@@ -201,13 +203,14 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
 
 /* Flushes every tally that has a record in the log, in batches. */
 static int sweep(lc_t *h, uint64_t *wrote) {
+  int first = lc__log_enter(&h->log);
+  if (first) return first;
   leveldb_readoptions_t *ro = leveldb_readoptions_create();
   leveldb_readoptions_set_fill_cache(ro, 0);
   leveldb_iterator_t *it = leveldb_create_iterator(h->log.db, ro);
   lc__tally *ts[BATCH];
   size_t n = 0;
   char start = LC__TALLY_REC, name[LC_NAME_MAX + 1];
-  int first = 0;
   for (leveldb_iter_seek(it, &start, 1);; leveldb_iter_next(it)) {
     bool more = leveldb_iter_valid(it);
     size_t klen = 0;
@@ -233,6 +236,7 @@ static int sweep(lc_t *h, uint64_t *wrote) {
   leveldb_iter_get_error(it, &err);
   leveldb_iter_destroy(it);
   leveldb_readoptions_destroy(ro);
+  lc__log_leave(&h->log);
   if (err) {
     if (!first) first = lc__fail(LC_ELOG, "leveldb sweep: %s", err);
     leveldb_free(err);
@@ -248,7 +252,7 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
   if (rc) return rc;
   lc__tallies *tb = &h->tallies;
   bool force = flags & LC_TALLY_FORCE;
-  int64_t now = lc__tally_mono_us();
+  int64_t now = lc__mono_us();
   /* only what was queued when the call began: under a stream of changes
    * a forced flush would otherwise never run out of work */
   pthread_mutex_lock(&tb->mu);

@@ -129,6 +129,10 @@ int lc_tally_list(lc_t *h, const lc_tally_list_opts *o, uint64_t *count) {
   lister l = {o, plen, 0, 0, false};
   leveldb_readoptions_t *ro = leveldb_readoptions_create();
   if (ro == NULL) return lc__fail(LC_ENOMEM, "cannot allocate read options");
+  if ((rc = lc__log_enter(&h->log)) != 0) {
+    leveldb_readoptions_destroy(ro);
+    return rc;
+  }
   const leveldb_snapshot_t *snap = leveldb_create_snapshot(h->log.db);
   leveldb_readoptions_set_snapshot(ro, snap);
   leveldb_readoptions_set_verify_checksums(ro, 1);
@@ -139,6 +143,7 @@ int lc_tally_list(lc_t *h, const lc_tally_list_opts *o, uint64_t *count) {
   leveldb_iter_get_error(it, &err);
   leveldb_iter_destroy(it);
   leveldb_release_snapshot(h->log.db, snap);
+  lc__log_leave(&h->log);
   leveldb_readoptions_destroy(ro);
   if (err) {
     if (!rc) rc = lc__fail(LC_ELOG, "leveldb list: %s", err);

@@ -43,16 +43,11 @@ int lc__tally_decode(const char *v, size_t vlen, int64_t *total,
 }
 
 int lc__tally_rec_read(lc_t *h, lc__tally *t) {
-  char key[LC_NAME_MAX + 2], *err = NULL;
-  size_t klen = lc__tally_rec_key(key, t->name, t->nlen), vlen = 0;
-  char *v = leveldb_get(h->log.db, h->log.read, key, klen, &vlen, &err);
-  if (err) {
-    int rc = lc__fail(LC_ELOG, "leveldb read tally: %s", err);
-    leveldb_free(err);
-    return rc;
-  }
+  char key[LC_NAME_MAX + 2], *v;
+  size_t klen = lc__tally_rec_key(key, t->name, t->nlen), vlen;
+  int rc = lc__log_get(&h->log, key, klen, &v, &vlen, "tally");
+  if (rc) return rc;
   lc__trec n = {0, 0, 0, 0};
-  int rc = 0;
   if (v) {
     rc = lc__tally_decode(v, vlen, &n.total, &n.losses);
     if (!rc) { /* a corrupt record may be shorter than these fields */
@@ -100,4 +95,20 @@ void lc__tally_rec_set(lc__tally *t, const lc__trec *n) {
   t->am = n->am;
   t->losses = n->losses;
   pthread_mutex_unlock(&t->mu);
+}
+
+int lc__tally_refresh(lc_t *h, lc__tally *t) {
+  if (!t->stale) return 0;
+  uint64_t ap = t->ap, am = t->am;
+  int rc = lc__tally_rec_read(h, t);
+  if (rc) return rc;
+  pthread_mutex_lock(&t->mu);
+  uint64_t dp = t->ap > ap ? t->ap - ap : 0, dm = t->am > am ? t->am - am : 0;
+  t->out_p = t->out_p > dp ? t->out_p - dp : 0;
+  t->out_m = t->out_m > dm ? t->out_m - dm : 0;
+  t->una_p -= (int64_t)dp;
+  t->una_m -= (int64_t)dm;
+  pthread_mutex_unlock(&t->mu);
+  t->stale = false;
+  return 0;
 }
