@@ -324,6 +324,7 @@ struct lcd_server {
   time_t started_wall;
   lcd_workers pool;
   lcd_flusher flusher;
+  lc_log_status log_seen; /* lcd_stats.c: the log's state at the last tick */
 };
 
 /* logcounterd.c */
@@ -431,6 +432,9 @@ void lcd_flusher_figures(lcd_server *s, uint64_t *runs, uint64_t *sweeps,
 
 /* lcd_stats.c */
 void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings);
+/* Loop 0, every second: logs the log's failures, reopens and loss; the
+ * state now. */
+lc_log_state_t lcd_log_watch(lcd_server *s);
 /* "off", "auto" or the segment size (written into buf). */
 const char *lcd_prefetch_text(uint64_t prefetch, char buf[24]);
 

@@ -25,7 +25,9 @@
 static void tick_cb(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
-  lcd_conn_sweep(arg);
+  lcd_loop *l = arg;
+  lcd_conn_sweep(l);
+  if (l->index == 0) lcd_log_watch(l->srv);
 }
 
 /* A loop's commands from loop 0 (on the loop's thread). */

@@ -156,12 +156,48 @@ static void put_library(lcd_server *s, struct evbuffer *o) {
   stat_u(o, "flusher_written", flushed);
 }
 
+/* The log's state: failures, reopens, and why (lc_get_log_status). */
+static void put_log(lcd_server *s, struct evbuffer *o) {
+  lc_log_status st;
+  if (lc_get_log_status(s->lc, &st) != 0) return;
+  stat_s(o, "log_state", lc_log_state_name(st.state));
+  stat_u(o, "log_failures", st.failures);
+  stat_u(o, "log_recoveries", st.recoveries);
+  stat_u(o, "log_reopen_attempts", st.attempts);
+  stat_i(o, "log_failed_at", (long long)(st.failed_us / 1000000));
+  stat_i(o, "log_recovered_at", (long long)(st.recovered_us / 1000000));
+  stat_s(o, "log_error", st.error[0] ? st.error : NULL);
+  stat_s(o, "log_reopen_error", st.attempt_error[0] ? st.attempt_error : NULL);
+}
+
+lc_log_state_t lcd_log_watch(lcd_server *s) {
+  lc_log_status st, *was = &s->log_seen;
+  if (s->lc == NULL || lc_get_log_status(s->lc, &st) != 0) return LC_LOG_OK;
+  if (st.state == LC_LOG_LOST && was->state != LC_LOG_LOST)
+    lcd_log(s->set, 0, "LOG LOST: %s; nothing is written or handed out any "
+            "more: stop this daemon and restore the log directory", st.error);
+  else if (st.failures != was->failures)
+    lcd_log(s->set, 0, "log failed: %s; every allocation and tally change "
+            "is refused until it is reopened (retrying)", st.error);
+  if (st.attempts != was->attempts && st.attempt_error[0] &&
+      st.state != LC_LOG_OK && (st.attempts - was->attempts > 1 ||
+                                st.attempts % 10 == 1))
+    lcd_log(s->set, 0, "log reopen failed (attempt %" PRIu64 "): %s",
+            st.attempts, st.attempt_error);
+  if (st.recoveries != was->recoveries && st.state == LC_LOG_OK)
+    lcd_log(s->set, 0, "log recovered: reopened %.1f s after it failed; "
+            "allocations go on", (double)(st.recovered_us - st.failed_us) / 1e6);
+  *was = st;
+  return st.state;
+}
+
 void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
   if (settings) {
     put_settings(s, o);
   } else {
     put_daemon(s, o);
     put_library(s, o);
+    put_log(s, o);
   }
   evbuffer_add(o, "END\r\n", 5);
 }

@@ -574,6 +574,10 @@ out:
   }
   lcd_flusher_stop(&s);
   if (s.lc && s.started && lcd_flush_final(&s) != 0) status = EXIT_RUNTIME;
+  if (s.lc && lcd_log_watch(&s) == LC_LOG_LOST) {
+    lcd_log(&set, 0, "exiting with the log lost: %s", s.log_seen.error);
+    status = EXIT_RUNTIME;
+  }
   if (s.lc) {
     int rc = lc_close(s.lc);
     if (rc) {
