@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -191,7 +192,7 @@ static int wait_ready(mcd_t *m) {
 static int spawn(mcd_t *m) {
   char port[16];
   snprintf(port, sizeof port, "%d", m->port);
-  const char *argv[16];
+  const char *argv[32];
   int n = 0;
   argv[n++] = "memcached";
   argv[n++] = "-l";
@@ -206,6 +207,13 @@ static int spawn(mcd_t *m) {
   if (geteuid() == 0) {
     argv[n++] = "-u";
     argv[n++] = "root";
+  }
+  for (const char *const *e = m->extra; e && *e; e++) {
+    if (n + 1 >= (int)(sizeof argv / sizeof argv[0])) {
+      fprintf(stderr, "mcd: too many memcached arguments\n");
+      return -1;
+    }
+    argv[n++] = *e;
   }
   argv[n] = NULL;
   long maxfd = sysconf(_SC_OPEN_MAX);
@@ -234,7 +242,12 @@ static int spawn(mcd_t *m) {
 }
 
 int mcd_start(mcd_t *m) {
+  return mcd_start_with(m, NULL);
+}
+
+int mcd_start_with(mcd_t *m, const char *const *extra) {
   memset(m, 0, sizeof *m);
+  m->extra = extra;
   for (int tries = 0; tries < 10; tries++) {
     m->port = mcd_free_port();
     if (m->port <= 0) continue;
@@ -384,6 +397,68 @@ int mcd_get(const mcd_t *m, const char *key, char *out, size_t len) {
   }
   free(buf);
   return ret;
+}
+
+/* One reply line on fd into buf (without its "\r\n"); its length or -1.
+ * For one request at a time: nothing follows the line. */
+static int read_line(int fd, char *buf, size_t cap) {
+  size_t got = 0;
+  while (got + 1 < cap) {
+    ssize_t r = recv(fd, buf + got, cap - 1 - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    got += (size_t)r;
+    buf[got] = '\0';
+    char *end = strstr(buf, "\r\n");
+    if (end) {
+      *end = '\0';
+      return (int)(end - buf);
+    }
+  }
+  return -1;
+}
+
+long mcd_fill(const mcd_t *m) {
+  static const size_t sizes[] = {100000, 2};
+  const long cap = 1000000; /* sets of one size before giving up */
+  char *req = malloc(sizes[0] + 64);
+  int fd = connect_port(m->port), one = 1;
+  long stored = 0, key = 0;
+  if (req == NULL || fd < 0) goto fail;
+  /* one send per set, sent at once: thousands of round trips */
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (long i = 0;; i++) {
+      char line[256];
+      if (i == cap) {
+        fprintf(stderr, "mcd: fill: %zu-byte values never refused\n", sizes[s]);
+        goto fail;
+      }
+      int n =
+          snprintf(req, 64, "set mcd_fill:%ld 0 0 %zu\r\n", key++, sizes[s]);
+      memset(req + n, 'x', sizes[s]);
+      memcpy(req + n + sizes[s], "\r\n", 2);
+      size_t len = (size_t)n + sizes[s] + 2;
+      if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len ||
+          read_line(fd, line, sizeof line) < 0)
+        goto fail;
+      if (strcmp(line, "STORED") == 0) {
+        stored++;
+      } else if (strncmp(line, "SERVER_ERROR", 12) == 0) {
+        break; /* refused: the next size */
+      } else {
+        fprintf(stderr, "mcd: fill: %s\n", line);
+        goto fail;
+      }
+    }
+  }
+  close(fd);
+  free(req);
+  return stored;
+fail:
+  if (fd >= 0) close(fd);
+  free(req);
+  return -1;
 }
 
 /* ---- temporary directories -------------------------------------------- */

@@ -29,11 +29,17 @@ typedef struct mcd {
   int port;        /* kept across stop/kill9 so restart reuses it */
   int frozen;      /* 1 between mcd_freeze and mcd_thaw */
   char config[64]; /* "--SERVER=127.0.0.1:PORT" */
+  /* mcd_start_with's arguments, or NULL */
+  const char *const *extra;
 } mcd_t;
 
 /* Picks a free port and starts a server on it; waits (<= 5 s) until it
  * accepts connections. */
 int mcd_start(mcd_t *m);
+/* mcd_start with more memcached arguments after the usual ones (NULL-
+ * terminated, at most 16; a later -m wins over the usual -m 64); they are
+ * kept for mcd_restart, so extra must outlive the server. */
+int mcd_start_with(mcd_t *m, const char *const *extra);
 /* SIGTERM (after SIGCONT if frozen) and waitpid.  No-op when not running. */
 void mcd_stop(mcd_t *m);
 /* SIGKILL and waitpid: the server loses everything at once. */
@@ -55,6 +61,12 @@ int mcd_set(const mcd_t *m, const char *key, const char *value);
 int mcd_delete(const mcd_t *m, const char *key); /* 0 also when missing */
 /* 1 and the value in buf when found, 0 when missing, -1 on error. */
 int mcd_get(const mcd_t *m, const char *key, char *buf, size_t len);
+/* Fills a -M server: over one connection, sets 100 kB values until one is
+ * refused (its memory is all handed out), then 2-byte values (the
+ * smallest slab class, where a counter's few digits live) until one is
+ * refused too.  Keys mcd_fill:N.  How many were stored, or -1 (also when
+ * a size is never refused: a server without -M evicts instead). */
+long mcd_fill(const mcd_t *m);
 
 /* A fresh directory /tmp/lctest.XXXXXX; the caller frees the string. */
 char *tmpdir_make(void);

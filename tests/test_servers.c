@@ -11,6 +11,9 @@
  *     connections time out on the frozen server rather than eject it, so
  *     its counters stay put; a server coming back with stale, lower
  *     values is the backwards check's case, tested in test_faults.c.)
+ *
+ * And one server alone, full (issue 21): its refusals reach the caller in
+ * memcached's words.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -262,11 +265,50 @@ static void test_server_frozen_with_ejection(void **state) {
   run_free(&r);
 }
 
+/* The detail of the last failure says want, and not libmemcached's stale
+ * "SUCCESS". */
+static void assert_detail(const char *want) {
+  const char *d = lc_last_detail();
+  if (strstr(d, want) == NULL || strstr(d, "SUCCESS") != NULL)
+    fail_msg("detail \"%s\", expected \"%s\" in it", d, want);
+}
+
+/* A memcached with -M and 2 MB, filled: an incr that needs a new item (9
+ * -> 10 takes a digit more) is refused with "SERVER_ERROR out of memory",
+ * and so is the add that seeds a new counter.  libmemcached turns that
+ * reply into a code without recording it, and its last error message
+ * then says "SUCCESS". */
+static void test_server_out_of_memory(void **state) {
+  (void)state;
+  static const char *const tiny[] = {"-m", "2", "-o", "slab_automove=0", NULL};
+  mcd_t m;
+  assert_int_equal(mcd_start_with(&m, tiny), 0);
+  char *dir = tmpdir_make();
+  assert_non_null(dir);
+  lc_t *h = NULL;
+  assert_ok(tu_open(&m, dir, LC_DURABILITY_DEFAULT, 0, &h));
+  for (int i = 1; i <= 9; i++) assert_i64_eq(tu_next1(h, "oom"), i);
+  long stored = mcd_fill(&m);
+  assert_true(stored > 0);
+  int64_t v = -1;
+  assert_rc(lc_next(h, "oom", &v), LC_EMEMCACHED);
+  printf("# %ld values fill it; lc_next: %s\n", stored, lc_last_detail());
+  assert_detail("memcached incr: SERVER_ERROR out of memory");
+  assert_i64_eq(mcd_counter_value(&m, "oom"), 9); /* not incremented */
+  assert_rc(lc_next(h, "new", &v), LC_EMEMCACHED);
+  printf("# a new counter: %s\n", lc_last_detail());
+  assert_detail("memcached add: SERVER_ERROR out of memory");
+  assert_ok(lc_close(h));
+  tmpdir_free(dir);
+  mcd_stop(&m);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_killed_no_ejection),
       cmocka_unit_test(test_server_frozen_with_ejection),
+      cmocka_unit_test(test_server_out_of_memory),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
