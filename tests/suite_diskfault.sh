@@ -133,6 +133,7 @@ run_case() {
   [ $rc = 0 ] || { echo "$v" | sed 's/^/#   /'; return 1; }
 }
 
+check "the fault shim's self-test" bash tests/shim/faultfs_test.sh "$SHIM"
 check "disk full (default durability), SIGTERM" run_case full-term disk-full TERM ""
 check "disk full, SIGKILL" run_case full-kill disk-full KILL ""
 check "disk full, --durability sync, SIGKILL" run_case full-sync disk-full KILL "--durability sync"
