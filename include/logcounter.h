@@ -446,6 +446,8 @@ LC_EXTERN const char *lc_log_state_name(lc_log_state_t state);
 /* Reopens a failed log now, without waiting for the next retry: 0 when
  * the log is OK afterwards, else LC_ELOG with the reason.  Thread-safe. */
 LC_EXTERN int lc_log_recover(lc_t *h);
+/* Not from inside a callback of lc_prune or lc_tally_list: those hold the
+ * log open, and a reopen waits for them. */
 
 /* ==== Tallies ===========================================================
  *
