@@ -103,6 +103,9 @@ run_case() {
     : >"$dir/shim"
     echo off >"$dir/ctl"
     on="echo $fault >$dir/ctl" off="echo off >$dir/ctl"
+    # REOPEN_FAULT: the reopens fail for a while first (e.g. emfile)
+    [ -n "${REOPEN_FAULT:-}" ] &&
+      off="echo $REOPEN_FAULT >$dir/ctl; sleep 1.5; echo off >$dir/ctl"
   fi
   # shellcheck disable=SC2086
   start "$dir" $flags || return 1
@@ -116,6 +119,9 @@ run_case() {
   sleep 1.2 # the daemon logs what its log did at its next tick (1 s)
   grep -q "log failed: " "$dir/daemon.log" && grep -q "log recovered: " "$dir/daemon.log" ||
     { echo "# the daemon's log does not say the log failed and recovered"; stop KILL; return 1; }
+  if [ -n "${REOPEN_FAULT:-}" ] && ! grep -q "log reopen failed" "$dir/daemon.log"; then
+    echo "# no failed reopen in the daemon's log"; stop KILL; return 1
+  fi
   stop "$sig"
   if [ "$sig" = TERM ] && [ "$STOPPED" != 0 ]; then
     echo "# SIGTERM: exit status $STOPPED"; return 1
@@ -146,6 +152,8 @@ check "a short write then EIO, SIGKILL" run_case short short KILL ""
 check "failed fsync, --durability sync, SIGKILL" run_case fsync-sync fsync KILL "--durability sync"
 check "failed fsync with a tally, SIGKILL" run_case fsync-tally fsync KILL "--flush-interval 1" --tally t1
 check "EIO, --prefetch 64, SIGKILL" run_case eio-prefetch eio KILL "--prefetch 64"
+REOPEN_FAULT=emfile check "EIO, then EMFILE while it reopens (retried with backoff), SIGKILL" \
+  run_case emfile eio KILL ""
 
 # The log directory removed under the daemon: every answer says the log
 # is lost, stats say so, the daemon's log says so, and it exits 1.
