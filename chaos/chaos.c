@@ -72,7 +72,8 @@ static void usage(FILE *f) {
       "  --only KIND,...   inject only these kinds: memcached-kill,\n"
       "                    memcached-flush, memcached-freeze, owner-kill,\n"
       "                    pause-before-log, log-write-fail, power-cut,\n"
-      "                    memcached-rewind, owner-restart, prune\n"
+      "                    memcached-rewind, owner-restart, prune, disk-full,\n"
+      "                    io-error\n"
       "  --threads N       embedded client threads (default 6)\n"
       "  --dclients N      daemon client processes, 1..8 (default 2)\n"
       "  --conns N         connections per daemon client (default 3)\n"
@@ -87,6 +88,8 @@ static void usage(FILE *f) {
       "  --daemon PATH     logcounterd (default: next to this program)\n"
       "  --shim PATH       the LD_PRELOAD shim (default: chaos_powercut.so next\n"
       "                    to this program)\n"
+      "  --faultfs PATH    the disk-fault shim, preloaded after it (default:\n"
+      "                    tests/libfaultfs.so next to this program)\n"
       "  -v, --verbose     tell each fault as it happens\n");
 }
 
@@ -105,6 +108,7 @@ static int parse(ch_run *r, int argc, char **argv) {
                                        {"schedule", 1, 0, 'o'},
                                        {"daemon", 1, 0, 'L'},
                                        {"shim", 1, 0, 'P'},
+                                       {"faultfs", 1, 0, 'F'},
                                        {"verbose", 0, 0, 'v'},
                                        {"only", 1, 0, 'O'},
                                        {"servers", 1, 0, 'N'},
@@ -127,6 +131,7 @@ static int parse(ch_run *r, int argc, char **argv) {
   *slash = '\0';
   snprintf(r->daemon, sizeof r->daemon, "%s/logcounterd", exe);
   snprintf(r->shim, sizeof r->shim, "%s/chaos_powercut.so", exe);
+  snprintf(r->faultfs, sizeof r->faultfs, "%s/tests/libfaultfs.so", exe);
   int c;
   optind = 2;
   while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -152,6 +157,7 @@ static int parse(ch_run *r, int argc, char **argv) {
     case 'o': r->schedule_out = optarg; break;
     case 'L': snprintf(r->daemon, sizeof r->daemon, "%s", optarg); break;
     case 'P': snprintf(r->shim, sizeof r->shim, "%s", optarg); break;
+    case 'F': snprintf(r->faultfs, sizeof r->faultfs, "%s", optarg); break;
     case 'v': r->verbose = true; break;
     case 'O':
       for (char *save, *k = strtok_r(optarg, ",", &save); k;
@@ -176,9 +182,11 @@ static int parse(ch_run *r, int argc, char **argv) {
   }
   if (r->max_seconds <= 0) r->max_seconds = 4 * r->seconds + 600;
   if (r->max_seconds < r->seconds) r->max_seconds = r->seconds;
-  if (access(r->daemon, X_OK) != 0 || access(r->shim, R_OK) != 0) {
-    fprintf(stderr, "chaos: cannot find %s or %s (make chaos builds them)\n",
-            r->daemon, r->shim);
+  if (access(r->daemon, X_OK) != 0 || access(r->shim, R_OK) != 0 ||
+      access(r->faultfs, R_OK) != 0) {
+    fprintf(stderr,
+            "chaos: cannot find %s, %s or %s (make chaos builds them)\n",
+            r->daemon, r->shim, r->faultfs);
     return 2;
   }
   return 0;
@@ -191,11 +199,17 @@ static int setup(ch_run *r) {
   } else if (mkdir(r->dir, 0700) != 0 && errno != EEXIST) {
     return -1;
   }
-  const char *sub[] = {"emb", "lcd", "emb.bak", "lcd.bak", "rec"};
+  const char *sub[] = {"emb", "lcd", "emb.bak", "lcd.bak", "rec", "hits"};
   char p[1024];
   for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
     ch_path(r, p, sizeof p, sub[i]);
     if (mkdir(p, 0700) != 0 && errno != EEXIST) return -1;
+  }
+  const char *fault[] = {"emb.fault", "lcd.fault"}; /* faultfs: off */
+  for (size_t i = 0; i < 2; i++) {
+    ch_path(r, p, sizeof p, fault[i]);
+    FILE *f = fopen(p, "w");
+    if (f == NULL || fputs("off\n", f) < 0 || fclose(f) != 0) return -1;
   }
   ch_path(r, p, sizeof p, "emb.ctl");
   r->emb_ctl = ch_ctl_map(p, true);
@@ -325,15 +339,20 @@ static int run(ch_run *r) {
       r->faults = realloc(r->faults, r->cap * sizeof *r->faults);
     }
     r->faults[r->nfaults++] = f;
+    const char *mode = ch_fault_mode(&f);
+    char why[128] = "";
+    if (f.missed)
+      snprintf(why, sizeof why, " (not carried out: %s)", ch_missed_why(&f));
     if (sched)
-      fprintf(sched, "%zu +%lldms %s%s%s %lldms back %d server %d%s\n", i,
+      fprintf(sched, "%zu +%lldms %s%s%s %lldms back %d server %d%s%s%s\n", i,
               (long long)gap, ch_fault_name(f.kind), f.target ? " " : "",
               ch_target_name(f.target), (long long)f.arg_ms, f.back, f.server,
-              f.missed ? " (no allocation reached the seam)" : "");
+              mode ? " shim " : "", mode ? mode : "", why);
     if (r->verbose)
-      fprintf(stderr, "chaos: %6.1f s %s %s %lld ms\n",
+      fprintf(stderr, "chaos: %6.1f s %s %s %lld ms%s%s%s\n",
               (double)(f.t_ns - r->start_ns) / 1e9, ch_fault_name(f.kind),
-              ch_target_name(f.target), (long long)f.arg_ms);
+              ch_target_name(f.target), (long long)f.arg_ms, mode ? " " : "",
+              mode ? mode : "", why);
   }
   if (sched) fclose(sched);
   int64_t elapsed = ch_now_ns() - r->start_ns;
@@ -371,6 +390,7 @@ static int run(ch_run *r) {
     }
     r->emb_pid = 0;
   }
+  ch_lcd_log_stats(r);
   ch_kill_wait(&r->lcd_pid, SIGTERM);
   scan_logs(r);
 

@@ -17,6 +17,8 @@
  *   util.c      time, random numbers, the shared control block
  *   powercut.c  the LD_PRELOAD shim (its own .so): records what each file
  *               of a log directory had made durable, fails log writes
+ *   (tests/shim/faultfs.c, preloaded after it: the disk faults beneath
+ *   LevelDB, switched by a control file per owner; see nemesis.c)
  *
  * Invariant: a client appends an acknowledgement record only after the
  * value reached it, with one write(2), so a record never names an id the
@@ -74,6 +76,11 @@ typedef struct ch_ctl {
   _Atomic uint64_t calls, calls_failed, ids_attempted, ids_acked;
   _Atomic uint64_t calls_lost; /* failed: connection closed under it */
   _Atomic uint64_t tally_calls, tally_failed;
+  _Atomic uint64_t calls_elog; /* failed: refused with LC_ELOG ("SERVER_ERROR
+                                  ELOG" through logcounterd) */
+  _Atomic uint64_t log_failures, log_recoveries; /* worker: its handles'
+                                  lc_get_log_status, summed over incarnations */
+  _Atomic int log_failed; /* worker: its log was not OK at its last look */
 } ch_ctl;
 
 /* util.c */
@@ -116,6 +123,8 @@ enum {
   F_MC_REWIND,
   F_OWNER_RESTART,
   F_PRUNE,
+  F_DISK_FULL, /* the faultfs shim's enospc on an owner's log directory */
+  F_IO_ERROR,  /* its eio, short, fsync or eio-once */
   F_KINDS
 };
 enum { T_NONE, T_EMB, T_LCD }; /* fault targets */
@@ -129,7 +138,10 @@ typedef struct ch_fault {
   int64_t arg_ms; /* duration or delay */
   int back;       /* memcached-rewind: to values read this many
                              faults ago (0: read now, set after arg_ms) */
-  bool missed;    /* a pause no allocation reached: not injected */
+  bool missed;    /* not carried out (a pause no allocation reached, a
+                     prune with no worker, a disk fault that hit no call) */
+  int mode;       /* io-error: index into the shim's modes (nemesis.c) */
+  uint64_t hits;  /* disk faults: calls the shim failed meanwhile */
 } ch_fault;
 
 typedef struct ch_run {
@@ -139,7 +151,7 @@ typedef struct ch_run {
   uint64_t min_ids;
   unsigned only; /* fault kinds allowed, a bit each; 0: all */
   bool baseline, keep, verbose;
-  char dir[512], self[512], daemon[512], shim[512];
+  char dir[512], self[512], daemon[512], shim[512], faultfs[512];
   const char *schedule_out;
   /* state */
   int nmc; /* memcached servers, 1..CH_MC_MAX (--servers) */
@@ -147,6 +159,9 @@ typedef struct ch_run {
   int mc_pid[CH_MC_MAX], emb_pid, lcd_pid, dcl_pid[8];
   bool mc_frozen[CH_MC_MAX];
   int emb_inc; /* embedded incarnations started */
+  int lcd_inc; /* logcounterd's starts */
+  uint64_t lcd_log_failures, lcd_log_recoveries; /* its stats' log_failures
+                               and log_recoveries, summed over its starts */
   ch_ctl *emb_ctl, *lcd_ctl, *dcl_ctl;
   ch_fault *faults;
   size_t nfaults, cap;
@@ -169,6 +184,11 @@ typedef struct ch_run {
 
 const char *ch_fault_name(int kind);
 const char *ch_target_name(int target);
+/* A disk fault's word for the shim's control file ("enospc", "eio", ...);
+ * NULL for the other kinds. */
+const char *ch_fault_mode(const ch_fault *f);
+/* Why f was not carried out (f->missed). */
+const char *ch_missed_why(const ch_fault *f);
 void ch_note(ch_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* procs.c */
@@ -189,6 +209,14 @@ void ch_kill_wait(int *pid, int sig);
 void ch_reap(ch_run *r);
 void ch_stop_all(ch_run *r);
 void ch_path(const ch_run *r, char *buf, size_t size, const char *name);
+/* The faults the shim injected into target's processes so far (the sum of
+ * their hits files, hits/emb-N and hits/lcd-N). */
+uint64_t ch_owner_hits(const ch_run *r, int target);
+/* Adds the running logcounterd's log_failures and log_recoveries (its
+ * stats) to the run's; called just before it is stopped or killed. */
+void ch_lcd_log_stats(ch_run *r);
+/* Is logcounterd up, with its log OK (its stats' log_state)? */
+bool ch_lcd_log_ok(ch_run *r);
 /* nemesis.c */
 /* only: a bit per kind allowed (0: all). */
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,

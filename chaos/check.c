@@ -303,11 +303,44 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   }
   printf("%-13s %llu log writes failed on purpose, %llu allocations paused "
          "before their log write, %u faults not carried out (a pause that no "
-         "allocation reached, a prune with no worker up), %u clean stops of "
-         "logcounterd with exit status 1 because memcached failed its final "
-         "tally flush (as documented)\n",
+         "allocation reached, a prune with no worker up, a disk fault that "
+         "failed no call), %u clean stops of logcounterd with exit status 1 "
+         "because memcached failed its final tally flush (as documented)\n",
          "", (unsigned long long)(e->writes_failed + r->lcd_ctl->writes_failed),
          (unsigned long long)e->pauses, skipped, r->flush_failed_stops);
+  /* the disk faults: what the shim did, and what the owners made of it */
+  uint64_t dhits[F_KINDS] = {0}, io_by_mode[8] = {0};
+  unsigned dmissed = 0;
+  for (size_t k = 0; k < r->nfaults; k++) {
+    ch_fault *x = &r->faults[k];
+    if (x->kind != F_DISK_FULL && x->kind != F_IO_ERROR) continue;
+    dhits[x->kind] += x->hits;
+    dmissed += x->missed;
+    if (x->kind == F_IO_ERROR && !x->missed && x->mode >= 0 && x->mode < 8)
+      io_by_mode[x->mode]++;
+  }
+  uint64_t lcd_failed = r->lcd_log_failures;
+  uint64_t lcd_recovered = r->lcd_log_recoveries;
+  printf(
+      "%-13s %llu calls failed by the shim beneath LevelDB (disk-full: "
+      "%u faults failed %llu; io-error: %u faults, eio %llu, short %llu, "
+      "fsync %llu, eio-once %llu, failed %llu; %u disk faults failed "
+      "none); %llu calls refused with ELOG (embedded %llu, through "
+      "logcounterd %llu); log failures %llu, recoveries %llu (embedded "
+      "%llu/%llu, logcounterd %llu/%llu, as their handles counted them)\n",
+      "disk faults",
+      (unsigned long long)(ch_owner_hits(r, T_EMB) + ch_owner_hits(r, T_LCD)),
+      kinds[F_DISK_FULL], (unsigned long long)dhits[F_DISK_FULL],
+      kinds[F_IO_ERROR], (unsigned long long)io_by_mode[0],
+      (unsigned long long)io_by_mode[1], (unsigned long long)io_by_mode[2],
+      (unsigned long long)io_by_mode[3], (unsigned long long)dhits[F_IO_ERROR],
+      dmissed, (unsigned long long)(e->calls_elog + dc->calls_elog),
+      (unsigned long long)e->calls_elog, (unsigned long long)dc->calls_elog,
+      (unsigned long long)(e->log_failures + lcd_failed),
+      (unsigned long long)(e->log_recoveries + lcd_recovered),
+      (unsigned long long)e->log_failures,
+      (unsigned long long)e->log_recoveries, (unsigned long long)lcd_failed,
+      (unsigned long long)lcd_recovered);
   printf("%-13s %s\n", "findings", r->findings[0] ? r->findings : "none");
 
   bool all_kinds = true;

@@ -3,8 +3,10 @@
  * logcounterd, each a thread sending "incr NAME N" (counters d0, d1) and
  * now and then "incr tally:u0 D" (tallies u0, u1), one request at a time,
  * and appending an acknowledgement record for every number it reads back
- * (for a tally change, a record of the attempt before it too).  An error reply, a timeout or a dropped connection
- * is a failed call (unacknowledged); the thread reconnects and goes on, so
+ * (for a tally change, a record of the attempt before it too).  An error
+ * reply ("SERVER_ERROR ELOG ..." while a disk fault has the daemon's log
+ * failed, counted), a timeout or a dropped connection is a failed call
+ * (unacknowledged); the thread reconnects and goes on, so
  * one client's sequence spans the daemon's restarts.  SIGTERM ends it once
  * each connection has its answer to the request in flight.  Connection 0
  * of client 0 pipelines instead: it writes CH_PIPE_DEPTH "incr" lines at
@@ -66,6 +68,11 @@ static int read_line(int fd, char *buf, size_t size) {
     }
   }
   return -1;
+}
+
+/* The daemon refused the call because its log failed. */
+static bool is_elog(const char *line) {
+  return strncmp(line, "SERVER_ERROR ELOG", 17) == 0;
 }
 
 /* Connection 0 of client 0: batches of CH_PIPE_DEPTH pipelined requests. */
@@ -133,6 +140,7 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
     unsigned long long v = strtoull(line, &end, 10);
     if (line[0] < '0' || line[0] > '9' || *end) { /* SERVER_ERROR ... */
       atomic_fetch_add(&ctl->calls_failed, 1);
+      if (is_elog(line)) atomic_fetch_add(&ctl->calls_elog, 1);
       continue;
     }
     recs[i].t0_ns = t0;
@@ -203,6 +211,8 @@ static void *conn(void *arg) {
     bool number = rc == 0 && line[0] >= '0' && line[0] <= '9' && *end == '\0';
     if (!number) { /* lost, timed out, or SERVER_ERROR ... */
       atomic_fetch_add(tally ? &ctl->tally_failed : &ctl->calls_failed, 1);
+      if (rc == 0 && !tally && is_elog(line))
+        atomic_fetch_add(&ctl->calls_elog, 1);
       if (rc == -1 && !tally) atomic_fetch_add(&ctl->calls_lost, 1);
       if (rc != 0) {
         close(fd);

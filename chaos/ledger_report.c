@@ -41,12 +41,15 @@ static bool ran_prefetch(const ch_run *r, int owner) {
 
 /* Why no fault of the run can have produced cause on owner's counters,
  * or NULL when one can:
- *  burned    a failed log write: only log-write-fail fails them;
+ *  burned    a failed log write: log-write-fail fails them (the seam, at
+ *            leveldb_write), and so do disk-full and io-error beneath
+ *            LevelDB (a block taken from memcached whose log write
+ *            failed, or was refused because the log had just failed);
  *  restart   holes up to the reservation a run left without closing:
  *            owner-kill, power-cut, or an owner that died by itself;
  *  unlogged  memcached ahead of the log: an increment whose answer was
  *            lost (a timeout: memcached-freeze or -kill, or any call that
- *            failed), a run killed between increment and log write
+ *            failed, as calls do with ELOG during a disk fault), a run killed between increment and log write
  *            (owner-kill, power-cut, a crash), or memcached set ahead of
  *            a restarted owner (memcached-rewind to an older snapshot);
  *            a flush alone makes the library restore from the log, exact;
@@ -60,7 +63,10 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
   const ch_ctl *ctl = owner == T_EMB ? r->emb_ctl : r->dcl_ctl;
   switch (cause) {
   case LC_GAP_BURNED:
-    return hit(r, F_WRITE_FAIL, owner) ? NULL : "no log-write-fail hit it";
+    return hit(r, F_WRITE_FAIL, owner) || hit(r, F_DISK_FULL, owner) ||
+                   hit(r, F_IO_ERROR, owner)
+               ? NULL
+               : "no log-write-fail, disk-full or io-error hit it";
   case LC_GAP_RESTART:
     return died ? NULL : "it was never killed, cut off or crashed";
   case LC_GAP_UNLOGGED:

@@ -11,6 +11,18 @@
  * different schedule, as reproducible).  Each fault is injected to the end
  * (a frozen memcached is resumed, a killed owner restarted) before the
  * next one's pause begins.
+ *
+ * The disk faults (disk-full, io-error) go through the faultfs shim
+ * preloaded into each owner (tests/shim/faultfs.c, procs.c): the nemesis
+ * writes a mode word to the owner's control file (emb.fault, lcd.fault;
+ * replaced by rename, so the shim reads it whole), holds it, and writes
+ * "off".  disk-full is enospc on every write under the owner's log
+ * directory; io-error one of eio (every write), short (a torn write, then
+ * eio), fsync (syncs fail) and eio-once (one write), from the seed.  Their
+ * end is the space or the disk coming back; the owner's log then
+ * recovers by itself (the library's reopen, with backoff), possibly while
+ * the next fault is on.  A disk fault in which the shim failed no call
+ * (nothing wrote or synced meanwhile) is counted as not carried out.
  */
 #include "chaos.h"
 
@@ -24,7 +36,26 @@ static const char *fault_names[F_KINDS] = {
     "memcached-kill", "memcached-flush",  "memcached-freeze",
     "owner-kill",     "pause-before-log", "log-write-fail",
     "power-cut",      "memcached-rewind", "owner-restart",
-    "prune"};
+    "prune",          "disk-full",        "io-error"};
+
+/* io-error's modes of the shim, drawn by the seed. */
+static const char *io_modes[] = {"eio", "short", "fsync", "eio-once"};
+#define IO_MODES ((int)(sizeof io_modes / sizeof *io_modes))
+
+const char *ch_fault_mode(const ch_fault *f) {
+  if (f->kind == F_DISK_FULL) return "enospc";
+  if (f->kind == F_IO_ERROR && f->mode >= 0 && f->mode < IO_MODES)
+    return io_modes[f->mode];
+  return NULL;
+}
+
+const char *ch_missed_why(const ch_fault *f) {
+  switch (f->kind) {
+  case F_PAUSE: return "no allocation reached the seam";
+  case F_PRUNE: return "the worker did not prune";
+  default: return "the shim failed no call: nothing wrote meanwhile";
+  }
+}
 
 const char *ch_fault_name(int kind) {
   return kind >= 0 && kind < F_KINDS ? fault_names[kind] : "none";
@@ -43,7 +74,7 @@ int ch_fault_kind(const char *name) {
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
                       unsigned only, ch_fault *f, int64_t *gap_ms) {
   static int perm[F_KINDS], nperm;
-  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2, 2, 2};
+  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2, 2, 2, 2, 2};
   int weight[F_KINDS];
   for (int i = 0; i < F_KINDS; i++)
     weight[i] = !only || (only >> i & 1) ? base_weight[i] : 0;
@@ -101,6 +132,15 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
     break;
   case F_PRUNE: f->target = T_EMB; break;
+  case F_DISK_FULL:
+    f->target = coin ? T_LCD : T_EMB;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 100, 800);
+    break;
+  case F_IO_ERROR:
+    f->target = coin ? T_LCD : T_EMB;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 100, 800);
+    f->mode = (int)(ch_rand(rng) % IO_MODES);
+    break;
   }
 }
 
@@ -171,6 +211,7 @@ static int flush_all(ch_run *r, int s) {
 }
 
 static void kill_owner(ch_run *r, int target) {
+  if (target == T_LCD) ch_lcd_log_stats(r);
   ch_kill_wait(target == T_EMB ? &r->emb_pid : &r->lcd_pid, SIGKILL);
 }
 
@@ -198,6 +239,7 @@ static bool only_flush_failed(const ch_run *r, int pid) {
 static void stop_owner(ch_run *r, int target) {
   int *pid = target == T_EMB ? &r->emb_pid : &r->lcd_pid;
   if (*pid <= 0) return;
+  if (target == T_LCD) ch_lcd_log_stats(r);
   kill(*pid, SIGTERM);
   int status = 0, waited = 0;
   while (waitpid(*pid, &status, WNOHANG) == 0 && waited++ < 600)
@@ -247,6 +289,52 @@ static int pause_before_log(ch_run *r, ch_fault *f) {
   atomic_store(&c->pause_release, 1);
   for (int i = 0; i < 2000 && atomic_load(&c->paused); i++) ch_sleep_ms(1);
   return 0;
+}
+
+/* Writes word to target's faultfs control file, whole (rename). */
+static void set_disk(ch_run *r, int target, const char *word) {
+  char path[1024], tmp[1100];
+  ch_path(r, path, sizeof path, target == T_EMB ? "emb.fault" : "lcd.fault");
+  snprintf(tmp, sizeof tmp, "%s.new", path);
+  FILE *f = fopen(tmp, "w");
+  bool ok = f && fprintf(f, "%s\n", word) > 0;
+  if (f && fclose(f) != 0) ok = false;
+  if (!ok || rename(tmp, path) != 0)
+    ch_note(r, "cannot write %s to %s", word, path);
+}
+
+/* Waits (at most 3 s) until target is up with its log OK: a disk fault
+ * strikes a log in use, not one still recovering from the last (which
+ * writes nothing, so the fault would fail nothing). */
+static void wait_log_ok(ch_run *r, int target) {
+  for (int i = 0; i < 150; i++) {
+    ch_reap(r);
+    if (target == T_EMB ? r->emb_pid > 0 && atomic_load(&r->emb_ctl->ready) &&
+                              !atomic_load(&r->emb_ctl->log_failed)
+                        : ch_lcd_log_ok(r))
+      return;
+    ch_sleep_ms(20);
+  }
+}
+
+/* disk-full, io-error: the shim's mode on the owner's log directory for
+ * arg_ms, and on until the shim has failed a call (at most 2 s more: an
+ * owner serving from a prefetched segment may not write for a while),
+ * then off.  The shim re-reads its control file every few ms (the coarse
+ * clock's tick), so the fault ends once every process has seen "off":
+ * 20 ms later. */
+static void disk_fault(ch_run *r, ch_fault *f) {
+  wait_log_ok(r, f->target);
+  f->t_ns = ch_now_ns();
+  uint64_t before = ch_owner_hits(r, f->target);
+  set_disk(r, f->target, ch_fault_mode(f));
+  ch_sleep_ms(f->arg_ms);
+  for (int i = 0; i < 100 && ch_owner_hits(r, f->target) == before; i++)
+    ch_sleep_ms(20);
+  set_disk(r, f->target, "off");
+  ch_sleep_ms(20);
+  f->hits = ch_owner_hits(r, f->target) - before;
+  if (f->hits == 0) f->missed = true;
 }
 
 static void power_cut(ch_run *r, ch_fault *f) {
@@ -305,6 +393,8 @@ int ch_inject(ch_run *r, ch_fault *f) {
     ch_sleep_ms(f->arg_ms);
     start_owner(r, f->target);
     break;
+  case F_DISK_FULL:
+  case F_IO_ERROR: disk_fault(r, f); break;
   case F_PRUNE: { /* the embedded owner prunes old records, then memcached
                        is flushed: restores must find the newest record */
     ch_ctl *c = r->emb_ctl;
@@ -329,6 +419,8 @@ void ch_heal(ch_run *r) {
   }
   atomic_store(&r->emb_ctl->fail_until_ns, 0);
   atomic_store(&r->lcd_ctl->fail_until_ns, 0);
+  set_disk(r, T_EMB, "off");
+  set_disk(r, T_LCD, "off");
   atomic_store(&r->emb_ctl->pause_req, 0);
   atomic_store(&r->emb_ctl->pause_release, 1);
   if (r->emb_pid <= 0) start_owner(r, T_EMB);

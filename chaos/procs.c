@@ -1,18 +1,23 @@
 /*
  * procs.c - the processes of a chaos run, all children of the driver:
  * a private memcached (foreground, on a loopback port of its own), the
- * embedded worker and logcounterd (each with the power-cut shim preloaded
- * and its own log directory), and the daemon client processes.
+ * embedded worker and logcounterd (each with its own log directory and two
+ * shims preloaded: the power-cut shim, then the disk-fault shim faultfs,
+ * so the power cut sees only the syncs faultfs let through), and the
+ * daemon client processes.
  *
  * Every child dies with the driver (PR_SET_PDEATHSIG), so nothing outlives
  * a run, even one that crashes.  Layout under the run directory:
  *   emb/ lcd/            the owners' directories (the cut applies there)
  *   emb.state, lcd.state the shim's records; emb.bak/, lcd.bak/ its links
  *   NAME.ctl             control blocks; rec/ the acknowledgement records
+ *   emb.fault, lcd.fault each owner's faultfs mode word (nemesis.c)
+ *   hits/emb-N, hits/lcd-N  the faults faultfs injected into start N
  *   NAME.log             each process's stderr
  */
 #include "chaos.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -94,19 +99,85 @@ void ch_mc_config(const ch_run *r, char *buf, size_t size) {
                           s ? " " : "", r->mc_port[s]);
 }
 
-/* The environment that makes an owner's shim record DIR and obey CTL. */
-static void owner_env(const ch_run *r, const char *who, char env[6][1100]) {
+/* The environment of an owner's start n: the power-cut shim records DIR
+ * and obeys CTL; faultfs fails calls on DIR's files as WHO.fault says and
+ * counts them in hits/WHO-n. */
+#define OWNER_ENV 9
+static void owner_env(const ch_run *r, const char *who, int n,
+                      char env[OWNER_ENV][1100]) {
   char p[1024];
-  snprintf(env[0], 1100, "LD_PRELOAD=%s", r->shim);
+  snprintf(env[0], 1100, "LD_PRELOAD=%s %s", r->shim, r->faultfs);
   ch_path(r, p, sizeof p, who);
   snprintf(env[1], 1100, "CHAOS_CUT_DIR=%s", p);
   snprintf(env[2], 1100, "CHAOS_CUT_STATE=%s.state", p);
   snprintf(env[3], 1100, "CHAOS_CUT_BAK=%s.bak", p);
   snprintf(env[4], 1100, "CHAOS_CTL=%s.ctl", p);
-  /* a sanitizer build: the shim comes before its runtime */
+  /* a sanitizer build: the shims come before its runtime */
   const char *a = getenv("ASAN_OPTIONS");
   snprintf(env[5], 1100, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
            a ? a : "", a && *a ? ":" : "");
+  snprintf(env[6], 1100, "LC_FAULT_DIR=%s", p);
+  snprintf(env[7], 1100, "LC_FAULT_CTL=%s.fault", p);
+  snprintf(env[8], 1100, "LC_FAULT_HITS=%s/hits/%s-%d", r->dir, who, n);
+}
+
+uint64_t ch_owner_hits(const ch_run *r, int target) {
+  char dir[1024], path[1400];
+  const char *prefix = target == T_EMB ? "emb-" : "lcd-";
+  ch_path(r, dir, sizeof dir, "hits");
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  uint64_t sum = 0;
+  while (d && (de = readdir(d)) != NULL) {
+    if (strncmp(de->d_name, prefix, 4) != 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    FILE *f = fopen(path, "r");
+    unsigned long long n = 0;
+    if (f && fscanf(f, "%llu", &n) == 1) sum += n;
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+  return sum;
+}
+
+/* logcounterd's "stats" reply, whole, in buf; false if none came. */
+static bool lcd_stats(const ch_run *r, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (r->lcd_pid <= 0) return false;
+  int fd = ch_connect_port(r->lcd_port, 1000);
+  if (fd < 0) return false;
+  size_t got = 0;
+  bool end = false;
+  if (write(fd, "stats\r\n", 7) == 7) {
+    ssize_t k;
+    while (!end && got + 1 < size &&
+           (k = read(fd, buf + got, size - 1 - got)) > 0) {
+      got += (size_t)k;
+      buf[got] = '\0';
+      end = strstr(buf, "END\r\n") != NULL;
+    }
+  }
+  close(fd);
+  return end;
+}
+
+void ch_lcd_log_stats(ch_run *r) {
+  char buf[16384];
+  if (!lcd_stats(r, buf, sizeof buf)) return;
+  const char *p;
+  unsigned long long v;
+  if ((p = strstr(buf, "STAT log_failures ")) &&
+      sscanf(p + 18, "%llu", &v) == 1)
+    r->lcd_log_failures += v;
+  if ((p = strstr(buf, "STAT log_recoveries ")) &&
+      sscanf(p + 20, "%llu", &v) == 1)
+    r->lcd_log_recoveries += v;
+}
+
+bool ch_lcd_log_ok(ch_run *r) {
+  char buf[16384];
+  return lcd_stats(r, buf, sizeof buf) &&
+         strstr(buf, "STAT log_state ok\r\n") != NULL;
 }
 
 void ch_started(ch_run *r, int target, bool sync) {
@@ -126,7 +197,7 @@ const char *ch_owner_mode(int incarnation, bool baseline) {
 int ch_start_emb(ch_run *r) {
   char dir[1024], ctl[1024], out[1024], fin[1024], mc[160], inc[16], thr[16],
       to[16], seed[32];
-  static char env[6][1100];
+  static char env[OWNER_ENV][1100];
   r->emb_inc++;
   ch_path(r, dir, sizeof dir, "emb");
   ch_path(r, ctl, sizeof ctl, "emb.ctl");
@@ -137,8 +208,9 @@ int ch_start_emb(ch_run *r) {
   snprintf(thr, sizeof thr, "%d", r->threads);
   snprintf(to, sizeof to, "%d", r->timeout_ms);
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
-  owner_env(r, "emb", env);
-  const char *envp[] = {env[0], env[1], env[2], env[3], env[4], env[5], NULL};
+  owner_env(r, "emb", r->emb_inc, env);
+  const char *envp[] = {env[0], env[1], env[2], env[3], env[4],
+                        env[5], env[6], env[7], env[8], NULL};
   /* Each restart the next mode: default, sync, prefetch (the baseline:
    * default and sync only, it has no prefetch). */
   const char *mode = ch_owner_mode(r->emb_inc, r->baseline);
@@ -163,17 +235,17 @@ int ch_start_emb(ch_run *r) {
 }
 
 int ch_start_lcd(ch_run *r) {
-  static int starts;
   char db[1024], mc[160], to[16], listen[32];
-  static char env[6][1100];
-  starts++;
+  static char env[OWNER_ENV][1100];
+  r->lcd_inc++;
   snprintf(db, sizeof db, "%s/lcd/log", r->dir);
   ch_mc_config(r, mc, sizeof mc);
   snprintf(to, sizeof to, "%d", r->timeout_ms);
   snprintf(listen, sizeof listen, "127.0.0.1:%d", r->lcd_port);
-  owner_env(r, "lcd", env);
-  const char *envp[] = {env[0], env[1], env[2], env[3], env[4], env[5], NULL};
-  const char *mode = ch_owner_mode(starts, false);
+  owner_env(r, "lcd", r->lcd_inc, env);
+  const char *envp[] = {env[0], env[1], env[2], env[3], env[4],
+                        env[5], env[6], env[7], env[8], NULL};
+  const char *mode = ch_owner_mode(r->lcd_inc, false);
   bool pf = strcmp(mode, "prefetch") == 0;
   char *argv[] = {r->daemon,
                   "--db",

@@ -3,9 +3,12 @@
  * client threads sharing one lc_t (counters e0..e2 and tallies t0, t1),
  * a flusher thread for the tallies, the pause seam, and an
  * acknowledgement record per value received (appended only after the call
- * returned it).  The driver SIGKILLs and restarts it; SIGTERM ends it
- * cleanly: a final sweep and flush of the tallies, their totals written to
- * FINAL, lc_close.
+ * returned it).  A failed call (LC_ELOG while a disk fault has the log
+ * failed, until the library has reopened it) is not acknowledged; the
+ * thread goes on.  The flusher also adds the handle's log failures and
+ * recoveries (lc_get_log_status) to the control block.  The driver
+ * SIGKILLs and restarts it; SIGTERM ends it cleanly: a final sweep and
+ * flush of the tallies, their totals written to FINAL, lc_close.
  *
  * With --baseline seed the counters are served by the original, UNSAFE
  * LogCounter algorithm instead (adapted from bench/cases.c seed_op): incr;
@@ -161,6 +164,7 @@ static void *client(void *arg) {
       rc = lc_next_n(h, ch_counter_name(obj), n, &first);
     if (rc) {
       atomic_fetch_add(&ctl->calls_failed, 1);
+      if (rc == LC_ELOG) atomic_fetch_add(&ctl->calls_elog, 1);
       ch_sleep_ms(1);
       continue;
     }
@@ -195,6 +199,20 @@ static void prune(uint64_t *rng) {
   atomic_store(&ctl->prune_req, 2);
 }
 
+/* Adds what the log's status counted since the last look to the control
+ * block (so the counts survive this incarnation). */
+static void log_status(void) {
+  static uint64_t failures, recoveries;
+  lc_log_status st;
+  if (lc_get_log_status(h, &st) != 0) return;
+  if (st.failures > failures)
+    atomic_fetch_add(&ctl->log_failures, st.failures - failures);
+  if (st.recoveries > recoveries)
+    atomic_fetch_add(&ctl->log_recoveries, st.recoveries - recoveries);
+  atomic_store(&ctl->log_failed, st.state != LC_LOG_OK);
+  failures = st.failures, recoveries = st.recoveries;
+}
+
 /* Applies every tally's pending changes every 100 ms.  It sweeps: a
  * forced flush alone only sees tallies scheduled, and a tally changed again
  * within the window of its last flush is not scheduled anew (nor is the
@@ -207,6 +225,7 @@ static void *flusher(void *arg) {
     ch_sleep_ms(100);
     lc_tally_flush(h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, NULL);
     if (atomic_load(&ctl->prune_req) == 1) prune(&rng);
+    log_status();
   }
   return NULL;
 }
@@ -286,6 +305,7 @@ int ch_worker_main(int argc, char **argv) {
     return 3;
   }
   if (baseline && open_seed_log(dir) != 0) return 3;
+  atomic_store(&ctl->log_failed, 0);
   atomic_store(&ctl->ready, 1);
 
   pthread_t tid[256], ftid;
@@ -300,6 +320,7 @@ int ch_worker_main(int argc, char **argv) {
     if (lc_tally_flush(h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, NULL) == 0) break;
     ch_sleep_ms(100);
   }
+  log_status();
   FILE *f = fopen(final_path, "w");
   for (int i = 0; f && i < CH_EMB_TALLIES; i++) {
     int64_t total = 0, pending = 0;

@@ -12,7 +12,9 @@
 #                               memcached fault hits one (make chaos
 #                               CHAOS_SERVERS=3: the multi-server mode)
 #                CHAOS_FLAGS    more options of build/chaos run (--help)
-# tests/suite_chaos.sh runs a short round in make test.
+# tests/suite_chaos.sh runs a short round in make test.  The owners also
+# preload $(FAULTFS_SO) (mk/faultfs.mk) for the disk-full and io-error
+# faults.
 CHAOS_SRC  = $(filter-out chaos/powercut.c,$(wildcard chaos/*.c)) $(COMMON_SRC)
 CHAOS_BIN  = $(BUILD)/chaos
 CHAOS_SHIM = $(BUILD)/chaos_powercut.so
@@ -35,5 +37,5 @@ $(CHAOS_SHIM): chaos/powercut.c chaos/chaos.h
 	$(CC) $(LC_CFLAGS) -O2 -g -fPIC -shared -o $@ $< -ldl -pthread
 
 chaos: deps
-	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
+	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON) $(FAULTFS_SO)
 	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) --servers $(CHAOS_SERVERS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED)) $(CHAOS_FLAGS)
