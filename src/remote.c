@@ -38,6 +38,7 @@ int lc__remote_config(const char *server, char *buf, size_t size) {
 /* logcounterd treats every key starting with "tally:" as a tally: such a
  * name cannot be a serial counter through it. */
 static int check_serial_name(const char *name) {
+  if (name == NULL) return lc__fail(LC_ENAME, "NULL counter name");
   if (strncmp(name, LC_DAEMON_TALLY_PREFIX,
               sizeof LC_DAEMON_TALLY_PREFIX - 1) == 0)
     return lc__fail(LC_ENAME,
