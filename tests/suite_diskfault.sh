@@ -15,7 +15,8 @@
 # A real disk full needs root (mount -t tmpfs); otherwise those cases use
 # the shim's enospc mode and say so.  Also: the log directory removed
 # under a running daemon (fails loudly: stats, log, exit status 1).
-# Ends with "diskfault: N passed, M failed".
+# LC_TEST_SCALE > 1 runs every other case.  Ends with "diskfault: N passed,
+# M failed".
 # shellcheck disable=SC2034
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -139,19 +140,23 @@ run_case() {
   [ $rc = 0 ] || { echo "$v" | sed 's/^/#   /'; return 1; }
 }
 
+# LC_TEST_SCALE > 1 (sanitizer builds): every other case, to save time.
+SCALE=${LC_TEST_SCALE:-1}
+[ "$SCALE" -ge 1 ] 2>/dev/null || SCALE=1
+all() { [ "$SCALE" = 1 ]; }
 check "the fault shim's self-test" bash tests/shim/faultfs_test.sh "$SHIM"
-check "disk full (default durability), SIGTERM" run_case full-term disk-full TERM ""
+all && check "disk full (default durability), SIGTERM" run_case full-term disk-full TERM ""
 check "disk full, SIGKILL" run_case full-kill disk-full KILL ""
-check "disk full, --durability sync, SIGKILL" run_case full-sync disk-full KILL "--durability sync"
+all && check "disk full, --durability sync, SIGKILL" run_case full-sync disk-full KILL "--durability sync"
 check "disk full, --prefetch 64, SIGKILL" run_case full-prefetch disk-full KILL "--prefetch 64"
 check "disk full with a tally being flushed, SIGKILL" \
   run_case full-tally disk-full KILL "--flush-interval 1" --tally t1
-check "EIO on every write, SIGKILL" run_case eio eio KILL ""
-check "one EIO, SIGTERM" run_case eio-once eio-once TERM ""
+all && check "EIO on every write, SIGKILL" run_case eio eio KILL ""
+all && check "one EIO, SIGTERM" run_case eio-once eio-once TERM ""
 check "a short write then EIO, SIGKILL" run_case short short KILL ""
 check "failed fsync, --durability sync, SIGKILL" run_case fsync-sync fsync KILL "--durability sync"
-check "failed fsync with a tally, SIGKILL" run_case fsync-tally fsync KILL "--flush-interval 1" --tally t1
-check "EIO, --prefetch 64, SIGKILL" run_case eio-prefetch eio KILL "--prefetch 64"
+all && check "failed fsync with a tally, SIGKILL" run_case fsync-tally fsync KILL "--flush-interval 1" --tally t1
+all && check "EIO, --prefetch 64, SIGKILL" run_case eio-prefetch eio KILL "--prefetch 64"
 REOPEN_FAULT=emfile check "EIO, then EMFILE while it reopens (retried with backoff), SIGKILL" \
   run_case emfile eio KILL ""
 
