@@ -17,7 +17,11 @@
  *    handle owns the log, nothing else writes it).
  *  - a lost memcached sum is re-seeded with add (never set) at the applied
  *    value, so new changes count exactly; a sum below its applied value is
- *    a loss: the baseline is reset, nothing negative is applied.
+ *    a loss: nothing negative is applied, and the sum is set back up to
+ *    the applied value (cas: only if it still holds what was read).  So
+ *    the applied sums never go down, each is a value memcached held, and
+ *    (the total moving by exactly what they move) no sum memcached brings
+ *    back, however old, can make a flush apply a change twice.
  *  - out_p / out_m: what this handle accepted (reserved before its incr)
  *    and has not seen applied; the range check bounds total + out_p and
  *    total - out_m, so no flush can take the total out of int64.  A failed
@@ -247,7 +251,13 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
       t->seen_p = true;
     else
       t->seen_m = true;
-    if (v < applied) { /* went backwards: lost; new baseline, no change */
+    if (v < applied) {
+      /* Went backwards (a warm restart from an older memory file, a stray
+       * set): what was pending is lost.  The baseline stays: the sum is
+       * set back up to it, if it still holds v (cas), so that changes
+       * count from there.  Lowering the baseline to v instead would let
+       * a later rewind to a sum read before this one (above v, below
+       * applied) apply again what was applied already. */
       *lost = true;
       pthread_mutex_lock(&t->mu);
       *out = *out > (uint64_t)(*una > 0 ? *una : 0)
@@ -255,15 +265,18 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
                  : 0;
       *una = 0;
       pthread_mutex_unlock(&t->mu);
-      *applied_new = v;
-      *d = 0;
-    } else {
-      *applied_new = v;
-      *d = v - applied;
+      rc = lc__cache_lower(&h->cache, key, klen, v, applied);
+      if (rc < 0) return rc;
+      if (rc != 0) continue; /* changed or vanished meanwhile: again */
+      LC__STAT(h, tally_seeds, 1);
+      v = applied;
     }
+    *applied_new = v;
+    *d = v - applied;
     return 0;
   }
-  return lc__fail(LC_EAGAIN, "memcached kept losing %.*s", (int)klen, key);
+  return lc__fail(LC_EAGAIN, "memcached kept losing or moving %.*s", (int)klen,
+                  key);
 }
 
 /* ---- the public calls ---- */

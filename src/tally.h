@@ -72,8 +72,9 @@ void lc__tally_rec_set(lc__tally *t, const lc__trec *n);
 /*
  * owner: one side's sum for a flush.  pre: 0 (prev holds the value
  * already read), LC__MISS (read: missing) or -1 (read it now).  A vanished
- * key is re-seeded at the applied sum; *applied_new is the baseline to
- * record, *d what to apply, *lost set when pending changes were lost.
+ * key is re-seeded at the applied sum, a sum below it is set back up to it
+ * (the baseline never goes down); *applied_new is the baseline to record,
+ * *d what to apply, *lost set when pending changes were lost.
  */
 int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
                         uint64_t prev, uint64_t *applied_new, uint64_t *d,

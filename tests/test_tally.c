@@ -4,8 +4,9 @@
  * the separate namespace from serial counters), exact totals after 8
  * threads of mixed-sign changes with two flusher threads, a process that
  * adds and flushes SIGKILLed at random moments, memcached losing pending
- * changes (flush_all, restart, a lowered sum), one log write per tally per
- * window, and lc_tally_list against a brute-force computation.
+ * changes (flush_all, restart, a lowered sum, a sum set back twice), one
+ * log write per tally per window, and lc_tally_list against a brute-force
+ * computation.
  *
  * LC_TEST_SCALE=N divides the big counts by N.
  */
@@ -589,6 +590,62 @@ static void test_memcached_loss(void **state) {
   assert_i64_eq(losses, 5);
 }
 
+/* memcached set back twice (the chaos harness's memcached-rewind: warm
+ * restarts from older memory files, or stray sets): first below what was
+ * applied, then to a sum read in between, which holds changes applied
+ * already.  The total must never go above what was added: the first
+ * rewind must not lower the applied baseline (it lowered it to 40, and
+ * the second rewind then applied 100 - 50 again: 160 for 110 added). */
+static void test_rewind_twice(void **state) {
+  fx_t *f = *state;
+  char old[32], mid[32], now[32];
+  uint64_t losses = 9;
+  assert_ok(lc_tally_add(f->h, "r", 40));
+  flush_all(f->h);
+  assert_int_equal(mcd_get(&mc, "lt+:r", old, sizeof old), 1);
+  assert_string_equal(old, "40");
+  assert_ok(lc_tally_add(f->h, "r", 60));
+  flush_all(f->h);
+  assert_int_equal(mcd_get(&mc, "lt+:r", mid, sizeof mid), 1);
+  assert_string_equal(mid, "100");
+  assert_i64_eq(total_of(f->h, "r", NULL, &losses), 100);
+  assert_i64_eq(losses, 0);
+  /* back to the older sum: a loss (nothing was pending), nothing applied */
+  assert_ok(mcd_set(&mc, "lt+:r", old));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "r", NULL, &losses), 100);
+  assert_i64_eq(losses, 1);
+  reopen(f); /* the baseline in the log is the one kept */
+  assert_ok(lc_tally_add(f->h, "r", 10));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "r", NULL, &losses), 110);
+  /* back to the sum read between the two: below the applied 110 again */
+  assert_ok(mcd_set(&mc, "lt+:r", mid));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "r", NULL, &losses), 110); /* was 160 */
+  assert_i64_eq(losses, 2);
+  /* a change made on the rewound sum (40 + 5, still below 110) is lost
+   * with it; then the sum in between once more */
+  assert_ok(mcd_set(&mc, "lt+:r", old));
+  assert_ok(lc_tally_add(f->h, "r", 5));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "r", NULL, &losses), 110);
+  assert_i64_eq(losses, 3);
+  assert_ok(mcd_set(&mc, "lt+:r", mid));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "r", NULL, &losses), 110);
+  assert_i64_eq(losses, 4);
+  /* and later changes count exactly */
+  assert_ok(lc_tally_add(f->h, "r", 7));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "r", NULL, &losses), 117);
+  assert_i64_eq(losses, 4);
+  assert_i64_eq(flush_all(f->h), 0);
+  /* memcached holds the applied sum (set back up to it, never below) */
+  assert_int_equal(mcd_get(&mc, "lt+:r", now, sizeof now), 1);
+  assert_string_equal(now, "117");
+}
+
 /* ---- one log write per tally per window ------------------------------ */
 
 static void test_one_write_per_window(void **state) {
@@ -783,6 +840,7 @@ int main(void) {
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup,
                                       tu_teardown),
+      cmocka_unit_test_setup_teardown(test_rewind_twice, tu_setup, tu_teardown),
       cmocka_unit_test_setup_teardown(test_list_brute_force, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_one_write_per_window, tu_setup,
