@@ -190,17 +190,25 @@ static void test_segment_write_failure(void **state) {
   assert_i64_op(burned, >, v);
   atomic_store(&fail_all, 0);
   reopen_log(h);
+  /* The failed fetch stopped the log, maybe before the held segment was
+   * used up (the prefetcher fetches at half): what is left of it goes out
+   * first, in order, then a new segment above the burned one. */
   int64_t w = 0;
-  assert_ok(lc_next(h, "seg", &w));
+  for (int i = 0; i < 200 && w <= burned; i++) {
+    assert_ok(lc_next(h, "seg", &w));
+    assert_i64_op(w, >, v);
+    if (w <= burned) assert_i64_eq(w, v + 1); /* from the held segment */
+    v = w;
+  }
   assert_i64_op(w, >, burned);
   assert_ok(lc_close(h));
-  /* Everything between the last value before the failure and w is in the
-   * ledger as burned, nothing else is missing. */
+  /* Nothing is missing without a ledger entry; the burned segment is. */
   assert_ok(lc_open(&o, &h));
   tu_ledger l;
   assert_ok(tu_explain(h, "seg", &l));
   assert_i64_eq(l.values[0], 0);
-  assert_i64_eq(l.values[LC_GAP_BURNED], w - v - 1);
+  assert_i64_eq(l.conflicts, 0);
+  assert_i64_op(l.values[LC_GAP_BURNED], >=, 1);
   assert_ok(lc_close(h));
 }
 
