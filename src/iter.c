@@ -103,18 +103,18 @@ static int step(lc_iter *i, const char **k, size_t *klen, const char **v,
   return 1;
 }
 
-int lc_iter_next(lc_iter *i, lc_record *rec) {
-  lc__detail_clear();
-  if (i == NULL || rec == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  if (i->ledger) return lc__fail(LC_EINVAL, "a ledger iterator");
-  size_t klen, vlen;
-  const char *k, *v;
+/* The next record (rec) or ledger entry (gap) in the log's gate: 1, 0 at
+ * the end, or an error (LC_ECORRUPT: its last value is set). */
+static int next(lc_iter *i, lc_record *rec, lc_gap *gap) {
+  size_t klen = 0, vlen = 0;
+  const char *k = NULL, *v = NULL;
   int rc = lc__log_enter(&i->h->log);
   if (rc) return rc;
   rc = step(i, &k, &klen, &v, &vlen);
   if (rc > 0) {
-    rc = lc__record_decode(k, klen, i->plen, v, vlen, rec);
-    if (rc) rec->last = lc__key_last(k, klen, i->plen);
+    rc = rec ? lc__record_decode(k, klen, i->plen, v, vlen, rec)
+             : lc__ledger_decode(k, klen, i->plen, v, vlen, gap);
+    if (rc) *(rec ? &rec->last : &gap->last) = lc__key_last(k, klen, i->plen);
     leveldb_iter_next(i->it);
     rc = rc ? rc : 1;
   }
@@ -122,23 +122,18 @@ int lc_iter_next(lc_iter *i, lc_record *rec) {
   return rc;
 }
 
+int lc_iter_next(lc_iter *i, lc_record *rec) {
+  lc__detail_clear();
+  if (i == NULL || rec == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  if (i->ledger) return lc__fail(LC_EINVAL, "a ledger iterator");
+  return next(i, rec, NULL);
+}
+
 int lc_ledger_next(lc_iter *i, lc_gap *gap) {
   lc__detail_clear();
   if (i == NULL || gap == NULL) return lc__fail(LC_EINVAL, "NULL argument");
   if (!i->ledger) return lc__fail(LC_EINVAL, "not a ledger iterator");
-  size_t klen, vlen;
-  const char *k, *v;
-  int rc = lc__log_enter(&i->h->log);
-  if (rc) return rc;
-  rc = step(i, &k, &klen, &v, &vlen);
-  if (rc > 0) {
-    rc = lc__ledger_decode(k, klen, i->plen, v, vlen, gap);
-    if (rc) gap->last = lc__key_last(k, klen, i->plen);
-    leveldb_iter_next(i->it);
-    rc = rc ? rc : 1;
-  }
-  lc__log_leave(&i->h->log);
-  return rc;
+  return next(i, NULL, gap);
 }
 
 void lc_iter_close(lc_iter *i) {
