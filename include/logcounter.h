@@ -429,13 +429,13 @@ typedef enum {
 
 typedef struct lc_log_status {
   lc_log_state_t state;
-  uint64_t failures;        /* times the log failed */
-  uint64_t recoveries;      /* reopens that brought it back */
-  uint64_t attempts;        /* reopens tried, failed ones too */
-  int64_t failed_us;        /* wall clock (us) of the last failure; 0: none */
-  int64_t recovered_us;     /* of the last recovery; 0: none */
-  char error[256];          /* what failed last ("" if nothing has) */
-  char attempt_error[256];  /* why the last reopen failed ("" if it did not) */
+  uint64_t failures;       /* times the log failed */
+  uint64_t recoveries;     /* reopens that brought it back */
+  uint64_t attempts;       /* reopens tried, failed ones too */
+  int64_t failed_us;       /* wall clock (us) of the last failure; 0: none */
+  int64_t recovered_us;    /* of the last recovery; 0: none */
+  char error[256];         /* what failed last ("" if nothing has) */
+  char attempt_error[256]; /* why the last reopen failed ("" if it did not) */
 } lc_log_status;
 
 /* The state of the handle's log (a local handle; checks that the log

@@ -124,11 +124,11 @@ typedef struct lc__log {
   _Atomic int64_t checked_us; /* last check of the directory (monotonic) */
   /* The failure record (fmu): what failed, when, and the recoveries. */
   pthread_mutex_t fmu;
-  char why[LC__DETAIL_MAX];  /* the failure that made it FAILED or LOST */
+  char why[LC__DETAIL_MAX]; /* the failure that made it FAILED or LOST */
   char last_attempt[LC__DETAIL_MAX]; /* the last failed reopen, or "" */
   int64_t failed_us, recovered_us;   /* wall clock; 0: never */
   uint64_t failures, recoveries, attempts;
-  lc_iter *iters; /* open iterators (fmu), closed by a reopen */
+  lc_iter *iters;             /* open iterators (fmu), closed by a reopen */
   void (*on_fail)(void *arg); /* called once per failure (recover.c) */
   void *on_fail_arg;
 } lc__log;
@@ -287,7 +287,7 @@ struct lc {
     bool started, stop;
     pthread_t thread;
   } pf;
-  struct { /* recover.c: the thread that reopens a failed log */
+  struct {               /* recover.c: the thread that reopens a failed log */
     pthread_mutex_t mu;  /* started, stop, the thread's sleep */
     pthread_mutex_t run; /* one reopen at a time */
     pthread_cond_t cv;

@@ -19,8 +19,8 @@ struct lc_iter {
   const leveldb_snapshot_t *snap;
   leveldb_readoptions_t *read;
   size_t plen;
-  bool ledger; /* lc_ledger_open: 'g' entries, not records */
-  bool dead;   /* the log was reopened: it and snap are gone */
+  bool ledger;          /* lc_ledger_open: 'g' entries, not records */
+  bool dead;            /* the log was reopened: it and snap are gone */
   lc_iter *prev, *next; /* the log's list of open iterators */
   char prefix[LC_NAME_MAX + 10];
 };

@@ -216,8 +216,8 @@ static int cover(lc__log *l, const lc__counter *c, bool ledger, int64_t first,
     if (ledger ? lc__ledger_decode(k, klen, plen, v, vlen, &g)
                : lc__record_decode(k, klen, plen, v, vlen, &r))
       continue; /* verify reports it */
-    lc__span x = ledger ? (lc__span){g.first, g.last}
-                        : (lc__span){r.first, r.last};
+    lc__span x =
+        ledger ? (lc__span){g.first, g.last} : (lc__span){r.first, r.last};
     if (x.first > last) break;
     s[n++] = x;
   }
@@ -252,8 +252,8 @@ static void recheck(lc__log *l, lc__counter *c) {
     int64_t from = g[i].first;
     for (int j = 0; j < n && from <= g[i].last; j++) {
       if (s[j].first > from)
-        lc__ledger_gap(c, from, s[j].first - 1 < g[i].last ? s[j].first - 1
-                                                           : g[i].last,
+        lc__ledger_gap(c, from,
+                       s[j].first - 1 < g[i].last ? s[j].first - 1 : g[i].last,
                        g[i].cause);
       if (s[j].last >= from) from = s[j].last + 1;
     }

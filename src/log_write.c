@@ -46,8 +46,10 @@ int lc__log_refuse(lc__log *l) {
   pthread_mutex_unlock(&l->fmu);
   if (atomic_load(&l->state) == LC__LOG_LOST)
     return lc__fail(LC_ELOG, "log lost, not written any more: %s", why);
-  return lc__fail(LC_ELOG, "log failed, nothing written until it is reopened:"
-                           " %s", why);
+  return lc__fail(LC_ELOG,
+                  "log failed, nothing written until it is reopened:"
+                  " %s",
+                  why);
 }
 
 int lc__log_enter(lc__log *l) {
@@ -91,11 +93,12 @@ int lc__log_check_dir(lc__log *l, bool force) {
   struct stat st;
   char why[LC__DETAIL_MAX];
   if (stat(l->path, &st) != 0)
-    snprintf(why, sizeof why, "log directory %s: %s", l->path,
-             strerror(errno));
+    snprintf(why, sizeof why, "log directory %s: %s", l->path, strerror(errno));
   else if (st.st_dev != l->dev || st.st_ino != l->ino)
-    snprintf(why, sizeof why, "log directory %s was replaced (inode %llu, "
-             "opened as %llu)", l->path, (unsigned long long)st.st_ino,
+    snprintf(why, sizeof why,
+             "log directory %s was replaced (inode %llu, "
+             "opened as %llu)",
+             l->path, (unsigned long long)st.st_ino,
              (unsigned long long)l->ino);
   else
     return 0;

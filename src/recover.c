@@ -48,7 +48,7 @@ static void *recoverer(void *arg) {
     pthread_mutex_unlock(&h->rec.mu);
     int rc = lc__recover(h);
     pthread_mutex_lock(&h->rec.mu);
-    backoff = rc == 0 ? BACKOFF_MIN_MS
+    backoff = rc == 0                        ? BACKOFF_MIN_MS
               : backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                              : backoff * 2;
   }
@@ -97,8 +97,7 @@ int lc__recover(lc_t *h) {
   lc__log *l = &h->log;
   pthread_mutex_lock(&h->rec.run);
   int expect = LC__LOG_FAILED;
-  if (!atomic_compare_exchange_strong(&l->state, &expect,
-                                      LC__LOG_RECOVERING)) {
+  if (!atomic_compare_exchange_strong(&l->state, &expect, LC__LOG_RECOVERING)) {
     pthread_mutex_unlock(&h->rec.run);
     return expect == LC__LOG_OK ? 0 : lc__log_refuse(l);
   }

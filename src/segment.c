@@ -253,7 +253,7 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
   bool fetched = false;
   if (atomic_load(&h->log.state) != LC__LOG_OK) /* nothing goes out, not */
-    return lc__log_refuse(&h->log);            /* even what is held */
+    return lc__log_refuse(&h->log);             /* even what is held */
   if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
                                      out any more */
     return lc__fail(LC_EOWNED,

@@ -39,7 +39,7 @@
 #include "logcounter.h"
 #include "mcd.h"
 
-static char *root;          /* the temporary directory (LC_DISKFAULT_TMP) */
+static char *root;           /* the temporary directory (LC_DISKFAULT_TMP) */
 static char fsdir[PATH_MAX]; /* root/fs: the faulted files (a tmpfs?) */
 static int real_tmpfs;       /* fsdir is a 3 MB tmpfs */
 
@@ -61,7 +61,8 @@ static void fill(void) {
   snprintf(path, sizeof path, "%s/filler", fsdir);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   memset(buf, 0, sizeof buf);
-  while (fd >= 0 && write(fd, buf, sizeof buf) > 0) {}
+  while (fd >= 0 && write(fd, buf, sizeof buf) > 0) {
+  }
   if (fd >= 0) close(fd);
 }
 
@@ -115,12 +116,12 @@ typedef struct acked {
   int64_t max, n, tally, during, errors;
 } acked;
 
-#define DIE(...)                    \
-  do {                              \
-    fprintf(stderr, "child: ");     \
-    fprintf(stderr, __VA_ARGS__);   \
-    fprintf(stderr, "\n");          \
-    _exit(2);                       \
+#define DIE(...)                  \
+  do {                            \
+    fprintf(stderr, "child: ");   \
+    fprintf(stderr, __VA_ARGS__); \
+    fprintf(stderr, "\n");        \
+    _exit(2);                     \
   } while (0)
 
 static void options(lc_options *o, const kase *k, char *path, size_t size) {
@@ -148,7 +149,8 @@ static int step(lc_t *h, const kase *k, acked *a) {
   a->n++;
   if (k->tally) {
     rc = lc_tally_add(h, "t1", 1);
-    if (rc == 0) a->tally++;
+    if (rc == 0)
+      a->tally++;
     else if (rc != LC_ELOG)
       DIE("lc_tally_add: %s (%s)", lc_err_name(rc), lc_last_detail());
   }
@@ -244,10 +246,10 @@ static void run(const kase *k) {
   assert_ok(lc_close(h));
 }
 
-#define CASE(fn, ...)                  \
-  static void fn(void **state) {       \
-    (void)state;                       \
-    run(&(kase){__VA_ARGS__});         \
+#define CASE(fn, ...)            \
+  static void fn(void **state) { \
+    (void)state;                 \
+    run(&(kase){__VA_ARGS__});   \
   }
 CASE(test_full_close, "full-close", "disk-full", LC_DURABILITY_DEFAULT, 0,
      false, false)
@@ -261,8 +263,7 @@ CASE(test_full_tally, "full-tally", "disk-full", LC_DURABILITY_DEFAULT, 0, true,
      true)
 CASE(test_eio_kill, "eio", "eio", LC_DURABILITY_DEFAULT, 0, false, true)
 CASE(test_short_kill, "short", "short", LC_DURABILITY_DEFAULT, 0, false, true)
-CASE(test_fsync_sync, "fsync-sync", "fsync", LC_DURABILITY_SYNC, 0, false,
-     true)
+CASE(test_fsync_sync, "fsync-sync", "fsync", LC_DURABILITY_SYNC, 0, false, true)
 CASE(test_fsync_tally, "fsync-tally", "fsync", LC_DURABILITY_DEFAULT, 0, true,
      true)
 CASE(test_eio_prefetch, "eio-prefetch", "eio", LC_DURABILITY_DEFAULT, 64, false,
@@ -283,7 +284,8 @@ static void *work(void *p) {
   while (!atomic_load(w->stop) && w->n < w->max) {
     int64_t v = 0;
     int rc = lc_next(w->h, "flip", &v);
-    if (rc == 0) w->ids[w->n++] = v;
+    if (rc == 0)
+      w->ids[w->n++] = v;
     else if (rc == LC_ELOG) {
       w->elog++;
       usleep(100); /* as a client would */
@@ -354,7 +356,8 @@ static void test_flips_under_threads(void **state) {
   assert_ok(mcd_flush_all(&mc));
   assert_ok(lc_open(&o, &h));
   int64_t v = tu_next1(h, "flip");
-  if (v <= top) fail_msg("REISSUED: %lld after %lld", (long long)v, (long long)top);
+  if (v <= top)
+    fail_msg("REISSUED: %lld after %lld", (long long)v, (long long)top);
   tu_ledger l;
   assert_ok(tu_explain(h, "flip", &l));
   assert_i64_eq(l.values[0], 0);

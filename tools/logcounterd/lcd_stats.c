@@ -174,19 +174,25 @@ lc_log_state_t lcd_log_watch(lcd_server *s) {
   lc_log_status st, *was = &s->log_seen;
   if (s->lc == NULL || lc_get_log_status(s->lc, &st) != 0) return LC_LOG_OK;
   if (st.state == LC_LOG_LOST && was->state != LC_LOG_LOST)
-    lcd_log(s->set, 0, "LOG LOST: %s; nothing is written or handed out any "
-            "more: stop this daemon and restore the log directory", st.error);
+    lcd_log(s->set, 0,
+            "LOG LOST: %s; nothing is written or handed out any "
+            "more: stop this daemon and restore the log directory",
+            st.error);
   else if (st.failures != was->failures)
-    lcd_log(s->set, 0, "log failed: %s; every allocation and tally change "
-            "is refused until it is reopened (retrying)", st.error);
+    lcd_log(s->set, 0,
+            "log failed: %s; every allocation and tally change "
+            "is refused until it is reopened (retrying)",
+            st.error);
   if (st.attempts != was->attempts && st.attempt_error[0] &&
-      st.state != LC_LOG_OK && (st.attempts - was->attempts > 1 ||
-                                st.attempts % 10 == 1))
+      st.state != LC_LOG_OK &&
+      (st.attempts - was->attempts > 1 || st.attempts % 10 == 1))
     lcd_log(s->set, 0, "log reopen failed (attempt %" PRIu64 "): %s",
             st.attempts, st.attempt_error);
   if (st.recoveries != was->recoveries && st.state == LC_LOG_OK)
-    lcd_log(s->set, 0, "log recovered: reopened %.1f s after it failed; "
-            "allocations go on", (double)(st.recovered_us - st.failed_us) / 1e6);
+    lcd_log(s->set, 0,
+            "log recovered: reopened %.1f s after it failed; "
+            "allocations go on",
+            (double)(st.recovered_us - st.failed_us) / 1e6);
   *was = st;
   return st.state;
 }
