@@ -116,6 +116,7 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->arg_ms = (int64_t)ch_rand_between(rng, 100, 500);
     break;
   case F_WRITE_FAIL:
+  case F_DISK_FULL:
     f->target = coin ? T_LCD : T_EMB;
     f->arg_ms = (int64_t)ch_rand_between(rng, 100, 800);
     break;
@@ -132,10 +133,6 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->arg_ms = (int64_t)ch_rand_between(rng, 0, 200);
     break;
   case F_PRUNE: f->target = T_EMB; break;
-  case F_DISK_FULL:
-    f->target = coin ? T_LCD : T_EMB;
-    f->arg_ms = (int64_t)ch_rand_between(rng, 100, 800);
-    break;
   case F_IO_ERROR:
     f->target = coin ? T_LCD : T_EMB;
     f->arg_ms = (int64_t)ch_rand_between(rng, 100, 800);

@@ -433,8 +433,8 @@ static void send_batch(lc_t *h, lc__counter *c) {
   if (total > (uint64_t)(LC_VALUE_MAX - c->floor)) {
     rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
                   (long long)c->floor);
-  } else if (atomic_load(&h->log.state) != LC__LOG_OK) {
-    rc = lc__log_refuse(&h->log); /* nothing taken from memcached */
+  } else if ((rc = lc__log_ok(&h->log)) != 0) {
+    /* nothing taken from memcached */
   } else {
     int64_t floor0 = c->floor;
     uint64_t v = 0;
@@ -596,8 +596,7 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   lc__counter *c;
   int rc = LC__LOCAL_ONLY(h);
   if (!rc) rc = lc__counter_lookup(h, name, &c);
-  if (!rc && op != op_current && atomic_load(&h->log.state) != LC__LOG_OK)
-    rc = lc__log_refuse(&h->log);
+  if (!rc && op != op_current) rc = lc__log_ok(&h->log);
   if (!rc) {
     lc__counter_acquire(c);
     rc = lc__counter_load(h, c);

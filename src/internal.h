@@ -173,6 +173,11 @@ int lc__log_enter(lc__log *l);
 void lc__log_leave(lc__log *l);
 /* LC_ELOG saying why the log cannot be used now (its state). */
 int lc__log_refuse(lc__log *l);
+/* 0 while the log is OK, else lc__log_refuse: the check before anything
+ * is taken from memcached or acknowledged. */
+static inline int lc__log_ok(lc__log *l) {
+  return atomic_load(&l->state) == LC__LOG_OK ? 0 : lc__log_refuse(l);
+}
 /* A write failed (err: LevelDB's words): OK -> FAILED, recorded, and
  * on_fail called; returns LC_ELOG with err. */
 int lc__log_fail(lc__log *l, const char *err);

@@ -53,7 +53,8 @@ int lc__log_refuse(lc__log *l) {
 }
 
 int lc__log_enter(lc__log *l) {
-  if (atomic_load(&l->state) != LC__LOG_OK) return lc__log_refuse(l);
+  int rc = lc__log_ok(l);
+  if (rc) return rc;
   pthread_rwlock_rdlock(&l->gate);
   if (atomic_load(&l->state) == LC__LOG_OK && l->db) return 0;
   pthread_rwlock_unlock(&l->gate);
@@ -133,7 +134,8 @@ static int write_group(lc__log *l, lc__wreq **g, int n) {
 }
 
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
-  if (atomic_load(&l->state) != LC__LOG_OK) return lc__log_refuse(l);
+  int rc = lc__log_ok(l);
+  if (rc) return rc;
   lc__wreq w = {.b = b, .sync = sync};
   pthread_cond_init(&w.cv, NULL);
   pthread_mutex_lock(&l->wmu);
@@ -150,7 +152,7 @@ int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
     for (lc__wreq *q = &w; q && n < GROUP_MAX; q = q->next) g[n++] = q;
     l->writing = true;
     pthread_mutex_unlock(&l->wmu);
-    int rc = write_group(l, g, n);
+    rc = write_group(l, g, n);
     pthread_mutex_lock(&l->wmu);
     l->writing = false;
     l->whead = g[n - 1]->next;

@@ -178,8 +178,7 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
     else if (size > room)
       size = room; /* never past the end */
   }
-  if (!rc && atomic_load(&h->log.state) != LC__LOG_OK)
-    rc = lc__log_refuse(&h->log); /* nothing taken from memcached */
+  if (!rc) rc = lc__log_ok(&h->log); /* nothing taken from memcached */
   if (!rc) rc = lc__counter_increment(h, c, size, &last);
   if (!rc) {
     c->floor = last; /* handed out, held or burned: never again */
@@ -252,8 +251,7 @@ static bool unqueue(lc_t *h, lc__counter *c) {
 int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
   bool fetched = false;
-  if (atomic_load(&h->log.state) != LC__LOG_OK) /* nothing goes out, not */
-    return lc__log_refuse(&h->log);             /* even what is held */
+  if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* not even what is held */
   if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
                                      out any more */
     return lc__fail(LC_EOWNED,

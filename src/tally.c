@@ -341,8 +341,7 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
   lc__tally *t;
   int rc = lc__tally_lookup(h, name, &t);
   if (rc) return rc;
-  if (atomic_load(&h->log.state) != LC__LOG_OK) /* nothing acknowledged */
-    return lc__log_refuse(&h->log);
+  if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* nothing acknowledged */
   *tp = t;
   bool plus = delta > 0;
   uint64_t d = plus ? (uint64_t)delta : (uint64_t)0 - (uint64_t)delta;
