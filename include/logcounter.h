@@ -38,12 +38,13 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 3
+#define LC_VERSION_MINOR 4
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.3.0"
+#define LC_VERSION_STRING "0.4.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
- * 1: lc_prune_result grew (ledger_deleted), proto.c left the library. */
-#define LC_SOVERSION 1
+ * 1: lc_prune_result grew (ledger_deleted), proto.c left the library.
+ * 2: lc_options grew (the admin socket, retention). */
+#define LC_SOVERSION 2
 
 #define LC_VALUE_MAX INT64_MAX /* the largest value ever handed out */
 #define LC_NAME_MAX 200        /* longest counter name, in bytes */
@@ -89,7 +90,11 @@ extern "C" {
                     "(max_counters / max_tallies)")                         \
   X(ENOTISSUED, -20, "the value was never handed out (only issued values "  \
                      "can be voided)")                                      \
-  X(EVOIDED,   -21, "the value is already voided")
+  X(EVOIDED,   -21, "the value is already voided")                        \
+  X(EBEHIND,   -22, "the log is a restored backup and memcached no longer " \
+                    "holds the counter: ids may have gone out after the "  \
+                    "backup (adopt it with --above the last id issued)")   \
+  X(EBUSY,     -23, "the admin socket is in use by a running process")
 /* clang-format on */
 
 typedef enum {
@@ -171,6 +176,23 @@ typedef struct lc_options {
    * LC_MAX_COUNTERS_DEFAULT and LC_MAX_TALLIES_DEFAULT. */
   uint64_t max_counters;
   uint64_t max_tallies;
+  /* (0.4) The admin socket: when set, the handle listens on this unix
+   * socket path (created with mode admin_socket_mode, 0: 0600; a stale
+   * socket file is replaced, a live one is LC_EBUSY) and serves every
+   * call, the log's included, to remote handles (lc_options.server set
+   * to the path) and to "logcounter --server PATH".  Served by threads
+   * of the handle, never by the caller's. */
+  const char *admin_socket;
+  unsigned admin_socket_mode;
+  /* (0.4) Retention: when retain_records or retain_age_us is set, a
+   * thread of the handle prunes every counter in the log every
+   * retain_interval_ms (0: 60000), as lc_prune with keep =
+   * retain_records and older_than_us = now - retain_age_us would (a
+   * record is kept when either criterion keeps it; the newest record,
+   * the reservation and the ledger entries of kept records stay). */
+  uint64_t retain_records;
+  int64_t retain_age_us;
+  int64_t retain_interval_ms;
 } lc_options;
 
 #define LC_MAX_COUNTERS_DEFAULT 100000ULL
@@ -448,6 +470,54 @@ LC_EXTERN const char *lc_log_state_name(lc_log_state_t state);
 LC_EXTERN int lc_log_recover(lc_t *h);
 /* Not from inside a callback of lc_prune or lc_tally_list: those hold the
  * log open, and a reopen waits for them. */
+
+/* ==== Retention and backup (added in 0.4) ============================== */
+
+/* What the retention thread (lc_options.retain_*) has done since
+ * lc_open.  All zero when retention is off. */
+typedef struct lc_retention_status {
+  uint64_t runs;            /* passes over the log finished */
+  uint64_t counters;        /* counters pruned (summed over the runs) */
+  uint64_t records_deleted; /* records deleted */
+  uint64_t ledger_deleted;  /* ledger entries deleted with them */
+  uint64_t errors;          /* counters whose prune failed */
+  int64_t last_run_us;      /* wall clock when the last run ended; 0: none */
+  int64_t last_duration_us; /* how long it took */
+  char last_error[256];     /* the last failure ("" if none) */
+} lc_retention_status;
+
+LC_EXTERN int lc_get_retention_status(lc_t *h, lc_retention_status *out);
+
+/* Calls fn for each counter that has records or a reservation in the log,
+ * in ascending bytewise name order, from one snapshot; fn returns
+ * non-zero to stop.  *count (may be NULL): how many were reported. */
+LC_EXTERN int lc_list_counters(lc_t *h, int (*fn)(void *arg, const char *name),
+                               void *arg, uint64_t *count);
+
+typedef struct lc_backup_opts {
+  /* Called now and then during the copy; may be NULL. */
+  void (*progress)(void *arg, uint64_t keys_copied);
+  void *progress_arg;
+} lc_backup_opts;
+
+typedef struct lc_backup_result {
+  uint64_t keys;    /* LevelDB entries copied */
+  uint64_t records; /* of which records */
+  uint64_t bytes;   /* keys and values copied */
+  int64_t time_us;  /* the snapshot's time (wall clock) */
+} lc_backup_result;
+
+/* Writes a consistent copy of the log (one LevelDB snapshot) to dir, a new
+ * LevelDB directory (dir must not exist; its parent must), synced, while
+ * the handle goes on serving.  The copy is marked as a restored backup:
+ * a handle opened on it continues each counter above both its own floor
+ * and memcached's value, and refuses a counter that memcached no longer
+ * holds (LC_EBEHIND) until lc_adopt(h, name, above), because ids may have
+ * been handed out after the copy.  opts may be NULL. */
+LC_EXTERN int lc_backup(lc_t *h, const char *dir, const lc_backup_opts *opts,
+                        lc_backup_result *result);
+/* 1 when the handle's log is a restored backup (see lc_backup), else 0. */
+LC_EXTERN int lc_is_restored(lc_t *h);
 
 /* ==== Tallies ===========================================================
  *
