@@ -78,9 +78,9 @@ extern "C" {
   X(EAGAIN,    -13, "memcached kept losing the counter during restore; "     \
                     "try again")                                             \
   X(ECONFIG,   -14, "invalid memcached configuration string")           \
-  X(EREMOTE,   -15, "not available through logcounterd (the daemon "     \
-                    "owns the log: run it where the daemon runs, with "  \
-                    "the daemon stopped)")                            \
+  X(EREMOTE,   -15, "not available through this server (a logcounterd "  \
+                    "data port serves allocations and reads; the log's "  \
+                    "commands go to its admin socket, --admin-socket)")   \
   X(ETALLYRANGE, -16, "tally change would take the total (with what is "  \
                       "pending) out of the signed 64-bit range")          \
   X(EDELTA,    -17, "invalid tally delta (must be non-zero)")              \

@@ -5,7 +5,7 @@
  * then connects the memcached pool; lc_close undoes both and leaves every
  * used counter's reservation exact, so that a clean restart skips nothing.
  */
-#include "internal.h"
+#include "admin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +84,7 @@ static int open_remote(lc_t *h) {
   int rc = lc__remote_config(h->server, config, sizeof config);
   if (!rc)
     rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms, h->opt.pool_size);
+  if (!rc && h->server[0] == '/') rc = lc__admin_probe(h);
   return rc;
 }
 
@@ -99,6 +100,9 @@ int lc_open(const lc_options *o, lc_t **out) {
     return lc__fail(LC_EINVAL, "unknown durability %d", (int)o->durability);
   if (o->timeout_ms < 0 || o->lock_wait_ms < 0 || o->pool_size < 0)
     return lc__fail(LC_EINVAL, "negative timeout, lock wait or pool size");
+  if (remote && o->admin_socket && o->admin_socket[0])
+    return lc__fail(LC_EINVAL, "an admin socket is served where the log is, "
+                               "not by a remote handle");
   if (o->prefetch > LC_BLOCK_MAX && o->prefetch != LC_PREFETCH_AUTO)
     return lc__fail(LC_EINVAL,
                     "prefetch %llu: at most %llu, or "
@@ -153,6 +157,14 @@ int lc_open(const lc_options *o, lc_t **out) {
       lc__log_close(&h->log);
     }
   }
+  if (!rc && !remote && h->opt.admin_socket && h->opt.admin_socket[0]) {
+    rc = lc__admin_start(h);
+    if (rc) {
+      lc__prefetcher_stop(h);
+      lc__recover_stop(h);
+      lc__log_close(&h->log);
+    }
+  }
   if (rc) { /* the log is closed already when its open failed */
     lc__table_close(&h->counters, &h->log, &h->cache);
     lc__tallies_close(&h->tallies);
@@ -167,6 +179,7 @@ int lc_open(const lc_options *o, lc_t **out) {
 int lc_close(lc_t *h) {
   if (h == NULL) return 0;
   lc__detail_clear();
+  lc__admin_stop(h); /* first: its calls use everything below */
   lc__prefetcher_stop(h);
   if (!h->remote) {
     /* a failed log gets one more reopen, so that the exact reservations

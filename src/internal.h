@@ -16,6 +16,9 @@
  *   tally*.c   tallies: write-behind counts (tally.c: add, get, state;
  *              tally_flush.c, tally_list.c, tally_rec.c)
  *   remote.c   remote mode: the same calls, answered by a logcounterd
+ *   admin*.c   the admin socket: its server (admin_srv.c, admin_ops.c),
+ *              its client (admin_cli.c), their line I/O (admin_io.c);
+ *              admin.h
  *   handle.c   lc_open / lc_close, options, stats
  */
 #ifndef LC_INTERNAL_H
@@ -256,11 +259,12 @@ void lc__tallies_close(lc__tallies *t);
 int lc__remote_config(const char *server, char *buf, size_t size);
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
 int lc__remote_current(lc_t *h, const char *name, int64_t *value);
-/* Fails remote handles for calls that need the log; 0 otherwise. */
-#define LC__LOCAL_ONLY(h)                                                 \
-  ((h)->remote                                                            \
-       ? lc__fail(LC_EREMOTE, "this handle talks to %s", (h)->opt.server) \
-       : 0)
+/* Fails remote handles for calls that need the log; 0 otherwise (an
+ * admin socket answers the log's calls: those route h->admin first). */
+#define LC__LOCAL_ONLY(h)                                                  \
+  ((h)->remote ? lc__fail(LC_EREMOTE, "%s is not an admin socket",         \
+                          (h)->opt.server)                                 \
+               : 0)
 
 /* ---- recover.c: reopening a failed log ---- */
 void lc__recover_init(lc_t *h); /* sets h->log.on_fail */
@@ -272,8 +276,11 @@ int lc__recover(lc_t *h);
 void lc__iters_kill(lc__log *l);
 
 /* ---- handle.c ---- */
+typedef struct lc__admin_srv lc__admin_srv;
 struct lc {
   bool remote; /* talks to a logcounterd: no log, no counters */
+  bool admin;  /* remote, on an admin socket: every call goes there */
+  lc__admin_srv *admin_srv; /* admin_srv.c: this handle's admin socket */
   lc_options opt;
   char *memcached;
   char *db_path;

@@ -8,7 +8,7 @@
  * listed in the log (under its fmu): a reopen after a failed write closes
  * their LevelDB side (lc__iters_kill), and their next call fails.
  */
-#include "internal.h"
+#include "admin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +21,35 @@ struct lc_iter {
   size_t plen;
   bool ledger;          /* lc_ledger_open: 'g' entries, not records */
   bool dead;            /* the log was reopened: it and snap are gone */
+  lc__astream *remote;  /* an admin socket's stream, instead of the rest */
+  bool ended;           /* remote: the stream's OK was read */
   lc_iter *prev, *next; /* the log's list of open iterators */
   char prefix[LC_NAME_MAX + 10];
 };
 
+static int remote_open(lc_t *h, const char *name, bool ledger,
+                       lc_iter **out) {
+  lc_iter *i = calloc(1, sizeof *i);
+  if (i == NULL) return lc__fail(LC_ENOMEM, "cannot allocate an iterator");
+  int rc = lc__astream_open(h, &i->remote, "%s %s",
+                            ledger ? "ledger" : "records", name);
+  if (rc) {
+    free(i);
+    return rc;
+  }
+  i->h = h;
+  i->ledger = ledger;
+  *out = i;
+  return 0;
+}
+
 static int iter_open(lc_t *h, const char *name, bool ledger, lc_iter **out) {
   lc__detail_clear();
   if (h == NULL || out == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  int rc = LC__LOCAL_ONLY(h);
-  if (rc) return rc;
-  rc = lc_check_name(name);
+  int rc = lc_check_name(name);
   if (rc) return lc__fail(rc, "invalid counter name");
+  if (h->admin) return remote_open(h, name, ledger, out);
+  if ((rc = LC__LOCAL_ONLY(h)) != 0) return rc;
   lc_iter *i = calloc(1, sizeof *i);
   if (i == NULL || (i->read = leveldb_readoptions_create()) == NULL) {
     free(i);
@@ -106,6 +124,12 @@ static int step(lc_iter *i, const char **k, size_t *klen, const char **v,
 /* The next record (rec) or ledger entry (gap) in the log's gate: 1, 0 at
  * the end, or an error (LC_ECORRUPT: its last value is set). */
 static int next(lc_iter *i, lc_record *rec, lc_gap *gap) {
+  if (i->remote) {
+    if (i->ended) return 0;
+    int rc = lc__admin_iter_next(i->remote, rec, gap);
+    i->ended = rc == 0;
+    return rc;
+  }
   size_t klen = 0, vlen = 0;
   const char *k = NULL, *v = NULL;
   int rc = lc__log_enter(&i->h->log);
@@ -138,6 +162,11 @@ int lc_ledger_next(lc_iter *i, lc_gap *gap) {
 
 void lc_iter_close(lc_iter *i) {
   if (i == NULL) return;
+  if (i->remote) {
+    lc__astream_close(i->remote);
+    free(i);
+    return;
+  }
   lc__log *l = &i->h->log;
   pthread_mutex_lock(&l->fmu); /* a reopen kills iterators under it */
   if (!i->dead) {

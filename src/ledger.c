@@ -21,6 +21,7 @@
  * with the counter's next log write; a failed write puts them back.
  */
 #include "counter.h"
+#include "admin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -452,6 +453,7 @@ static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
 int lc_void(lc_t *h, const char *name, int64_t value, const char *reason) {
   lc__detail_clear();
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
+  if (h->admin) return lc__admin_void(h, name, value, reason);
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   if ((rc = lc_check_name(name)) != 0)

@@ -8,7 +8,7 @@
  * 2^63-1).  The daemon's SERVER_ERROR lines carry the library's error name
  * (e.g. "SERVER_ERROR EOVERFLOW ..."), which is mapped back to its code.
  */
-#include "internal.h"
+#include "admin.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +52,13 @@ int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   uint64_t v = 0;
   int rc = check_serial_name(name);
   if (rc) return rc;
+  if (h->admin) {
+    int64_t v64 = 0;
+    int64_t n64 = (int64_t)n;
+    rc = lc__admin_op(h, "next", name, &n64, &v64, 1);
+    if (!rc) *first = v64;
+    return rc;
+  }
   rc = lc__cache_incr(&h->cache, name, strlen(name), n, &v);
   if (rc == LC__MISS)
     return lc__fail(LC_EMEMCACHED,
@@ -71,6 +78,7 @@ int lc__remote_current(lc_t *h, const char *name, int64_t *value) {
   uint64_t v = 0;
   int rc = check_serial_name(name);
   if (rc) return rc;
+  if (h->admin) return lc__admin_op(h, "current", name, NULL, value, 1);
   rc = lc__cache_get(&h->cache, name, strlen(name), &v);
   if (rc < 0) return code_from_detail(rc);
   if (rc == LC__MISS) v = 0; /* the daemon omits counters never used */

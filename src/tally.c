@@ -39,7 +39,7 @@
  * flush.  Flushing is in tally_flush.c, listing in tally_list.c, the
  * record codec in tally_rec.c.
  */
-#include "internal.h"
+#include "admin.h"
 #include "tally.h"
 
 #include <stdlib.h>
@@ -408,6 +408,10 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
 
 int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
   lc__detail_clear();
+  if (h && h->admin) {
+    int64_t after;
+    return lc__admin_op(h, "tally-add", name, &delta, &after, 1);
+  }
   lc__tally *t;
   uint64_t sum;
   int rc = tally_add(h, name, delta, &t, &sum);
@@ -419,6 +423,7 @@ int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
 int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
                        int64_t *after) {
   lc__detail_clear();
+  if (h && h->admin) return lc__admin_op(h, "tally-add", name, &delta, after, 1);
   lc__tally *t;
   uint64_t sum, other = 0;
   int rc = tally_add(h, name, delta, &t, &sum);
@@ -472,6 +477,15 @@ static int report(lc_t *h, lc__tally *t, int64_t *total, int64_t *pending,
 int lc_tally_get(lc_t *h, const char *name, int64_t *total, int64_t *pending,
                  uint64_t *losses) {
   lc__detail_clear();
+  if (h && h->admin) {
+    int64_t v[3];
+    int rc = lc__admin_op(h, "tally-get", name, NULL, v, 3);
+    if (rc) return rc;
+    if (total) *total = v[0];
+    if (pending) *pending = v[1];
+    if (losses) *losses = (uint64_t)v[2];
+    return 0;
+  }
   lc__tally *t;
   int rc = find(h, name, false, &t);
   if (rc) return rc;

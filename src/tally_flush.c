@@ -15,7 +15,7 @@
  * one); tallies it could not take are flushed one at a time afterwards.
  * It holds no mutex across memcached or LevelDB calls.
  */
-#include "internal.h"
+#include "admin.h"
 #include "tally.h"
 
 #include <stdlib.h>
@@ -248,6 +248,13 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
   lc__detail_clear();
   if (h == NULL || (flags & ~(LC_TALLY_FORCE | LC_TALLY_SWEEP)))
     return lc__fail(LC_EINVAL, "NULL handle or unknown flags");
+  if (h->admin) {
+    int64_t n = 0;
+    int rc = lc__admin_call(h, &n, 1, "tally-flush %llu %d",
+                            (unsigned long long)max, flags);
+    if (!rc && flushed) *flushed = (uint64_t)n;
+    return rc;
+  }
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   lc__tallies *tb = &h->tallies;

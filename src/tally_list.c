@@ -8,7 +8,7 @@
  * names the prefix rejects.  Ties in total come in descending name order
  * (the index's reverse order).  Nothing here writes.
  */
-#include "internal.h"
+#include "admin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +120,7 @@ static int by_total(lc_t *h, leveldb_iterator_t *it, lister *l,
 int lc_tally_list(lc_t *h, const lc_tally_list_opts *o, uint64_t *count) {
   lc__detail_clear();
   if (h == NULL || o == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  if (h->admin) return lc__admin_tally_list(h, o, count);
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   if (o->order != LC_TALLY_BY_NAME && o->order != LC_TALLY_BY_TOTAL_DESC)

@@ -77,7 +77,7 @@ struct command {
   const char *usage;   /* arguments after the command name */
   const char *summary; /* one line */
   const char *details; /* the command's options, for CMD --help */
-  bool needs_log;      /* refused with --server: the daemon owns
+  bool needs_log;      /* with --server, only through an admin socket:
                                    the log */
 };
 

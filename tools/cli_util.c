@@ -372,17 +372,19 @@ static int default_db(struct cli *c) {
   return 0;
 }
 
-/* With --server: refuses the commands that need the log, then opens a
- * handle that sends next and current to the daemon. */
+/* With --server: a daemon's admin socket (a unix socket path) serves
+ * every command; a data port (TCP, or the daemon's -s socket) only next
+ * and current, so the log's commands are refused before anything is
+ * opened when the address is TCP, and by the library (LC_EREMOTE) when a
+ * unix socket turns out to be a data port. */
 static int open_remote(struct cli *c) {
-  if (c->cmd->needs_log) {
+  if (c->cmd->needs_log && c->server[0] != '/') {
     fprintf(stderr, PROG ": cannot %s with --server '%s': %s\n", c->cmd->name,
             c->server, lc_strerror(LC_EREMOTE));
     fprintf(stderr,
-            PROG ": '%s' needs the log itself, which logcounterd "
-                 "holds: stop the daemon, then run '" PROG
-                 " --db DIR %s ...' on its machine (no --server, "
-                 "LOGCOUNTER_SERVER unset)\n",
+            PROG ": '%s' needs the log: give --server the daemon's admin "
+                 "socket (logcounterd --admin-socket PATH), or stop the "
+                 "daemon and run '" PROG " --db DIR %s ...'\n",
             c->cmd->name, c->cmd->name);
     return EXIT_RUNTIME;
   }

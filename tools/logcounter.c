@@ -6,9 +6,10 @@
  * serial numbers (next), shows and repairs counters (current, restore,
  * advance, release, adopt), looks after the log (prune, verify, dump,
  * gaps, void), keeps tallies (tally), and shows a logcounterd's
- * statistics (stats).  With --server it talks to a
- * logcounterd instead of owning a log: next and current go to the daemon;
- * the commands that need the log itself are refused.
+ * statistics (stats).  With --server it talks to a running logcounterd
+ * instead of owning a log: through its admin socket every command works
+ * (the library's remote handle sends each call there); through a data
+ * port only next and current.
  *
  * The subcommands live in cli_cmds.c, cli_audit.c, cli_ledger.c,
  * cli_tally.c and cli_stats.c, the shared plumbing in cli_util.c and
@@ -67,13 +68,13 @@ const struct command cli_commands[] = {
     {"restore", cmd_restore, "NAME",
      "re-seed memcached from the log if it lost NAME",
      "  Prints the value the counter now stands at.  'next' does this by\n"
-     "  itself when needed.  Needs the log: not with --server.\n"
+     "  itself when needed.  Needs the log: with --server, an admin socket.\n"
      "  --json           print {\"counter\",\"current\"}\n",
      true},
     {"advance", cmd_advance, "NAME VALUE",
      "make the next id at least VALUE (never lowers)",
      "  VALUE is 1..9223372036854775807.  Never lowers the counter.  Needs\n"
-     "  the log: not with --server.\n"
+     "  the log: with --server, an admin socket.\n"
      "  --json           print {\"counter\",\"min_next\"}\n",
      true},
     {"release", cmd_release, "NAME",
@@ -81,14 +82,14 @@ const struct command cli_commands[] = {
      "  Records the final value (synced), marks the counter released in this\n"
      "  log and drops its claim in memcached.  This log then refuses it\n"
      "  (EOWNED) until 'adopt'.  Give the printed value to 'adopt --above'\n"
-     "  on the new log.  Needs the log: not with --server.\n"
+     "  on the new log.  Needs the log: with --server, an admin socket.\n"
      "  --json           print {\"counter\",\"final\"}\n",
      true},
     {"adopt", cmd_adopt, "NAME [--above VALUE]",
      "take a counter over (after 'release' on its old log)",
      "  Forgets a refusal or release recorded in this log, claims the\n"
      "  counter (EOWNED while another log holds it) and raises it so that\n"
-     "  the next value is above VALUE.  Needs the log: not with --server.\n"
+     "  the next value is above VALUE.  Needs the log: with --server, an admin socket.\n"
      "  --above VALUE    the value 'release' printed (default 0)\n"
      "  --json           print {\"counter\",\"above\"}\n",
      true},
@@ -97,7 +98,7 @@ const struct command cli_commands[] = {
      "delete old log records (give a criterion)",
      "  Deletes the oldest records up to the first one a criterion keeps.  The\n"
      "  newest record and the reservation are never deleted.  Needs the log:\n"
-     "  not with --server.\n"
+     "  with --server, an admin socket.\n"
      "  --keep N         keep at least the N newest records (N >= 1)\n"
      "  --below VALUE    delete records whose last value is below VALUE\n"
      "  --older-than D   delete records written more than D ago; D is a\n"
@@ -110,7 +111,7 @@ const struct command cli_commands[] = {
      "  Gaps (values never handed out) are normal after failures; each has a\n"
      "  cause in the gap ledger (see 'gaps').  A gap with none, overlapping\n"
      "  or undecodable records or ledger entries: exit 1.  Needs the log:\n"
-     "  not with --server.\n"
+     "  with --server, an admin socket.\n"
      "  --explain        list every gap with its cause (else the first 10)\n"
      "  --json           print one object with every figure\n",
      true},
@@ -120,7 +121,7 @@ const struct command cli_commands[] = {
      "  in value order among them, as 'gaps' prints them.  Undecodable\n"
      "  records are shown as\n"
      "  '# undecodable record (key value V)' and make the exit status 1.\n"
-     "  Needs the log: not with --server.\n"
+     "  Needs the log: with --server, an admin socket.\n"
      "  --json           one object per line: {\"first\",\"last\",\"count\",\n"
      "                   \"time_us\",\"time\"}\n",
      true},
@@ -135,7 +136,7 @@ const struct command cli_commands[] = {
      "  follows), segment-open (a prefetched segment a crash left open: some\n"
      "  values may never have gone out), unexplained (no ledger entry, TIME\n"
      "  '-': exit 1).\n"
-     "  Needs the log: not with --server.\n"
+     "  Needs the log: with --server, an admin socket.\n"
      "  --json           one object per line: {\"first\",\"last\",\"count\",\n"
      "                   \"cause\",\"time_us\",\"time\",\"reason\"}\n",
      true},
@@ -144,7 +145,7 @@ const struct command cli_commands[] = {
      "  Records, synced, that VALUE was handed out and then not used (a\n"
      "  cancelled order), with why.  Refused for a value never handed out,\n"
      "  and for one voided already.  'gaps' and 'dump' list voids.  Needs\n"
-     "  the log: not with --server.\n"
+     "  the log: with --server, an admin socket.\n"
      "  --reason TEXT    why, 1..200 bytes (required)\n"
      "  --json           print {\"counter\",\"voided\",\"reason\"}\n",
      true},
@@ -173,7 +174,7 @@ const struct command cli_commands[] = {
      "    --offset N, --limit N  pagination\n"
      "  --json           one JSON object per line\n"
      "  Tallies are separate from serial counters (a name may be both).\n"
-     "  Needs the log: not with --server.\n",
+     "  Needs the log: with --server, an admin socket.\n",
      true},
     {"help", cmd_help, "[COMMAND]", "show this help, or one command's", "",
      false},
@@ -204,13 +205,13 @@ static void print_general_help(FILE *f) {
   fprintf(
       f,
       "\nOptions (before the command):\n"
-      "  --server ADDR        talk to a logcounterd at HOST:PORT or at a unix\n"
-      "                       socket path (/...) instead of owning a log: next\n"
-      "                       and current go to the daemon; restore, advance,\n"
-      "                       prune, verify and dump need the log and are\n"
-      "                       refused (run them where the daemon runs, with it\n"
-      "                       stopped); --memcached, --db, --durability and\n"
-      "                       --wait do not apply (default: $LOGCOUNTER_SERVER;\n"
+      "  --server ADDR        talk to a running logcounterd instead of owning a\n"
+      "                       log: at its admin socket (a unix socket path,\n"
+      "                       logcounterd --admin-socket) every command works,\n"
+      "                       with the same output; at a data port (HOST:PORT\n"
+      "                       or its -s socket) only next and current;\n"
+      "                       --memcached, --db, --durability and --wait do\n"
+      "                       not apply (default: $LOGCOUNTER_SERVER;\n"
       "                       --server '' overrides it)\n"
       "  --memcached CONFIG   memcached servers, libmemcached syntax\n"
       "                       (default: $LOGCOUNTER_MEMCACHED, else\n"

@@ -124,6 +124,8 @@ typedef struct lcd_settings {
                                (default 127.0.0.1:11311) */
   const char *socket_path;    /* a unix socket too; NULL: none */
   int socket_mode;            /* its permissions (default 0660) */
+  const char *admin_socket;   /* lc_options.admin_socket; NULL: none */
+  int admin_mode;             /* its permissions (default 0600) */
   const char *memcached;      /* libmemcached config (default $LOGCOUNTER_
                                MEMCACHED, else --SERVER=127.0.0.1:11211) */
   const char *db;             /* the log directory (required: --db or

@@ -27,6 +27,7 @@
 
 #include "logcounter.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 lcd_proto_frame_result lcd_proto_frame(const char *buf, size_t len,
@@ -252,6 +253,20 @@ static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
                   "'stats settings' and 'stats tally <name>')");
 }
 
+/* The admin socket's verbs (src/admin_ops.c) and the CLI's names for
+ * them: refused on a data port, so that no memcached client can reach
+ * them. */
+static bool is_admin_verb(const lcd_proto_token *v) {
+  static const char *const verbs[] = {
+      "hello",   "records", "ledger",  "void",        "prune",
+      "verify",  "gaps",    "dump",    "advance",     "restore",
+      "release", "adopt",   "backup",  "reservation", "counters",
+      "tally",   "tally-add", "tally-get", "tally-flush", "tally-list"};
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    if (tok_is(v, verbs[i])) return true;
+  return false;
+}
+
 /* The commands logcounterd refuses, each with its reason (decr: tallies
  * only); LCD_PROTO_UNKNOWN for a verb memcached does not have either. */
 static lcd_proto_cmd parse_refused(toks *tk, lcd_proto_req *req) {
@@ -283,6 +298,10 @@ static lcd_proto_cmd parse_refused(toks *tk, lcd_proto_req *req) {
   if (tok_is(v, "mg") || tok_is(v, "md") || tok_is(v, "ma") ||
       tok_is(v, "mn") || tok_is(v, "me"))
     return refused(req, "meta commands are not supported: use incr and get");
+  if (is_admin_verb(v))
+    return refused(req, "admin commands are served only on logcounterd's "
+                        "admin socket (--admin-socket PATH; logcounter "
+                        "--server PATH), never on a data port");
   req->error = "unknown command";
   return req->cmd = LCD_PROTO_UNKNOWN;
 }

@@ -42,6 +42,8 @@ static void put_settings(lcd_server *s, struct evbuffer *o) {
   stat_s(o, "listen", set->listen);
   stat_s(o, "socket", set->socket_path);
   evbuffer_add_printf(o, "STAT socket_mode %04o\r\n", set->socket_mode);
+  stat_s(o, "admin_socket", set->admin_socket);
+  evbuffer_add_printf(o, "STAT admin_socket_mode %04o\r\n", set->admin_mode);
   stat_s(o, "memcached", set->memcached);
   stat_s(o, "db", set->db);
   stat_s(o, "durability", lc_durability_name(set->durability));

@@ -52,6 +52,8 @@ static void settings_init(lcd_settings *set) {
   set->listen = DEFAULT_LISTEN;
   set->socket_path = NULL;
   set->socket_mode = 0660;
+  set->admin_socket = NULL;
+  set->admin_mode = 0600;
   set->memcached = getenv("LOGCOUNTER_MEMCACHED");
   if (!set->memcached || !*set->memcached) set->memcached = DEFAULT_MEMCACHED;
   set->db = getenv("LOGCOUNTER_DB");
@@ -136,6 +138,13 @@ static void usage(FILE *f) {
       "                          the network is trusted: there is no auth\n"
       "  -s, --socket PATH       also listen on a unix socket (default: none)\n"
       "  --socket-mode OCTAL     its permissions (default %04o)\n"
+      "  --admin-socket PATH     serve operator commands on this unix socket\n"
+      "                          (an absolute path): every 'logcounter'\n"
+      "                          command, with --server PATH, while clients\n"
+      "                          allocate (prune, verify, dump, gaps, void,\n"
+      "                          advance, restore, release, adopt, tally,\n"
+      "                          backup); never on a data port\n"
+      "  --admin-socket-mode OCTAL  its permissions (default %04o)\n"
       "  --memcached CONFIG      memcached servers, libmemcached syntax\n"
       "                          (default: $LOGCOUNTER_MEMCACHED, else\n"
       "                          " DEFAULT_MEMCACHED ")\n"
@@ -194,11 +203,11 @@ static void usage(FILE *f) {
       "Signals: SIGTERM/SIGINT stop accepting, answer the requests already\n"
       "read, flush the tallies, close the log cleanly and exit 0 (a second\n"
       "one hurries).\n\n"
-      "The daemon holds the log: 'logcounter prune', 'verify' and 'dump' need\n"
-      "it stopped (they report the log as in use by " LCD_PROG
-      " otherwise).\n\n"
+      "The daemon holds the log: 'logcounter --db DIR' reports it as in use;\n"
+      "run the log's commands through --admin-socket instead.\n\n"
       "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
       (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
+      d.admin_mode,
       lc_durability_name(d.durability), d.timeout_ms, LCD_THREADS_MAX,
       d.threads, d.workers, d.coalesce ? "coalescing on" : "off",
       d.max_connections, (unsigned long long)d.max_counters,
@@ -248,13 +257,17 @@ enum {
   O_PREFETCH,
   O_WORKERS,
   O_MAX_COUNTERS,
-  O_MAX_TALLIES
+  O_MAX_TALLIES,
+  O_ADMIN,
+  O_ADMIN_MODE
 };
 
 static const struct option long_options[] = {
     {"listen", required_argument, NULL, 'l'},
     {"socket", required_argument, NULL, 's'},
     {"socket-mode", required_argument, NULL, O_MODE},
+    {"admin-socket", required_argument, NULL, O_ADMIN},
+    {"admin-socket-mode", required_argument, NULL, O_ADMIN_MODE},
     {"memcached", required_argument, NULL, O_MC},
     {"db", required_argument, NULL, O_DB},
     {"durability", required_argument, NULL, O_DUR},
@@ -328,16 +341,15 @@ static int number_option(lcd_settings *set, int opt, const char *text) {
   return 1;
 }
 
-/* --socket-mode: octal permission bits. */
-static int socket_mode(lcd_settings *set, const char *text) {
+/* --socket-mode, --admin-socket-mode: octal permission bits. */
+static int socket_mode(int *mode, const char *opt, const char *text) {
   char *end;
   errno = 0;
   long m = strtol(text, &end, 8);
   if (errno || !*text || *end || m < 0 || m > 0777)
-    return usage_error("invalid mode '%s' for --socket-mode (octal, "
-                       "e.g. 0660)",
-                       text);
-  set->socket_mode = (int)m;
+    return usage_error("invalid mode '%s' for %s (octal, e.g. 0660)", text,
+                       opt);
+  *mode = (int)m;
   return 0;
 }
 
@@ -362,7 +374,15 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
       break;
     case 'h': usage(stdout); return -1;
     case O_VERSION: printf(LCD_PROG " %s\n", lc_version()); return -1;
-    case O_MODE: rc = socket_mode(set, optarg); break;
+    case O_MODE: rc = socket_mode(&set->socket_mode, "--socket-mode", optarg); break;
+    case O_ADMIN:
+      if (optarg[0] != '/')
+        rc = usage_error("--admin-socket '%s': give an absolute path", optarg);
+      set->admin_socket = optarg;
+      break;
+    case O_ADMIN_MODE:
+      rc = socket_mode(&set->admin_mode, "--admin-socket-mode", optarg);
+      break;
     case O_DUR:
       if (lc_durability_parse(optarg, &set->durability) != 0)
         return usage_error("invalid durability '%s' for --durability (must "
@@ -480,6 +500,8 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.timeout_ms = s->set->timeout_ms;
   o.max_counters = s->set->max_counters;
   o.max_tallies = s->set->max_tallies;
+  o.admin_socket = s->set->admin_socket;
+  o.admin_socket_mode = (unsigned)s->set->admin_mode;
   /* a memcached connection for every thread that calls the library at
    * once (loops, workers, the flusher, the prefetcher): a call that waits
    * for one gives up after the timeout */
