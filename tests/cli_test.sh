@@ -365,8 +365,8 @@ check "stats to a closed port: exit 1, 'cannot read the statistics'" \
   eval 'rc_is 1 && [ -z "$OUT" ] && err_has "logcounter: cannot read the statistics of logcounterd '"'"'127.0.0.1:1'"'"': "'
 check "both failures come within the timeout" eval '[ $SECONDS -le 3 ]'
 run --server 127.0.0.1:1 restore x
-check "restore with --server is refused before connecting: exit 1" \
-  eval 'rc_is 1 && [ -z "$OUT" ] && err_has "not available through logcounterd"'
+check "restore with --server HOST:PORT is refused before connecting: exit 1" \
+  eval 'rc_is 1 && [ -z "$OUT" ] && err_has "give --server the daemon'"'"'s admin socket"'
 lc d1 current orders; cur=$OUT
 LOGCOUNTER_SERVER=127.0.0.1:1 lc d1 --server '' current orders
 check "--server '' overrides LOGCOUNTER_SERVER (a local log)" eval 'rc_is 0 && out_is "$cur"'
@@ -615,8 +615,8 @@ else
   for c in "restore r" "advance r 100" "prune r --keep 1" "verify r" "dump r"; do
     # shellcheck disable=SC2086
     srv $c
-    check "${c%% *} through --server: exit 1, the daemon owns the log" \
-      eval 'rc_is 1 && [ -z "$OUT" ] && err_has "logcounter: cannot ${c%% *} with --server" && err_has "not available through logcounterd" && err_has "stop the daemon" && err_has "--db DIR"'
+    check "${c%% *} through a data port (--server HOST:PORT): exit 1, names the admin socket" \
+      eval 'rc_is 1 && [ -z "$OUT" ] && err_has "logcounter: cannot ${c%% *} with --server" && err_has "not available through this server" && err_has "--admin-socket PATH" && err_has "--db DIR"'
   done
   srv prune r
   check "usage errors still come first with --server (exit 2)" usage_error

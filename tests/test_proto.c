@@ -306,7 +306,7 @@ static void test_unknown(void **state) {
   (void)state;
   lcd_proto_req r;
   const char *lines[] = {
-      "",           "\r\n",         "   \r\n",  "hello\r\n", "shutdown\r\n",
+      "",           "\r\n",         "   \r\n",  "helo\r\n", "shutdown\r\n",
       "getx a\r\n", "\x01\x02\r\n", "GET a\r\n"};
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
     if (parse(lines[i], &r) != LCD_PROTO_UNKNOWN)
@@ -314,6 +314,26 @@ static void test_unknown(void **state) {
 }
 
 /* ---- refused commands -------------------------------------------------- */
+
+/* The admin socket's verbs and the CLI's log commands: refused on a data
+ * port, naming the admin socket, never unknown (ERROR) and never served. */
+static void test_admin_refused(void **state) {
+  (void)state;
+  const char *lines[] = {"void orders 42 cancelled\r\n", "prune orders 1 0 0\r\n",
+                         "verify orders\r\n",  "dump orders\r\n",
+                         "gaps orders\r\n",    "release orders\r\n",
+                         "adopt orders 9\r\n", "advance orders 9\r\n",
+                         "restore orders\r\n", "backup /tmp/x\r\n",
+                         "records orders\r\n", "ledger orders\r\n",
+                         "hello\r\n",          "tally-flush 0 0\r\n",
+                         "counters\r\n"};
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    lcd_proto_req r;
+    if (parse(lines[i], &r) != LCD_PROTO_REFUSED || r.error == NULL ||
+        strstr(r.error, "admin socket") == NULL)
+      fail_msg("'%s' is not refused for the admin socket", lines[i]);
+  }
+}
 
 static void test_refused_without_data(void **state) {
   (void)state;
@@ -567,6 +587,7 @@ int main(void) {
       cmocka_unit_test(test_get_key_limit),
       cmocka_unit_test(test_small_commands),
       cmocka_unit_test(test_unknown),
+      cmocka_unit_test(test_admin_refused),
       cmocka_unit_test(test_refused_without_data),
       cmocka_unit_test(test_refused_storage),
       cmocka_unit_test(test_numbers),
