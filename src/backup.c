@@ -26,7 +26,9 @@
  * A restored log is behind: ids may have gone out of the original after
  * the snapshot.  So a pending counter (no 'k' NAME) never seeds memcached
  * from the log (counter.c: seed, lc__counter_claim, restore): memcached
- * must still hold it at or above the log's floor, and the first
+ * must still hold it at or above the highest value the log shows taken
+ * (its records and ledger: the reservation, which runs ahead of them,
+ * only raises it further), and the first
  * increment that finds it so writes its block with a reservation at or
  * above memcached's answer and 'k' NAME in one synced write (reconciled:
  * from then on the log is above everything the original handed out).
@@ -113,7 +115,8 @@ int lc__behind(const char *name, int64_t held, int64_t floor) {
     snprintf(what, sizeof what, "memcached does not hold it");
   else
     snprintf(what, sizeof what,
-             "memcached holds %lld, below the log's %lld (it went back)",
+             "memcached holds %lld, below the %lld the log shows taken "
+             "(it went back)",
              (long long)held, (long long)floor);
   return lc__fail(LC_EBEHIND,
                   "counter %s: this log is a restored backup and %s; ids "

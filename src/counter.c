@@ -29,9 +29,10 @@
  *    reservation), so even records lost to an OS crash cannot be reissued.
  *  - a value is returned only after its record's write succeeded; on a
  *    failed write the block is burned (floor still moves past it).
- *  - pending (a restored log, backup.c): the key is never seeded or
- *    raised from the log; a miss, or memcached below floor, is
- *    LC_EBEHIND.  The first block accepted goes out alone
+ *  - pending (a restored log, backup.c): the key is never seeded from
+ *    the log; a miss, or memcached below what the log shows taken
+ *    (records and ledger: proven), is LC_EBEHIND; between proven and
+ *    floor (a reservation runs ahead) it is raised past floor as usual.  The first block accepted goes out alone
  *    (next_pending), written with a reservation at or above it and the
  *    counter's reconciled mark in one synced write.
  */
@@ -180,6 +181,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   if (rc) return rc;
   pthread_mutex_lock(&c->mu);               /* read under mu by lc_next_n */
   c->pending = pending;
+  c->proven = max > gapmax ? max : gapmax;
   c->gap_low = max > gapmax ? max : gapmax; /* ledger gaps are skipped */
   c->floor = c->gap_low > res ? c->gap_low : res;
   c->restart_to = c->floor; /* holes up to it: the last run's */
@@ -245,8 +247,10 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
       *last = (int64_t)v;
       return 0;
     }
-    if (c->pending) /* never raised from a log that may be behind */
-      return lc__behind(c->name, v >= n ? (int64_t)(v - n) : 0, c->floor);
+    if (c->pending && (v < n || (int64_t)(v - n) < c->proven))
+      /* below what the log shows taken: memcached went back, and the log
+       * may be behind the original */
+      return lc__behind(c->name, v >= n ? (int64_t)(v - n) : 0, c->proven);
     /* memcached is behind what was handed out: raise it past floor. */
     LC__STAT(h, backwards, 1);
     delta = (uint64_t)c->floor + n - v;
@@ -702,9 +706,9 @@ static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
 }
 
 /* Restores a lost key (seed) and raises one below floor; a pending
- * counter's key is raised only when may_raise (op_advance, which found
- * memcached at or above the log's floor first), never seeded. */
-static int restore(lc_t *h, lc__counter *c, bool may_raise, int64_t *out) {
+ * counter's key is never seeded, and raised only from at or above what
+ * the log shows taken (c->proven). */
+static int restore(lc_t *h, lc__counter *c, int64_t *out) {
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     uint64_t v = 0;
     int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
@@ -719,8 +723,8 @@ static int restore(lc_t *h, lc__counter *c, bool may_raise, int64_t *out) {
       return 0;
     }
     LC__STAT(h, backwards, 1);
-    if (c->pending && !may_raise)
-      return lc__behind(c->name, (int64_t)v, c->floor);
+    if (c->pending && v < (uint64_t)c->proven)
+      return lc__behind(c->name, (int64_t)v, c->proven);
     rc = lc__cache_incr(&h->cache, c->key, c->klen, (uint64_t)c->floor - v, &v);
     if (rc < 0) return rc;
   }
@@ -729,7 +733,7 @@ static int restore(lc_t *h, lc__counter *c, bool may_raise, int64_t *out) {
 
 static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   (void)arg;
-  return restore(h, c, false, out);
+  return restore(h, c, out);
 }
 
 int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
@@ -769,12 +773,14 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   (void)out;
   int64_t target = min_next - 1; /* the value the counter must stand at */
   int rc;
-  if (c->pending) { /* memcached must be at or above the log's floor */
+  if (c->pending) { /* before anything is written: memcached must hold it
+                       at or above what the log shows taken */
     uint64_t v = 0;
     rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
-    if (rc == LC__MISS) return lc__behind(c->name, -1, c->floor);
+    if (rc == LC__MISS) return lc__behind(c->name, -1, c->proven);
     if (rc) return rc;
-    if (v < (uint64_t)c->floor) return lc__behind(c->name, (int64_t)v, c->floor);
+    if (v < (uint64_t)c->proven)
+      return lc__behind(c->name, (int64_t)v, c->proven);
   }
   rc = lc__seg_drop(h, c, target); /* held values below min_next */
   if (!rc && target > c->floor) {
@@ -783,7 +789,7 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
     leveldb_writebatch_destroy(b);
   }
   int64_t now;
-  if (!rc) rc = restore(h, c, true, &now); /* raises memcached to floor */
+  if (!rc) rc = restore(h, c, &now); /* raises memcached to floor */
   if (!rc) lc__seg_advanced(c, target);
   return rc;
 }

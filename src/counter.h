@@ -80,6 +80,9 @@ struct lc__counter {
   bool pending;        /* backup.c: a restored log's counter, not yet
                           reconciled: never seeded from the log (set at
                           load, cleared by a leader, under mu) */
+  int64_t proven;      /* pending: the highest value the log shows taken
+                          (records, ledger; not the reservation, which
+                          runs ahead): memcached below it went back */
   int64_t floor, reserved;
   /* segment.c, under mu */
   lc__seg seg[LC__SEGS]; /* held segments, in value order */

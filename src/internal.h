@@ -273,7 +273,7 @@ int lc__pending_load(lc_t *h, const char *name, size_t nlen, bool *pending);
 void lc__batch_reconciled(leveldb_writebatch_t *b, const char *name,
                           size_t nlen, int64_t value);
 /* LC_EBEHIND for a pending counter that memcached lost (held < 0) or
- * holds below the log's floor. */
+ * holds below what the log shows taken (floor: that value). */
 int lc__behind(const char *name, int64_t held, int64_t floor);
 /* iter.c, for backup.c: an iterator over the whole log from a snapshot
  * (*snap_us: when it was taken), killed by a reopen like the others;
