@@ -249,10 +249,19 @@ int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation) {
   size_t klen = refusal_key(key, c->name, c->nlen);
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   leveldb_writebatch_delete(b, key, klen);
+  /* a pending counter (backup.c) is reconciled by this write: the
+   * operator vouches that no id above `reservation` went out */
+  bool pending = c->pending;
+  if (pending) lc__batch_reconciled(b, c->name, c->nlen, reservation);
   /* with the values up to reservation skipped on purpose */
   int rc = lc__counter_skip(h, c, reservation, b);
   leveldb_writebatch_destroy(b);
   if (rc) return rc;
+  if (pending) {
+    pthread_mutex_lock(&c->mu);
+    c->pending = false;
+    pthread_mutex_unlock(&c->mu);
+  }
   atomic_store(&c->refusal, 0);
   free(c->refused_by);
   c->refused_by = NULL;

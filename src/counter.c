@@ -29,6 +29,12 @@
  *    reservation), so even records lost to an OS crash cannot be reissued.
  *  - a value is returned only after its record's write succeeded; on a
  *    failed write the block is burned (floor still moves past it).
+ *  - pending (a restored log, backup.c): the key is never seeded from
+ *    the log; a miss, or memcached below what the log shows taken
+ *    (records and ledger: proven), is LC_EBEHIND; between proven and
+ *    floor (a reservation runs ahead) it is raised past floor as usual.  The first block accepted goes out alone
+ *    (next_pending), written with a reservation at or above it and the
+ *    counter's reconciled mark in one synced write.
  */
 #include "counter.h"
 #include "admin.h"
@@ -171,8 +177,12 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   if (!rc) rc = lc__ledger_max(&h->log, c->name, c->nlen, &gapmax);
   if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
   if (!rc) rc = lc__claim_load(h, c);
+  bool pending = false;
+  if (!rc) rc = lc__pending_load(h, c->name, c->nlen, &pending);
   if (rc) return rc;
   pthread_mutex_lock(&c->mu);               /* read under mu by lc_next_n */
+  c->pending = pending;
+  c->proven = max > gapmax ? max : gapmax;
   c->gap_low = max > gapmax ? max : gapmax; /* ledger gaps are skipped */
   c->floor = c->gap_low > res ? c->gap_low : res;
   c->restart_to = c->floor; /* holes up to it: the last run's */
@@ -185,7 +195,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
 }
 
 int lc__counter_claim(lc_t *h, lc__counter *c) {
-  if (c->floor == 0 && !atomic_load(&c->refusal)) {
+  if (c->floor == 0 && !atomic_load(&c->refusal) && !c->pending) {
     /* A counter this log has never logged, reserved or skipped: seed its
      * key first (add: a key that exists is left alone), so that the first
      * increment finds it instead of missing, seeding and claiming again
@@ -203,6 +213,7 @@ int lc__counter_claim(lc_t *h, lc__counter *c) {
 /* Leader only: seeds a lost key at max(floor, log max) with add, after
  * claiming the counter again (memcached lost the claim with the key). */
 static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
+  if (c->pending) return lc__behind(c->name, -1, c->floor);
   int64_t max = 0;
   int rc = lc__claim(h, c);
   if (!rc) rc = lc__log_max(&h->log, c->name, c->nlen, &max);
@@ -237,6 +248,10 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
       *last = (int64_t)v;
       return 0;
     }
+    if (c->pending && (v < n || (int64_t)(v - n) < c->proven))
+      /* below what the log shows taken: memcached went back, and the log
+       * may be behind the original */
+      return lc__behind(c->name, v >= n ? (int64_t)(v - n) : 0, c->proven);
     /* memcached is behind what was handed out: raise it past floor. */
     LC__STAT(h, backwards, 1);
     delta = (uint64_t)c->floor + n - v;
@@ -253,6 +268,7 @@ typedef struct block {
   bool sync;
   lc__gap gaps[LC__GAPS]; /* ledger entries riding along */
   int ngaps;
+  bool reconciles; /* a pending counter's first block: with its mark */
 } block;
 
 /* mu held: the lowest floor an answer still in flight was sent with (the
@@ -348,6 +364,7 @@ static int commit(lc_t *h, lc__counter *c, const block *b) {
   if (b->reservation)
     lc__log_batch_reservation(wb, c->name, c->nlen, b->reservation);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
+  if (b->reconciles) lc__batch_reconciled(wb, c->name, c->nlen, b->last);
   int rc = lc__log_write(&h->log, wb, b->sync);
   leveldb_writebatch_destroy(wb);
   LC__STAT(h, log_writes, 1);
@@ -492,6 +509,52 @@ static void send_batch(lc_t *h, lc__counter *c) {
   }
 }
 
+/*
+ * A pending counter's allocation (see backup.c), alone as leader:
+ * memcached must hold the counter at or above floor (else LC_EBEHIND,
+ * from lc__counter_increment); the block goes out only after its record,
+ * a reservation at or above it and the reconciled mark are synced in one
+ * write.  LC__MISS: the counter is not pending (or not claimed) any more:
+ * the caller goes the usual way.
+ */
+static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
+  lc__counter_acquire(c);
+  int rc = LC__MISS;
+  block b = {0};
+  if (!c->pending || !c->claimed) {
+    /* reconciled meanwhile, or to be claimed again */
+  } else if (n > (uint64_t)(LC_VALUE_MAX - c->floor)) {
+    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+                  (long long)c->floor);
+  } else if ((rc = lc__log_ok(&h->log)) == 0) {
+    int64_t last = 0;
+    rc = lc__counter_increment(h, c, n, &last);
+    if (!rc) {
+      pthread_mutex_lock(&c->mu);
+      plan(h, c, last, n, &b);
+      if (b.reservation == 0) b.reservation = last; /* sync durability */
+      claim_reservation(h, c, &b);
+      b.sync = true;
+      b.reconciles = true;
+      pthread_mutex_unlock(&c->mu);
+      LC__SEAM_BEFORE_COMMIT(c->name);
+      rc = commit(h, c, &b);
+      pthread_mutex_lock(&c->mu);
+      if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
+      if (rc) { /* burned: the ledger says so next time */
+        lc__ledger_putback(c, b.gaps, b.ngaps);
+        lc__ledger_gap(c, last - (int64_t)(n - 1), last, LC_GAP_BURNED);
+      } else {
+        c->pending = false;
+        *first = last - (int64_t)(n - 1);
+      }
+      pthread_mutex_unlock(&c->mu);
+    }
+  }
+  lc__counter_release(c);
+  return rc;
+}
+
 static int count_call(lc_t *h, int rc, uint64_t n) {
   if (rc) {
     LC__STAT(h, errors, 1);
@@ -546,6 +609,23 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       pthread_mutex_lock(&c->mu);
       continue;
     }
+    if (c->pending) { /* alone, out of the queue (see next_pending) */
+      if (queued) {
+        c->head = r.next;
+        if (c->head == NULL) c->tail = NULL;
+        r.next = NULL;
+        queued = false;
+        wake(c);
+      }
+      pthread_mutex_unlock(&c->mu);
+      rc = next_pending(h, c, n, first);
+      if (rc != LC__MISS) {
+        pthread_cond_destroy(&r.cv);
+        return count_call(h, rc, n);
+      }
+      pthread_mutex_lock(&c->mu);
+      continue;
+    }
     if (!queued) {
       if (c->tail)
         c->tail->next = &r;
@@ -577,7 +657,7 @@ int lc_next_quick(lc_t *h, const char *name) {
     return 0;
   }
   pthread_mutex_lock(&c->mu);
-  int quick = c->claimed;
+  int quick = c->claimed && !c->pending; /* pending: a synced write */
   pthread_mutex_unlock(&c->mu);
   return quick;
 }
@@ -626,8 +706,10 @@ static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   return 0;
 }
 
-static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
-  (void)arg;
+/* Restores a lost key (seed) and raises one below floor; a pending
+ * counter's key is never seeded, and raised only from at or above what
+ * the log shows taken (c->proven). */
+static int restore(lc_t *h, lc__counter *c, int64_t *out) {
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     uint64_t v = 0;
     int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
@@ -642,10 +724,17 @@ static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
       return 0;
     }
     LC__STAT(h, backwards, 1);
+    if (c->pending && v < (uint64_t)c->proven)
+      return lc__behind(c->name, (int64_t)v, c->proven);
     rc = lc__cache_incr(&h->cache, c->key, c->klen, (uint64_t)c->floor - v, &v);
     if (rc < 0) return rc;
   }
   return lc__fail(LC_EAGAIN, "memcached kept changing %s", c->key);
+}
+
+static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
+  (void)arg;
+  return restore(h, c, out);
 }
 
 int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
@@ -683,15 +772,25 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
 
 static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   (void)out;
-  int64_t target = min_next - 1;       /* the value the counter must stand at */
-  int rc = lc__seg_drop(h, c, target); /* held values below min_next */
+  int64_t target = min_next - 1; /* the value the counter must stand at */
+  int rc;
+  if (c->pending) { /* before anything is written: memcached must hold it
+                       at or above what the log shows taken */
+    uint64_t v = 0;
+    rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
+    if (rc == LC__MISS) return lc__behind(c->name, -1, c->proven);
+    if (rc) return rc;
+    if (v < (uint64_t)c->proven)
+      return lc__behind(c->name, (int64_t)v, c->proven);
+  }
+  rc = lc__seg_drop(h, c, target); /* held values below min_next */
   if (!rc && target > c->floor) {
     leveldb_writebatch_t *b = leveldb_writebatch_create();
     rc = lc__counter_skip(h, c, target, b);
     leveldb_writebatch_destroy(b);
   }
   int64_t now;
-  if (!rc) rc = op_restore(h, c, 0, &now); /* raises memcached to floor */
+  if (!rc) rc = restore(h, c, &now); /* raises memcached to floor */
   if (!rc) lc__seg_advanced(c, target);
   return rc;
 }
@@ -773,8 +872,8 @@ static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
  * starts below it. */
 static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
   (void)out;
-  int rc = atomic_load(&c->refusal) || above > c->reserved
-               ? lc__claim_forget(h, c, above)
+  int rc = atomic_load(&c->refusal) || above > c->reserved || c->pending
+               ? lc__claim_forget(h, c, above) /* ends pending too */
                : 0;
   if (!rc) rc = lc__claim(h, c);
   if (!rc && above > 0) rc = op_advance(h, c, above + 1, NULL);

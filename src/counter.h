@@ -77,6 +77,12 @@ struct lc__counter {
   _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
   char *refused_by;    /* the claim that refused it, or NULL */
   bool used;           /* allocated or advanced by this handle */
+  bool pending;        /* backup.c: a restored log's counter, not yet
+                          reconciled: never seeded from the log (set at
+                          load, cleared by a leader, under mu) */
+  int64_t proven;      /* pending: the highest value the log shows taken
+                          (records, ledger; not the reservation, which
+                          runs ahead): memcached below it went back */
   int64_t floor, reserved;
   /* segment.c, under mu */
   lc__seg seg[LC__SEGS]; /* held segments, in value order */
@@ -146,7 +152,8 @@ int64_t lc__claim_final(const lc__counter *c);
 /* Deletes c's claim in memcached if it is this log's. */
 int lc__claim_drop(lc_t *h, lc__counter *c);
 /* Deletes the refusal or release of c from the log (adopt), skipping the
- * values up to `reservation` in the same synced write (lc__counter_skip). */
+ * values up to `reservation` in the same synced write (lc__counter_skip);
+ * a pending counter is reconciled by that write. */
 int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation);
 
 /* ledger.c (all with mu held, or as the only thread) */

@@ -24,6 +24,14 @@
 #define LC__FORMAT_VALUE "1"
 #define LC__ID_KEY "!logcounter-id" /* the log's identity (claim.c) */
 #define LC__ID_LEN 16
+/* The log is a restored backup (backup.c): "1 SRCID SNAPSHOT_US STATE",
+ * STATE "partial" while lc_backup copies, "complete" once it is done (a
+ * partial copy is refused at open). */
+#define LC__RESTORED_KEY "!logcounter-restored"
+/* In a restored log, 'k' NAME marks a counter reconciled since the
+ * restore (its floor is above every id the original handed out); a
+ * counter without it is pending.  Never copied by a backup. */
+#define LC__RECONCILED 'k'
 
 void lc__be64_put(unsigned char *p, uint64_t v);
 uint64_t lc__be64_get(const unsigned char *p);

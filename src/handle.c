@@ -142,7 +142,8 @@ int lc_open(const lc_options *o, lc_t **out) {
                                    h->opt.pool_size);
   if (!rc && !remote) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
-    if (!rc && (rc = lc__log_identity(&h->log, h->log_id)) != 0)
+    if (!rc && ((rc = lc__log_identity(&h->log, h->log_id)) != 0 ||
+                (rc = lc__restored_load(h)) != 0))
       lc__log_close(&h->log);
     if (!rc) {
       memcpy(h->log.id, h->log_id, sizeof h->log.id);

@@ -15,6 +15,8 @@
  *   names.c    the hash table of names (counters and tallies)
  *   tally*.c   tallies: write-behind counts (tally.c: add, get, state;
  *              tally_flush.c, tally_list.c, tally_rec.c)
+ *   backup.c   lc_backup (a copy of the log from one snapshot), restored
+ *              logs and their pending counters
  *   remote.c   remote mode: the same calls, answered by a logcounterd
  *   admin*.c   the admin socket: its server (admin_srv.c, admin_ops.c),
  *              its client (admin_cli.c), their line I/O (admin_io.c);
@@ -266,6 +268,26 @@ int lc__remote_current(lc_t *h, const char *name, int64_t *value);
                           (h)->opt.server)                                 \
                : 0)
 
+/* ---- backup.c: restored logs ---- */
+/* At open: h->restored from the marker (LC_ELOG for a partial copy). */
+int lc__restored_load(lc_t *h);
+/* In a restored log: *pending unless 'k' NAME exists. */
+int lc__pending_load(lc_t *h, const char *name, size_t nlen, bool *pending);
+/* Adds 'k' NAME (reconciled at value) to b. */
+void lc__batch_reconciled(leveldb_writebatch_t *b, const char *name,
+                          size_t nlen, int64_t value);
+/* LC_EBEHIND for a pending counter that memcached lost (held < 0) or
+ * holds below what the log shows taken (floor: that value). */
+int lc__behind(const char *name, int64_t held, int64_t floor);
+/* iter.c, for backup.c: an iterator over the whole log from a snapshot
+ * (*snap_us: when it was taken), killed by a reopen like the others;
+ * entry and skip need the gate (lc__log_enter) held: entry gives the
+ * current key and value (1), 0 at the end, or LC_ELOG. */
+int lc__iter_open_log(lc_t *h, lc_iter **out, int64_t *snap_us);
+int lc__iter_entry(lc_iter *i, const char **k, size_t *klen, const char **v,
+                   size_t *vlen);
+void lc__iter_skip(lc_iter *i);
+
 /* ---- recover.c: reopening a failed log ---- */
 void lc__recover_init(lc_t *h); /* sets h->log.on_fail */
 void lc__recover_stop(lc_t *h);
@@ -291,6 +313,7 @@ struct lc {
   lc__table counters;
   lc__tallies tallies;
   char log_id[LC__ID_LEN + 1]; /* claim.c: this log's identity */
+  bool restored;               /* backup.c: the log is a restored backup */
   char claim[LC__ID_LEN + 96]; /* "ID HOST PID": what a claim holds */
   struct {                     /* segment.c: the prefetcher (prefetch on) */
     pthread_mutex_t mu;

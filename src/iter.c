@@ -1,6 +1,6 @@
 /*
  * iter.c - reading a counter's records, or its ledger entries, in order
- * (for dump, verify and gaps).
+ * (for dump, verify and gaps), or the whole log (backup.c).
  *
  * The iterator reads a LevelDB snapshot taken when it is opened, so records
  * appended meanwhile do not shift under it.  An undecodable record is
@@ -27,6 +27,48 @@ struct lc_iter {
   char prefix[LC_NAME_MAX + 10];
 };
 
+/* An iterator from a snapshot, on the first key under name's records or
+ * ledger entries (name NULL: the first key of the log); *snap_us (may be
+ * NULL): the wall clock when the snapshot was taken. */
+static int iter_make(lc_t *h, const char *name, bool ledger, lc_iter **out,
+                     int64_t *snap_us) {
+  int rc;
+  lc_iter *i = calloc(1, sizeof *i);
+  if (i == NULL || (i->read = leveldb_readoptions_create()) == NULL) {
+    free(i);
+    return lc__fail(LC_ENOMEM, "cannot allocate an iterator");
+  }
+  i->h = h;
+  i->ledger = ledger;
+  i->plen = name == NULL ? 0
+            : ledger     ? lc__ledger_prefix(i->prefix, name, strlen(name))
+                         : lc__record_prefix(i->prefix, name, strlen(name));
+  if ((rc = lc__log_enter(&h->log)) != 0) {
+    leveldb_readoptions_destroy(i->read);
+    free(i);
+    return rc;
+  }
+  i->snap = leveldb_create_snapshot(h->log.db);
+  if (snap_us) *snap_us = lc__now_us();
+  leveldb_readoptions_set_snapshot(i->read, i->snap);
+  leveldb_readoptions_set_verify_checksums(i->read, 1);
+  leveldb_readoptions_set_fill_cache(i->read, 0);
+  i->it = leveldb_create_iterator(h->log.db, i->read);
+  if (i->plen)
+    leveldb_iter_seek(i->it, i->prefix, i->plen);
+  else
+    leveldb_iter_seek_to_first(i->it);
+  pthread_mutex_lock(&h->log.fmu);
+  i->next = h->log.iters;
+  if (i->next) i->next->prev = i;
+  h->log.iters = i;
+  pthread_mutex_unlock(&h->log.fmu);
+  lc__log_leave(&h->log);
+  *out = i;
+  return 0;
+}
+
+/* An iterator of a handle on an admin socket: the stream of one request. */
 static int remote_open(lc_t *h, const char *name, bool ledger,
                        lc_iter **out) {
   lc_iter *i = calloc(1, sizeof *i);
@@ -50,34 +92,11 @@ static int iter_open(lc_t *h, const char *name, bool ledger, lc_iter **out) {
   if (rc) return lc__fail(rc, "invalid counter name");
   if (h->admin) return remote_open(h, name, ledger, out);
   if ((rc = LC__LOCAL_ONLY(h)) != 0) return rc;
-  lc_iter *i = calloc(1, sizeof *i);
-  if (i == NULL || (i->read = leveldb_readoptions_create()) == NULL) {
-    free(i);
-    return lc__fail(LC_ENOMEM, "cannot allocate an iterator");
-  }
-  i->h = h;
-  i->ledger = ledger;
-  i->plen = ledger ? lc__ledger_prefix(i->prefix, name, strlen(name))
-                   : lc__record_prefix(i->prefix, name, strlen(name));
-  if ((rc = lc__log_enter(&h->log)) != 0) {
-    leveldb_readoptions_destroy(i->read);
-    free(i);
-    return rc;
-  }
-  i->snap = leveldb_create_snapshot(h->log.db);
-  leveldb_readoptions_set_snapshot(i->read, i->snap);
-  leveldb_readoptions_set_verify_checksums(i->read, 1);
-  leveldb_readoptions_set_fill_cache(i->read, 0);
-  i->it = leveldb_create_iterator(h->log.db, i->read);
-  leveldb_iter_seek(i->it, i->prefix, i->plen);
-  pthread_mutex_lock(&h->log.fmu);
-  i->next = h->log.iters;
-  if (i->next) i->next->prev = i;
-  h->log.iters = i;
-  pthread_mutex_unlock(&h->log.fmu);
-  lc__log_leave(&h->log);
-  *out = i;
-  return 0;
+  return iter_make(h, name, ledger, out, NULL);
+}
+
+int lc__iter_open_log(lc_t *h, lc_iter **out, int64_t *snap_us) {
+  return iter_make(h, NULL, false, out, snap_us);
 }
 
 /* Gate held for writing: nothing else uses the iterators' LevelDB side. */
@@ -119,6 +138,15 @@ static int step(lc_iter *i, const char **k, size_t *klen, const char **v,
   if (*klen < i->plen || memcmp(*k, i->prefix, i->plen) != 0) return 0;
   *v = leveldb_iter_value(i->it, vlen);
   return 1;
+}
+
+int lc__iter_entry(lc_iter *i, const char **k, size_t *klen, const char **v,
+                   size_t *vlen) {
+  return step(i, k, klen, v, vlen);
+}
+
+void lc__iter_skip(lc_iter *i) {
+  if (!i->dead) leveldb_iter_next(i->it);
 }
 
 /* The next record (rec) or ledger entry (gap) in the log's gate: 1, 0 at

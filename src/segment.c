@@ -27,6 +27,10 @@
  *    the restart starts above them (never reissues);
  *  - a failed fetch write burns the block (floor moved); nothing of it
  *    goes out.
+ *  - a pending counter (a restored log, backup.c) gets its first segment
+ *    only from a memcached that holds it at or above floor
+ *    (lc__counter_increment, else LC_EBEHIND); that segment's synced
+ *    write also holds a reservation at its end and the reconciled mark.
  */
 #include "counter.h"
 
@@ -193,6 +197,12 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
                          size, now);
     for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i], LC_VALUE_MAX);
     lc__ledger_batch(b, c, gaps, ngaps);
+    bool reconciles = c->pending; /* leader: nothing else writes it */
+    if (reconciles) {
+      if (last > c->reserved)
+        lc__log_batch_reservation(b, c->name, c->nlen, last);
+      lc__batch_reconciled(b, c->name, c->nlen, last);
+    }
     rc = lc__log_write(&h->log, b, true);
     leveldb_writebatch_destroy(b);
     LC__STAT(h, log_writes, 1);
@@ -200,6 +210,12 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
     if (!rc) {
       LC__STAT(h, segments, 1);
       nclose = 0;
+      if (reconciles) {
+        pthread_mutex_lock(&c->mu);
+        if (last > c->reserved) c->reserved = last;
+        c->pending = false;
+        pthread_mutex_unlock(&c->mu);
+      }
     }
   }
   pthread_mutex_lock(&c->mu);

@@ -698,6 +698,36 @@ check "tally --help: usage on stdout, exit 0" eval 'rc_is 0 && out_has "usage: l
 run --server 127.0.0.1:1 tally get views
 check "tally with --server: refused, the daemon owns the log" eval 'rc_is 1 && [ -z "$OUT" ]'
 
+# ---- backup: a copy marked restored; no id twice from it
+lc bk next bo -n 5
+lc bk backup "$TMP/bk-copy"
+check "backup prints keys, records, bytes and the directory" \
+  eval 'rc_is 0 && [[ $OUT =~ ^backed\ up\ [0-9]+\ keys\ \([0-9]+\ records,\ [0-9]+\ bytes\)\ as\ of\ .*\ to\ $TMP/bk-copy$ ]]'
+lc bk backup "$TMP/bk-copy"
+check "backup to an existing directory is refused" \
+  eval 'runtime_error && err_has "exists"'
+lc bk --json backup "$TMP/bk-json"
+check "--json backup prints {keys,records,bytes,time_us,time,dir}" \
+  json_ok 'o["records"] >= 1 and o["keys"] > o["records"] and o["dir"].endswith("bk-json")'
+lc bk next bo
+bolast=$(num "$OUT")
+lc bk-copy next bo
+check "the copy goes on above the original while memcached holds the counter" \
+  eval 'rc_is 0 && [ "$OUT" -gt "$bolast" ]'
+bolast=$(num "$OUT")
+mc_flush
+lc bk-json next bo
+check "the copy refuses a counter memcached lost (EBEHIND, says adopt)" \
+  eval 'runtime_error && err_has "adopt bo --above"'
+lc bk-json adopt bo --above "$bolast"
+lc bk-json next bo
+check "after adopt --above the last id, the copy goes on above it" \
+  eval 'rc_is 0 && out_is "$((bolast + 1))"'
+run backup
+check "backup without DIR is a usage error" usage_error
+run --server 127.0.0.1:1 backup "$TMP/bk-x"
+check "backup with --server: refused, the daemon owns the log" eval 'rc_is 1 && [ -z "$OUT" ]'
+
 # ---- packaging: the .pc follows PREFIX (make install PREFIX=X after make)
 make -s BUILD="$TMP/pcb" PREFIX=/opt/lc-a "$TMP/pcb/logcounter.pc" >/dev/null 2>&1
 make -s BUILD="$TMP/pcb" PREFIX=/opt/lc-b "$TMP/pcb/logcounter.pc" >/dev/null 2>&1

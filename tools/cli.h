@@ -8,6 +8,7 @@
  *                 parsers (one strict number parser), opening and closing
  *                 the handle (a log, or a logcounterd with --server)
  *   cli_cmds.c    next, current, restore, advance, release, adopt, prune
+ *   cli_backup.c  backup (a copy of the log into a new directory)
  *   cli_audit.c   verify, dump
  *   cli_ledger.c  gaps, void (the gap ledger)
  *   cli_trail.c   records and ledger entries merged, for the three above
@@ -181,8 +182,8 @@ const char *trail_kind(const struct trail_item *t);
  * (text), or one JSON object; both end the line. */
 void trail_put_gap(struct cli *c, const struct trail_item *t);
 
-/* ---- the subcommands (cli_cmds.c, cli_audit.c, cli_ledger.c,
- * cli_stats.c, cli_tally.c) */
+/* ---- the subcommands (cli_cmds.c, cli_backup.c, cli_audit.c,
+ * cli_ledger.c, cli_stats.c, cli_tally.c) */
 int cmd_next(struct cli *c, int argc, char **argv);
 int cmd_current(struct cli *c, int argc, char **argv);
 int cmd_restore(struct cli *c, int argc, char **argv);
@@ -190,6 +191,7 @@ int cmd_advance(struct cli *c, int argc, char **argv);
 int cmd_release(struct cli *c, int argc, char **argv);
 int cmd_adopt(struct cli *c, int argc, char **argv);
 int cmd_prune(struct cli *c, int argc, char **argv);
+int cmd_backup(struct cli *c, int argc, char **argv);
 int cmd_verify(struct cli *c, int argc, char **argv);
 int cmd_dump(struct cli *c, int argc, char **argv);
 int cmd_gaps(struct cli *c, int argc, char **argv);

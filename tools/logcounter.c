@@ -4,15 +4,15 @@
  *
  * A thin shell over liblogcounter for operators and scripts: it allocates
  * serial numbers (next), shows and repairs counters (current, restore,
- * advance, release, adopt), looks after the log (prune, verify, dump,
- * gaps, void), keeps tallies (tally), and shows a logcounterd's
+ * advance, release, adopt), looks after the log (prune, backup, verify,
+ * dump, gaps, void), keeps tallies (tally), and shows a logcounterd's
  * statistics (stats).  With --server it talks to a running logcounterd
  * instead of owning a log: through its admin socket every command works
  * (the library's remote handle sends each call there); through a data
  * port only next and current.
  *
- * The subcommands live in cli_cmds.c, cli_audit.c, cli_ledger.c,
- * cli_tally.c and cli_stats.c, the shared plumbing in cli_util.c and
+ * The subcommands live in cli_cmds.c, cli_backup.c, cli_audit.c,
+ * cli_ledger.c, cli_tally.c and cli_stats.c, the shared plumbing in cli_util.c and
  * cli_trail.c; cli.h lists them and the conventions all
  * of them keep (exit codes, message format, nothing opened before the
  * arguments are checked, stdout checked before exit 0).
@@ -105,6 +105,16 @@ const struct command cli_commands[] = {
      "                   number with a unit ms, s, m, h, d or w (e.g. 30d);\n"
      "                   a plain number is seconds\n"
      "  --json           print {\"counter\",\"deleted\",\"kept\"}\n",
+     true},
+    {"backup", cmd_backup, "DIR",
+     "copy the log, consistently, into a new directory while it serves",
+     "  DIR must not exist; its parent must.  The copy is one snapshot,\n"
+     "  synced, marked as a restored backup: a log opened on it goes on\n"
+     "  above memcached's value for each counter memcached still holds, and\n"
+     "  refuses the others (EBEHIND) until 'adopt NAME --above V' with V at\n"
+     "  least the last id handed out.  Needs the log: not with --server.\n"
+     "  --json           print {\"keys\",\"records\",\"bytes\",\"time_us\",\n"
+     "                   \"time\",\"dir\"}\n",
      true},
     {"verify", cmd_verify, "NAME [--explain]",
      "check the log: records, gaps and their causes, overlaps",

@@ -1,0 +1,406 @@
+/*
+ * test_backup.c - lc_backup and restored logs (no id twice): a backup
+ * taken while four threads allocate on three counters (and a planted
+ * counter of 120,000 records, so the copy takes several batches) opens,
+ * iterates in order without overlap and is a prefix of the source (every
+ * record in it is in the source, unchanged; two increments of a counter
+ * may be in flight, so their records can reach the log out of order); a
+ * handle on the copy, after the original handed out more ids and
+ * stopped, continues every counter above every id the original handed
+ * out when memcached still holds them (a counter created after the
+ * backup too), and after that survives a flush; with memcached flushed
+ * every counter is LC_EBEHIND (lc_next, lc_restore, lc_advance), nothing
+ * is seeded, until lc_adopt --above the last id, after which it goes on
+ * above it and a later flush restores from the log; memcached below the
+ * log's floor is LC_EBEHIND too; a backup of a restored, partly
+ * reconciled log has every counter pending again; the same with prefetch
+ * on; an existing directory or a missing parent is refused; a partial
+ * copy is refused at open; lc_is_restored is 0 on the source, 1 on the
+ * copy.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <leveldb/c.h>
+
+#include "format.h"
+#include "mcd.h"
+
+#define NAMES 3
+static const char *const names[NAMES] = {"ca", "cb", "cc"};
+
+static void sub_path(const fx_t *f, const char *sub, char path[TU_PATH_MAX]) {
+  snprintf(path, TU_PATH_MAX, "%s/%s", f->dir, sub);
+}
+
+static lc_t *open_sub(const fx_t *f, const char *sub, uint64_t prefetch) {
+  lc_options o;
+  char path[TU_PATH_MAX];
+  tu_options_sub(&o, &mc, f->dir, sub, path);
+  o.prefetch = prefetch;
+  lc_t *h = NULL;
+  assert_ok(lc_open(&o, &h));
+  return h;
+}
+
+static uint64_t progress_calls;
+static void on_progress(void *arg, uint64_t keys) {
+  (void)arg;
+  (void)keys;
+  progress_calls++;
+}
+
+static lc_backup_result backup(lc_t *h, const fx_t *f, const char *sub) {
+  char path[TU_PATH_MAX];
+  sub_path(f, sub, path);
+  lc_backup_opts o = {.progress = on_progress};
+  lc_backup_result r;
+  memset(&r, 0, sizeof r);
+  assert_ok(lc_backup(h, path, &o, &r));
+  return r;
+}
+
+/* Records of name: in order, without overlap; how many (*out: them). */
+static long ordered_records(lc_t *h, const char *name, lc_record **out) {
+  long n = tu_records(h, name, out);
+  if (n < 0)
+    fail_msg("iterating %s: %s (%s)", name, lc_err_name((int)n),
+             lc_last_detail());
+  for (long i = 1; i < n; i++) assert_i64_op((*out)[i].first, >, (*out)[i - 1].last);
+  return n;
+}
+
+static bool has_record(const lc_record *r, long n, const lc_record *x) {
+  long lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    long mid = lo + (hi - lo) / 2;
+    if (r[mid].last == x->last)
+      return r[mid].first == x->first && r[mid].count == x->count &&
+             r[mid].time_us == x->time_us;
+    if (r[mid].last < x->last)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return false;
+}
+
+/* ---- a backup while four threads allocate ---- */
+
+typedef struct worker {
+  lc_t *h;
+  int id;
+  atomic_bool *stop;
+  long n;
+  int64_t max[NAMES];
+} worker;
+
+static void *allocate(void *arg) {
+  worker *w = arg;
+  for (long i = 0; !atomic_load(w->stop); i++) {
+    int k = (int)((i + w->id) % NAMES);
+    int64_t v;
+    if (lc_next(w->h, names[k], &v) != 0) {
+      fprintf(stderr, "lc_next: %s\n", lc_last_detail());
+      break;
+    }
+    if (v > w->max[k]) w->max[k] = v;
+    w->n++;
+  }
+  return NULL;
+}
+
+/* Closes the handle and writes n single-value records of name straight
+ * into the log (as test_prune does: lc_next would spend minutes). */
+static void plant(fx_t *f, const char *name, long n) {
+  lc_close(f->h);
+  f->h = NULL;
+  char path[TU_PATH_MAX];
+  sub_path(f, "db", path);
+  leveldb_options_t *o = leveldb_options_create();
+  char *err = NULL;
+  leveldb_t *db = leveldb_open(o, path, &err);
+  assert_null(err);
+  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__record_prefix(key, name, strlen(name));
+  unsigned char val[LC__RECORD_LEN];
+  lc__record_encode(val, 1, now_us());
+  for (long i = 1; i <= n; i++) {
+    lc__be64_put((unsigned char *)key + plen, (uint64_t)i);
+    leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
+    if (i % 10000 == 0 || i == n) {
+      leveldb_write(db, wo, b, &err);
+      assert_null(err);
+      leveldb_writebatch_clear(b);
+    }
+  }
+  leveldb_writebatch_destroy(b);
+  leveldb_writeoptions_destroy(wo);
+  leveldb_close(db);
+  leveldb_options_destroy(o);
+  f->h = open_sub(f, "db", 0);
+}
+
+static void test_backup_while_allocating(void **state) {
+  fx_t *f = *state;
+  plant(f, "bulk", 120000);
+  atomic_bool stop = false;
+  worker w[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker){.h = f->h, .id = i, .stop = &stop};
+    assert_int_equal(pthread_create(&t[i], NULL, allocate, &w[i]), 0);
+  }
+  sleep_ms(200);
+  progress_calls = 0;
+  lc_backup_result r = backup(f->h, f, "copy");
+  sleep_ms(100);
+  atomic_store(&stop, true);
+  long total = 0;
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    total += w[i].n;
+  }
+  assert_true(total > 0);
+  assert_true(r.records >= 120000);
+  assert_true(r.keys > r.records);
+  assert_true(r.bytes > r.keys);
+  assert_true(progress_calls >= 3); /* 120,000 keys: three batches */
+  assert_i64_op(r.time_us, >, 0);
+  assert_int_equal(lc_is_restored(f->h), 0);
+
+  lc_t *c = open_sub(f, "copy", 0);
+  assert_int_equal(lc_is_restored(c), 1);
+  uint64_t in_copy = 0;
+  for (int k = 0; k < NAMES + 1; k++) {
+    const char *name = k < NAMES ? names[k] : "bulk";
+    lc_record *src, *cp;
+    long ns = ordered_records(f->h, name, &src);
+    long nc = ordered_records(c, name, &cp);
+    assert_true(nc <= ns);
+    for (long i = 0; i < nc; i++)
+      if (!has_record(src, ns, &cp[i]))
+        fail_msg("%s: the copy's record %lld-%lld is not in the source", name,
+                 (long long)cp[i].first, (long long)cp[i].last);
+    in_copy += (uint64_t)nc;
+    free(src);
+    free(cp);
+  }
+  assert_int_equal(in_copy, r.records);
+  assert_ok(lc_close(c));
+}
+
+/* ---- a copy, the original going on after it ---- */
+
+typedef struct story {
+  int64_t last[NAMES + 1]; /* the last id the original handed out */
+} story;
+static const char *const story_names[NAMES + 1] = {"ca", "cb", "cc", "late"};
+
+/* The original (f->h, prefetch as given) hands out ids, is backed up to
+ * sub, hands out more (and a counter the copy never saw, "late"), and
+ * stops. */
+static story original(fx_t *f, const char *sub, uint64_t prefetch) {
+  if (prefetch) {
+    lc_close(f->h);
+    f->h = open_sub(f, "db", prefetch);
+  }
+  story s;
+  memset(&s, 0, sizeof s);
+  for (int k = 0; k < NAMES; k++)
+    for (int i = 0; i < 10 + k; i++) s.last[k] = tu_next1(f->h, names[k]);
+  backup(f->h, f, sub);
+  for (int k = 0; k < NAMES; k++)
+    for (int i = 0; i < 2000; i++) s.last[k] = tu_next1(f->h, names[k]);
+  for (int i = 0; i < 7; i++) s.last[NAMES] = tu_next1(f->h, "late");
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  return s;
+}
+
+/* Every counter of the copy goes on above the original, memcached intact;
+ * then a flush restores from the copy's log, above it too. */
+static void continues(fx_t *f, const char *sub, uint64_t prefetch) {
+  story s = original(f, sub, prefetch);
+  lc_t *c = open_sub(f, sub, prefetch);
+  assert_int_equal(lc_is_restored(c), 1);
+  int64_t got[NAMES + 1];
+  for (int k = 0; k < NAMES + 1; k++) {
+    got[k] = tu_next1(c, story_names[k]);
+    assert_i64_op(got[k], >, s.last[k]);
+    assert_i64_op(tu_next1(c, story_names[k]), >, got[k]);
+    got[k] = tu_next1(c, story_names[k]);
+  }
+  assert_ok(mcd_flush_all(&mc));
+  for (int k = 0; k < NAMES + 1; k++)
+    assert_i64_op(tu_next1(c, story_names[k]), >, got[k]);
+  assert_ok(lc_close(c));
+  /* reopened, memcached flushed again: reconciled counters restore */
+  assert_ok(mcd_flush_all(&mc));
+  c = open_sub(f, sub, prefetch);
+  for (int k = 0; k < NAMES + 1; k++)
+    assert_i64_op(tu_next1(c, story_names[k]), >, got[k]);
+  assert_ok(lc_close(c));
+}
+
+static void test_restored_memcached_intact(void **state) {
+  continues(*state, "copy", 0);
+}
+
+/* memcached lost everything: nothing goes out until adopt. */
+static void behind(fx_t *f, const char *sub, uint64_t prefetch) {
+  story s = original(f, sub, prefetch);
+  assert_ok(mcd_flush_all(&mc));
+  lc_t *c = open_sub(f, sub, prefetch);
+  int64_t v;
+  for (int k = 0; k < NAMES + 1; k++) {
+    const char *name = story_names[k];
+    assert_rc(lc_next(c, name, &v), LC_EBEHIND);
+    assert_non_null(strstr(lc_last_detail(), "adopt"));
+    assert_non_null(strstr(lc_last_detail(), name));
+    assert_rc(lc_next(c, name, &v), LC_EBEHIND);
+    assert_rc(lc_restore(c, name, &v), LC_EBEHIND);
+    assert_rc(lc_advance(c, name, 5), LC_EBEHIND);
+    assert_i64_eq(mcd_counter_value(&mc, name), -1); /* nothing seeded */
+  }
+  /* memcached set back below the log's floor: behind too */
+  assert_ok(mcd_set(&mc, "lc:cb", "1"));
+  assert_rc(lc_next(c, "cb", &v), LC_EBEHIND);
+  for (int k = 0; k < NAMES + 1; k++) {
+    const char *name = story_names[k];
+    assert_ok(lc_adopt(c, name, s.last[k]));
+    int64_t a = tu_next1(c, name);
+    assert_i64_op(a, >, s.last[k]);
+    if (!prefetch) assert_i64_eq(a, s.last[k] + 1);
+    assert_ok(mcd_flush_all(&mc)); /* restored from the log now */
+    int64_t b = tu_next1(c, name);
+    assert_i64_op(b, >, a);
+    if (!prefetch) assert_i64_eq(b, a + 1);
+  }
+  assert_ok(lc_close(c));
+  assert_ok(mcd_flush_all(&mc));
+  c = open_sub(f, sub, prefetch); /* adopted for good */
+  for (int k = 0; k < NAMES + 1; k++)
+    assert_i64_op(tu_next1(c, story_names[k]), >, s.last[k] + 1);
+  assert_ok(lc_close(c));
+}
+
+static void test_restored_memcached_flushed(void **state) {
+  behind(*state, "copy", 0);
+}
+
+static void test_restored_prefetch_intact(void **state) {
+  continues(*state, "copy", 100);
+}
+
+static void test_restored_prefetch_flushed(void **state) {
+  behind(*state, "copy", 100);
+}
+
+/* A backup of a restored log, one counter reconciled, one adopted: in the
+ * second copy every counter is pending again. */
+static void test_backup_of_restored(void **state) {
+  fx_t *f = *state;
+  story s = original(f, "copy", 0);
+  lc_t *c = open_sub(f, "copy", 0);
+  int64_t a = tu_next1(c, "ca"); /* reconciled, through memcached */
+  assert_i64_op(a, >, s.last[0]);
+  assert_ok(lc_adopt(c, "cb", s.last[1])); /* reconciled, by adopt */
+  int64_t b = tu_next1(c, "cb");
+  assert_i64_op(tu_next1(c, "cc"), >, s.last[2]); /* through memcached */
+  char path[TU_PATH_MAX];
+  sub_path(f, "copy2", path);
+  lc_backup_result r;
+  assert_ok(lc_backup(c, path, NULL, &r));
+  int64_t a2 = tu_next1(c, "ca"); /* the copy goes on after its backup */
+  assert_ok(lc_close(c));
+
+  /* memcached intact: above what the first copy handed out (its
+   * reservation ran ahead of memcached: raised past it) */
+  lc_t *c2 = open_sub(f, "copy2", 0);
+  assert_int_equal(lc_is_restored(c2), 1);
+  int64_t a3 = tu_next1(c2, "ca"); /* reconciled in copy2 now */
+  assert_i64_op(a3, >, a2);
+  assert_ok(lc_close(c2));
+  /* flushed: every counter not reconciled in copy2 is pending, those
+   * reconciled in copy1 (cb by adopt, cc through memcached) too */
+  assert_ok(mcd_flush_all(&mc));
+  c2 = open_sub(f, "copy2", 0);
+  int64_t v;
+  for (int k = 1; k < NAMES + 1; k++)
+    assert_rc(lc_next(c2, story_names[k], &v), LC_EBEHIND);
+  assert_i64_op(tu_next1(c2, "ca"), >, a3); /* from copy2's log */
+  assert_ok(lc_adopt(c2, "cb", b + 100));
+  assert_i64_op(tu_next1(c2, "cb"), >, b + 100); /* and its reservation */
+  assert_ok(lc_close(c2));
+}
+
+static void test_backup_refusals(void **state) {
+  fx_t *f = *state;
+  tu_next1(f->h, "x");
+  lc_backup_result r;
+  char path[TU_PATH_MAX];
+  assert_int_equal(lc_is_restored(f->h), 0);
+  sub_path(f, "db", path); /* the log itself */
+  assert_rc(lc_backup(f->h, path, NULL, &r), LC_EINVAL);
+  assert_non_null(strstr(lc_last_detail(), "exists"));
+  sub_path(f, "here", path);
+  assert_int_equal(mkdir(path, 0700), 0);
+  assert_rc(lc_backup(f->h, path, NULL, &r), LC_EINVAL);
+  sub_path(f, "no/such", path);
+  assert_rc(lc_backup(f->h, path, NULL, &r), LC_EINVAL);
+  assert_non_null(strstr(lc_last_detail(), "parent"));
+  assert_rc(lc_backup(f->h, NULL, NULL, &r), LC_EINVAL);
+  assert_rc(lc_backup(NULL, path, NULL, &r), LC_EINVAL);
+  assert_rc(lc_is_restored(NULL), LC_EINVAL);
+
+  /* a copy whose marker says partial (a backup that stopped) is refused */
+  backup(f->h, f, "copy");
+  sub_path(f, "copy", path);
+  leveldb_options_t *o = leveldb_options_create();
+  char *err = NULL;
+  leveldb_t *db = leveldb_open(o, path, &err);
+  assert_null(err);
+  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+  const char *partial = "1 0123456789abcdef 1 partial";
+  leveldb_put(db, wo, LC__RESTORED_KEY, strlen(LC__RESTORED_KEY), partial,
+              strlen(partial), &err);
+  assert_null(err);
+  leveldb_writeoptions_destroy(wo);
+  leveldb_close(db);
+  leveldb_options_destroy(o);
+  lc_options lo;
+  char p2[TU_PATH_MAX];
+  tu_options_sub(&lo, &mc, f->dir, "copy", p2);
+  lc_t *h = NULL;
+  assert_rc(lc_open(&lo, &h), LC_ELOG);
+  assert_non_null(strstr(lc_last_detail(), "incomplete"));
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup, tu_teardown)
+      T(test_backup_while_allocating),
+      T(test_restored_memcached_intact),
+      T(test_restored_memcached_flushed),
+      T(test_restored_prefetch_intact),
+      T(test_restored_prefetch_flushed),
+      T(test_backup_of_restored),
+      T(test_backup_refusals),
+#undef T
+  };
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
+}
