@@ -151,7 +151,7 @@ allow=$((1000 + 2 * ids / secs / 2))
 echo "# retention soak ${SOAK}s: $ids ids, $samples samples of r1, largest $worst records (allowed $allow)"
 check "retention soak: 8 clients' ids unique" test $lrc = 0
 check "retention soak: r1's records stay under 1000 + one interval's worth" \
-  test "$samples" -gt 0 -a "$worst" -le "$allow"
+  test "$samples" -gt 0 -a "$ids" -gt 0 -a "$worst" -le "$allow"
 ask "stats" # warm; then read the retention lines
 S=$(exec 4<>"/dev/tcp/127.0.0.1/$DPORT"; printf 'stats\r\n' >&4; timeout 5 sed -n '/^END/q;p' <&4)
 check "stats counts retention runs and deletions" \
