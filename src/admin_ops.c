@@ -223,8 +223,7 @@ static int simple(lc_t *h, lc__aconn *c, args *a, bool *known) {
   } else if (!strcmp(verb, "adopt") && two) {
     return done(c, lc_adopt(h, name, arg));
   } else if (!strcmp(verb, "tally-add") && two) {
-    return reply(c, lc_tally_add_total(h, name, arg, &out), "%lld",
-                 (long long)out);
+    rc = lc_tally_add_total(h, name, arg, &out);
   } else if (!strcmp(verb, "tally-get") && one) {
     int64_t total = 0, pending = 0;
     rc = lc_tally_get(h, name, &total, &pending, &u);

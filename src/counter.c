@@ -164,6 +164,13 @@ void lc__counter_acquire(lc__counter *c) {
   pthread_mutex_unlock(&c->mu);
 }
 
+void lc__counter_settle(lc__counter *c) {
+  lc__counter_acquire(c);
+  pthread_mutex_lock(&c->mu);
+  while (c->committing > 0) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+}
+
 void lc__counter_release(lc__counter *c) {
   pthread_mutex_lock(&c->mu);
   handoff(c);
@@ -481,6 +488,8 @@ static void send_batch(lc_t *h, lc__counter *c) {
     }
   }
   if (!rc && b.reservation) claim_reservation(h, c, &b);
+  bool committing = rc == 0;
+  if (committing) c->committing++;
   wake(c);
   pthread_mutex_unlock(&c->mu);
 
@@ -497,6 +506,8 @@ static void send_batch(lc_t *h, lc__counter *c) {
     }
   }
   pthread_mutex_lock(&c->mu);
+  if (committing && --c->committing == 0 && c->busy)
+    pthread_cond_broadcast(&c->cv); /* lc__counter_settle */
   if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
   if (rc && b.last) { /* burned: the ledger says so next time */
     lc__ledger_putback(c, b.gaps, b.ngaps);

@@ -60,6 +60,7 @@ struct lc__counter {
   bool busy;                        /* an exclusive operation is at work */
   lc__req *head, *tail;             /* waiting lc_next_n calls */
   int inflight;                     /* increments sent, not answered yet */
+  int committing;                   /* answered, their records not written */
   unsigned slots;                   /* which sent_floor entries are in use */
   int64_t sent_floor[LC__INFLIGHT]; /* floor when each was sent */
   /* Values accepted above the lowest sent_floor (below it no answer can
@@ -117,6 +118,10 @@ int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out);
 /* The counter if this handle has it (*out NULL otherwise); no state made. */
 int lc__counter_find(lc_t *h, const char *name, lc__counter **out);
 void lc__counter_acquire(lc__counter *c);
+/* lc__counter_acquire, then also waits until every block answered has
+ * its log write done: the log then shows no hole that a write under way
+ * would fill (for a snapshot of the counter's records). */
+void lc__counter_settle(lc__counter *c);
 void lc__counter_release(lc__counter *c);
 /* Leader only, loaded: claims c (lc__claim), seeding a counter this log
  * has never used in memcached first. */

@@ -9,6 +9,7 @@
  * their LevelDB side (lc__iters_kill), and their next call fails.
  */
 #include "admin.h"
+#include "counter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,12 @@ static int iter_make(lc_t *h, const char *name, bool ledger, lc_iter **out,
     free(i);
     return rc;
   }
+  /* a counter in use here is settled first: no write of it is under way,
+   * so a live snapshot shows no hole that such a write would fill */
+  lc__counter *c = NULL;
+  if (name && lc__counter_find(h, name, &c) == 0 && c) lc__counter_settle(c);
   i->snap = leveldb_create_snapshot(h->log.db);
+  if (c) lc__counter_release(c);
   if (snap_us) *snap_us = lc__now_us();
   leveldb_readoptions_set_snapshot(i->read, i->snap);
   leveldb_readoptions_set_verify_checksums(i->read, 1);

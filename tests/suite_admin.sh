@@ -167,9 +167,11 @@ start bsrc || { failed=$((failed + 1)); echo "FAIL - backup daemon"; }
 $LOAD load "$DPORT" "$TMP/ids3" --names b1,b2 --conns 8 --seconds 60 \
   --stop "$TMP/stop3" --tolerate >"$TMP/load3.json" &
 LPID=$!
+A tally add bt 5 >/dev/null && A tally flush >/dev/null
 sleep 1
 check "backup through the admin socket while clients allocate" \
   A backup "$TMP/bk"
+A tally add bt 7 >/dev/null && A tally flush >/dev/null # after the copy
 sleep 1
 stop KILL   # the clients' connections drop: they stop
 wait $LPID
@@ -181,6 +183,8 @@ start brest || { failed=$((failed + 1)); echo "FAIL - restored daemon"; }
 $LOAD load "$DPORT" "$TMP/ids3b" --names b1,b2 --conns 4 --seconds 2 >/dev/null
 check "restored, memcached intact: b1 and b2 go on above every id acknowledged" \
   bash -c "[ \$(awk '\$1==\"b1\"' '$TMP/ids3b' | sort -k2n | head -1 | cut -d' ' -f2) -gt $MAX1 ] && [ \$(awk '\$1==\"b2\"' '$TMP/ids3b' | sort -k2n | head -1 | cut -d' ' -f2) -gt $MAX2 ]"
+check "restored, memcached intact: a tally flushed after the copy keeps its total (12)" \
+  bash -c "'$CLI' --server '$ADMIN' tally flush --sweep >/dev/null && '$CLI' --server '$ADMIN' tally get bt | grep -q 'total 12,'"
 MAX1=$(max_id "$TMP/ids3b" b1)
 stop
 mc_flush
