@@ -109,6 +109,8 @@ int lc_open(const lc_options *o, lc_t **out) {
                     "LC_PREFETCH_AUTO",
                     (unsigned long long)o->prefetch,
                     (unsigned long long)LC_BLOCK_MAX);
+  int rc = lc__retain_check(o, remote);
+  if (rc) return rc;
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
   bool failed = false;
@@ -137,7 +139,7 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->counters.names.max = h->opt.max_counters;
   lc__tallies_init(&h->tallies);
   h->tallies.names.max = h->opt.max_tallies;
-  int rc = remote ? open_remote(h)
+  rc = remote ? open_remote(h)
                   : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                                    h->opt.pool_size);
   if (!rc && !remote) {
@@ -158,13 +160,18 @@ int lc_open(const lc_options *o, lc_t **out) {
       lc__log_close(&h->log);
     }
   }
-  if (!rc && !remote && h->opt.admin_socket && h->opt.admin_socket[0]) {
-    rc = lc__admin_start(h);
-    if (rc) {
-      lc__prefetcher_stop(h);
-      lc__recover_stop(h);
-      lc__log_close(&h->log);
-    }
+  if (!rc && !remote && (rc = lc__retain_start(h)) != 0) {
+    lc__retain_stop(h);
+    lc__prefetcher_stop(h);
+    lc__recover_stop(h);
+    lc__log_close(&h->log);
+  }
+  if (!rc && !remote && h->opt.admin_socket && h->opt.admin_socket[0] &&
+      (rc = lc__admin_start(h)) != 0) {
+    lc__retain_stop(h);
+    lc__prefetcher_stop(h);
+    lc__recover_stop(h);
+    lc__log_close(&h->log);
   }
   if (rc) { /* the log is closed already when its open failed */
     lc__table_close(&h->counters, &h->log, &h->cache);
@@ -181,6 +188,7 @@ int lc_close(lc_t *h) {
   if (h == NULL) return 0;
   lc__detail_clear();
   lc__admin_stop(h); /* first: its calls use everything below */
+  if (!h->remote) lc__retain_stop(h); /* it uses the log and the table */
   lc__prefetcher_stop(h);
   if (!h->remote) {
     /* a failed log gets one more reopen, so that the exact reservations

@@ -21,6 +21,7 @@
  *   admin*.c   the admin socket: its server (admin_srv.c, admin_ops.c),
  *              its client (admin_cli.c), their line I/O (admin_io.c);
  *              admin.h
+ *   retain.c   retention: listing the log's counters, the pruning thread
  *   handle.c   lc_open / lc_close, options, stats
  */
 #ifndef LC_INTERNAL_H
@@ -297,6 +298,19 @@ int lc__recover(lc_t *h);
  * writing): their next call fails. */
 void lc__iters_kill(lc__log *l);
 
+/* ---- retain.c: retention (lc_options.retain_*) ---- */
+/* lc_open's check of the retain options (remote: the handle has no log). */
+int lc__retain_check(const lc_options *o, bool remote);
+/* Inits ret (always, for a local handle) and starts the thread when
+ * retention is on; lc__retain_stop (also after a failed start) stops it
+ * and waits, before the counters table is closed. */
+int lc__retain_start(lc_t *h);
+void lc__retain_stop(lc_t *h);
+/* prune.c: lc_prune that ends early, keeping what it did, when *stop is
+ * set (returns 0) or the log is no longer OK (LC_ELOG); stop may be NULL. */
+int lc__prune(lc_t *h, const char *name, const lc_prune_opts *o,
+              lc_prune_result *res, const atomic_bool *stop);
+
 /* ---- handle.c ---- */
 typedef struct lc__admin_srv lc__admin_srv;
 struct lc {
@@ -335,6 +349,14 @@ struct lc {
     atomic_uint_fast64_t tally_adds, tally_flushes, tally_schedules,
         tally_schedule_failures, tally_losses, tally_seeds;
   } st;
+  struct {                  /* retain.c: the retention thread */
+    pthread_mutex_t mu;     /* st, and the thread's sleep */
+    pthread_cond_t cv;      /* on CLOCK_MONOTONIC */
+    atomic_bool stop;       /* set by lc__retain_stop */
+    bool started;
+    pthread_t thread;
+    lc_retention_status st;
+  } ret;
 };
 #define LC__STAT(h, field, n) \
   atomic_fetch_add_explicit(&(h)->st.field, (n), memory_order_relaxed)

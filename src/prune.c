@@ -9,6 +9,12 @@
  * and the pruned range is compacted afterwards so that tombstones do not
  * pile up in front of later seeks.  Ledger entries (gaps and voids) below
  * the oldest record left go with the records.
+ *
+ * lc__prune (the retention thread's) also takes a stop flag, checked with
+ * the log's state every BATCH keys: a stop ends it early (what is deleted
+ * stays deleted, the compaction is left for a later prune), a log that is
+ * no longer OK ends it with LC_ELOG, so neither lc_close nor a reopen
+ * waits for a long prune.
  */
 #include "admin.h"
 
@@ -16,15 +22,26 @@
 
 #define BATCH 10000
 
+/* lc__prune's check, every BATCH keys: 0 to go on, 1 when stop is set,
+ * LC_ELOG when the log is not OK.  Always 0 without a stop flag. */
+static int halted(lc__log *l, const atomic_bool *stop, uint64_t n) {
+  if (stop == NULL || n % BATCH != 0) return 0;
+  if (atomic_load(stop)) return 1;
+  return lc__log_ok(l);
+}
+
 /* Key of the oldest record to keep, given keep/newest; *lim_len = 0 when
  * there is nothing to prune. */
 static int find_limit(lc__log *l, const char *prefix, size_t plen,
-                      uint64_t keep, char *lim, size_t *lim_len) {
+                      uint64_t keep, char *lim, size_t *lim_len,
+                      const atomic_bool *stop) {
   leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
   uint64_t seen = 0;
+  int rc = 0;
   *lim_len = 0;
   if (keep == 0) keep = 1; /* the newest record always stays */
   for (; leveldb_iter_valid(it); leveldb_iter_prev(it)) {
+    if ((rc = halted(l, stop, seen + 1)) != 0) break;
     size_t klen;
     const char *k = leveldb_iter_key(it, &klen);
     if (klen < plen || memcmp(k, prefix, plen) != 0 || klen > plen + 8) break;
@@ -32,16 +49,15 @@ static int find_limit(lc__log *l, const char *prefix, size_t plen,
     *lim_len = klen;
     if (++seen == keep) break;
   }
-  if (seen < keep) *lim_len = 0; /* fewer records than keep */
+  if (seen < keep || rc) *lim_len = 0; /* fewer records than keep */
   char *err = NULL;
   leveldb_iter_get_error(it, &err);
   leveldb_iter_destroy(it);
   if (err) {
-    int rc = lc__fail(LC_ELOG, "leveldb seek: %s", err);
+    rc = lc__fail(LC_ELOG, "leveldb seek: %s", err);
     leveldb_free(err);
-    return rc;
   }
-  return 0;
+  return rc;
 }
 
 static int iter_error(leveldb_iterator_t *it) {
@@ -81,7 +97,7 @@ static int prune_ledger(lc__log *l, const char *name, int64_t below,
 }
 
 static int prune(lc_t *h, const char *name, const lc_prune_opts *o,
-                 lc_prune_result *res);
+                 lc_prune_result *res, const atomic_bool *stop);
 
 static bool deletable(const lc_prune_opts *o, const char *k, size_t klen,
                       size_t plen, const char *v, size_t vlen) {
@@ -98,6 +114,11 @@ static bool deletable(const lc_prune_opts *o, const char *k, size_t klen,
 
 int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
              lc_prune_result *res) {
+  return lc__prune(h, name, o, res, NULL);
+}
+
+int lc__prune(lc_t *h, const char *name, const lc_prune_opts *o,
+              lc_prune_result *res, const atomic_bool *stop) {
   lc__detail_clear();
   if (h == NULL || o == NULL || res == NULL)
     return lc__fail(LC_EINVAL, "NULL argument");
@@ -112,20 +133,20 @@ int lc_prune(lc_t *h, const char *name, const lc_prune_opts *o,
   if (h->admin) return lc__admin_prune(h, name, o, res);
   lc__log *l = &h->log;
   if ((rc = lc__log_enter(l)) != 0) return rc;
-  rc = prune(h, name, o, res);
+  rc = prune(h, name, o, res, stop);
   lc__log_leave(l);
-  return rc;
+  return rc > 0 ? 0 : rc; /* stopped: what was done is in res */
 }
 
 /* lc_prune inside the log's gate. */
 static int prune(lc_t *h, const char *name, const lc_prune_opts *o,
-                 lc_prune_result *res) {
+                 lc_prune_result *res, const atomic_bool *stop) {
   lc__log *l = &h->log;
   int rc;
   char prefix[LC_NAME_MAX + 10], lim[LC_NAME_MAX + 10];
   size_t plen = lc__record_prefix(prefix, name, strlen(name)), lim_len;
   leveldb_iterator_t *it;
-  rc = find_limit(l, prefix, plen, o->keep, lim, &lim_len);
+  rc = find_limit(l, prefix, plen, o->keep, lim, &lim_len, stop);
   if (rc || lim_len == 0) goto count_rest;
 
   it = leveldb_create_iterator(l->db, l->read);
@@ -140,7 +161,7 @@ static int prune(lc_t *h, const char *name, const lc_prune_opts *o,
     int cmp = memcmp(k, lim, n);
     if (cmp > 0 || (cmp == 0 && klen >= lim_len)) break;
     const char *v = leveldb_iter_value(it, &vlen);
-    scanned++;
+    if ((rc = halted(l, stop, ++scanned)) != 0) break;
     if (!deletable(o, k, klen, plen, v, vlen)) break;
     leveldb_writebatch_delete(b, k, klen);
     if (++pending == BATCH) {
@@ -151,9 +172,10 @@ static int prune(lc_t *h, const char *name, const lc_prune_opts *o,
       if (o->progress) o->progress(o->progress_arg, scanned, res->deleted);
     }
   }
-  if (!rc && pending) {
-    rc = lc__log_write(l, b, false);
-    if (!rc) res->deleted += pending;
+  if (rc >= 0 && pending) {
+    int wrc = lc__log_write(l, b, false);
+    if (!wrc) res->deleted += pending;
+    if (wrc) rc = wrc;
   }
   if (!rc) rc = iter_error(it); /* an I/O error ended the scan early */
   leveldb_writebatch_destroy(b);
@@ -170,6 +192,7 @@ count_rest:
   it = leveldb_create_iterator(l->db, l->read);
   for (leveldb_iter_seek(it, prefix, plen); leveldb_iter_valid(it);
        leveldb_iter_next(it)) {
+    if ((rc = halted(l, stop, res->kept + 1)) != 0) break;
     size_t klen, vlen;
     const char *k = leveldb_iter_key(it, &klen);
     if (klen < plen || memcmp(k, prefix, plen) != 0) break;
@@ -179,8 +202,9 @@ count_rest:
         lc__record_decode(k, klen, plen, v, vlen, &rec) == 0)
       oldest = rec.first;
   }
-  rc = iter_error(it);
+  if (!rc) rc = iter_error(it);
   leveldb_iter_destroy(it);
+  if (rc) return rc;
   lc__detail_clear();
   if (!rc && res->deleted && oldest)
     rc = prune_ledger(l, name, oldest, &res->ledger_deleted);

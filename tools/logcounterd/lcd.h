@@ -164,6 +164,13 @@ typedef struct lcd_settings {
                                log (recovers what a crash left pending);
                                one also runs at startup; 0: only then
                                (default 60) */
+  uint64_t retain_records;    /* retention (lc_options.retain_*): keep this
+                               many newest records per counter; 0: no such
+                               limit (default 0) */
+  int64_t retain_age_us;      /* delete records older than this; 0: no age
+                               limit (default 0: retention off unless
+                               retain_records is set) */
+  int64_t retain_interval_ms; /* between retention runs (default 60000) */
 } lcd_settings;
 
 typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;

@@ -4,7 +4,8 @@
  * own figures (connections, commands, errors, closes), the library's
  * (lc_get_stats: allocations, ids, increments, restores, backwards, log
  * writes and syncs, errors), the tallies' (changes by the daemon, the
- * library's tally figures, the flusher's runs) and the settings in force.
+ * library's tally figures, the flusher's runs), the retention thread's
+ * (lc_get_retention_status) and the settings in force.
  * Any loop thread: the figures are every loop's, summed.
  */
 #include "lcd.h"
@@ -69,6 +70,12 @@ static void put_settings(lcd_server *s, struct evbuffer *o) {
   stat_u(o, "block_max", LC_BLOCK_MAX);
   stat_i(o, "flush_interval", set->flush_interval);
   stat_i(o, "sweep_interval", set->sweep_interval);
+  stat_u(o, "retain_records", set->retain_records);
+  stat_i(o, "retain_age_us", (long long)set->retain_age_us);
+  stat_i(o, "retain_interval_ms",
+         set->retain_records || set->retain_age_us
+             ? (long long)set->retain_interval_ms
+             : 0);
 }
 
 /* The daemon's own figures, summed over the loops. */
@@ -172,6 +179,24 @@ static void put_log(lcd_server *s, struct evbuffer *o) {
   stat_s(o, "log_reopen_error", st.attempt_error[0] ? st.attempt_error : NULL);
 }
 
+/* What retention has done (all 0 when it is off).  The last error is one
+ * line: CR, LF and other control bytes become spaces. */
+static void put_retention(lcd_server *s, struct evbuffer *o) {
+  lc_retention_status st;
+  if (lc_get_retention_status(s->lc, &st) != 0) memset(&st, 0, sizeof st);
+  st.last_error[sizeof st.last_error - 1] = '\0';
+  for (char *p = st.last_error; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+  stat_u(o, "retain_runs", st.runs);
+  stat_u(o, "retain_counters", st.counters);
+  stat_u(o, "retain_records_deleted", st.records_deleted);
+  stat_u(o, "retain_ledger_deleted", st.ledger_deleted);
+  stat_u(o, "retain_errors", st.errors);
+  stat_i(o, "retain_last_run", (long long)(st.last_run_us / 1000000));
+  stat_i(o, "retain_last_duration_us", (long long)st.last_duration_us);
+  evbuffer_add_printf(o, "STAT retain_last_error %s\r\n", st.last_error);
+}
+
 lc_log_state_t lcd_log_watch(lcd_server *s) {
   lc_log_status st, *was = &s->log_seen;
   if (s->lc == NULL || lc_get_log_status(s->lc, &st) != 0) return LC_LOG_OK;
@@ -206,6 +231,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
     put_daemon(s, o);
     put_library(s, o);
     put_log(s, o);
+    put_retention(s, o);
   }
   evbuffer_add(o, "END\r\n", 5);
 }

@@ -75,6 +75,9 @@ static void settings_init(lcd_settings *set) {
   set->max_tallies = LC_MAX_TALLIES_DEFAULT;
   set->flush_interval = 1;
   set->sweep_interval = 60;
+  set->retain_records = 0;
+  set->retain_age_us = 0;
+  set->retain_interval_ms = 60000;
 }
 
 /* ---- logging ----------------------------------------------------------- */
@@ -196,6 +199,18 @@ static void usage(FILE *f) {
       "                          memcached this often (and at startup), to\n"
       "                          apply what a crash left pending; 0: only at\n"
       "                          startup (default %d)\n"
+      "  --retain-records N      retention: every --retain-interval, prune\n"
+      "                          every counter in the log to its N newest\n"
+      "                          records, 1..2^63-1 (default: off)\n"
+      "  --retain-age DURATION   retention: prune records older than\n"
+      "                          DURATION (digits with an optional unit ms,\n"
+      "                          s, m, h, d or w; no unit: seconds; e.g.\n"
+      "                          30d) (default: off); with --retain-records\n"
+      "                          a record either one keeps stays; the\n"
+      "                          newest record and the reservation of a\n"
+      "                          counter always stay\n"
+      "  --retain-interval DURATION  between retention runs, 1ms..366d\n"
+      "                          (default %llds)\n"
       "  --pidfile FILE          write the pid here, removed at exit\n"
       "  -v, --verbose           log connections; twice: failed requests\n"
       "  -h, --help              this help\n"
@@ -204,7 +219,8 @@ static void usage(FILE *f) {
       "read, flush the tallies, close the log cleanly and exit 0 (a second\n"
       "one hurries).\n\n"
       "The daemon holds the log: 'logcounter --db DIR' reports it as in use;\n"
-      "run the log's commands through --admin-socket instead.\n\n"
+      "run the log's commands through --admin-socket instead, and let\n"
+      "--retain-records / --retain-age prune inside the daemon.\n\n"
       "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
       (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
       d.admin_mode,
@@ -213,7 +229,8 @@ static void usage(FILE *f) {
       d.max_connections, (unsigned long long)d.max_counters,
       (unsigned long long)d.max_tallies, d.idle_timeout, d.line_timeout,
       d.drain_timeout, LCD_OUTPUT_MAX / 1024, d.reply_timeout,
-      LCD_INPUT_MAX / 1024, d.flush_interval, d.sweep_interval);
+      LCD_INPUT_MAX / 1024, d.flush_interval, d.sweep_interval,
+      (long long)(d.retain_interval_ms / 1000));
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -259,7 +276,10 @@ enum {
   O_MAX_COUNTERS,
   O_MAX_TALLIES,
   O_ADMIN,
-  O_ADMIN_MODE
+  O_ADMIN_MODE,
+  O_RETAIN_RECORDS,
+  O_RETAIN_AGE,
+  O_RETAIN_INTERVAL
 };
 
 static const struct option long_options[] = {
@@ -285,6 +305,9 @@ static const struct option long_options[] = {
     {"pidfile", required_argument, NULL, O_PID},
     {"flush-interval", required_argument, NULL, O_FLUSH},
     {"sweep-interval", required_argument, NULL, O_SWEEP},
+    {"retain-records", required_argument, NULL, O_RETAIN_RECORDS},
+    {"retain-age", required_argument, NULL, O_RETAIN_AGE},
+    {"retain-interval", required_argument, NULL, O_RETAIN_INTERVAL},
     {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -321,6 +344,8 @@ static const struct number_option {
      offsetof(lcd_settings, flush_interval), 0},
     {O_SWEEP, "--sweep-interval", 0, 86400 * 30,
      offsetof(lcd_settings, sweep_interval), 0},
+    {O_RETAIN_RECORDS, "--retain-records", 1, (uint64_t)INT64_MAX,
+     offsetof(lcd_settings, retain_records), 1},
 };
 
 /* Sets a numeric option: 0, EXIT_USAGE, or 1 when opt is not one. */
@@ -341,6 +366,35 @@ static int number_option(lcd_settings *set, int opt, const char *text) {
   return 1;
 }
 
+/* A DURATION (digits, then an optional unit ms, s, m, h, d or w; none:
+ * seconds) in microseconds, min_us..max_us, or a usage error naming the
+ * option.  The same syntax as the CLI's durations. */
+static int parse_duration(const char *opt, const char *text, int64_t min_us,
+                          int64_t max_us, int64_t *out_us) {
+  static const struct {
+    const char *unit;
+    int64_t us;
+  } units[] = {{"ms", 1000LL},          {"s", 1000000LL},
+               {"m", 60000000LL},       {"h", 3600000000LL},
+               {"d", 86400000000LL},    {"w", 604800000000LL},
+               {"", 1000000LL}};
+  size_t digits = strspn(text, "0123456789");
+  uint64_t v;
+  for (size_t i = 0; digits > 0 && i < sizeof units / sizeof *units; i++) {
+    if (strcmp(text + digits, units[i].unit) != 0) continue;
+    if (lcd_proto_number(text, digits, &v) != 0 ||
+        v > (uint64_t)(max_us / units[i].us) ||
+        (int64_t)v * units[i].us < min_us)
+      break;
+    *out_us = (int64_t)v * units[i].us;
+    return 0;
+  }
+  return usage_error("invalid duration '%s' for %s (digits with an optional "
+                     "unit ms, s, m, h, d or w, e.g. 30d; %lld ms .. %lld s)",
+                     text, opt, (long long)(min_us / 1000),
+                     (long long)(max_us / 1000000));
+}
+
 /* --socket-mode, --admin-socket-mode: octal permission bits. */
 static int socket_mode(int *mode, const char *opt, const char *text) {
   char *end;
@@ -354,7 +408,7 @@ static int socket_mode(int *mode, const char *opt, const char *text) {
 }
 
 static int parse_options(lcd_settings *set, int argc, char **argv) {
-  int opt, rc = 0;
+  int opt, rc = 0, retain_interval = 0;
   const char *prefetch = getenv("LOGCOUNTER_PREFETCH");
   const char *prefetch_from = "LOGCOUNTER_PREFETCH";
   opterr = 0;
@@ -383,6 +437,18 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     case O_ADMIN_MODE:
       rc = socket_mode(&set->admin_mode, "--admin-socket-mode", optarg);
       break;
+    case O_RETAIN_AGE:
+      rc = parse_duration("--retain-age", optarg, 1000, INT64_MAX,
+                          &set->retain_age_us);
+      break;
+    case O_RETAIN_INTERVAL: {
+      int64_t us = 0;
+      rc = parse_duration("--retain-interval", optarg, 1000,
+                          366LL * 86400000000LL, &us);
+      set->retain_interval_ms = us / 1000;
+      retain_interval = 1;
+      break;
+    }
     case O_DUR:
       if (lc_durability_parse(optarg, &set->durability) != 0)
         return usage_error("invalid durability '%s' for --durability (must "
@@ -407,6 +473,9 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
   if (!set->db || !*set->db)
     return usage_error("no log directory: give --db DIR or set "
                        "LOGCOUNTER_DB");
+  if (retain_interval && !set->retain_records && !set->retain_age_us)
+    return usage_error("--retain-interval needs --retain-records or "
+                       "--retain-age");
   if (strcmp(set->listen, "none") == 0 && !set->socket_path)
     return usage_error("nothing to listen on: --listen none needs --socket");
   return 0;
@@ -502,6 +571,10 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.max_tallies = s->set->max_tallies;
   o.admin_socket = s->set->admin_socket;
   o.admin_socket_mode = (unsigned)s->set->admin_mode;
+  o.retain_records = s->set->retain_records;
+  o.retain_age_us = s->set->retain_age_us;
+  if (o.retain_records || o.retain_age_us)
+    o.retain_interval_ms = s->set->retain_interval_ms;
   /* a memcached connection for every thread that calls the library at
    * once (loops, workers, the flusher, the prefetcher): a call that waits
    * for one gives up after the timeout */
@@ -582,6 +655,13 @@ int main(int argc, char **argv) {
           lcd_prefetch_text(set.prefetch, pbuf), set.memcached, set.threads,
           set.workers, set.coalesce ? "" : ", no coalescing",
           set.flush_interval);
+  if (set.retain_records || set.retain_age_us)
+    lcd_log(&set, 0,
+            "retention: every %lld ms, keep the newest %llu records "
+            "(0: no limit) and those younger than %lld s (0: no limit)",
+            (long long)set.retain_interval_ms,
+            (unsigned long long)set.retain_records,
+            (long long)(set.retain_age_us / 1000000));
   if (event_base_dispatch(base) < 0) {
     lcd_log(&set, 0, "event loop failed");
     status = EXIT_RUNTIME;
