@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,9 +189,15 @@ int lc__admin_start(lc_t *h) {
   int rc = s->fd < 0 ? lc__fail(LC_EINVAL, "admin socket: socket: %s",
                                 strerror(errno))
                      : bind_path(s, path, mode);
-  if (!rc && pthread_create(&s->thread, NULL, accept_main, s) != 0) {
-    unlink(path);
-    rc = lc__fail(LC_ENOMEM, "cannot start the admin socket's thread");
+  if (!rc) { /* its threads take no signals: the application's do */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    if (pthread_create(&s->thread, NULL, accept_main, s) != 0) {
+      unlink(path);
+      rc = lc__fail(LC_ENOMEM, "cannot start the admin socket's thread");
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
   if (rc) {
     srv_free(s);

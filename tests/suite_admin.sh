@@ -117,6 +117,8 @@ for cmd in "void o1 1 x" "prune o1 1 0 0" "records o1" "ledger o1" \
     { echo "# data port answered '$cmd' with '$REPLY_LINE'"; refused=1; }
 done
 check "the data port refuses every admin command with CLIENT_ERROR" test $refused = 0
+check "20,000 requests pipelined on one admin connection, answered in order" \
+  $LOAD pipe "$ADMIN" o4 20000
 check "logcounter --server HOST:PORT refuses a log command before connecting" \
   bash -c "'$CLI' --server 127.0.0.1:$DPORT void o1 1 --reason x 2>&1 | grep -q 'admin socket'"
 touch "$TMP/stop1"
@@ -217,5 +219,13 @@ check "dump of $N records through the admin socket while 8 clients allocate" \
 check "the dump streamed every record" /usr/bin/python3 -c "
 import json, sys
 sys.exit(0 if json.load(open('$TMP/during.json'))['cmd_lines'] > $N else 1)"
+$LOAD stall "$ADMIN" big 4 &
+SPID=$!
+sleep 1
+check "an admin client that stops reading a dump: allocation goes on" \
+  $LOAD load "$DPORT" "$TMP/ids4" --names big --conns 4 --seconds 2
+check "... and other admin commands are answered" \
+  bash -c "'$CLI' --server '$ADMIN' next big >/dev/null && '$CLI' --server '$ADMIN' gaps big >/dev/null"
+wait $SPID
 stop
 finish

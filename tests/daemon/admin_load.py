@@ -17,6 +17,14 @@ works on its admin socket (tests/suite_admin.sh, bench/admin.sh).
       Prints JSON with the waits before and during CMD, CMD's time, its
       exit status and line count; exit 1 if CMD failed or an id repeated.
 
+  admin_load.py pipe SOCKET NAME COUNT
+      One admin-socket connection sends COUNT "next NAME 1" lines from one
+      thread while another reads: every answer must be "OK V", V strictly
+      increasing.  Exit 1 otherwise.
+  admin_load.py stall SOCKET NAME SECONDS
+      Asks the admin socket for NAME's records and reads none of them for
+      SECONDS (a client that stops reading), then closes.
+
 Waits are measured, never asserted.  Only the standard library; talks to
 127.0.0.1 only.
 """
@@ -93,7 +101,44 @@ def opt(args, name, default):
     return args[args.index(name) + 1] if name in args else default
 
 
+def unix(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(60)
+    s.connect(path)
+    return s
+
+
+def pipe(path, name, count):
+    s = unix(path)
+    lines = b"".join(b"next %s 1\r\n" % name.encode() for _ in range(count))
+    w = threading.Thread(target=s.sendall, args=(lines,), daemon=True)
+    w.start()
+    f = s.makefile("rb")
+    last = 0
+    for i in range(count):
+        line = f.readline().decode("ascii", "replace").strip()
+        if not line.startswith("OK ") or int(line[3:]) <= last:
+            print("answer %d: %r after %d" % (i, line, last))
+            return 1
+        last = int(line[3:])
+    w.join(10)
+    print(json.dumps({"answers": count, "last": last}))
+    return 0
+
+
+def stall(path, name, seconds):
+    s = unix(path)
+    s.sendall(b"records %s\r\n" % name.encode())
+    time.sleep(seconds)
+    s.close()
+    return 0
+
+
 def main(argv):
+    if len(argv) == 5 and argv[1] == "pipe":
+        return pipe(argv[2], argv[3], int(argv[4]))
+    if len(argv) == 5 and argv[1] == "stall":
+        return stall(argv[2], argv[3], float(argv[4]))
     if len(argv) < 3 or argv[1] not in ("load", "during"):
         print(__doc__, file=sys.stderr)
         return 2
