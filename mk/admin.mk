@@ -3,6 +3,6 @@
 PLANT = $(BUILD)/tests/lc_plant
 TEST_EXTRA += $(PLANT)
 
-$(PLANT): tests/daemon/lc_plant.c $(LIB_A)
+$(PLANT): tests/daemon/lc_plant.c tests/plant.c tests/plant.h $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< tests/plant.c $(LIB_A) $(LIBS)

@@ -566,6 +566,16 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   return rc;
 }
 
+/* mu held: takes r (at the head, if queued) out of the queue. */
+static void unqueue(lc__counter *c, req *r, bool *queued) {
+  if (!*queued) return;
+  c->head = r->next;
+  if (c->head == NULL) c->tail = NULL;
+  r->next = NULL;
+  *queued = false;
+  wake(c);
+}
+
 static int count_call(lc_t *h, int rc, uint64_t n) {
   if (rc) {
     LC__STAT(h, errors, 1);
@@ -601,13 +611,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       /* first use (floor and reservation, then the claim), or the counter
        * was released or refused while this call waited: claim again (a
        * refusal then fails it), out of the queue meanwhile */
-      if (queued) {
-        c->head = r.next;
-        if (c->head == NULL) c->tail = NULL;
-        r.next = NULL;
-        queued = false;
-        wake(c);
-      }
+      unqueue(c, &r, &queued);
       pthread_mutex_unlock(&c->mu);
       lc__counter_acquire(c);
       rc = lc__counter_load(h, c);
@@ -621,13 +625,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       continue;
     }
     if (c->pending) { /* alone, out of the queue (see next_pending) */
-      if (queued) {
-        c->head = r.next;
-        if (c->head == NULL) c->tail = NULL;
-        r.next = NULL;
-        queued = false;
-        wake(c);
-      }
+      unqueue(c, &r, &queued);
       pthread_mutex_unlock(&c->mu);
       rc = next_pending(h, c, n, first);
       if (rc != LC__MISS) {

@@ -35,6 +35,7 @@
 
 #include "format.h"
 #include "mcd.h"
+#include "plant.h"
 
 #define NAMES 3
 static const char *const names[NAMES] = {"ca", "cb", "cc"};
@@ -127,29 +128,9 @@ static void plant(fx_t *f, const char *name, long n) {
   f->h = NULL;
   char path[TU_PATH_MAX];
   sub_path(f, "db", path);
-  leveldb_options_t *o = leveldb_options_create();
   char *err = NULL;
-  leveldb_t *db = leveldb_open(o, path, &err);
-  assert_null(err);
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  char key[LC_NAME_MAX + 10];
-  size_t plen = lc__record_prefix(key, name, strlen(name));
-  unsigned char val[LC__RECORD_LEN];
-  lc__record_encode(val, 1, now_us());
-  for (long i = 1; i <= n; i++) {
-    lc__be64_put((unsigned char *)key + plen, (uint64_t)i);
-    leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
-    if (i % 10000 == 0 || i == n) {
-      leveldb_write(db, wo, b, &err);
-      assert_null(err);
-      leveldb_writebatch_clear(b);
-    }
-  }
-  leveldb_writebatch_destroy(b);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_close(db);
-  leveldb_options_destroy(o);
+  if (tu_plant(path, name, 1, n, now_us(), 0, &err))
+    fail_msg("planting %s: %s", name, err);
   f->h = open_sub(f, "db", 0);
 }
 

@@ -27,6 +27,7 @@
 
 #include "format.h"
 #include "mcd.h"
+#include "plant.h"
 
 static int64_t fill(lc_t *h, const char *name, long n) {
   int64_t v = 0;
@@ -286,28 +287,8 @@ static void on_progress(void *arg, uint64_t scanned, uint64_t deleted) {
 static void write_records(const char *dir, const char *name, long n) {
   char path[4096], *err = NULL;
   snprintf(path, sizeof path, "%s/db", dir);
-  leveldb_options_t *lo = leveldb_options_create();
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  leveldb_t *db = leveldb_open(lo, path, &err);
-  if (err) fail_msg("leveldb_open %s: %s", path, err);
-  char key[LC_NAME_MAX + 10];
-  size_t plen = lc__record_prefix(key, name, strlen(name));
-  unsigned char val[LC__RECORD_LEN];
-  lc__record_encode(val, 1, lc__now_us());
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  for (long i = 1; i <= n; i++) {
-    lc__be64_put((unsigned char *)key + plen, (uint64_t)i);
-    leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
-    if (i % 10000 == 0 || i == n) {
-      leveldb_write(db, wo, b, &err);
-      if (err) fail_msg("leveldb_write: %s", err);
-      leveldb_writebatch_clear(b);
-    }
-  }
-  leveldb_writebatch_destroy(b);
-  leveldb_close(db);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_options_destroy(lo);
+  if (tu_plant(path, name, 1, n, lc__now_us(), 0, &err))
+    fail_msg("planting %s in %s: %s", name, path, err);
 }
 
 static void test_prune_million(void **state) {

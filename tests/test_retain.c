@@ -37,6 +37,7 @@
 
 #include "format.h"
 #include "mcd.h"
+#include "plant.h"
 
 #define HOUR_US 3600000000LL
 
@@ -107,36 +108,8 @@ static void plant(const char *dir, const char *name, int64_t from, int64_t to,
                   int64_t time_us, int64_t res) {
   char path[4096], *err = NULL;
   snprintf(path, sizeof path, "%s/db", dir);
-  leveldb_options_t *lo = leveldb_options_create();
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  leveldb_t *db = leveldb_open(lo, path, &err);
-  if (err) fail_msg("leveldb_open %s: %s", path, err);
-  char key[LC_NAME_MAX + 10];
-  size_t plen = lc__record_prefix(key, name, strlen(name));
-  unsigned char val[LC__RECORD_LEN];
-  lc__record_encode(val, 1, time_us);
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  for (int64_t i = from; i <= to; i++) {
-    lc__be64_put((unsigned char *)key + plen, (uint64_t)i);
-    leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
-    if ((i - from) % 10000 == 9999 || i == to) {
-      leveldb_write(db, wo, b, &err);
-      if (err) fail_msg("leveldb_write: %s", err);
-      leveldb_writebatch_clear(b);
-    }
-  }
-  if (res > 0) {
-    unsigned char rv[9];
-    size_t klen = lc__reservation_key(key, name, strlen(name));
-    rv[0] = LC__RECORD_VERSION;
-    lc__be64_put(rv + 1, (uint64_t)res);
-    leveldb_put(db, wo, key, klen, (const char *)rv, sizeof rv, &err);
-    if (err) fail_msg("leveldb_put: %s", err);
-  }
-  leveldb_writebatch_destroy(b);
-  leveldb_close(db);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_options_destroy(lo);
+  if (tu_plant(path, name, from, to, time_us, res, &err))
+    fail_msg("planting %s in %s: %s", name, path, err);
 }
 
 static void close_fixture_handle(fx_t *f) {

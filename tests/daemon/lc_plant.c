@@ -10,9 +10,10 @@
  *     with the current time; then the reservation at the last.  Exit 0, or
  *     1 with the reason.
  */
-#include "internal.h"
+#include "plant.h"
 
-#include <leveldb/c.h>
+#include "format.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,35 +30,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   char *err = NULL;
-  leveldb_options_t *lo = leveldb_options_create();
-  leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-  leveldb_t *db = leveldb_open(lo, dir, &err);
-  if (err) {
-    fprintf(stderr, "lc_plant: open %s: %s\n", dir, err);
+  if (tu_plant(dir, name, first, first + n - 1, lc__now_us(), first + n - 1,
+               &err)) {
+    fprintf(stderr, "lc_plant: %s: %s\n", dir, err);
     return 1;
   }
-  char key[LC_NAME_MAX + 10];
-  size_t plen = lc__record_prefix(key, name, strlen(name));
-  unsigned char val[LC__RECORD_LEN];
-  lc__record_encode(val, 1, lc__now_us());
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  for (long long i = 0; i < n && !err; i++) {
-    lc__be64_put((unsigned char *)key + plen, (uint64_t)(first + i));
-    leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
-    if ((i + 1) % 10000 == 0 || i + 1 == n) {
-      leveldb_write(db, wo, b, &err);
-      leveldb_writebatch_clear(b);
-    }
-  }
-  if (!err) {
-    lc__log_batch_reservation(b, name, strlen(name), first + n - 1);
-    leveldb_writeoptions_set_sync(wo, 1);
-    leveldb_write(db, wo, b, &err);
-  }
-  if (err) fprintf(stderr, "lc_plant: write: %s\n", err);
-  leveldb_writebatch_destroy(b);
-  leveldb_close(db);
-  leveldb_writeoptions_destroy(wo);
-  leveldb_options_destroy(lo);
-  return err ? 1 : 0;
+  return 0;
 }

@@ -179,8 +179,8 @@ static void put_log(lcd_server *s, struct evbuffer *o) {
   stat_s(o, "log_reopen_error", st.attempt_error[0] ? st.attempt_error : NULL);
 }
 
-/* What retention has done (all 0 when it is off).  The last error is one
- * line: CR, LF and other control bytes become spaces. */
+/* What retention has done (all 0 when it is off; no error: "none").  The
+ * last error is one line: CR, LF and other control bytes become spaces. */
 static void put_retention(lcd_server *s, struct evbuffer *o) {
   lc_retention_status st;
   if (lc_get_retention_status(s->lc, &st) != 0) memset(&st, 0, sizeof st);
@@ -194,7 +194,7 @@ static void put_retention(lcd_server *s, struct evbuffer *o) {
   stat_u(o, "retain_errors", st.errors);
   stat_i(o, "retain_last_run", (long long)(st.last_run_us / 1000000));
   stat_i(o, "retain_last_duration_us", (long long)st.last_duration_us);
-  evbuffer_add_printf(o, "STAT retain_last_error %s\r\n", st.last_error);
+  stat_s(o, "retain_last_error", st.last_error[0] ? st.last_error : NULL);
 }
 
 lc_log_state_t lcd_log_watch(lcd_server *s) {
