@@ -5,7 +5,9 @@
 # a time from that counter (tests/daemon/admin_load.py) while the admin
 # socket runs, in turn, `dump`, `verify` and `prune --keep 1000` of it.
 # Prints, per command, its time and the clients' waits (median, 99th
-# percentile, largest) in the 2 s before it and while it ran.  Run it alone
+# percentile, largest, and when the largest began, in seconds from the
+# start of the window) in the 2 s before it and while it ran.
+# BENCH_ADMIN_CMDS: the commands, comma-separated (default the three).  Run it alone
 # on the machine (uptime below 0.5), as every benchmark here.
 #   bench/admin.sh            BUILD=build (make all build/tests/lc_plant)
 set -euo pipefail
@@ -34,7 +36,8 @@ DPORT=$(free_port)
 DPID=$!
 for _ in $(seq 600); do [ -S "$TMP/admin.sock" ] && break; sleep 0.05; done
 A="$CLI --server $TMP/admin.sock"
-for cmd in "dump big" "verify big" "prune big --keep 1000"; do
+IFS=, read -r -a cmds <<<"${BENCH_ADMIN_CMDS:-dump big,verify big,prune big --keep 1000}"
+for cmd in "${cmds[@]}"; do
   # shellcheck disable=SC2086
   out=$($LOAD during "$DPORT" --names big --conns 8 --before 2 -- $A $cmd)
   echo "$cmd: $out"

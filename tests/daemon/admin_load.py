@@ -89,10 +89,13 @@ def finish(cs, tolerate):
 
 
 def waits(got, t_from, t_to):
-    w = sorted(x[3] for x in got if t_from <= x[2] < t_to)
+    sel = [x for x in got if t_from <= x[2] < t_to]
+    w = sorted(x[3] for x in sel)
     if not w:
         return {"n": 0, "max_ms": 0.0, "p99_ms": 0.0, "p50_ms": 0.0}
+    worst = max(sel, key=lambda x: x[3])
     return {"n": len(w), "max_ms": round(w[-1] * 1000, 2),
+            "max_at_s": round(worst[2] - worst[3] - t_from, 2),
             "p99_ms": round(w[int(len(w) * 0.99)] * 1000, 2),
             "p50_ms": round(w[len(w) // 2] * 1000, 3)}
 
