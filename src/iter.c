@@ -44,17 +44,18 @@ static int iter_make(lc_t *h, const char *name, bool ledger, lc_iter **out,
   i->plen = name == NULL ? 0
             : ledger     ? lc__ledger_prefix(i->prefix, name, strlen(name))
                          : lc__record_prefix(i->prefix, name, strlen(name));
+  /* a counter in use here is settled first (before the gate: its own
+   * calls take the gate under its mutex): no write of it is under way, so
+   * a live snapshot shows no hole that such a write would fill */
+  lc__counter *c = NULL;
+  if (name && lc__counter_find(h, name, &c) == 0 && c) lc__counter_settle(c);
   if ((rc = lc__log_enter(&h->log)) != 0) {
+    if (c) lc__counter_release(c);
     leveldb_readoptions_destroy(i->read);
     free(i);
     return rc;
   }
-  /* a counter in use here is settled first: no write of it is under way,
-   * so a live snapshot shows no hole that such a write would fill */
-  lc__counter *c = NULL;
-  if (name && lc__counter_find(h, name, &c) == 0 && c) lc__counter_settle(c);
   i->snap = leveldb_create_snapshot(h->log.db);
-  if (c) lc__counter_release(c);
   if (snap_us) *snap_us = lc__now_us();
   leveldb_readoptions_set_snapshot(i->read, i->snap);
   leveldb_readoptions_set_verify_checksums(i->read, 1);
@@ -70,6 +71,7 @@ static int iter_make(lc_t *h, const char *name, bool ledger, lc_iter **out,
   h->log.iters = i;
   pthread_mutex_unlock(&h->log.fmu);
   lc__log_leave(&h->log);
+  if (c) lc__counter_release(c);
   *out = i;
   return 0;
 }

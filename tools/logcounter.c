@@ -112,7 +112,8 @@ const struct command cli_commands[] = {
      "  synced, marked as a restored backup: a log opened on it goes on\n"
      "  above memcached's value for each counter memcached still holds, and\n"
      "  refuses the others (EBEHIND) until 'adopt NAME --above V' with V at\n"
-     "  least the last id handed out.  Needs the log: not with --server.\n"
+     "  least the last id handed out.  Needs the log: with --server, an\n"
+     "  admin socket (a relative DIR is from here; the daemon writes it).\n"
      "  --json           print {\"keys\",\"records\",\"bytes\",\"time_us\",\n"
      "                   \"time\",\"dir\"}\n",
      true},
