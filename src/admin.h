@@ -75,8 +75,6 @@ void lc__astream_close(lc__astream *s);
 /* VERB NAME [ARG]: the calls on one name; up to nout numbers back. */
 int lc__admin_op(lc_t *h, const char *verb, const char *name, const int64_t *arg,
                  int64_t *out, int nout);
-int lc__admin_void(lc_t *h, const char *name, int64_t value,
-                   const char *reason);
 int lc__admin_iter_next(lc__astream *s, lc_record *rec, lc_gap *gap);
 int lc__admin_prune(lc_t *h, const char *name, const lc_prune_opts *o,
                     lc_prune_result *res);

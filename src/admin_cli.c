@@ -136,18 +136,40 @@ static int ok_numbers(lc__astream *s, int64_t *out, int n) {
   return 0;
 }
 
-int lc__admin_call(lc_t *h, int64_t *out, int nout, const char *fmt, ...) {
+typedef void (*progress_fn)(void *, uint64_t, uint64_t);
+
+/* One request, its items skipped (progress lines to progress, may be
+ * NULL), then up to nout numbers after OK into out. */
+static int vcall(lc_t *h, progress_fn progress, void *arg, int64_t *out,
+                 int nout, const char *fmt, va_list ap) {
   lc__astream *s;
-  va_list ap;
-  va_start(ap, fmt);
   int rc = astream_vopen(h, &s, fmt, ap);
-  va_end(ap);
   if (rc) return rc;
   char *item;
-  while ((rc = lc__astream_next(s, &item, NULL, NULL)) == 1) {
+  while ((rc = lc__astream_next(s, &item, progress, arg)) == 1) {
   }
   if (rc == 0 && nout) rc = ok_numbers(s, out, nout);
   lc__astream_close(s);
+  return rc;
+}
+
+static int call_progress(lc_t *h, progress_fn progress, void *arg,
+                         int64_t *out, int nout, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static int call_progress(lc_t *h, progress_fn progress, void *arg,
+                         int64_t *out, int nout, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = vcall(h, progress, arg, out, nout, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int lc__admin_call(lc_t *h, int64_t *out, int nout, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = vcall(h, NULL, NULL, out, nout, fmt, ap);
+  va_end(ap);
   return rc;
 }
 
@@ -174,23 +196,16 @@ static void prune_progress(void *arg, uint64_t a, uint64_t b) {
 
 int lc__admin_prune(lc_t *h, const char *name, const lc_prune_opts *o,
                     lc_prune_result *res) {
-  lc__astream *s;
-  int rc = lc__astream_open(h, &s, "prune %s %llu %lld %lld", name,
-                            (unsigned long long)o->keep, (long long)o->below,
-                            (long long)o->older_than_us);
-  if (rc) return rc;
-  char *item;
-  while ((rc = lc__astream_next(s, &item, prune_progress, (void *)o)) == 1) {
-  }
   int64_t v[3];
-  if (!rc) rc = ok_numbers(s, v, 3);
-  if (!rc) {
-    res->deleted = (uint64_t)v[0];
-    res->kept = (uint64_t)v[1];
-    res->ledger_deleted = (uint64_t)v[2];
-  }
-  lc__astream_close(s);
-  return rc;
+  int rc = call_progress(h, prune_progress, (void *)o, v, 3,
+                         "prune %s %llu %lld %lld", name,
+                         (unsigned long long)o->keep, (long long)o->below,
+                         (long long)o->older_than_us);
+  if (rc) return rc;
+  res->deleted = (uint64_t)v[0];
+  res->kept = (uint64_t)v[1];
+  res->ledger_deleted = (uint64_t)v[2];
+  return 0;
 }
 
 static void backup_progress(void *arg, uint64_t a, uint64_t b) {
@@ -210,22 +225,15 @@ int lc__admin_backup(lc_t *h, const char *dir, const lc_backup_opts *o,
       return lc__fail(LC_EINVAL, "backup directory path too long");
     dir = abs;
   }
-  lc__astream *s;
-  int rc = lc__astream_open(h, &s, "backup %s", dir);
-  if (rc) return rc;
-  char *item;
-  while ((rc = lc__astream_next(s, &item, backup_progress, (void *)o)) == 1) {
-  }
   int64_t v[4];
-  if (!rc) rc = ok_numbers(s, v, 4);
-  if (!rc) {
-    res->keys = (uint64_t)v[0];
-    res->records = (uint64_t)v[1];
-    res->bytes = (uint64_t)v[2];
-    res->time_us = v[3];
-  }
-  lc__astream_close(s);
-  return rc;
+  int rc = call_progress(h, backup_progress, (void *)o, v, 4, "backup %s",
+                         dir);
+  if (rc) return rc;
+  res->keys = (uint64_t)v[0];
+  res->records = (uint64_t)v[1];
+  res->bytes = (uint64_t)v[2];
+  res->time_us = v[3];
+  return 0;
 }
 
 int lc__admin_tally_list(lc_t *h, const lc_tally_list_opts *o,
@@ -324,18 +332,4 @@ int lc__admin_op(lc_t *h, const char *verb, const char *name, const int64_t *arg
     return lc__admin_call(h, out, nout, "%s %s %lld", verb, name,
                           (long long)*arg);
   return lc__admin_call(h, out, nout, "%s %s", verb, name);
-}
-
-int lc__admin_void(lc_t *h, const char *name, int64_t value,
-                   const char *reason) {
-  int rc = lc_check_name(name);
-  if (rc) return lc__fail(rc, "invalid counter name");
-  if (reason == NULL || reason[0] == '\0' || strlen(reason) > LC_REASON_MAX)
-    return lc__fail(LC_EINVAL, "a void's reason is 1..%d bytes",
-                    LC_REASON_MAX);
-  for (const unsigned char *p = (const unsigned char *)reason; *p; p++)
-    if (*p < 0x20 || *p == 0x7f)
-      return lc__fail(LC_EINVAL, "a void's reason has a control character");
-  return lc__admin_call(h, NULL, 0, "void %s %lld %s", name, (long long)value,
-                        reason);
 }

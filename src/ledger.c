@@ -453,15 +453,16 @@ static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
 int lc_void(lc_t *h, const char *name, int64_t value, const char *reason) {
   lc__detail_clear();
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
-  if (h->admin) return lc__admin_void(h, name, value, reason);
-  int rc = LC__LOCAL_ONLY(h);
-  if (rc) return rc;
-  if ((rc = lc_check_name(name)) != 0)
-    return lc__fail(rc, "invalid counter name");
+  int rc = lc_check_name(name);
+  if (rc) return lc__fail(rc, "invalid counter name");
   if (value < 1 || value > LC_VALUE_MAX)
     return lc__fail(LC_EINVAL, "void value %lld", (long long)value);
   size_t rlen = 0;
   if ((rc = check_reason(reason, &rlen)) != 0) return rc;
+  if (h->admin)
+    return lc__admin_call(h, NULL, 0, "void %s %lld %s", name,
+                          (long long)value, reason);
+  if ((rc = LC__LOCAL_ONLY(h)) != 0) return rc;
   pthread_mutex_lock(&void_mu);
   rc = do_void(h, name, value, reason, rlen);
   pthread_mutex_unlock(&void_mu);
