@@ -144,7 +144,6 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->opt.server = h->server;
   h->remote = remote;
   atomic_store(&h->standby, standby);
-  atomic_store(&h->log.standby, standby);
   if (h->opt.timeout_ms == 0) h->opt.timeout_ms = 1000;
   if (h->opt.reserve == 0) h->opt.reserve = 1000;
   if (h->opt.pool_size == 0) h->opt.pool_size = 16;
@@ -165,6 +164,7 @@ int lc_open(const lc_options *o, lc_t **out) {
                 (!standby && (rc = lc__standby_copy_check(h)) != 0)))
       lc__log_close(&h->log);
     if (!rc) {
+      atomic_store(&h->log.standby, standby); /* the follower writes */
       memcpy(h->log.id, h->log_id, sizeof h->log.id);
       lc__claim_text(h);
       lc__recover_init(h);
