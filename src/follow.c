@@ -40,7 +40,6 @@ struct lc__follow {
   uint64_t primary_seq, primary_ops;
   int64_t primary_us, applied_us; /* the primary's clock */
   uint64_t snapshots, connects;
-  char why[LC__DETAIL_MAX]; /* why the last session ended */
 };
 
 int lc__primary_only(lc_t *h) {
@@ -324,7 +323,6 @@ static void *follower(void *arg) {
       close(fd);
     }
     pthread_mutex_lock(&f->mu);
-    snprintf(f->why, sizeof f->why, "%s", lc_last_detail());
     if (rc == LC_ELOG || rc == LC_ECORRUPT || rc == LC_ENOMEM)
       f->epoch = 0; /* this log's state is in doubt: a full copy */
     struct timespec ts;
@@ -391,13 +389,12 @@ bool lc__follow_stale(lc_t *h, char *why, size_t size) {
   pthread_mutex_lock(&f->mu);
   bool stale = f->stale || f->epoch == 0;
   snprintf(why, size,
-           "%s; applied %" PRIu64 " batches of epoch %016" PRIx64
-           " (primary in %s mode)%s%s",
-           f->epoch == 0     ? "it never finished a copy"
-           : !f->required    ? "its primary ran in preferred mode"
-           : "it had not caught up",
-           f->seq, f->epoch, f->required ? "required" : "preferred",
-           f->why[0] ? "; last: " : "", f->why);
+           "%s; it applied %" PRIu64 " batches of epoch %016" PRIx64,
+           f->epoch == 0  ? "it never finished a copy of its primary's log"
+           : !f->required ? "its primary runs in preferred mode and may go "
+                            "on alone without it"
+                          : "it had not caught up with its primary",
+           f->seq, f->epoch);
   pthread_mutex_unlock(&f->mu);
   return stale;
 }
@@ -407,7 +404,7 @@ void lc__follow_status(lc__follow *f, lc_replication_status *s) {
   s->role = LC_ROLE_STANDBY;
   snprintf(s->state, sizeof s->state, "%s", f->state);
   s->connected = f->connected;
-  s->stale = (f->stale || f->epoch == 0) && !(f->connected && f->in_sync);
+  s->stale = f->stale || f->epoch == 0; /* what promote would say */
   s->seq = f->seq;
   s->lag_records = f->primary_ops > f->ops ? f->primary_ops - f->ops : 0;
   s->lag_seconds = s->lag_records && f->primary_us > f->applied_us

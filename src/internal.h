@@ -305,6 +305,9 @@ void lc__iters_kill(lc__log *l);
 /* ---- retain.c: retention (lc_options.retain_*) ---- */
 /* lc_open's check of the retain options (remote: the handle has no log). */
 int lc__retain_check(const lc_options *o, bool remote);
+/* Every counter in the log (lc_list_counters), packed "a\0b\0...": free
+ * *names. */
+int lc__counter_names(lc_t *h, char **names, uint64_t *count);
 /* Inits ret (always, for a local handle) and starts the thread when
  * retention is on; lc__retain_stop (also after a failed start) stops it
  * and waits, before the counters table is closed. */

@@ -45,33 +45,6 @@ int lc_get_replication_status(lc_t *h, lc_replication_status *out) {
   return 0;
 }
 
-typedef struct names {
-  char *p;
-  size_t n, cap;
-  uint64_t count;
-  bool nomem;
-} names;
-
-static int collect(void *arg, const char *name) {
-  names *b = arg;
-  size_t len = strlen(name) + 1;
-  if (b->cap - b->n < len) {
-    size_t cap = b->cap ? 2 * b->cap : 4096;
-    while (cap - b->n < len) cap *= 2;
-    char *q = realloc(b->p, cap);
-    if (q == NULL) {
-      b->nomem = true;
-      return 1; /* stop */
-    }
-    b->p = q;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, name, len);
-  b->n += len;
-  b->count++;
-  return 0;
-}
-
 /* The follower's last word: its position key goes, the identity it
  * copied becomes the handle's. */
 static int take_over(lc_t *h) {
@@ -89,16 +62,16 @@ static int take_over(lc_t *h) {
 }
 
 static int raise_all(lc_t *h, int64_t above, uint64_t *raised) {
-  names b = {0};
-  int rc = lc_list_counters(h, collect, &b, NULL);
-  if (!rc && b.nomem) rc = lc__fail(LC_ENOMEM, "the list of counters");
-  const char *name = b.p;
-  for (uint64_t i = 0; !rc && i < b.count; i++, name += strlen(name) + 1) {
+  char *names = NULL;
+  uint64_t count = 0;
+  int rc = lc__counter_names(h, &names, &count);
+  const char *name = names;
+  for (uint64_t i = 0; !rc && i < count; i++, name += strlen(name) + 1) {
     int64_t to = 0;
     rc = lc__counter_failover(h, name, above, &to);
     if (!rc) (*raised)++;
   }
-  free(b.p);
+  free(names);
   return rc;
 }
 

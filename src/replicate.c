@@ -12,11 +12,17 @@
  *    in preferred mode, after the standby was given up; in required mode
  *    no standby in sync within the timeout fails the write (LC_ENOSTANDBY)
  *    and nothing of it is written here;
- *  - whenever the standby may hold what this log does not (a group it got
- *    but did not acknowledge in time, in required mode, which then is not
- *    written here; a group whose write failed here),
- *    the epoch changes and the ring is emptied: the standby gets a full
- *    copy next time, never a resume from a history this log lacks;
+ *  - a floor the standby did not acknowledge in time (required mode) is
+ *    written nowhere here, and the stream takes it back: the next entry
+ *    puts every key it touched as this log holds it, so a standby that
+ *    applied it late still ends up with this log's state;
+ *  - once a floor has waited in vain, the next ones fail at once, until a
+ *    standby is in sync again: the primary stops at the end of its window
+ *    without a timeout per counter;
+ *  - when the standby may hold what this log cannot take back (a group
+ *    whose write failed here), the epoch changes and the ring is emptied:
+ *    the standby gets a full copy next time, never a resume from a
+ *    history this log lacks;
  *  - the ring holds at most RING_MAX bytes; entries the session has still
  *    to send are freed only with the session closed first.
  */
@@ -59,6 +65,8 @@ struct lc__repl {
   uint64_t acked, sent, gen; /* gen: sessions so far */
   bool say_sync;             /* 'y' to send */
   ent *sending, *orphan;     /* sent outside mu; cleared from the ring */
+  bool gave_up; /* a floor waited in vain: the next fail at once, until
+                   a standby is in sync again */
   bool stop;
   int lfd;
   pthread_t listener;
@@ -133,42 +141,26 @@ static bool wait_until(lc__repl *r, int64_t deadline) {
   return true;
 }
 
-int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
-                    uint64_t *seq) {
+/* b as a ring entry (its seq and the rest filled in by push), or NULL. */
+static ent *make_ent(leveldb_writebatch_t *b, uint64_t *ops) {
   lc__buf f = {0};
-  uint64_t ops = 0;
+  *ops = 0;
   lc__buf_put(&f, "\0\0\0\0\0\0\0\0" "\0" "\0\0\0\0\0\0\0\0" "\0\0\0\0\0\0\0\0",
               25);
-  lc__wire_put_batch(&f, b, &ops);
-  if (f.nomem) {
-    lc__buf_free(&f);
-    return lc__fail(LC_ENOMEM, "replication: a batch");
+  lc__wire_put_batch(&f, b, ops);
+  ent *e = f.nomem ? NULL : malloc(sizeof *e + f.n);
+  if (e) {
+    memcpy(e->p, f.p, f.n);
+    e->n = f.n;
+    e->next = NULL;
   }
-  ent *e = malloc(sizeof *e + f.n);
-  if (e == NULL) {
-    lc__buf_free(&f);
-    return lc__fail(LC_ENOMEM, "replication: a batch");
-  }
-  memcpy(e->p, f.p, f.n);
-  e->n = f.n;
-  e->next = NULL;
   lc__buf_free(&f);
+  return e;
+}
 
-  int64_t deadline = deadline_of(r->timeout_ms);
-  pthread_mutex_lock(&r->mu);
-  if (sync && r->mode == LC_STANDBY_REQUIRED)
-    while (r->state != ST_SYNC && !r->stop && wait_until(r, deadline)) {
-    }
-  if (sync && r->mode == LC_STANDBY_REQUIRED && r->state != ST_SYNC) {
-    int st = r->state;
-    r->ack_timeouts++;
-    pthread_mutex_unlock(&r->mu);
-    free(e);
-    return lc__fail(LC_ENOSTANDBY, "no standby in sync within %d ms (%s)",
-                    r->timeout_ms,
-                    st == ST_CATCHUP ? "one is catching up" : "none connected");
-  }
-  e->seq = *seq = ++r->seq;
+/* mu held: e gets the next seq and joins the ring. */
+static uint64_t push(lc__repl *r, ent *e, bool sync, uint64_t ops) {
+  e->seq = ++r->seq;
   r->ops += ops;
   lc__be64_put((unsigned char *)e->p, e->seq);
   e->p[8] = sync ? 1 : 0;
@@ -182,22 +174,98 @@ int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
   r->bytes += e->n;
   ring_evict(r);
   pthread_cond_broadcast(&r->cv);
+  return e->seq;
+}
+
+/* An undo of b: every key it touches as this log holds it now (b is not
+ * written here), or NULL.  Called by the leader, so nothing changes them
+ * meanwhile. */
+typedef struct undo {
+  lc__log *l;
+  leveldb_writebatch_t *u;
+  bool failed;
+} undo;
+
+static void undo_key(void *arg, const char *k, size_t klen) {
+  undo *x = arg;
+  char *err = NULL;
+  size_t vlen = 0;
+  char *v = leveldb_get(x->l->db, x->l->read, k, klen, &vlen, &err);
+  if (err) {
+    x->failed = true;
+    leveldb_free(err);
+  } else if (v) {
+    leveldb_writebatch_put(x->u, k, klen, v, vlen);
+    leveldb_free(v);
+  } else {
+    leveldb_writebatch_delete(x->u, k, klen);
+  }
+}
+
+static void undo_put(void *arg, const char *k, size_t klen, const char *v,
+                     size_t vlen) {
+  (void)v;
+  (void)vlen;
+  undo_key(arg, k, klen);
+}
+
+static ent *undo_of(lc__repl *r, leveldb_writebatch_t *b, uint64_t *ops) {
+  undo x = {.l = &r->h->log, .u = leveldb_writebatch_create()};
+  leveldb_writebatch_iterate(b, &x, undo_put, undo_key);
+  ent *e = x.failed ? NULL : make_ent(x.u, ops);
+  leveldb_writebatch_destroy(x.u);
+  return e;
+}
+
+int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
+                    uint64_t *seq) {
+  uint64_t ops;
+  ent *e = make_ent(b, &ops);
+  if (e == NULL) return lc__fail(LC_ENOMEM, "replication: a batch");
+  bool required = r->mode == LC_STANDBY_REQUIRED;
+  pthread_mutex_lock(&r->mu);
+  if (sync && required) {
+    int64_t deadline = deadline_of(r->timeout_ms);
+    while (r->state != ST_SYNC && !r->gave_up && !r->stop &&
+           wait_until(r, deadline)) {
+    }
+    if (r->state != ST_SYNC) {
+      int st = r->state;
+      if (!r->gave_up) r->ack_timeouts++;
+      r->gave_up = true;
+      pthread_mutex_unlock(&r->mu);
+      free(e);
+      return lc__fail(LC_ENOSTANDBY, "no standby in sync (%s; waited %d ms)",
+                      st == ST_CATCHUP ? "one is catching up"
+                                       : "none connected",
+                      r->timeout_ms);
+    }
+  }
+  uint64_t seq_e = *seq = push(r, e, sync, ops);
   int rc = 0;
   if (sync && r->state == ST_SYNC) {
-    uint64_t gen = r->gen, seq_e = e->seq; /* e may go while we wait */
+    uint64_t gen = r->gen; /* e may go while we wait: seq_e stays */
+    int64_t deadline = deadline_of(r->timeout_ms);
     while (r->acked < seq_e && r->state == ST_SYNC && r->gen == gen &&
            wait_until(r, deadline)) {
     }
     if (r->acked < seq_e) {
       if (r->state == ST_SYNC) r->ack_timeouts++;
-      if (r->mode == LC_STANDBY_REQUIRED) { /* written nowhere here */
-        diverge(r);
-        r->written = seq_e;
+      if (r->gen == gen) drop_session(r); /* slow or gone: it resumes */
+      if (required) { /* not written here: the stream takes it back */
+        r->gave_up = true;
+        pthread_mutex_unlock(&r->mu);
+        uint64_t uops;
+        ent *u = undo_of(r, b, &uops);
+        pthread_mutex_lock(&r->mu);
+        if (u)
+          push(r, u, false, uops);
+        else
+          diverge(r);
+        r->written = r->seq; /* what this log holds: none is pending */
         rc = lc__fail(LC_ENOSTANDBY, "the standby did not acknowledge a "
                                      "floor within %d ms",
                       r->timeout_ms);
-      } else if (r->gen == gen) { /* preferred: alone, written here too */
-        drop_session(r);
       }
     }
   }
@@ -241,6 +309,7 @@ static void *ack_reader(void *arg) {
       if (r->state == ST_CATCHUP && r->acked == r->seq) {
         r->state = ST_SYNC;
         r->say_sync = true;
+        r->gave_up = false;
       }
       pthread_cond_broadcast(&r->cv);
     } else if (r->gen == s->gen) {
@@ -431,6 +500,8 @@ static void serve(lc__repl *r, int fd) {
     if (r->acked == r->seq) {
       r->state = ST_SYNC;
       r->say_sync = true;
+      r->gave_up = false;
+      pthread_cond_broadcast(&r->cv); /* floors waiting for a standby */
     }
     pthread_mutex_unlock(&r->mu);
     reading = pthread_create(&reader, NULL, ack_reader, &s) == 0;

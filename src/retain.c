@@ -195,6 +195,19 @@ static int collect(void *arg, const char *name) {
   return 0;
 }
 
+int lc__counter_names(lc_t *h, char **names, uint64_t *count) {
+  names_buf b = {0};
+  int rc = lc_list_counters(h, collect, &b, NULL);
+  if (!rc && b.nomem) rc = lc__fail(LC_ENOMEM, "the list of counters");
+  if (rc) {
+    free(b.p);
+    return rc;
+  }
+  *names = b.p;
+  *count = b.n;
+  return 0;
+}
+
 /* Records a failure (rc, what it was doing, the detail) in the status. */
 static void note_error(lc_t *h, int rc, const char *what, const char *name) {
   char text[sizeof h->ret.st.last_error];
@@ -215,17 +228,16 @@ static bool stopping(lc_t *h) {
 static void run(lc_t *h) {
   if (atomic_load(&h->standby)) return; /* its primary prunes */
   int64_t t0 = lc__mono_us();
-  names_buf b = {0};
-  int rc = lc_list_counters(h, collect, &b, NULL);
-  if (!rc && b.nomem) rc = lc__fail(LC_ENOMEM, "the list of counters");
+  char *names = NULL;
+  uint64_t count = 0;
+  int rc = lc__counter_names(h, &names, &count);
   if (rc) {
     note_error(h, rc, "list counters", NULL);
-    free(b.p);
     return;
   }
   bool finished = true;
-  const char *name = b.p;
-  for (uint64_t i = 0; i < b.n; i++, name += strlen(name) + 1) {
+  const char *name = names;
+  for (uint64_t i = 0; i < count; i++, name += strlen(name) + 1) {
     if (stopping(h)) {
       finished = false;
       break;
@@ -251,7 +263,7 @@ static void run(lc_t *h) {
       }
     }
   }
-  free(b.p);
+  free(names);
   if (!finished) return;
   pthread_mutex_lock(&h->ret.mu);
   h->ret.st.runs++;

@@ -36,8 +36,15 @@ int cmd_promote(struct cli *c, int argc, char **argv) {
       (rc = cli_open(c)))
     return rc;
   uint64_t n = 0;
-  rc = lc_promote(c->h, &o, &n);
-  if ((rc = cli_finish(c, rc, "promote the standby"))) return rc;
+  int err = lc_promote(c->h, &o, &n);
+  if ((rc = cli_finish(c, err, "promote the standby"))) {
+    if (err == LC_ESTALE)
+      fputs(PROG ": ESTALE: the standby is stale; promote it with --force "
+                 "(and --above the last id issued) only if memcached or you "
+                 "know what the old primary handed out\n",
+            stderr);
+    return rc;
+  }
   if (c->json)
     printf("{\"promoted\":true,\"counters\":%" PRIu64 "}\n", n);
   else
