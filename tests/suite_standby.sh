@@ -167,12 +167,15 @@ stat_is() {
 }
 # wait_stat N KEY VALUE SECONDS: until N's STAT KEY is VALUE; WAITED = the
 # seconds it took.
+# A STAT still absent after 3 s is not waited for any longer.
 wait_stat() {
-  local t0=$EPOCHREALTIME end=$((SECONDS + $4)) v=""
+  local t0=$EPOCHREALTIME end=$((SECONDS + $4)) none=$((SECONDS + 3)) v=""
   while :; do
     v=$(stat_of "$1" "$2")
     [ "$v" = "$3" ] && break
-    [ $SECONDS -ge $end ] && { WAITED=$(since "$t0"); echo "# $1: STAT $2 still '$v' after $4 s"; return 1; }
+    if [ $SECONDS -ge $end ] || { [ -z "$v" ] && [ $SECONDS -ge $none ]; }; then
+      WAITED=$(since "$t0"); echo "# $1: STAT $2 still '$v' after ${WAITED}s"; return 1
+    fi
     sleep 0.1
   done
   WAITED=$(since "$t0")
@@ -305,8 +308,8 @@ hostloss() {
   check "$tag: promote exits 0" test "$PRC" = 0
   check "$tag: the clients go on through the standby's port ($AFTER ids)" \
     wait_ids "$ids" "${PORT[s]}" "$AFTER" 20
-  fo=$(LOAD first "$ids" "${PORT[s]}" "$T0")
-  echo "# $tag: FAILOVER ${fo}s from SIGKILL to the first id from the new primary (promote took ${PSECS}s)"
+  fo=$(LOAD first "$ids" "${PORT[s]}" "$T0") && fo+=s
+  echo "# $tag: FAILOVER ${fo} from SIGKILL to the first id from the new primary (promote took ${PSECS}s)"
   touch "$stopf"
   wait "$lp"; lrc=$?
   echo "# $tag load: $(cat "$TMP/$tag.load.json")"
@@ -355,8 +358,8 @@ partition() {
   check "pt: promote, the old primary stopped, exits 0" test "$PRC" = 0
   check "pt: the clients go on through the new primary ($AFTER ids)" \
     wait_ids "$ids" "${PORT[s]}" "$AFTER" 20
-  fo=$(LOAD first "$ids" "${PORT[s]}" "$T0")
-  echo "# pt: SIGSTOP to the first id from the new primary: ${fo}s (clients give up on the old one after 1 s; promote took ${PSECS}s)"
+  fo=$(LOAD first "$ids" "${PORT[s]}" "$T0") && fo+=s
+  echo "# pt: SIGSTOP to the first id from the new primary: ${fo} (clients give up on the old one after 1 s; promote took ${PSECS}s)"
   kill -CONT "${PID[p]}"
   # The old primary, resumed, while the clients go on allocating from the
   # new one: each counter of the load, and a new name.
