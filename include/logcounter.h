@@ -38,13 +38,13 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 4
+#define LC_VERSION_MINOR 5
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.4.0"
+#define LC_VERSION_STRING "0.5.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
  * 1: lc_prune_result grew (ledger_deleted), proto.c left the library.
  * 2: lc_options grew (the admin socket, retention). */
-#define LC_SOVERSION 2
+#define LC_SOVERSION 3
 
 #define LC_VALUE_MAX INT64_MAX /* the largest value ever handed out */
 #define LC_NAME_MAX 200        /* longest counter name, in bytes */
@@ -94,7 +94,16 @@ extern "C" {
   X(EBEHIND,   -22, "the log is a restored backup and memcached no longer " \
                     "holds the counter: ids may have gone out after the "  \
                     "backup (adopt it with --above the last id issued)")   \
-  X(EBUSY,     -23, "the admin socket is in use by a running process")
+  X(EBUSY,     -23, "the admin socket is in use by a running process")    \
+  X(ESTANDBY,  -24, "this log is a standby: it follows its primary and "    \
+                    "hands out nothing until it is promoted")             \
+  X(ENOSTANDBY, -25, "no standby acknowledged the next floor in time: the " \
+                     "primary hands out nothing above its current window " \
+                     "(standby mode required)")                           \
+  X(ESTALE,    -26, "the standby may be behind what its primary handed "   \
+                    "out (it was disconnected from a primary in preferred " \
+                    "mode, or never caught up): promote it with force, "  \
+                    "above the last id issued")
 /* clang-format on */
 
 typedef enum {
@@ -193,7 +202,29 @@ typedef struct lc_options {
   uint64_t retain_records;
   int64_t retain_age_us;
   int64_t retain_interval_ms;
+  /* (0.5) Replication (replicate.c, follow.c).  replication_listen
+   * "HOST:PORT": the handle serves one standby there, from threads of its
+   * own.  Every synced write (a reservation, a segment, a claim, a ledger
+   * entry, a tally flush: the floors) reaches the standby and is
+   * acknowledged by it, synced, before it is written here and before any
+   * value under it goes out; unsynced record writes stream behind (under
+   * LC_DURABILITY_SYNC every write is synced, so every record waits).
+   * standby_mode LC_STANDBY_REQUIRED (the default): without an
+   * acknowledgment within standby_timeout_ms (0: 2000) the write fails
+   * with LC_ENOSTANDBY, so the handle stops at the end of its current
+   * window; LC_STANDBY_PREFERRED: it goes on alone, and the standby,
+   * disconnected, knows it is stale.  standby_of "HOST:PORT": this handle
+   * is a standby of that primary: its log (db_path) follows the
+   * primary's, allocations fail with LC_ESTANDBY, reads work, and
+   * lc_promote makes it the primary. */
+  const char *replication_listen;
+  int standby_mode;
+  int standby_timeout_ms;
+  const char *standby_of;
 } lc_options;
+
+#define LC_STANDBY_REQUIRED 0
+#define LC_STANDBY_PREFERRED 1
 
 #define LC_MAX_COUNTERS_DEFAULT 100000ULL
 #define LC_MAX_TALLIES_DEFAULT 100000ULL
@@ -349,9 +380,16 @@ typedef struct lc_gap {
 #define LC_GAP_VOID \
   6 /* handed out, then voided (lc_void); lies inside
                               a record */
+#define LC_GAP_FAILOVER \
+  7 /* skipped by a promoted standby (lc_promote): up to
+                              the last floor it held (or memcached's value,
+                              or the operator's above); ids in it may have
+                              gone out of the old primary, whose records of
+                              them were not replicated yet */
+#define LC_GAP_CAUSE_MAX LC_GAP_FAILOVER
 
-/* "burned", "restart", "unlogged", "segment-unused", "advance", "void"
- * (or "unknown"). */
+/* "burned", "restart", "unlogged", "segment-unused", "advance", "void",
+ * "failover" (or "unknown"). */
 LC_EXTERN const char *lc_gap_cause_name(int cause);
 /* Iterates one counter's ledger entries in ascending order (a snapshot),
  * with lc_ledger_next; close with lc_iter_close. */
@@ -518,6 +556,52 @@ LC_EXTERN int lc_backup(lc_t *h, const char *dir, const lc_backup_opts *opts,
                         lc_backup_result *result);
 /* 1 when the handle's log is a restored backup (see lc_backup), else 0. */
 LC_EXTERN int lc_is_restored(lc_t *h);
+
+/* ==== High availability (lc_options.replication_listen, standby_of) ==== */
+
+typedef struct lc_promote_opts {
+  /* Promote a stale standby (LC_ESTALE otherwise): each counter then goes
+   * on above memcached's value and above, which must cover what the old
+   * primary handed out after the standby lost it. */
+  int force; /* nonzero: see below */
+  int64_t above; /* every counter goes on above this too; 0: none */
+} lc_promote_opts;
+/* Makes a standby handle the primary, in place: it stops following, and
+ * every counter in its log goes on above the largest of its last
+ * replicated floor (reservation or segment), memcached's current value
+ * and opts->above; the skipped range is a gap of cause LC_GAP_FAILOVER.
+ * The log keeps its identity, so memcached's claims stay valid.  The old
+ * primary cannot extend its window without this standby's
+ * acknowledgment, so nothing it hands out afterwards can repeat an id of
+ * the promoted one.  *counters (may be NULL): how many counters were
+ * raised.  LC_EINVAL if the handle is not a standby; LC_ESTALE (the
+ * standby goes on following) if it may be behind and !force. */
+LC_EXTERN int lc_promote(lc_t *h, const lc_promote_opts *opts,
+                         uint64_t *counters);
+
+typedef enum {
+  LC_ROLE_ALONE,   /* neither option given */
+  LC_ROLE_PRIMARY, /* replication_listen */
+  LC_ROLE_STANDBY  /* standby_of, not promoted yet */
+} lc_role_t;
+typedef struct lc_replication_status {
+  lc_role_t role;
+  /* primary: "none", "catchup" or "sync" (the standby that acknowledges
+   * floors); standby: "connecting", "snapshot", "catchup" or "sync" */
+  char state[16];
+  int connected;  /* a standby (primary) / the primary (standby) */
+  int stale;      /* standby: promote needs force */
+  uint64_t seq;   /* primary: batches written; standby: applied */
+  uint64_t acked; /* primary: acknowledged by the standby */
+  uint64_t lag_records;  /* standby: log entries the primary wrote that
+                            are not applied here yet */
+  double lag_seconds;    /* standby: how old the oldest of them is */
+  uint64_t ack_timeouts; /* primary: floors not acknowledged in time */
+  uint64_t snapshots;    /* full copies sent (primary) / taken (standby) */
+  uint64_t connects;     /* connections of a standby so far */
+} lc_replication_status;
+LC_EXTERN int lc_get_replication_status(lc_t *h, lc_replication_status *out);
+LC_EXTERN const char *lc_role_name(lc_role_t role);
 
 /* ==== Tallies ===========================================================
  *

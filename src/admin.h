@@ -82,6 +82,7 @@ int lc__admin_backup(lc_t *h, const char *dir, const lc_backup_opts *o,
                      lc_backup_result *res);
 int lc__admin_tally_list(lc_t *h, const lc_tally_list_opts *o,
                          uint64_t *count);
+int lc__admin_promote(lc_t *h, const lc_promote_opts *o, uint64_t *counters);
 int lc__admin_list_counters(lc_t *h, int (*fn)(void *, const char *),
                             void *arg, uint64_t *count);
 

@@ -214,6 +214,14 @@ static void backup_progress(void *arg, uint64_t a, uint64_t b) {
   if (o && o->progress) o->progress(o->progress_arg, a);
 }
 
+int lc__admin_promote(lc_t *h, const lc_promote_opts *o, uint64_t *counters) {
+  int64_t n = 0;
+  int rc = lc__admin_call(h, &n, 1, "promote %d %lld", o->force ? 1 : 0,
+                          (long long)o->above);
+  if (!rc && counters) *counters = (uint64_t)n;
+  return rc;
+}
+
 int lc__admin_backup(lc_t *h, const char *dir, const lc_backup_opts *o,
                      lc_backup_result *res) {
   char abs[LC__ADMIN_LINE_MAX - 16];

@@ -281,6 +281,16 @@ int lc__admin_serve(lc_t *h, lc__aconn *c, char *line) {
     return s.err ? s.err : reply(c, rc, "%llu", (unsigned long long)n);
   }
   if (!strcmp(verb, "backup")) return backup(h, c, &a);
+  if (!strcmp(verb, "promote")) { /* promote FORCE ABOVE */
+    uint64_t force = 0, n = 0;
+    lc_promote_opts o = {0};
+    if (a.n != 3 || !num_u64(a.v[1], &force) || force > 1 ||
+        !num_i64(a.v[2], &o.above))
+      return usage(c, verb, "FORCE(0|1) ABOVE");
+    o.force = force == 1;
+    int rc = lc_promote(h, &o, &n);
+    return reply(c, rc, "%llu", (unsigned long long)n);
+  }
   bool known;
   int rc = simple(h, c, &a, &known);
   if (known) return rc;

@@ -254,7 +254,7 @@ int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation) {
   bool pending = c->pending;
   if (pending) lc__batch_reconciled(b, c->name, c->nlen, reservation);
   /* with the values up to reservation skipped on purpose */
-  int rc = lc__counter_skip(h, c, reservation, b);
+  int rc = lc__counter_skip(h, c, reservation, LC_GAP_ADVANCE, b);
   leveldb_writebatch_destroy(b);
   if (rc) return rc;
   if (pending) {

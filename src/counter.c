@@ -38,6 +38,7 @@
  */
 #include "counter.h"
 #include "admin.h"
+#include "repl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -601,7 +602,9 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     return count_call(h, rc, n);
   }
   lc__counter *c;
-  if ((rc = lc__counter_lookup(h, name, &c)) != 0) return count_call(h, rc, n);
+  if ((rc = lc__primary_only(h)) != 0 ||
+      (rc = lc__counter_lookup(h, name, &c)) != 0)
+    return count_call(h, rc, n);
   if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
@@ -658,7 +661,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
 }
 
 int lc_next_quick(lc_t *h, const char *name) {
-  if (h == NULL || h->remote) return 0;
+  if (h == NULL || h->remote || atomic_load(&h->standby)) return 0;
   if (h->opt.durability == LC_DURABILITY_SYNC && !h->opt.prefetch) return 0;
   lc__counter *c = NULL;
   if (find(h, name, false, &c) != 0 || c == NULL) {
@@ -678,6 +681,7 @@ int lc_next(lc_t *h, const char *name, int64_t *value) {
 /* Runs op as the counter's leader, with its state loaded (and, when
  * claim, the counter claimed by this log). */
 static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out);
+static int op_failover(lc_t *h, lc__counter *c, int64_t arg, int64_t *out);
 static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
                      int (*op)(lc_t *, lc__counter *, int64_t, int64_t *),
                      bool claim) {
@@ -685,6 +689,7 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
   lc__counter *c;
   int rc = LC__LOCAL_ONLY(h);
+  if (!rc && op != op_current && op != op_failover) rc = lc__primary_only(h);
   if (!rc) rc = lc__counter_lookup(h, name, &c);
   if (!rc && op != op_current) rc = lc__log_ok(&h->log);
   if (!rc) {
@@ -746,7 +751,7 @@ static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   return restore(h, c, out);
 }
 
-int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
+int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
                      leveldb_writebatch_t *b) {
   lc__gap g[LC__GAPS + 1];
   int n = 0;
@@ -758,7 +763,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
   if (skip) {
     lc__ledger_settle(c, c->floor);
     n = lc__ledger_take(&h->log, c, g);
-    g[n] = (lc__gap){c->floor + 1, target, LC_GAP_ADVANCE};
+    g[n] = (lc__gap){c->floor + 1, target, cause};
   }
   pthread_mutex_unlock(&c->mu);
   lc__ledger_batch(b, c, g, n + skip);
@@ -795,7 +800,7 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
   rc = lc__seg_drop(h, c, target); /* held values below min_next */
   if (!rc && target > c->floor) {
     leveldb_writebatch_t *b = leveldb_writebatch_create();
-    rc = lc__counter_skip(h, c, target, b);
+    rc = lc__counter_skip(h, c, target, LC_GAP_ADVANCE, b);
     leveldb_writebatch_destroy(b);
   }
   int64_t now;
@@ -824,6 +829,9 @@ int lc_current(lc_t *h, const char *name, int64_t *value) {
       rc = lc__fail(LC_ENOMEM, "cannot allocate counter state");
     } else {
       rc = lc__counter_load(h, c);
+      if (atomic_load(&h->standby))
+        c->floor = c->gap_low; /* a standby's: the primary's reservation
+                                  runs ahead of what went out */
       if (!rc) rc = op_current(h, c, 0, value);
       counter_free(c);
     }
@@ -887,6 +895,35 @@ static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
   if (!rc) rc = lc__claim(h, c);
   if (!rc && above > 0) rc = op_advance(h, c, above + 1, NULL);
   return rc;
+}
+
+/* Promotion (promote.c): the counter goes on above the largest of its
+ * floor (the last replicated reservation or segment, its records and
+ * ledger), memcached's value and above; what lies between its highest
+ * record or ledger entry and that is one gap, cause LC_GAP_FAILOVER
+ * (some of it may have gone out of the old primary, unreplicated). */
+static int op_failover(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
+  int64_t target = c->floor > above ? c->floor : above;
+  uint64_t v = 0;
+  int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
+  if (rc < 0) return rc;
+  if (rc == 0 && v > (uint64_t)target)
+    target = v > (uint64_t)LC_VALUE_MAX ? LC_VALUE_MAX : (int64_t)v;
+  *out = target;
+  pthread_mutex_lock(&c->mu);
+  int64_t low = c->gap_low; /* nothing is in use: the handle serves none */
+  c->floor = c->restart_to = low;
+  pthread_mutex_unlock(&c->mu);
+  if (target <= low) return 0;
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  rc = lc__counter_skip(h, c, target, LC_GAP_FAILOVER, b);
+  leveldb_writebatch_destroy(b);
+  return rc;
+}
+
+int lc__counter_failover(lc_t *h, const char *name, int64_t above,
+                         int64_t *to) {
+  return exclusive(h, name, above, to, op_failover, false);
 }
 
 int lc_release(lc_t *h, const char *name, int64_t *final) {

@@ -128,10 +128,13 @@ void lc__counter_release(lc__counter *c);
 int lc__counter_claim(lc_t *h, lc__counter *c);
 /* Leader only, nothing in flight: writes b (synced; the caller's pieces,
  * maybe none) with, when target > floor, the values floor+1..target
- * skipped on purpose (an advance entry, with the holes below floor), and
+ * skipped on purpose (an entry of cause, with the holes below floor), and
  * the reservation when target passes it; floor then stands at target. */
-int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target,
+int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
                      leveldb_writebatch_t *b);
+/* promote.c: the counter raised past the old primary (op_failover). */
+int lc__counter_failover(lc_t *h, const char *name, int64_t above,
+                         int64_t *to);
 /* Leader only: floor and reserved from the log on first use. */
 int lc__counter_load(lc_t *h, lc__counter *c);
 /* Leader only: a block of n values wholly above floor from memcached

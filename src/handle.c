@@ -2,10 +2,13 @@
  * handle.c - the handle: options, lc_open / lc_close, stats, version.
  *
  * lc_open copies the options, opens the log (waiting for it when asked),
- * then connects the memcached pool; lc_close undoes both and leaves every
- * used counter's reservation exact, so that a clean restart skips nothing.
+ * then connects the memcached pool, and starts what the options ask for
+ * (prefetcher, retention, replication or following, admin socket);
+ * lc_close undoes it all and leaves every used counter's reservation
+ * exact, so that a clean restart skips nothing.
  */
 #include "admin.h"
+#include "repl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,7 @@ static char *dup_or_null(const char *s, bool *failed) {
 }
 
 static void free_handle(lc_t *h) {
+  pthread_mutex_destroy(&h->promote_mu);
   free(h->server);
   free(h->memcached);
   free(h->db_path);
@@ -111,8 +115,18 @@ int lc_open(const lc_options *o, lc_t **out) {
                     (unsigned long long)LC_BLOCK_MAX);
   int rc = lc__retain_check(o, remote);
   if (rc) return rc;
+  bool standby = o->standby_of && o->standby_of[0];
+  if (remote && (standby || (o->replication_listen && o->replication_listen[0])))
+    return lc__fail(LC_EINVAL, "replication is served where the log is, not "
+                               "by a remote handle");
+  if (o->standby_mode != LC_STANDBY_REQUIRED &&
+      o->standby_mode != LC_STANDBY_PREFERRED)
+    return lc__fail(LC_EINVAL, "unknown standby mode %d", o->standby_mode);
+  if (o->standby_timeout_ms < 0)
+    return lc__fail(LC_EINVAL, "negative standby timeout");
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
+  pthread_mutex_init(&h->promote_mu, NULL);
   bool failed = false;
   h->opt = *o;
   h->memcached =
@@ -129,6 +143,7 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->opt.owner = h->owner;
   h->opt.server = h->server;
   h->remote = remote;
+  atomic_store(&h->standby, standby);
   if (h->opt.timeout_ms == 0) h->opt.timeout_ms = 1000;
   if (h->opt.reserve == 0) h->opt.reserve = 1000;
   if (h->opt.pool_size == 0) h->opt.pool_size = 16;
@@ -145,9 +160,11 @@ int lc_open(const lc_options *o, lc_t **out) {
   if (!rc && !remote) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
     if (!rc && ((rc = lc__log_identity(&h->log, h->log_id)) != 0 ||
-                (rc = lc__restored_load(h)) != 0))
+                (rc = lc__restored_load(h)) != 0 ||
+                (!standby && (rc = lc__standby_copy_check(h)) != 0)))
       lc__log_close(&h->log);
     if (!rc) {
+      atomic_store(&h->log.standby, standby); /* the follower writes */
       memcpy(h->log.id, h->log_id, sizeof h->log.id);
       lc__claim_text(h);
       lc__recover_init(h);
@@ -166,8 +183,18 @@ int lc_open(const lc_options *o, lc_t **out) {
     lc__recover_stop(h);
     lc__log_close(&h->log);
   }
+  if (!rc && !remote &&
+      (rc = standby ? lc__follow_start(h) : lc__repl_start(h)) != 0) {
+    lc__follow_free(h);
+    lc__retain_stop(h);
+    lc__prefetcher_stop(h);
+    lc__recover_stop(h);
+    lc__log_close(&h->log);
+  }
   if (!rc && !remote && h->opt.admin_socket && h->opt.admin_socket[0] &&
       (rc = lc__admin_start(h)) != 0) {
+    lc__follow_free(h);
+    lc__repl_stop(h);
     lc__retain_stop(h);
     lc__prefetcher_stop(h);
     lc__recover_stop(h);
@@ -188,6 +215,7 @@ int lc_close(lc_t *h) {
   if (h == NULL) return 0;
   lc__detail_clear();
   lc__admin_stop(h); /* first: its calls use everything below */
+  lc__follow_free(h); /* a standby's writer */
   if (!h->remote) lc__retain_stop(h); /* it uses the log and the table */
   lc__prefetcher_stop(h);
   if (!h->remote) {
@@ -198,6 +226,7 @@ int lc_close(lc_t *h) {
   }
   int rc = lc__table_close(&h->counters, &h->log, &h->cache);
   lc__tallies_close(&h->tallies);
+  lc__repl_stop(h); /* after the last writes: the standby gets them */
   if (!h->remote) lc__log_close(&h->log);
   lc__cache_close(&h->cache);
   free_handle(h);

@@ -137,6 +137,8 @@ typedef struct lc__log {
   lc_iter *iters;             /* open iterators (fmu), closed by a reopen */
   void (*on_fail)(void *arg); /* called once per failure (recover.c) */
   void *on_fail_arg;
+  struct lc__repl *repl; /* replicate.c: the stream to a standby, or NULL */
+  _Atomic bool standby;  /* follow.c: writes only by the follower */
 } lc__log;
 
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
@@ -357,6 +359,10 @@ struct lc {
     pthread_t thread;
     lc_retention_status st;
   } ret;
+  /* follow.c, promote.c: a standby (opt.standby_of) until promoted */
+  _Atomic bool standby;
+  struct lc__follow *follow;
+  pthread_mutex_t promote_mu;
 };
 #define LC__STAT(h, field, n) \
   atomic_fetch_add_explicit(&(h)->st.field, (n), memory_order_relaxed)

@@ -33,10 +33,11 @@ static const char *const cause_names[] = {
     [LC_GAP_BURNED] = "burned",     [LC_GAP_RESTART] = "restart",
     [LC_GAP_UNLOGGED] = "unlogged", [LC_GAP_SEGMENT] = "segment-unused",
     [LC_GAP_ADVANCE] = "advance",   [LC_GAP_VOID] = "void",
+    [LC_GAP_FAILOVER] = "failover",
 };
 
 const char *lc_gap_cause_name(int cause) {
-  if (cause < LC_GAP_BURNED || cause > LC_GAP_VOID) return "unknown";
+  if (cause < LC_GAP_BURNED || cause > LC_GAP_CAUSE_MAX) return "unknown";
   return cause_names[cause];
 }
 
@@ -84,7 +85,7 @@ int lc__ledger_decode(const char *key, size_t klen, size_t plen,
                     (long long)last, vlen, vlen ? v[0] : -1);
   uint64_t count = lc__be64_get(v + 2);
   if (count == 0 || count > (uint64_t)last || v[1] < LC_GAP_BURNED ||
-      v[1] > LC_GAP_VOID)
+      v[1] > LC_GAP_CAUSE_MAX)
     return lc__fail(LC_ECORRUPT, "ledger entry %lld: count %llu, cause %d",
                     (long long)last, (unsigned long long)count, v[1]);
   g->first = (int64_t)(last - count + 1);

@@ -18,9 +18,12 @@
  *    the error (nothing of it is acknowledged);
  *  - a synced write is acknowledged only if the directory is still the one
  *    opened (checked after the sync); unsynced ones check at most every
- *    100 ms.  A directory removed or replaced makes the log LOST.
+ *    100 ms.  A directory removed or replaced makes the log LOST;
+ *  - with a standby, a group enters the replication stream before it is
+ *    written here (replicate.c), and a synced one only once the standby
+ *    has it; one it refuses is written nowhere.
  */
-#include "internal.h"
+#include "repl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -121,8 +124,14 @@ static int write_group(lc__log *l, lc__wreq **g, int n) {
     sync = sync || g[i]->sync;
     if (n > 1) leveldb_writebatch_append(b, g[i]->b);
   }
+  uint64_t seq = 0;
+  if (l->repl && (rc = lc__repl_before(l->repl, b, sync, &seq)) != 0) {
+    lc__log_leave(l);
+    return rc; /* not written: the standby did not take it */
+  }
   char *err = NULL;
   leveldb_write(l->db, sync ? l->sync : l->nosync, b, &err);
+  if (l->repl) lc__repl_after(l->repl, seq, err == NULL);
   if (err) {
     rc = lc__log_fail(l, err);
     leveldb_free(err);
@@ -134,6 +143,8 @@ static int write_group(lc__log *l, lc__wreq **g, int n) {
 }
 
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
+  if (atomic_load(&l->standby))
+    return lc__fail(LC_ESTANDBY, "the log follows its primary");
   int rc = lc__log_ok(l);
   if (rc) return rc;
   lc__wreq w = {.b = b, .sync = sync};

@@ -213,6 +213,7 @@ static bool stopping(lc_t *h) {
 
 /* One pass over the log. */
 static void run(lc_t *h) {
+  if (atomic_load(&h->standby)) return; /* its primary prunes */
   int64_t t0 = lc__mono_us();
   names_buf b = {0};
   int rc = lc_list_counters(h, collect, &b, NULL);

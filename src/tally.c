@@ -41,6 +41,7 @@
  */
 #include "admin.h"
 #include "tally.h"
+#include "repl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -339,7 +340,8 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
   if (delta == 0) /* before any state is made for name */
     return lc__fail(LC_EDELTA, "delta 0 for tally %s", name ? name : "(null)");
   lc__tally *t;
-  int rc = lc__tally_lookup(h, name, &t);
+  int rc = lc__primary_only(h);
+  if (!rc) rc = lc__tally_lookup(h, name, &t);
   if (rc) return rc;
   if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* nothing acknowledged */
   *tp = t;

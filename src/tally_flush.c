@@ -17,6 +17,7 @@
  */
 #include "admin.h"
 #include "tally.h"
+#include "repl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,7 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
     return rc;
   }
   int rc = LC__LOCAL_ONLY(h);
+  if (!rc) rc = lc__primary_only(h);
   if (rc) return rc;
   lc__tallies *tb = &h->tallies;
   bool force = flags & LC_TALLY_FORCE;

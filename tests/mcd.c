@@ -659,7 +659,7 @@ int tu_explain(lc_t *h, const char *name, tu_ledger *out) {
       out->entries[0]++;
     }
     if (!rec) {
-      int c = g[j].cause >= 1 && g[j].cause <= LC_GAP_VOID ? g[j].cause : 0;
+      int c = g[j].cause >= 1 && g[j].cause <= LC_GAP_CAUSE_MAX ? g[j].cause : 0;
       out->values[c] += (uint64_t)(last - first + 1);
       out->entries[c]++;
     }

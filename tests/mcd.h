@@ -116,8 +116,8 @@ long tu_records(lc_t *h, const char *name, lc_record **recs);
  * (or entries) that no ledger entry explains.  conflicts: gap entries over
  * logged values, voids outside every record.  0 or a negative code. */
 typedef struct tu_ledger {
-  uint64_t values[LC_GAP_VOID + 1];
-  uint64_t entries[LC_GAP_VOID + 1];
+  uint64_t values[LC_GAP_CAUSE_MAX + 1];
+  uint64_t entries[LC_GAP_CAUSE_MAX + 1];
   uint64_t conflicts;
 } tu_ledger;
 int tu_explain(lc_t *h, const char *name, tu_ledger *out);

@@ -9,6 +9,7 @@
  *                 the handle (a log, or a logcounterd with --server)
  *   cli_cmds.c    next, current, restore, advance, release, adopt, prune
  *   cli_backup.c  backup (a copy of the log into a new directory)
+ *   cli_promote.c promote (a standby becomes the primary)
  *   cli_audit.c   verify, dump
  *   cli_ledger.c  gaps, void (the gap ledger)
  *   cli_trail.c   records and ledger entries merged, for the three above
@@ -192,6 +193,7 @@ int cmd_release(struct cli *c, int argc, char **argv);
 int cmd_adopt(struct cli *c, int argc, char **argv);
 int cmd_prune(struct cli *c, int argc, char **argv);
 int cmd_backup(struct cli *c, int argc, char **argv);
+int cmd_promote(struct cli *c, int argc, char **argv);
 int cmd_verify(struct cli *c, int argc, char **argv);
 int cmd_dump(struct cli *c, int argc, char **argv);
 int cmd_gaps(struct cli *c, int argc, char **argv);

@@ -22,7 +22,7 @@
 struct verify_report {
   uint64_t records, ids, overlaps, undecodable, inconsistent;
   uint64_t gaps, missing, unexplained, unexplained_values;
-  uint64_t causes[LC_GAP_VOID + 1];
+  uint64_t causes[LC_GAP_CAUSE_MAX + 1];
   uint64_t voids, bad_entries, conflicts; /* the ledger */
   uint64_t open_segments, open_values;    /* left open by a crash */
   int64_t lowest, highest, reservation;
@@ -128,8 +128,9 @@ static void print_verify_json(struct cli *c, const char *name,
   printf("],\"unexplained\":%" PRIu64 ",\"unexplained_values\":%" PRIu64,
          r->unexplained, r->unexplained_values);
   fputs(",\"by_cause\":{", stdout);
-  for (int k = LC_GAP_BURNED, n = 0; k < LC_GAP_VOID; k++)
-    printf("%s\"%s\":%" PRIu64, n++ ? "," : "", lc_gap_cause_name(k),
+  for (int k = LC_GAP_BURNED, n = 0; k <= LC_GAP_CAUSE_MAX; k++)
+    if (k != LC_GAP_VOID) /* voids are counted apart */
+      printf("%s\"%s\":%" PRIu64, n++ ? "," : "", lc_gap_cause_name(k),
            r->causes[k]);
   printf("},\"voids\":%" PRIu64 ",\"ledger_undecodable\":%" PRIu64
          ",\"ledger_conflicts\":%" PRIu64,
@@ -164,8 +165,8 @@ static void print_verify(struct cli *c, const char *name,
   printf("%s\n", !r->all && r->gaps > r->nlisted ? " ..." : "");
   if (r->gaps) {
     printf("causes:      ");
-    for (int k = 0; k < LC_GAP_VOID; k++)
-      if (r->causes[k])
+    for (int k = 0; k <= LC_GAP_CAUSE_MAX; k++)
+      if (k != LC_GAP_VOID && r->causes[k])
         printf(" %s %" PRIu64, k ? lc_gap_cause_name(k) : "unexplained",
                r->causes[k]);
     putchar('\n');

@@ -117,6 +117,19 @@ const struct command cli_commands[] = {
      "  --json           print {\"keys\",\"records\",\"bytes\",\"time_us\",\n"
      "                   \"time\",\"dir\"}\n",
      true},
+    {"promote", cmd_promote, "[--force] [--above V]",
+     "make the standby behind --server ADMIN the primary",
+     "  The standby (logcounterd --standby-of) stops following, and every\n"
+     "  counter goes on above the largest of its last replicated floor,\n"
+     "  memcached's value and V: the skipped range is a gap of cause\n"
+     "  failover.  A stale standby (its primary ran in preferred mode, or\n"
+     "  it never caught up) refuses: exit 1, ESTALE.  Needs --server with\n"
+     "  the standby's admin socket.\n"
+     "  --force          promote a stale standby: then V (or memcached) must\n"
+     "                   cover every id the old primary handed out\n"
+     "  --above V        every counter goes on above V too\n"
+     "  --json           print {\"promoted\",\"counters\"}\n",
+     true},
     {"verify", cmd_verify, "NAME [--explain]",
      "check the log: records, gaps and their causes, overlaps",
      "  Gaps (values never handed out) are normal after failures; each has a\n"

@@ -171,6 +171,10 @@ typedef struct lcd_settings {
                                limit (default 0: retention off unless
                                retain_records is set) */
   int64_t retain_interval_ms; /* between retention runs (default 60000) */
+  const char *replication_listen; /* lc_options.replication_listen */
+  const char *standby_of;         /* lc_options.standby_of */
+  int standby_mode;               /* LC_STANDBY_REQUIRED (default) */
+  int64_t standby_timeout_ms;     /* default 2000 */
 } lcd_settings;
 
 typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;

@@ -39,6 +39,7 @@ static void run_once(lcd_server *s, int sweep) {
   uint64_t n = 0;
   int rc = lc_tally_flush(s->lc, 0,
                           LC_TALLY_FORCE | (sweep ? LC_TALLY_SWEEP : 0), &n);
+  if (rc == LC_ESTANDBY) rc = 0; /* a standby's primary flushes */
   char detail[256];
   snprintf(detail, sizeof detail, "%s", lc_last_detail());
   pthread_mutex_lock(&f->mu);
@@ -130,6 +131,7 @@ void lcd_flusher_stop(lcd_server *s) {
 int lcd_flush_final(lcd_server *s) {
   uint64_t n = 0;
   int rc = lc_tally_flush(s->lc, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, &n);
+  if (rc == LC_ESTANDBY) return 0; /* a standby's primary flushes */
   if (rc)
     lcd_log(s->set, 0,
             "final tally flush failed: %s %s (%s); the changes stay "

@@ -261,7 +261,8 @@ static bool is_admin_verb(const lcd_proto_token *v) {
       "hello",   "records", "ledger",  "void",        "prune",
       "verify",  "gaps",    "dump",    "advance",     "restore",
       "release", "adopt",   "backup",  "reservation", "counters",
-      "tally",   "tally-add", "tally-get", "tally-flush", "tally-list"};
+      "tally",   "tally-add", "tally-get", "tally-flush", "tally-list",
+      "promote"};
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     if (tok_is(v, verbs[i])) return true;
   return false;

@@ -197,6 +197,27 @@ static void put_retention(lcd_server *s, struct evbuffer *o) {
   stat_s(o, "retain_last_error", st.last_error[0] ? st.last_error : NULL);
 }
 
+/* The standby, or the primary's view of its standby (role "alone" and
+ * zeros without either option). */
+static void put_replication(lcd_server *s, struct evbuffer *o) {
+  lc_replication_status st;
+  if (lc_get_replication_status(s->lc, &st) != 0) memset(&st, 0, sizeof st);
+  stat_s(o, "replication_role", lc_role_name(st.role));
+  stat_s(o, "replication_state", st.state[0] ? st.state : NULL);
+  stat_u(o, "replication_connected", (uint64_t)st.connected);
+  if (st.role == LC_ROLE_PRIMARY)
+    stat_s(o, "replication_standby", st.state);
+  stat_u(o, "replication_stale", (uint64_t)st.stale);
+  stat_u(o, "replication_seq", st.seq);
+  stat_u(o, "replication_acked", st.acked);
+  stat_u(o, "replication_lag_records", st.lag_records);
+  evbuffer_add_printf(o, "STAT replication_lag_seconds %.3f\r\n",
+                      st.lag_seconds);
+  stat_u(o, "replication_ack_timeouts", st.ack_timeouts);
+  stat_u(o, "replication_snapshots", st.snapshots);
+  stat_u(o, "replication_connects", st.connects);
+}
+
 lc_log_state_t lcd_log_watch(lcd_server *s) {
   lc_log_status st, *was = &s->log_seen;
   if (s->lc == NULL || lc_get_log_status(s->lc, &st) != 0) return LC_LOG_OK;
@@ -232,6 +253,7 @@ void lcd_put_stats(lcd_server *s, struct evbuffer *o, int settings) {
     put_library(s, o);
     put_log(s, o);
     put_retention(s, o);
+    put_replication(s, o);
   }
   evbuffer_add(o, "END\r\n", 5);
 }

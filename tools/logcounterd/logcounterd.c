@@ -78,6 +78,8 @@ static void settings_init(lcd_settings *set) {
   set->retain_records = 0;
   set->retain_age_us = 0;
   set->retain_interval_ms = 60000;
+  set->standby_mode = LC_STANDBY_REQUIRED;
+  set->standby_timeout_ms = 2000;
 }
 
 /* ---- logging ----------------------------------------------------------- */
@@ -211,6 +213,23 @@ static void usage(FILE *f) {
       "                          counter always stay\n"
       "  --retain-interval DURATION  between retention runs, 1ms..366d\n"
       "                          (default %llds)\n"
+      "  --replication-listen HOST:PORT  serve one standby here: every\n"
+      "                          floor (a reservation or segment, written\n"
+      "                          once per window of ids) reaches it, synced,\n"
+      "                          before any id under it goes out; records\n"
+      "                          stream behind (under --durability sync they\n"
+      "                          wait too).  Keep it off untrusted networks:\n"
+      "                          the stream has no auth\n"
+      "  --standby-mode MODE     required (default): without an acknowledging\n"
+      "                          standby, stop at the end of the current\n"
+      "                          window (SERVER_ERROR ENOSTANDBY); preferred:\n"
+      "                          go on alone (the standby is then stale)\n"
+      "  --standby-timeout DURATION  how long a floor waits for the standby\n"
+      "                          (default 2s)\n"
+      "  --standby-of HOST:PORT  be the standby of that primary: --db follows\n"
+      "                          its log; allocations answer SERVER_ERROR\n"
+      "                          ESTANDBY, get and stats work; 'logcounter\n"
+      "                          --server ADMIN promote' makes it the primary\n"
       "  --pidfile FILE          write the pid here, removed at exit\n"
       "  -v, --verbose           log connections; twice: failed requests\n"
       "  -h, --help              this help\n"
@@ -279,7 +298,11 @@ enum {
   O_ADMIN_MODE,
   O_RETAIN_RECORDS,
   O_RETAIN_AGE,
-  O_RETAIN_INTERVAL
+  O_RETAIN_INTERVAL,
+  O_REPL_LISTEN,
+  O_STANDBY_OF,
+  O_STANDBY_MODE,
+  O_STANDBY_TIMEOUT
 };
 
 static const struct option long_options[] = {
@@ -309,6 +332,10 @@ static const struct option long_options[] = {
     {"retain-age", required_argument, NULL, O_RETAIN_AGE},
     {"retain-interval", required_argument, NULL, O_RETAIN_INTERVAL},
     {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
+    {"replication-listen", required_argument, NULL, O_REPL_LISTEN},
+    {"standby-of", required_argument, NULL, O_STANDBY_OF},
+    {"standby-mode", required_argument, NULL, O_STANDBY_MODE},
+    {"standby-timeout", required_argument, NULL, O_STANDBY_TIMEOUT},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
@@ -449,6 +476,23 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
       retain_interval = 1;
       break;
     }
+    case O_REPL_LISTEN: set->replication_listen = optarg; break;
+    case O_STANDBY_OF: set->standby_of = optarg; break;
+    case O_STANDBY_MODE:
+      if (strcmp(optarg, "required") == 0)
+        set->standby_mode = LC_STANDBY_REQUIRED;
+      else if (strcmp(optarg, "preferred") == 0)
+        set->standby_mode = LC_STANDBY_PREFERRED;
+      else
+        rc = usage_error("invalid mode '%s' for --standby-mode (required or "
+                         "preferred)",
+                         optarg);
+      break;
+    case O_STANDBY_TIMEOUT:
+      rc = parse_duration("--standby-timeout", optarg, 1000, 3600000000LL,
+                          &set->standby_timeout_ms);
+      set->standby_timeout_ms /= 1000;
+      break;
     case O_DUR:
       if (lc_durability_parse(optarg, &set->durability) != 0)
         return usage_error("invalid durability '%s' for --durability (must "
@@ -571,6 +615,10 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.max_tallies = s->set->max_tallies;
   o.admin_socket = s->set->admin_socket;
   o.admin_socket_mode = (unsigned)s->set->admin_mode;
+  o.replication_listen = s->set->replication_listen;
+  o.standby_of = s->set->standby_of;
+  o.standby_mode = s->set->standby_mode;
+  o.standby_timeout_ms = (int)s->set->standby_timeout_ms;
   o.retain_records = s->set->retain_records;
   o.retain_age_us = s->set->retain_age_us;
   if (o.retain_records || o.retain_age_us)

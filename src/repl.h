@@ -1,0 +1,84 @@
+/*
+ * repl.h - replication to one standby: the frames both ends speak
+ * (repl_wire.c), the primary's side (replicate.c), the standby's
+ * (follow.c) and promotion (promote.c).
+ *
+ * The stream is the log's own write groups, in the order log_write.c's
+ * one leader writes them, numbered by seq within an epoch (a random
+ * number the primary picks when it starts and again whenever the standby
+ * may hold something the primary does not: a write that failed here, or
+ * a floor the standby did not acknowledge in time).  A standby that comes
+ * back with the current epoch and a seq still in the primary's ring goes
+ * on from there; any other gets a full copy from a LevelDB snapshot.
+ * Every entry of a batch is a put or a delete of a whole key, so applying
+ * a batch that a snapshot already holds changes nothing: the copy's seq is
+ * one that every earlier write is in.
+ *
+ * Frames: a type byte, a 4-byte big-endian length, the payload.
+ *   standby -> primary  'h' hello "1 EPOCH SEQ"      'a' ack: seq (8)
+ *   primary -> standby  'm' "full|resume EPOCH SEQ required|preferred"
+ *                       'k' snapshot entries   'e' end of copy: seq, ops
+ *                       'b' batch: seq, flags, time, ops, entries
+ *                       'p' heartbeat: seq, time, ops
+ *                       'y' in sync: every floor now waits for this standby
+ *                       'x' refusal (text), then the primary closes
+ * Entries: 'P' klen(4) key vlen(4) value | 'D' klen(4) key.
+ */
+#ifndef LC_REPL_H
+#define LC_REPL_H
+
+#include "internal.h"
+
+#define LC__STANDBY_KEY "!logcounter-standby" /* the standby's position */
+#define LC__REPL_FRAME_MAX (64u << 20)
+
+typedef struct lc__buf {
+  char *p;
+  size_t n, cap;
+  bool nomem;
+} lc__buf;
+void lc__buf_put(lc__buf *b, const void *p, size_t n);
+void lc__buf_u64(lc__buf *b, uint64_t v);
+void lc__buf_free(lc__buf *b);
+
+/* TCP: "HOST:PORT" (numeric or a name; IPv4 or IPv6). */
+int lc__wire_listen(const char *addr, int *fd);
+int lc__wire_connect(const char *addr, int timeout_ms, int *fd);
+/* One frame; LC_EREMOTE (closed, timed out, too long) with the detail. */
+int lc__wire_send(int fd, char type, const void *p, size_t n, int timeout_ms);
+int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms);
+/* Appends b's entries to out; how many there were in *ops. */
+void lc__wire_put_batch(lc__buf *out, leveldb_writebatch_t *b, uint64_t *ops);
+/* Adds the entries in p[0..n) to b: their count, or LC_ECORRUPT. */
+int64_t lc__wire_get_batch(const char *p, size_t n, leveldb_writebatch_t *b);
+
+/* ---- replicate.c: the primary ---- */
+typedef struct lc__repl lc__repl;
+int lc__repl_start(lc_t *h);
+void lc__repl_stop(lc_t *h);
+/* log_write.c's leader, before its group b goes to LevelDB: the group
+ * enters the stream; a synced one waits for the standby (see
+ * lc_options.standby_mode).  Nonzero: not to be written. */
+int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
+                    uint64_t *seq);
+/* After the group's local write (ok: it succeeded). */
+void lc__repl_after(lc__repl *r, uint64_t seq, bool ok);
+void lc__repl_status(lc__repl *r, lc_replication_status *s);
+
+/* ---- follow.c: the standby ---- */
+typedef struct lc__follow lc__follow;
+int lc__follow_start(lc_t *h);
+/* Stops following (joins the thread); lc__follow_free also frees. */
+void lc__follow_stop(lc_t *h);
+void lc__follow_free(lc_t *h);
+/* Whether promotion needs force, and why (after lc__follow_stop). */
+bool lc__follow_stale(lc_t *h, char *why, size_t size);
+void lc__follow_status(lc__follow *f, lc_replication_status *s);
+
+/* lc_open of a log that is a standby's copy, without standby_of:
+ * LC_ESTANDBY (it must be promoted, never just opened). */
+int lc__standby_copy_check(lc_t *h);
+/* LC_ESTANDBY while h is a standby. */
+int lc__primary_only(lc_t *h);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * repl_wire.c - the replication stream's frames (see repl.h) over a TCP
+ * socket, with poll timeouts on every read and write, and write batches
+ * turned into entries and back.
+ */
+#include "repl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void lc__buf_put(lc__buf *b, const void *p, size_t n) {
+  if (b->nomem) return;
+  if (b->cap - b->n < n) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->n < n) cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (q == NULL) {
+      b->nomem = true;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+  if (n) memcpy(b->p + b->n, p, n);
+  b->n += n;
+}
+
+void lc__buf_u64(lc__buf *b, uint64_t v) {
+  unsigned char x[8];
+  lc__be64_put(x, v);
+  lc__buf_put(b, x, 8);
+}
+
+void lc__buf_free(lc__buf *b) {
+  free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
+/* Splits "HOST:PORT" (the last colon; "[v6]:PORT" too). */
+static int resolve(const char *addr, bool passive, struct addrinfo **out) {
+  const char *colon = addr ? strrchr(addr, ':') : NULL;
+  if (colon == NULL || colon == addr || colon[1] == '\0')
+    return lc__fail(LC_EINVAL, "replication address '%s': use HOST:PORT",
+                    addr ? addr : "(null)");
+  char host[256];
+  size_t n = (size_t)(colon - addr);
+  if (addr[0] == '[' && n >= 2 && addr[n - 1] == ']') {
+    addr++;
+    n -= 2;
+  }
+  if (n >= sizeof host)
+    return lc__fail(LC_EINVAL, "replication address '%s': host too long", addr);
+  memcpy(host, addr, n);
+  host[n] = '\0';
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                           .ai_flags = passive ? AI_PASSIVE : 0};
+  int e = getaddrinfo(host, colon + 1, &hints, out);
+  if (e)
+    return lc__fail(LC_EINVAL, "replication address '%s': %s", addr,
+                    gai_strerror(e));
+  return 0;
+}
+
+int lc__wire_listen(const char *addr, int *fd) {
+  struct addrinfo *ai;
+  int rc = resolve(addr, true, &ai);
+  if (rc) return rc;
+  int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (s >= 0) setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (s < 0 || bind(s, ai->ai_addr, ai->ai_addrlen) != 0 || listen(s, 4) != 0) {
+    rc = lc__fail(LC_EINVAL, "replication listen on %s: %s", addr,
+                  strerror(errno));
+    if (s >= 0) close(s);
+  } else {
+    *fd = s;
+  }
+  freeaddrinfo(ai);
+  return rc;
+}
+
+static int wait_fd(int fd, short ev, int timeout_ms, const char *what) {
+  struct pollfd p = {.fd = fd, .events = ev};
+  for (;;) {
+    int n = poll(&p, 1, timeout_ms);
+    if (n > 0) return 0;
+    if (n == 0)
+      return lc__fail(LC_EREMOTE, "replication: no %s within %d ms", what,
+                      timeout_ms);
+    if (errno != EINTR)
+      return lc__fail(LC_EREMOTE, "replication: poll: %s", strerror(errno));
+  }
+}
+
+int lc__wire_connect(const char *addr, int timeout_ms, int *fd) {
+  struct addrinfo *ai;
+  int rc = resolve(addr, false, &ai);
+  if (rc) return rc;
+  int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+  if (s < 0) {
+    rc = lc__fail(LC_EREMOTE, "replication: socket: %s", strerror(errno));
+  } else {
+    fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (connect(s, ai->ai_addr, ai->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS &&
+          (rc = wait_fd(s, POLLOUT, timeout_ms, "connection")) == 0 &&
+          getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    }
+    if (!rc && err)
+      rc = lc__fail(LC_EREMOTE, "replication: connect to %s: %s", addr,
+                    strerror(err));
+    int one = 1;
+    if (!rc) setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  freeaddrinfo(ai);
+  if (rc) {
+    if (s >= 0) close(s);
+    return rc;
+  }
+  *fd = s;
+  return 0;
+}
+
+static int send_all(int fd, const char *p, size_t n, int timeout_ms) {
+  while (n) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      p += w;
+      n -= (size_t)w;
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int rc = wait_fd(fd, POLLOUT, timeout_ms, "room to send");
+      if (rc) return rc;
+    } else {
+      return lc__fail(LC_EREMOTE, "replication: send: %s",
+                      w < 0 ? strerror(errno) : "closed");
+    }
+  }
+  return 0;
+}
+
+int lc__wire_send(int fd, char type, const void *p, size_t n, int timeout_ms) {
+  unsigned char hd[5] = {(unsigned char)type, (unsigned char)(n >> 24),
+                         (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+                         (unsigned char)n};
+  int rc = send_all(fd, (const char *)hd, sizeof hd, timeout_ms);
+  return rc ? rc : send_all(fd, p, n, timeout_ms);
+}
+
+static int recv_all(int fd, char *p, size_t n, int timeout_ms, bool *eof) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = recv(fd, p + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += (size_t)r;
+    } else if (r == 0) {
+      if (eof && got == 0) {
+        *eof = true;
+        return 0;
+      }
+      return lc__fail(LC_EREMOTE, "replication: the peer closed the "
+                                  "connection");
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int rc = wait_fd(fd, POLLIN, timeout_ms, "frame");
+      if (rc) return rc;
+    } else {
+      return lc__fail(LC_EREMOTE, "replication: recv: %s", strerror(errno));
+    }
+  }
+  return 0;
+}
+
+int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms) {
+  unsigned char hd[5];
+  bool eof = false;
+  int rc = recv_all(fd, (char *)hd, sizeof hd, timeout_ms, &eof);
+  if (rc) return rc;
+  if (eof)
+    return lc__fail(LC_EREMOTE, "replication: the peer closed the "
+                                "connection");
+  size_t n = (size_t)hd[1] << 24 | (size_t)hd[2] << 16 | (size_t)hd[3] << 8 |
+             hd[4];
+  if (n > LC__REPL_FRAME_MAX)
+    return lc__fail(LC_EREMOTE, "replication: a frame of %zu bytes", n);
+  payload->n = 0;
+  lc__buf_put(payload, NULL, 0);
+  if (payload->cap < n + 1) {
+    char *q = realloc(payload->p, n + 1);
+    if (q == NULL) return lc__fail(LC_ENOMEM, "replication: a frame");
+    payload->p = q;
+    payload->cap = n + 1;
+  }
+  rc = recv_all(fd, payload->p, n, timeout_ms, NULL);
+  if (rc) return rc;
+  payload->n = n;
+  payload->p[n] = '\0'; /* text frames */
+  *type = (char)hd[0];
+  return 0;
+}
+
+typedef struct put_state {
+  lc__buf *out;
+  uint64_t ops;
+} put_state;
+
+static void u32(lc__buf *b, size_t v) {
+  unsigned char x[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
+                        (unsigned char)(v >> 8), (unsigned char)v};
+  lc__buf_put(b, x, 4);
+}
+
+static void on_put(void *arg, const char *k, size_t klen, const char *v,
+                   size_t vlen) {
+  put_state *s = arg;
+  lc__buf_put(s->out, "P", 1);
+  u32(s->out, klen);
+  lc__buf_put(s->out, k, klen);
+  u32(s->out, vlen);
+  lc__buf_put(s->out, v, vlen);
+  s->ops++;
+}
+
+static void on_delete(void *arg, const char *k, size_t klen) {
+  put_state *s = arg;
+  lc__buf_put(s->out, "D", 1);
+  u32(s->out, klen);
+  lc__buf_put(s->out, k, klen);
+  s->ops++;
+}
+
+void lc__wire_put_batch(lc__buf *out, leveldb_writebatch_t *b, uint64_t *ops) {
+  put_state s = {.out = out};
+  leveldb_writebatch_iterate(b, &s, on_put, on_delete);
+  *ops = s.ops;
+}
+
+static bool get32(const char **p, const char *end, size_t *v) {
+  if (end - *p < 4) return false;
+  const unsigned char *u = (const unsigned char *)*p;
+  *v = (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 | u[3];
+  *p += 4;
+  return (size_t)(end - *p) >= *v;
+}
+
+int64_t lc__wire_get_batch(const char *p, size_t n, leveldb_writebatch_t *b) {
+  const char *end = p + n;
+  int64_t ops = 0;
+  bool bad = false;
+  while (p < end && !bad) {
+    char op = *p++;
+    size_t klen, vlen;
+    if ((op != 'P' && op != 'D') || !get32(&p, end, &klen)) {
+      bad = true;
+      break;
+    }
+    const char *k = p;
+    p += klen;
+    if (op == 'D') {
+      leveldb_writebatch_delete(b, k, klen);
+    } else if (!(bad = !get32(&p, end, &vlen))) {
+      leveldb_writebatch_put(b, k, klen, p, vlen);
+      p += vlen;
+    }
+    ops++;
+  }
+  if (bad || p != end)
+    return lc__fail(LC_ECORRUPT, "replication: a malformed batch entry at "
+                                 "byte %zu of %zu",
+                    n - (size_t)(end - p), n);
+  return ops;
+}

@@ -1,0 +1,523 @@
+/*
+ * replicate.c - the primary's side of replication (see repl.h): the ring
+ * of recent write groups, the one standby's session (a thread that sends,
+ * one that reads acknowledgments), and the wait of a synced write for
+ * the standby.
+ *
+ * Invariants:
+ *  - a group enters the ring (and gets its seq) before it is written
+ *    here, by log_write.c's one leader, so the ring's order is the log's;
+ *  - a synced group (a floor) is written here only after the standby
+ *    acknowledged it (it acknowledges after its own synced write), or,
+ *    in preferred mode, after the standby was given up; in required mode
+ *    no standby in sync within the timeout fails the write (LC_ENOSTANDBY)
+ *    and nothing of it is written here;
+ *  - whenever the standby may hold what this log does not (a group it got
+ *    but did not acknowledge in time, a group whose write failed here),
+ *    the epoch changes and the ring is emptied: the standby gets a full
+ *    copy next time, never a resume from a history this log lacks;
+ *  - the ring holds at most RING_MAX bytes; entries the session has still
+ *    to send are freed only with the session closed first.
+ */
+#include "repl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define RING_MAX (64u << 20)
+#define HEARTBEAT_MS 100
+#define IO_TIMEOUT_MS 5000
+#define CHUNK_BYTES (1u << 20)
+
+enum { ST_NONE, ST_CATCHUP, ST_SYNC };
+static const char *const state_names[] = {"none", "catchup", "sync"};
+
+typedef struct ent {
+  struct ent *next;
+  uint64_t seq;
+  size_t n;
+  char p[]; /* the 'b' frame's payload */
+} ent;
+
+struct lc__repl {
+  lc_t *h;
+  int mode, timeout_ms;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* entries, acknowledgments, the session's end */
+  ent *head, *tail;
+  size_t bytes;
+  uint64_t seq, written, ops, epoch;
+  /* the session */
+  int state, cfd;
+  uint64_t acked, sent, gen; /* gen: sessions so far */
+  bool say_sync;             /* 'y' to send */
+  ent *sending, *orphan;     /* sent outside mu; cleared from the ring */
+  bool stop;
+  int lfd;
+  pthread_t listener;
+  uint64_t ack_timeouts, snapshots, connects;
+};
+
+static uint64_t random_epoch(void) {
+  uint64_t v = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || read(fd, &v, sizeof v) != (ssize_t)sizeof v)
+    v = (uint64_t)lc__now_us() ^ (uint64_t)getpid() << 40;
+  if (fd >= 0) close(fd);
+  return v ? v : 1;
+}
+
+/* mu held.  The entry being sent outside mu (sending) is left to its
+ * sender, who frees it when it finds it orphaned. */
+static void ring_clear(lc__repl *r) {
+  for (ent *e = r->head, *n; e; e = n) {
+    n = e->next;
+    if (e == r->sending)
+      r->orphan = e;
+    else
+      free(e);
+  }
+  r->head = r->tail = NULL;
+  r->bytes = 0;
+}
+
+/* mu held: ends the session (its threads see it and leave). */
+static void drop_session(lc__repl *r) {
+  if (r->cfd >= 0) shutdown(r->cfd, SHUT_RDWR);
+  r->state = ST_NONE;
+  pthread_cond_broadcast(&r->cv);
+}
+
+/* mu held: the standby may hold something this log does not. */
+static void diverge(lc__repl *r) {
+  r->epoch = random_epoch();
+  ring_clear(r);
+  drop_session(r);
+}
+
+static void ring_evict(lc__repl *r) {
+  while (r->bytes > RING_MAX && r->head && r->head != r->sending) {
+    if (r->state != ST_NONE && r->head->seq >= r->sent) {
+      drop_session(r); /* it fell behind by more than the ring */
+      r->state = ST_NONE;
+    }
+    ent *e = r->head;
+    r->head = e->next;
+    if (r->head == NULL) r->tail = NULL;
+    r->bytes -= e->n;
+    free(e);
+  }
+}
+
+static int64_t deadline_of(int ms) {
+  return lc__mono_us() + (int64_t)ms * 1000;
+}
+
+/* mu held: waits on cv until the monotonic deadline; false when past. */
+static bool wait_until(lc__repl *r, int64_t deadline) {
+  int64_t left = deadline - lc__mono_us();
+  if (left <= 0) return false;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t ns = ts.tv_nsec + (left % 1000000) * 1000;
+  ts.tv_sec += (time_t)(left / 1000000 + ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+  return true;
+}
+
+int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
+                    uint64_t *seq) {
+  lc__buf f = {0};
+  uint64_t ops = 0;
+  lc__buf_put(&f, "\0\0\0\0\0\0\0\0" "\0" "\0\0\0\0\0\0\0\0" "\0\0\0\0\0\0\0\0",
+              25);
+  lc__wire_put_batch(&f, b, &ops);
+  if (f.nomem) {
+    lc__buf_free(&f);
+    return lc__fail(LC_ENOMEM, "replication: a batch");
+  }
+  ent *e = malloc(sizeof *e + f.n);
+  if (e == NULL) {
+    lc__buf_free(&f);
+    return lc__fail(LC_ENOMEM, "replication: a batch");
+  }
+  memcpy(e->p, f.p, f.n);
+  e->n = f.n;
+  e->next = NULL;
+  lc__buf_free(&f);
+
+  int64_t deadline = deadline_of(r->timeout_ms);
+  pthread_mutex_lock(&r->mu);
+  if (sync && r->mode == LC_STANDBY_REQUIRED)
+    while (r->state != ST_SYNC && !r->stop && wait_until(r, deadline)) {
+    }
+  if (sync && r->mode == LC_STANDBY_REQUIRED && r->state != ST_SYNC) {
+    int st = r->state;
+    r->ack_timeouts++;
+    pthread_mutex_unlock(&r->mu);
+    free(e);
+    return lc__fail(LC_ENOSTANDBY, "no standby in sync within %d ms (%s)",
+                    r->timeout_ms,
+                    st == ST_CATCHUP ? "one is catching up" : "none connected");
+  }
+  e->seq = *seq = ++r->seq;
+  r->ops += ops;
+  lc__be64_put((unsigned char *)e->p, e->seq);
+  e->p[8] = sync ? 1 : 0;
+  lc__be64_put((unsigned char *)e->p + 9, (uint64_t)lc__now_us());
+  lc__be64_put((unsigned char *)e->p + 17, r->ops);
+  if (r->tail)
+    r->tail->next = e;
+  else
+    r->head = e;
+  r->tail = e;
+  r->bytes += e->n;
+  ring_evict(r);
+  pthread_cond_broadcast(&r->cv);
+  int rc = 0;
+  if (sync && r->state == ST_SYNC) {
+    uint64_t gen = r->gen;
+    while (r->acked < e->seq && r->state == ST_SYNC && r->gen == gen &&
+           wait_until(r, deadline)) {
+    }
+    if (r->acked < e->seq || r->gen != gen) {
+      if (r->state == ST_SYNC) r->ack_timeouts++;
+      diverge(r);
+      r->written = e->seq;
+      if (r->mode == LC_STANDBY_REQUIRED)
+        rc = lc__fail(LC_ENOSTANDBY, "the standby did not acknowledge a "
+                                     "floor within %d ms",
+                      r->timeout_ms);
+    }
+  }
+  pthread_mutex_unlock(&r->mu);
+  return rc;
+}
+
+void lc__repl_after(lc__repl *r, uint64_t seq, bool ok) {
+  pthread_mutex_lock(&r->mu);
+  if (seq > r->written) r->written = seq;
+  if (!ok) diverge(r);
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- the session ------------------------------------------------------- */
+
+typedef struct session {
+  lc__repl *r;
+  int fd;
+  uint64_t gen;
+} session;
+
+/* mu held: the session is still the current one. */
+static bool live(const session *s) {
+  return !s->r->stop && s->r->gen == s->gen && s->r->state != ST_NONE;
+}
+
+static void *ack_reader(void *arg) {
+  session *s = arg;
+  lc__repl *r = s->r;
+  lc__buf in = {0};
+  for (;;) {
+    char type;
+    int rc = lc__wire_recv(s->fd, &type, &in, 3600 * 1000);
+    pthread_mutex_lock(&r->mu);
+    bool ok = live(s) && !rc && type == 'a' && in.n == 8;
+    if (ok) {
+      uint64_t a = lc__be64_get((unsigned char *)in.p);
+      if (a > r->acked && a <= r->seq) r->acked = a;
+      if (r->state == ST_CATCHUP && r->acked == r->seq &&
+          r->written == r->seq) {
+        r->state = ST_SYNC;
+        r->say_sync = true;
+      }
+      pthread_cond_broadcast(&r->cv);
+    } else if (r->gen == s->gen) {
+      drop_session(r);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!ok) break;
+  }
+  lc__buf_free(&in);
+  return NULL;
+}
+
+/* Sends the whole log from a snapshot taken after every write up to *seq
+ * was made here. */
+static int send_copy(session *s, uint64_t *seq, uint64_t *ops) {
+  lc__repl *r = s->r;
+  lc_t *h = r->h;
+  pthread_mutex_lock(&r->mu);
+  *seq = r->written;
+  r->sent = *seq;
+  uint64_t epoch = r->epoch;
+  pthread_mutex_unlock(&r->mu);
+  char m[96];
+  snprintf(m, sizeof m, "full %016llx %llu %s", (unsigned long long)epoch,
+           (unsigned long long)*seq,
+           r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
+  lc_iter *it = NULL;
+  int64_t snap_us;
+  int rc = lc__iter_open_log(h, &it, &snap_us);
+  if (!rc) rc = lc__wire_send(s->fd, 'm', m, strlen(m), IO_TIMEOUT_MS);
+  lc__buf chunk = {0};
+  *ops = 0;
+  for (bool more = true; !rc && more;) {
+    if ((rc = lc__log_enter(&h->log)) != 0) break;
+    chunk.n = 0;
+    while (chunk.n < CHUNK_BYTES) {
+      const char *k, *v;
+      size_t klen, vlen;
+      int e = lc__iter_entry(it, &k, &klen, &v, &vlen);
+      if (e <= 0) {
+        more = false;
+        rc = e;
+        break;
+      }
+      if (!(klen == strlen(LC__STANDBY_KEY) &&
+            memcmp(k, LC__STANDBY_KEY, klen) == 0)) {
+        leveldb_writebatch_t *one = leveldb_writebatch_create();
+        leveldb_writebatch_put(one, k, klen, v, vlen);
+        uint64_t n1;
+        lc__wire_put_batch(&chunk, one, &n1);
+        leveldb_writebatch_destroy(one);
+        (*ops)++;
+      }
+      lc__iter_skip(it);
+    }
+    lc__log_leave(&h->log);
+    if (chunk.nomem) rc = lc__fail(LC_ENOMEM, "replication: a copy chunk");
+    if (!rc && chunk.n)
+      rc = lc__wire_send(s->fd, 'k', chunk.p, chunk.n, IO_TIMEOUT_MS);
+    pthread_mutex_lock(&r->mu);
+    if (!rc && !live(s)) rc = lc__fail(LC_EREMOTE, "replication: ended");
+    pthread_mutex_unlock(&r->mu);
+  }
+  lc__buf_free(&chunk);
+  lc_iter_close(it);
+  if (!rc) {
+    unsigned char e[16];
+    lc__be64_put(e, *seq);
+    lc__be64_put(e + 8, *ops);
+    rc = lc__wire_send(s->fd, 'e', e, sizeof e, IO_TIMEOUT_MS);
+  }
+  if (!rc) {
+    pthread_mutex_lock(&r->mu);
+    r->snapshots++;
+    pthread_mutex_unlock(&r->mu);
+  }
+  return rc;
+}
+
+/* The hello, then a resume or a copy; *from: the seq the standby has. */
+static int handshake(session *s, uint64_t *from) {
+  lc__repl *r = s->r;
+  lc__buf in = {0};
+  char type;
+  int rc = lc__wire_recv(s->fd, &type, &in, IO_TIMEOUT_MS);
+  unsigned long long epoch = 0, seq = 0;
+  int version = 0;
+  if (!rc && (type != 'h' ||
+              sscanf(in.p, "%d %llx %llu", &version, &epoch, &seq) != 3 ||
+              version != 1))
+    rc = lc__fail(LC_EREMOTE, "replication: not a standby's hello");
+  lc__buf_free(&in);
+  if (rc) return rc;
+  pthread_mutex_lock(&r->mu);
+  bool resume = epoch == r->epoch && seq <= r->seq &&
+                (seq == r->seq || (r->head && r->head->seq <= seq + 1)) &&
+                r->written == r->seq;
+  uint64_t cur_epoch = r->epoch;
+  if (resume) r->sent = seq;
+  pthread_mutex_unlock(&r->mu);
+  if (resume) {
+    char m[96];
+    snprintf(m, sizeof m, "resume %016llx %llu %s",
+             (unsigned long long)cur_epoch, seq,
+             r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
+    *from = seq;
+    return lc__wire_send(s->fd, 'm', m, strlen(m), IO_TIMEOUT_MS);
+  }
+  uint64_t ops;
+  return send_copy(s, from, &ops);
+}
+
+/* The next entry after pos (mu held), or NULL. */
+static ent *after(lc__repl *r, ent *last, uint64_t pos) {
+  if (last && last->seq == pos) return last->next;
+  for (ent *e = r->head; e; e = e->next)
+    if (e->seq == pos + 1) return e;
+  return NULL;
+}
+
+static void stream(session *s, uint64_t pos) {
+  lc__repl *r = s->r;
+  ent *last = NULL;
+  int rc = 0;
+  pthread_mutex_lock(&r->mu);
+  r->sent = pos;
+  if (r->head && pos + 1 < r->head->seq && pos < r->seq) rc = LC_EREMOTE;
+  while (!rc && live(s)) {
+    ent *e = after(r, last, pos);
+    if (e == NULL && pos < r->seq) break; /* evicted: a copy next time */
+    if (e) {
+      r->sending = e; /* pinned: not freed while sent */
+      pthread_mutex_unlock(&r->mu);
+      rc = lc__wire_send(s->fd, 'b', e->p, e->n, IO_TIMEOUT_MS);
+      pthread_mutex_lock(&r->mu);
+      r->sending = NULL;
+      pos = e->seq;
+      r->sent = pos;
+      last = e;
+      if (r->orphan == e) { /* the ring was cleared meanwhile */
+        free(e);
+        r->orphan = NULL;
+        last = NULL;
+      }
+      continue;
+    }
+    if (r->say_sync) {
+      r->say_sync = false;
+      pthread_mutex_unlock(&r->mu);
+      rc = lc__wire_send(s->fd, 'y', "", 0, IO_TIMEOUT_MS);
+      pthread_mutex_lock(&r->mu);
+      continue;
+    }
+    int64_t until = deadline_of(HEARTBEAT_MS);
+    uint64_t seen = r->seq;
+    while (live(s) && r->seq == seen && !r->say_sync && wait_until(r, until)) {
+    }
+    if (live(s) && r->seq == seen && !r->say_sync) {
+      unsigned char hb[24];
+      lc__be64_put(hb, r->seq);
+      lc__be64_put(hb + 8, (uint64_t)lc__now_us());
+      lc__be64_put(hb + 16, r->ops);
+      pthread_mutex_unlock(&r->mu);
+      rc = lc__wire_send(s->fd, 'p', hb, sizeof hb, IO_TIMEOUT_MS);
+      pthread_mutex_lock(&r->mu);
+    }
+  }
+  if (r->gen == s->gen) drop_session(r);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void serve(lc__repl *r, int fd) {
+  session s = {.r = r, .fd = fd};
+  pthread_mutex_lock(&r->mu);
+  s.gen = ++r->gen;
+  r->cfd = fd;
+  r->state = ST_CATCHUP;
+  r->acked = 0;
+  r->say_sync = false;
+  r->connects++;
+  pthread_mutex_unlock(&r->mu);
+  uint64_t from = 0;
+  int rc = handshake(&s, &from);
+  pthread_t reader;
+  bool reading = false;
+  if (!rc) {
+    pthread_mutex_lock(&r->mu);
+    r->acked = from;
+    if (r->acked == r->seq && r->written == r->seq) {
+      r->state = ST_SYNC;
+      r->say_sync = true;
+    }
+    pthread_mutex_unlock(&r->mu);
+    reading = pthread_create(&reader, NULL, ack_reader, &s) == 0;
+  }
+  if (reading) stream(&s, from);
+  pthread_mutex_lock(&r->mu);
+  if (r->gen == s.gen) {
+    drop_session(r);
+    r->cfd = -1;
+  }
+  pthread_mutex_unlock(&r->mu);
+  shutdown(fd, SHUT_RDWR);
+  if (reading) pthread_join(reader, NULL);
+  close(fd);
+}
+
+static void *listener(void *arg) {
+  lc__repl *r = arg;
+  for (;;) {
+    pthread_mutex_lock(&r->mu);
+    bool stop = r->stop;
+    pthread_mutex_unlock(&r->mu);
+    if (stop) break;
+    struct pollfd p = {.fd = r->lfd, .events = POLLIN};
+    if (poll(&p, 1, 200) <= 0) continue;
+    int fd = accept(r->lfd, NULL, NULL);
+    if (fd < 0) continue;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    serve(r, fd); /* one standby: others wait in the backlog */
+  }
+  return NULL;
+}
+
+int lc__repl_start(lc_t *h) {
+  const char *addr = h->opt.replication_listen;
+  if (addr == NULL || addr[0] == '\0') return 0;
+  lc__repl *r = calloc(1, sizeof *r);
+  if (r == NULL) return lc__fail(LC_ENOMEM, "replication");
+  r->h = h;
+  r->mode = h->opt.standby_mode;
+  r->timeout_ms = h->opt.standby_timeout_ms ? h->opt.standby_timeout_ms : 2000;
+  r->epoch = random_epoch();
+  r->cfd = -1;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&r->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&r->mu, NULL);
+  int rc = lc__wire_listen(addr, &r->lfd);
+  if (!rc && pthread_create(&r->listener, NULL, listener, r) != 0) {
+    close(r->lfd);
+    rc = lc__fail(LC_ENOMEM, "replication: cannot start a thread");
+  }
+  if (rc) {
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    return rc;
+  }
+  h->log.repl = r;
+  return 0;
+}
+
+void lc__repl_stop(lc_t *h) {
+  lc__repl *r = h->log.repl;
+  if (r == NULL) return;
+  pthread_mutex_lock(&r->mu);
+  r->stop = true;
+  drop_session(r);
+  pthread_mutex_unlock(&r->mu);
+  pthread_join(r->listener, NULL);
+  close(r->lfd);
+  h->log.repl = NULL;
+  ring_clear(r);
+  pthread_cond_destroy(&r->cv);
+  pthread_mutex_destroy(&r->mu);
+  free(r);
+}
+
+void lc__repl_status(lc__repl *r, lc_replication_status *s) {
+  pthread_mutex_lock(&r->mu);
+  s->role = LC_ROLE_PRIMARY;
+  snprintf(s->state, sizeof s->state, "%s", state_names[r->state]);
+  s->connected = r->state != ST_NONE;
+  s->seq = r->seq;
+  s->acked = r->acked;
+  s->ack_timeouts = r->ack_timeouts;
+  s->snapshots = r->snapshots;
+  s->connects = r->connects;
+  pthread_mutex_unlock(&r->mu);
+}

@@ -1,0 +1,441 @@
+/*
+ * test_standby.c - a primary and its standby in one process, on one
+ * memcached (lc_options.replication_listen, standby_of, lc_promote):
+ *  - partition: four threads allocate on five counters through the
+ *    primary; the standby is promoted while the primary still runs; the
+ *    old primary's later allocations fail (ENOSTANDBY) once its window
+ *    ends, and every id it ever handed out is below every id of the new
+ *    primary; the new primary's logs explain every gap (failover among
+ *    them); the same with prefetch; the same with memcached flushed
+ *    before the promotion;
+ *  - required mode without a standby: ENOSTANDBY, nothing handed out, and
+ *    allocation works once a standby has caught up;
+ *  - a stale standby (its primary in preferred mode went on alone):
+ *    promote is ESTALE, promote with force and above goes on above;
+ *  - catching up: a standby closed and reopened resumes (no second copy)
+ *    and holds everything;
+ *  - tallies: flushed and pending changes made through the old primary
+ *    are exact after the promotion, none lost, none twice;
+ *  - a standby refuses writes (ESTANDBY) and reads work; its directory
+ *    opened as a plain log is refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcd.h"
+
+#define NC 5
+#define NT 4
+#define MAXIDS 200000
+static const char *const names[NC] = {"sa", "sb", "sc", "sd", "se"};
+
+typedef struct opened {
+  char addr[32];
+  char path[TU_PATH_MAX];
+} opened;
+
+static lc_t *open_primary(const fx_t *f, const char *sub, int mode,
+                          int timeout_ms, uint64_t prefetch, opened *p) {
+  lc_options o;
+  tu_options_sub(&o, &mc, f->dir, sub, p->path);
+  snprintf(p->addr, sizeof p->addr, "127.0.0.1:%d", mcd_free_port());
+  o.replication_listen = p->addr;
+  o.standby_mode = mode;
+  o.standby_timeout_ms = timeout_ms;
+  o.prefetch = prefetch;
+  lc_t *h = NULL;
+  assert_ok(lc_open(&o, &h));
+  return h;
+}
+
+static lc_t *open_standby(const fx_t *f, const char *sub, const char *of,
+                          uint64_t prefetch, char path[TU_PATH_MAX]) {
+  lc_options o;
+  tu_options_sub(&o, &mc, f->dir, sub, path);
+  o.standby_of = of;
+  o.prefetch = prefetch;
+  lc_t *h = NULL;
+  assert_ok(lc_open(&o, &h));
+  return h;
+}
+
+static lc_replication_status status(lc_t *h) {
+  lc_replication_status s;
+  assert_ok(lc_get_replication_status(h, &s));
+  return s;
+}
+
+/* Waits (at most 20 s) until the primary's standby is in sync and has
+ * applied everything written so far. */
+static void wait_caught_up(lc_t *primary, lc_t *standby) {
+  for (int i = 0; i < 2000; i++) {
+    lc_replication_status p = status(primary), s = status(standby);
+    if (!strcmp(p.state, "sync") && s.seq == p.seq && p.acked == p.seq) return;
+    usleep(10000);
+  }
+  lc_replication_status p = status(primary), s = status(standby);
+  fail_msg("standby not caught up: primary %s seq %llu acked %llu, standby "
+           "%s seq %llu",
+           p.state, (unsigned long long)p.seq, (unsigned long long)p.acked,
+           s.state, (unsigned long long)s.seq);
+}
+
+/* ---- allocating threads ------------------------------------------------ */
+
+typedef struct ids {
+  pthread_mutex_t mu;
+  int64_t *v[NC];
+  long n[NC];
+} ids;
+
+typedef struct worker {
+  lc_t *h;
+  ids *out;
+  atomic_bool *stop;
+  int t, rc;
+  long got;
+} worker;
+
+static void keep(ids *s, int c, int64_t v) {
+  pthread_mutex_lock(&s->mu);
+  if (s->n[c] < MAXIDS) s->v[c][s->n[c]++] = v;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void *alloc_main(void *p) {
+  worker *w = p;
+  int64_t prev[NC] = {0};
+  for (long i = 0; !atomic_load(w->stop); i++) {
+    int c = (int)((i + w->t) % NC);
+    int64_t v;
+    if ((w->rc = lc_next(w->h, names[c], &v)) != 0) break;
+    if (v <= prev[c]) {
+      w->rc = LC_ECORRUPT; /* not increasing */
+      break;
+    }
+    prev[c] = v;
+    keep(w->out, c, v);
+    w->got++;
+  }
+  return NULL;
+}
+
+static void ids_init(ids *s) {
+  memset(s, 0, sizeof *s);
+  pthread_mutex_init(&s->mu, NULL);
+  for (int c = 0; c < NC; c++) assert_non_null(s->v[c] = malloc(MAXIDS * 8));
+}
+
+static void ids_free(ids *s) {
+  for (int c = 0; c < NC; c++) free(s->v[c]);
+  pthread_mutex_destroy(&s->mu);
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* No id twice within s; its largest and smallest per counter. */
+static void check_unique(ids *s, int64_t lo[NC], int64_t hi[NC]) {
+  for (int c = 0; c < NC; c++) {
+    qsort(s->v[c], (size_t)s->n[c], 8, cmp64);
+    for (long i = 1; i < s->n[c]; i++)
+      if (s->v[c][i] == s->v[c][i - 1])
+        fail_msg("%s: id %lld twice", names[c], (long long)s->v[c][i]);
+    lo[c] = s->n[c] ? s->v[c][0] : 0;
+    hi[c] = s->n[c] ? s->v[c][s->n[c] - 1] : 0;
+  }
+}
+
+static void run_for(lc_t *h, ids *out, int ms, bool tolerate) {
+  atomic_bool stop = false;
+  worker w[NT];
+  pthread_t t[NT];
+  for (int i = 0; i < NT; i++) {
+    w[i] = (worker){.h = h, .out = out, .stop = &stop, .t = i};
+    assert_int_equal(pthread_create(&t[i], NULL, alloc_main, &w[i]), 0);
+  }
+  usleep((useconds_t)ms * 1000);
+  atomic_store(&stop, true);
+  for (int i = 0; i < NT; i++) {
+    pthread_join(t[i], NULL);
+    if (!tolerate) assert_rc(w[i].rc, 0);
+  }
+}
+
+/* Every gap of name in h's log is explained; how many failover ones. */
+static uint64_t explained(lc_t *h, const char *name) {
+  tu_ledger l;
+  assert_ok(tu_explain(h, name, &l));
+  if (l.entries[0] || l.conflicts)
+    fail_msg("%s: %llu unexplained gaps (%llu values), %llu conflicts", name,
+             (unsigned long long)l.entries[0], (unsigned long long)l.values[0],
+             (unsigned long long)l.conflicts);
+  return l.entries[LC_GAP_FAILOVER];
+}
+
+/* ---- partition --------------------------------------------------------- */
+
+static void partition(void **state, uint64_t prefetch, bool flush) {
+  fx_t *f = *state;
+  opened p;
+  char spath[TU_PATH_MAX];
+  lc_t *old = open_primary(f, "p", LC_STANDBY_REQUIRED, 300, prefetch, &p);
+  lc_t *sb = open_standby(f, "s", p.addr, prefetch, spath);
+  ids before, after, fresh;
+  ids_init(&before);
+  ids_init(&after);
+  ids_init(&fresh);
+  run_for(old, &before, 600, false);
+  wait_caught_up(old, sb);
+  if (flush) assert_int_equal(mcd_flush_all(&mc), 0);
+  int64_t t0 = mono_us();
+  uint64_t raised = 0;
+  assert_ok(lc_promote(sb, NULL, &raised));
+  assert_int_equal(raised, NC);
+  printf("# promoted in %lld us (%s, memcached %s)\n",
+         (long long)(mono_us() - t0), prefetch ? "prefetch" : "no prefetch",
+         flush ? "flushed" : "kept");
+  assert_int_equal(status(sb).role, LC_ROLE_ALONE);
+  /* both sides allocate: the old one until its window ends */
+  run_for(sb, &fresh, 300, false);
+  run_for(old, &after, 1500, true);
+  int64_t r;
+  /* what it still holds (a prefetched segment) goes out, then it stops */
+  int rc = 0;
+  for (long i = 0; i < 1000000 && rc == 0; i++)
+    if ((rc = lc_next(old, names[0], &r)) == 0) keep(&after, 0, r);
+  assert_rc(rc, LC_ENOSTANDBY);
+  int64_t lo0[NC], hi0[NC], lo1[NC], hi1[NC], lo2[NC], hi2[NC];
+  check_unique(&before, lo0, hi0);
+  check_unique(&after, lo1, hi1);
+  check_unique(&fresh, lo2, hi2);
+  uint64_t failovers = 0;
+  for (int c = 0; c < NC; c++) {
+    assert_true(fresh.n[c] > 0);
+    int64_t old_hi = hi1[c] > hi0[c] ? hi1[c] : hi0[c];
+    if (old_hi >= lo2[c])
+      fail_msg("%s: the old primary handed out %lld, the new one %lld", names[c],
+               (long long)old_hi, (long long)lo2[c]);
+    failovers += explained(sb, names[c]);
+  }
+  if (!prefetch) /* else the last segment may end where memcached stands */
+    assert_true(failovers > 0);
+  printf("# old primary: %ld ids after the promotion (of them on %s: %ld), "
+         "the new one %ld; %llu failover gaps\n",
+         after.n[0] + after.n[1] + after.n[2] + after.n[3] + after.n[4],
+         names[0], after.n[0], fresh.n[0] + fresh.n[1] + fresh.n[2] +
+             fresh.n[3] + fresh.n[4],
+         (unsigned long long)failovers);
+  lc_close(old); /* its exact reservations cannot be acknowledged */
+  /* a restart of the promoted log goes on above everything */
+  assert_ok(lc_close(sb));
+  lc_options o;
+  tu_options_sub(&o, &mc, f->dir, "s", spath);
+  lc_t *again = NULL;
+  assert_ok(lc_open(&o, &again));
+  for (int c = 0; c < NC; c++) assert_i64_op(tu_next1(again, names[c]), >, hi2[c]);
+  lc_close(again);
+  ids_free(&before);
+  ids_free(&after);
+  ids_free(&fresh);
+}
+
+static void test_partition(void **state) { partition(state, 0, false); }
+static void test_partition_prefetch(void **state) { partition(state, 64, false); }
+static void test_partition_flushed(void **state) { partition(state, 0, true); }
+
+/* ---- required mode ----------------------------------------------------- */
+
+static void test_required_without_standby(void **state) {
+  fx_t *f = *state;
+  opened p;
+  char spath[TU_PATH_MAX];
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 200, 0, &p);
+  int64_t v = 0, t0 = mono_us();
+  assert_rc(lc_next(h, "x", &v), LC_ENOSTANDBY);
+  int64_t waited = mono_us() - t0;
+  assert_i64_op(waited, >=, 150000);
+  assert_rc(lc_next(h, "x", &v), LC_ENOSTANDBY);
+  lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
+  for (int i = 0; i < 500 && strcmp(status(h).state, "sync"); i++) usleep(10000);
+  assert_string_equal(status(h).state, "sync");
+  v = tu_next1(h, "x");
+  assert_i64_op(v, >=, 1);
+  wait_caught_up(h, sb);
+  int64_t res = 0;
+  assert_ok(lc_reservation(sb, "x", &res));
+  assert_i64_op(res, >=, v); /* the floor reached the standby first */
+  printf("# ENOSTANDBY after %lld us; first id %lld, the standby's floor "
+         "%lld\n",
+         (long long)waited, (long long)v, (long long)res);
+  lc_close(sb);
+  lc_close(h);
+}
+
+/* ---- a stale standby --------------------------------------------------- */
+
+static void test_stale_standby(void **state) {
+  fx_t *f = *state;
+  opened p;
+  char spath[TU_PATH_MAX];
+  lc_t *h = open_primary(f, "p", LC_STANDBY_PREFERRED, 200, 0, &p);
+  lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
+  int64_t v = 0;
+  for (int i = 0; i < 50; i++) v = tu_next1(h, "st");
+  wait_caught_up(h, sb);
+  assert_ok(lc_close(sb));
+  int64_t last = 0;
+  for (int i = 0; i < 3000; i++) last = tu_next1(h, "st"); /* alone */
+  assert_i64_op(last, >, v);
+  assert_ok(lc_close(h));
+  assert_int_equal(mcd_flush_all(&mc), 0); /* and memcached lost it */
+  sb = open_standby(f, "s", p.addr, 0, spath); /* the primary is gone */
+  assert_true(status(sb).stale);
+  uint64_t n = 0;
+  assert_rc(lc_promote(sb, NULL, &n), LC_ESTALE);
+  assert_non_null(strstr(lc_last_detail(), "preferred"));
+  assert_rc(lc_next(sb, "st", &v), LC_ESTANDBY); /* still a standby */
+  lc_promote_opts force = {.force = 1, .above = last};
+  assert_ok(lc_promote(sb, &force, &n));
+  assert_i64_op(tu_next1(sb, "st"), >, last);
+  assert_true(explained(sb, "st") > 0);
+  lc_close(sb);
+}
+
+/* ---- catching up ------------------------------------------------------- */
+
+static void test_catch_up(void **state) {
+  fx_t *f = *state;
+  opened p;
+  char spath[TU_PATH_MAX];
+  lc_t *h = open_primary(f, "p", LC_STANDBY_PREFERRED, 500, 0, &p);
+  lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
+  ids a;
+  ids_init(&a);
+  run_for(h, &a, 300, false);
+  wait_caught_up(h, sb);
+  assert_ok(lc_close(sb));
+  run_for(h, &a, 300, false); /* the standby is away: the ring keeps it */
+  sb = open_standby(f, "s", p.addr, 0, spath);
+  run_for(h, &a, 300, false);
+  wait_caught_up(h, sb);
+  lc_replication_status ps = status(h);
+  printf("# %llu connects, %llu copies, seq %llu\n",
+         (unsigned long long)ps.connects, (unsigned long long)ps.snapshots,
+         (unsigned long long)ps.seq);
+  assert_int_equal(ps.connects, 2);
+  assert_int_equal(ps.snapshots, 1); /* the second one resumed */
+  int64_t lo[NC], hi[NC];
+  check_unique(&a, lo, hi);
+  assert_ok(lc_close(h)); /* clean: its exact reservations replicated */
+  lc_promote_opts force = {.force = 1}; /* preferred: stale by rule */
+  assert_ok(lc_promote(sb, &force, NULL));
+  for (int c = 0; c < NC; c++) {
+    lc_record *r;
+    long nr = tu_records(sb, names[c], &r);
+    assert_true(nr > 0);
+    assert_i64_eq(r[nr - 1].last, hi[c]); /* every record came across */
+    free(r);
+    assert_i64_eq(tu_next1(sb, names[c]), hi[c] + 1); /* nothing skipped */
+    explained(sb, names[c]);
+  }
+  lc_close(sb);
+  ids_free(&a);
+}
+
+/* ---- tallies ----------------------------------------------------------- */
+
+static void test_tallies(void **state) {
+  fx_t *f = *state;
+  opened p;
+  char spath[TU_PATH_MAX];
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 300, 0, &p);
+  lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
+  for (int i = 0; i < 50 && strcmp(status(h).state, "sync"); i++)
+    usleep(20000);
+  int64_t sum = 0;
+  for (int i = 1; i <= 300; i++) {
+    int64_t d = i % 7 ? i : -i;
+    assert_ok(lc_tally_add(h, "views", d));
+    sum += d;
+    if (i % 100 == 0) assert_ok(lc_tally_flush(h, 0, LC_TALLY_FORCE, NULL));
+  }
+  wait_caught_up(h, sb);
+  assert_ok(lc_promote(sb, NULL, NULL));
+  for (int i = 0; i < 10; i++) { /* after the promotion, on the new one */
+    assert_ok(lc_tally_add(sb, "views", 5));
+    sum += 5;
+  }
+  lc_close(h); /* its last flush cannot be acknowledged: not applied */
+  assert_ok(lc_tally_flush(sb, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, NULL));
+  int64_t total = 0, pending = 0;
+  assert_ok(lc_tally_get(sb, "views", &total, &pending, NULL));
+  assert_i64_eq(total + pending, sum);
+  assert_i64_eq(total, sum);
+  lc_close(sb);
+}
+
+/* ---- what a standby refuses -------------------------------------------- */
+
+static void test_standby_refuses(void **state) {
+  fx_t *f = *state;
+  opened p;
+  char spath[TU_PATH_MAX];
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 300, 0, &p);
+  lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
+  int64_t v = 0;
+  for (int i = 0; i < 500 && strcmp(status(h).state, "sync"); i++) usleep(10000);
+  int64_t last = 0;
+  for (int i = 0; i < 10; i++) last = tu_next1(h, "rf");
+  wait_caught_up(h, sb);
+  assert_rc(lc_next(sb, "rf", &v), LC_ESTANDBY);
+  assert_rc(lc_tally_add(sb, "t", 1), LC_ESTANDBY);
+  assert_rc(lc_void(sb, "rf", 3, "test"), LC_ESTANDBY);
+  assert_rc(lc_advance(sb, "rf", 100), LC_ESTANDBY);
+  assert_ok(lc_current(sb, "rf", &v));
+  assert_i64_eq(v, last);
+  assert_int_equal(lc_next_quick(sb, "rf"), 0);
+  lc_replication_status s = status(sb);
+  assert_int_equal(s.role, LC_ROLE_STANDBY);
+  assert_false(s.stale);
+  assert_string_equal(s.state, "sync");
+  lc_close(sb);
+  lc_close(h);
+  lc_options o;
+  tu_options_sub(&o, &mc, f->dir, "s", spath);
+  lc_t *plain = NULL;
+  assert_rc(lc_open(&o, &plain), LC_ESTANDBY);
+  assert_non_null(strstr(lc_last_detail(), "promote"));
+  /* and bad options */
+  tu_options_sub(&o, &mc, f->dir, "q", spath);
+  o.standby_mode = 7;
+  assert_rc(lc_open(&o, &plain), LC_EINVAL);
+  o.standby_mode = 0;
+  o.replication_listen = "nowhere";
+  assert_rc(lc_open(&o, &plain), LC_EINVAL);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup_dir, tu_teardown)
+      T(test_standby_refuses),        T(test_required_without_standby),
+      T(test_partition),              T(test_partition_prefetch),
+      T(test_partition_flushed),      T(test_stale_standby),
+      T(test_catch_up),               T(test_tallies),
+#undef T
+  };
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
+}
