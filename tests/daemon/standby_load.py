@@ -38,10 +38,11 @@ checks made on what it was given.
       across all of them, and each client's ids of each name strictly
       increasing.  Prints JSON; exit 1 on a violation or no ids.
 
-  standby_load.py order LOW... -- HIGH...
+  standby_load.py order [--allow-none] LOW... -- HIGH...
       Each argument FILE or FILE@PORT (only that port's ids): for every
       name in both sides, every LOW id is below every HIGH id.  Exit 1 on
-      a violation, or when no name is in both.
+      a violation, or when no name is in both (unless --allow-none: LOW
+      may hold no id at all).
 
   standby_load.py first FILE PORT T0
       Prints the seconds from unix time T0 to the first id acknowledged on
@@ -438,10 +439,15 @@ def order(args):
     if "--" not in args:
         print(__doc__, file=sys.stderr)
         return 2
+    allow_none = args[0] == "--allow-none"
+    if allow_none:
+        args = args[1:]
     k = args.index("--")
     lo, hi = {}, {}
+    nlo = 0
     for spec in args[:k]:
         for name, v, *_ in read_ids(spec):
+            nlo += 1
             lo[name] = max(lo.get(name, v), v)
     for spec in args[k + 1:]:
         for name, v, *_ in read_ids(spec):
@@ -450,12 +456,14 @@ def order(args):
     bad = ["%s: %d not below %d" % (n, lo[n], hi[n])
            for n in common if lo[n] >= hi[n]]
     margins = [hi[n] - lo[n] for n in common]
-    res = {"names": len(common), "violations": len(bad),
+    res = {"names": len(common), "violations": len(bad), "low_ids": nlo,
            "min_margin": min(margins) if margins else None,
            "max_margin": max(margins) if margins else None}
     if bad:
         res["examples"] = bad[:5]
     print(json.dumps(res, sort_keys=True))
+    if allow_none and nlo == 0:
+        return 0
     return 1 if bad or not common else 0
 
 
