@@ -19,7 +19,8 @@
 #      where the standby missed nothing, with memcached flushed
 #   5. catching up: the standby SIGKILLed and restarted under load
 #      (preferred, then required mode: allocations resume once it is
-#      back), lag 0, SIGKILL the primary, flush memcached, promote
+#      back), and frozen (SIGSTOP) past --standby-timeout then resumed
+#      (required), lag 0, SIGKILL the primary, flush memcached, promote
 #      (preferred: --force if refused), verify, ids above all acknowledged
 #   7. the standby's data port: incr/decr SERVER_ERROR ESTANDBY, get and
 #      stats work; the primary's stats say replication_standby sync
@@ -30,7 +31,7 @@
 # included; catch-up) are printed, never asserted.  LC_TEST_SCALE divides
 # the id counts each phase waits for; LC_TEST_KEEP=1 keeps the temporary
 # directory (daemon logs, id files); LC_STANDBY_ONLY="cp cr" runs only the
-# scenarios named (h1 h2 h3 pt st sr cp cr).  Ends with "standby: N passed, M
+# scenarios named (h1 h2 h3 pt st sr cp cr cf).  Ends with "standby: N passed, M
 # failed".
 # shellcheck disable=SC2034,SC2317
 set -u
@@ -497,11 +498,14 @@ want sr && stale required sr
 echo "# ($((SECONDS - T_START))s so far)"
 
 # ---- 5: catching up ------------------------------------------------------
+# catchup MODE TAG HOW: HOW=kill: the standby SIGKILLed and restarted;
+# HOW=stop: frozen (SIGSTOP) past --standby-timeout, then SIGCONT (the
+# primary gives it up while a floor waits for its acknowledgment).
 catchup() {
-  local mode=$1 tag=$2 names R ids=$TMP/$2.ids stopf=$TMP/$2.stop lp lrc TR
+  local mode=$1 tag=$2 how=$3 names R ids=$TMP/$2.ids stopf=$TMP/$2.stop lp lrc TR
   names=$(names "$tag" 4)
   R=$(free_port)
-  echo "# --- $tag: the standby SIGKILLed and restarted under load ($mode)"
+  echo "# --- $tag: the standby ${how}ed and back under load ($mode)"
   lcd p "$tag-p" --replication-listen "127.0.0.1:$R" --standby-mode "$mode" ||
     { setup_fail "$tag: the primary starts"; return; }
   lcd s "$tag-s" --standby-of "127.0.0.1:$R" || { setup_fail "$tag: the standby starts"; down_all; return; }
@@ -510,11 +514,27 @@ catchup() {
     --stop "$stopf" --tag "$tag." >"$TMP/$tag.load.json" &
   lp=$!
   wait_ids "$ids" "${PORT[p]}" "$BEFORE" 30 || setup_fail "$tag: ids from the primary"
-  down s KILL
-  sleep 2.5   # the required primary's windows run out (--standby-timeout 2s)
-  local nd; nd=$(count "$ids" "${PORT[p]}")
-  SAME_PORT=1 lcd s "$tag-s" --standby-of "127.0.0.1:$R" ||
-    { setup_fail "$tag: the standby restarts"; touch "$stopf"; wait "$lp"; down_all; return; }
+  local nd
+  if [ "$how" = kill ]; then
+    down s KILL
+    sleep 1
+    local t1=$EPOCHREALTIME v1
+    v1=$(stat_of p replication_standby)
+    echo "# $tag: stats on the primary while its standby is away: '$v1' in $(since "$t1")s"
+    sleep 1.5   # the required primary's windows run out (--standby-timeout 2s)
+    nd=$(count "$ids" "${PORT[p]}")
+    SAME_PORT=1 lcd s "$tag-s" --standby-of "127.0.0.1:$R" ||
+      { setup_fail "$tag: the standby restarts"; touch "$stopf"; wait "$lp"; down_all; return; }
+  else
+    kill -STOP "${PID[s]}"
+    sleep 1
+    local t1=$EPOCHREALTIME v1
+    v1=$(stat_of p replication_standby)
+    echo "# $tag: stats on the primary while floors wait for the frozen standby: '$v1' in $(since "$t1")s"
+    sleep 2.5   # floors wait for it (2 s), then the primary gives it up
+    nd=$(count "$ids" "${PORT[p]}")
+    kill -CONT "${PID[s]}"
+  fi
   TR=$EPOCHREALTIME
   check "$tag: the restarted standby catches up while the primary allocates (replication_standby sync)" \
     synced_or_show 30
@@ -559,8 +579,9 @@ catchup() {
   check "$tag: verify passes on the promoted standby" verify_all s "$names"
   down_all
 }
-want cp && catchup preferred cp
-want cr && catchup required cr
+want cp && catchup preferred cp kill
+want cr && catchup required cr kill
+want cf && catchup required cf stop
 
 echo "# $((SECONDS - T_START))s in all"
 finish
