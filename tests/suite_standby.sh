@@ -505,7 +505,9 @@ catchup() {
   local mode=$1 tag=$2 how=$3 names R ids=$TMP/$2.ids stopf=$TMP/$2.stop lp lrc TR
   names=$(names "$tag" 4)
   R=$(free_port)
-  echo "# --- $tag: the standby ${how}ed and back under load ($mode)"
+  local what="SIGKILLed and restarted"
+  [ "$how" = stop ] && what="frozen (SIGSTOP) past --standby-timeout and resumed"
+  echo "# --- $tag: the standby $what under load ($mode)"
   lcd p "$tag-p" --replication-listen "127.0.0.1:$R" --standby-mode "$mode" ||
     { setup_fail "$tag: the primary starts"; return; }
   lcd s "$tag-s" --standby-of "127.0.0.1:$R" || { setup_fail "$tag: the standby starts"; down_all; return; }
