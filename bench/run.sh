@@ -114,12 +114,32 @@ start_daemon() {
 }
 # new-counters leaves a counter in this daemon per call: no limit on names.
 # BENCH_DAEMON_FLAGS: more options for this daemon (an A/B of a setting).
+# BENCH_STANDBY=1: the coalesce and prefetch daemons each serve a standby
+# (--replication-listen; the standby, --standby-of, runs beside them, on
+# its own log): the cost of high availability, in an A/B against
+# BENCH_STANDBY=0 (the default).
+# plan_standby: ha_flags for the next primary; follow NAME: its standby.
+ha_flags=() ha_port=""
+plan_standby() {
+  ha_flags=() ha_port=""
+  [ "${BENCH_STANDBY:-0}" = 1 ] || return 0
+  ha_port=$(free_port) || return 1
+  ha_flags=(--replication-listen "127.0.0.1:$ha_port")
+}
+follow() { # NAME: the standby of the primary planned last
+  [ -n "$ha_port" ] || return 0
+  local keep=$dport
+  start_daemon "$1-standby" --standby-of "127.0.0.1:$ha_port" || return 1
+  dport=$keep
+}
 # shellcheck disable=SC2086
-start_daemon coalesce --max-counters 1000000000 ${BENCH_DAEMON_FLAGS:-}
+plan_standby && start_daemon coalesce --max-counters 1000000000 \
+  "${ha_flags[@]}" ${BENCH_DAEMON_FLAGS:-} && follow coalesce
 export BENCH_DAEMON="--SERVER=127.0.0.1:$dport"
 start_daemon no-coalesce --no-coalesce
 export BENCH_DAEMON_NOCOALESCE="--SERVER=127.0.0.1:$dport"
-start_daemon prefetch --prefetch auto
+plan_standby && start_daemon prefetch --prefetch auto "${ha_flags[@]}" &&
+  follow prefetch
 export BENCH_DAEMON_PREFETCH="--SERVER=127.0.0.1:$dport"
 if [ "$peers" = 1 ]; then
   # BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS, BENCH_PG: an address each, or

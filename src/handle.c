@@ -84,10 +84,7 @@ static void free_handle(lc_t *h) {
 
 /* Remote mode: only the pool, to the daemon. */
 static int open_remote(lc_t *h) {
-  char config[1100];
-  int rc = lc__remote_config(h->server, config, sizeof config);
-  if (!rc)
-    rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms, h->opt.pool_size);
+  int rc = lc__remote_open(h);
   if (!rc && h->server[0] == '/') rc = lc__admin_probe(h);
   return rc;
 }
@@ -204,6 +201,7 @@ int lc_open(const lc_options *o, lc_t **out) {
     lc__table_close(&h->counters, &h->log, &h->cache);
     lc__tallies_close(&h->tallies);
     lc__cache_close(&h->cache);
+    if (h->has_alt) lc__cache_close(&h->alt);
     free_handle(h);
     return rc;
   }
@@ -229,6 +227,7 @@ int lc_close(lc_t *h) {
   lc__repl_stop(h); /* after the last writes: the standby gets them */
   if (!h->remote) lc__log_close(&h->log);
   lc__cache_close(&h->cache);
+  if (h->has_alt) lc__cache_close(&h->alt);
   free_handle(h);
   return rc;
 }

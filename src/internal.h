@@ -262,6 +262,8 @@ void lc__tallies_close(lc__tallies *t);
 
 /* ---- remote.c ---- */
 int lc__remote_config(const char *server, char *buf, size_t size);
+/* Opens h->cache (and h->alt for "A,B"). */
+int lc__remote_open(lc_t *h);
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
 int lc__remote_current(lc_t *h, const char *name, int64_t *value);
 /* Fails remote handles for calls that need the log; 0 otherwise (an
@@ -325,6 +327,12 @@ struct lc {
   char *owner;
   char *server;
   lc__cache cache;
+  /* remote.c: a remote handle on "A,B" has a pool to each daemon; calls
+   * go to cache[active] and move to the other when it refuses as a
+   * standby or cannot be reached */
+  lc__cache alt;
+  bool has_alt;
+  _Atomic int active;
   lc__log log;
   lc__table counters;
   lc__tallies tallies;

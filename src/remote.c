@@ -7,6 +7,11 @@
  * An answer is trusted only if it is a possible block end (n <= v <=
  * 2^63-1).  The daemon's SERVER_ERROR lines carry the library's error name
  * (e.g. "SERVER_ERROR EOVERFLOW ..."), which is mapped back to its code.
+ *
+ * "PRIMARY,STANDBY" (two TCP daemons): each call goes to the one that
+ * answered last and, when it answers ESTANDBY or cannot be reached, once
+ * to the other.  A standby never hands out an id, so asking both can
+ * never yield one twice; an increment lost on the way is a gap.
  */
 #include "admin.h"
 
@@ -16,9 +21,14 @@
 /* The LC_E code named by the token right after "SERVER_ERROR " in the
  * detail text (the daemon's "SERVER_ERROR EOVERFLOW ..."), or fallback. */
 static int code_from_detail(int fallback) {
-  const char *p = strstr(lc_last_detail(), "SERVER_ERROR ");
-  if (p == NULL) return fallback;
-  p += strlen("SERVER_ERROR ");
+  const char *d = lc_last_detail(), *p = strstr(d, "SERVER_ERROR ");
+  if (p) {
+    p += strlen("SERVER_ERROR ");
+  } else if ((p = strstr(d, "SERVER ERROR, ")) != NULL) { /* libmemcached's */
+    p += strlen("SERVER ERROR, ");
+  } else {
+    return fallback;
+  }
   size_t n = strcspn(p, " :\r\n");
   for (int code = -1; strcmp(lc_err_name(code), "EUNKNOWN") != 0; code--) {
     const char *name = lc_err_name(code);
@@ -48,6 +58,44 @@ static int check_serial_name(const char *name) {
   return 0;
 }
 
+int lc__remote_open(lc_t *h) {
+  char config[1100], first[1024];
+  const char *s = h->server, *comma = s[0] == '/' ? NULL : strchr(s, ',');
+  if (comma) {
+    size_t n = (size_t)(comma - s);
+    if (n == 0 || n >= sizeof first || comma[1] == '\0' ||
+        strchr(comma + 1, ','))
+      return lc__fail(LC_EINVAL, "server '%s': give HOST:PORT or two, "
+                                 "PRIMARY,STANDBY", s);
+    memcpy(first, s, n);
+    first[n] = '\0';
+    s = first;
+  }
+  int rc = lc__remote_config(s, config, sizeof config);
+  if (!rc)
+    rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms, h->opt.pool_size);
+  if (rc || !comma) return rc;
+  if ((rc = lc__remote_config(comma + 1, config, sizeof config)) != 0 ||
+      (rc = lc__cache_open(&h->alt, config, h->opt.timeout_ms,
+                           h->opt.pool_size)) != 0) {
+    lc__cache_close(&h->cache);
+    return rc;
+  }
+  h->has_alt = true;
+  return 0;
+}
+
+/* With two daemons: worth asking the other one (this one is a standby, or
+ * did not answer). */
+static bool other_may(const lc_t *h, int rc) {
+  return h->has_alt &&
+         (rc == LC_ESTANDBY || rc == LC_EMEMCACHED || rc == LC_ETIMEDOUT);
+}
+
+static lc__cache *pool(lc_t *h, int i) {
+  return i ? &h->alt : &h->cache;
+}
+
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   uint64_t v = 0;
   int rc = check_serial_name(name);
@@ -59,13 +107,20 @@ int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     if (!rc) *first = v64;
     return rc;
   }
-  rc = lc__cache_incr(&h->cache, name, strlen(name), n, &v);
-  if (rc == LC__MISS)
-    return lc__fail(LC_EMEMCACHED,
-                    "%s answered NOT_FOUND: is it a "
-                    "logcounterd?",
-                    h->opt.server);
-  if (rc < 0) return code_from_detail(rc);
+  int at = atomic_load(&h->active);
+  for (int tries = 0;; tries++) {
+    rc = lc__cache_incr(pool(h, at), name, strlen(name), n, &v);
+    if (rc == LC__MISS)
+      return lc__fail(LC_EMEMCACHED,
+                      "%s answered NOT_FOUND: is it a "
+                      "logcounterd?",
+                      h->opt.server);
+    if (rc < 0) rc = code_from_detail(rc);
+    if (tries == 1 || !other_may(h, rc)) break;
+    at = !at; /* a failed increment there is a gap at most, never an id */
+  }
+  if (rc) return rc;
+  atomic_store(&h->active, at);
   if (v < n || v > (uint64_t)LC_VALUE_MAX)
     return lc__fail(LC_EMEMCACHED, "%s answered %llu for a block of %llu",
                     h->opt.server, (unsigned long long)v,
@@ -79,8 +134,16 @@ int lc__remote_current(lc_t *h, const char *name, int64_t *value) {
   int rc = check_serial_name(name);
   if (rc) return rc;
   if (h->admin) return lc__admin_op(h, "current", name, NULL, value, 1);
-  rc = lc__cache_get(&h->cache, name, strlen(name), &v);
-  if (rc < 0) return code_from_detail(rc);
+  int at = atomic_load(&h->active);
+  rc = lc__cache_get(pool(h, at), name, strlen(name), &v);
+  if (rc < 0) rc = code_from_detail(rc);
+  if (rc < 0 && other_may(h, rc)) {
+    at = !at;
+    rc = lc__cache_get(pool(h, at), name, strlen(name), &v);
+    if (rc < 0) return code_from_detail(rc);
+    atomic_store(&h->active, at);
+  }
+  if (rc < 0) return rc;
   if (rc == LC__MISS) v = 0; /* the daemon omits counters never used */
   if (v > (uint64_t)LC_VALUE_MAX)
     return lc__fail(LC_EMEMCACHED, "%s answered %llu", h->opt.server,

@@ -183,14 +183,14 @@ int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
   pthread_cond_broadcast(&r->cv);
   int rc = 0;
   if (sync && r->state == ST_SYNC) {
-    uint64_t gen = r->gen;
-    while (r->acked < e->seq && r->state == ST_SYNC && r->gen == gen &&
+    uint64_t gen = r->gen, seq_e = e->seq; /* e may go while we wait */
+    while (r->acked < seq_e && r->state == ST_SYNC && r->gen == gen &&
            wait_until(r, deadline)) {
     }
-    if (r->acked < e->seq || r->gen != gen) {
+    if (r->acked < seq_e) {
       if (r->state == ST_SYNC) r->ack_timeouts++;
       diverge(r);
-      r->written = e->seq;
+      r->written = seq_e;
       if (r->mode == LC_STANDBY_REQUIRED)
         rc = lc__fail(LC_ENOSTANDBY, "the standby did not acknowledge a "
                                      "floor within %d ms",

@@ -19,8 +19,12 @@
 /* libmemcached's configuration string for a logcounterd address; the
  * library's remote mode (lc_options.server) builds the same one. */
 static void server_config(const char *server, char *buf, size_t size) {
+  const char *comma = server[0] == '/' ? NULL : strchr(server, ',');
   if (server[0] == '/')
     snprintf(buf, size, "--SOCKET=\"%s\"", server);
+  else if (comma) /* PRIMARY,STANDBY: both */
+    snprintf(buf, size, "--SERVER=%.*s --SERVER=%s", (int)(comma - server),
+             server, comma + 1);
   else
     snprintf(buf, size, "--SERVER=%s", server);
 }
@@ -43,16 +47,26 @@ int cli_check_server(const char *server, const char *from) {
       return bad_server(server, from,
                         "spaces, quotes and control "
                         "characters are not allowed");
-  if (server[0] != '/') {
-    /* HOST:PORT, with the port spelled out: libmemcached would otherwise
-     * pick memcached's 11211, where no logcounterd listens. */
-    const char *colon = strrchr(server, ':');
-    uint64_t port;
-    if (!colon || colon == server || !colon[1] ||
-        colon[1 + strspn(colon + 1, "0123456789")] != '\0' ||
-        strlen(colon + 1) > 5 || (port = strtoull(colon + 1, NULL, 10)) < 1 ||
-        port > 65535)
-      return bad_server(server, from, syntax);
+  /* HOST:PORT (or PRIMARY,STANDBY: two), each port spelled out:
+   * libmemcached would otherwise pick memcached's 11211, where no
+   * logcounterd listens. */
+  for (const char *a = server; a && server[0] != '/';) {
+    const char *comma = strchr(a, ',');
+    size_t n = comma ? (size_t)(comma - a) : strlen(a);
+    const char *colon = NULL;
+    for (const char *q = a; q < a + n; q++)
+      if (*q == ':') colon = q;
+    const char *port = colon ? colon + 1 : NULL;
+    size_t plen = port ? n - (size_t)(port - a) : 0;
+    if (!colon || colon == a || plen == 0 || plen > 5 ||
+        strspn(port, "0123456789") != plen ||
+        strtoull(port, NULL, 10) < 1 || strtoull(port, NULL, 10) > 65535 ||
+        (comma && a != server))
+      return bad_server(server, from,
+                        comma || a != server
+                            ? "give PRIMARY,STANDBY: two HOST:PORT"
+                            : syntax);
+    a = comma ? comma + 1 : NULL;
   }
   char config[MAX_SERVER_LEN + 32], err[256] = "";
   server_config(server, config, sizeof config);

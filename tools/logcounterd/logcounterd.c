@@ -696,13 +696,16 @@ int main(int argc, char **argv) {
   lcd_log(&set, 0,
           "%s ready: listening on %s%s%s, log %s (%s, prefetch %s), "
           "memcached %s, %d event-loop threads, %d workers%s, tally flush "
-          "every %d s",
+          "every %d s%s%s%s%s",
           lc_version(), set.listen, set.socket_path ? " and " : "",
           set.socket_path ? set.socket_path : "", set.db,
           lc_durability_name(set.durability),
           lcd_prefetch_text(set.prefetch, pbuf), set.memcached, set.threads,
           set.workers, set.coalesce ? "" : ", no coalescing",
-          set.flush_interval);
+          set.flush_interval, set.standby_of ? "; STANDBY of " : "",
+          set.standby_of ? set.standby_of : "",
+          set.replication_listen ? "; a standby may follow on " : "",
+          set.replication_listen ? set.replication_listen : "");
   if (set.retain_records || set.retain_age_us)
     lcd_log(&set, 0,
             "retention: every %lld ms, keep the newest %llu records "
