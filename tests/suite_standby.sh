@@ -12,7 +12,8 @@
 #   2. host loss with memcached flushed before the promotion
 #   3. partition: SIGSTOP the primary, promote, allocate; SIGCONT: the old
 #      primary's ids stay below the new primary's, and it answers
-#      SERVER_ERROR (connection kept) within a bounded number of requests
+#      SERVER_ERROR (connection kept) within a bounded number of requests;
+#      without and with --prefetch auto
 #   4. stale standby (--standby-mode preferred, standby stopped while the
 #      primary goes on, primary killed): promote refuses (ESTALE), --force
 #      promotes above every acknowledged id; the same in required mode,
@@ -31,7 +32,7 @@
 # included; catch-up) are printed, never asserted.  LC_TEST_SCALE divides
 # the id counts each phase waits for; LC_TEST_KEEP=1 keeps the temporary
 # directory (daemon logs, id files); LC_STANDBY_ONLY="cp cr" runs only the
-# scenarios named (h1 h2 h3 pt st sr cp cr cf).  Ends with "standby: N passed, M
+# scenarios named (h1 h2 h3 pt pp st sr cp cr cf).  Ends with "standby: N passed, M
 # failed".
 # shellcheck disable=SC2034,SC2317
 set -u
@@ -380,57 +381,65 @@ want h3 && hostloss h3 1 0
 echo "# ($((SECONDS - T_START))s so far)"
 
 # ---- 3: partition --------------------------------------------------------
+# partition TAG MAX ARGS...: both daemons with ARGS; the old primary,
+# resumed, must refuse within MAX requests of a counter.
 partition() {
-  local tag=pt names R ids=$TMP/pt.ids stopf=$TMP/pt.stop lp lrc T0 fo
-  names=$(names pt 8)
+  local tag=$1 max=$2; shift 2
+  local names R ids=$TMP/$tag.ids stopf=$TMP/$tag.stop lp lrc T0 fo prc
+  local old=$TMP/$tag.old old2=$TMP/$tag.old2
+  names=$(names "$tag" 8)
   R=$(free_port)
-  echo "# --- pt: partition (SIGSTOP the primary, promote, SIGCONT)"
-  lcd p pt-p --replication-listen "127.0.0.1:$R" --standby-timeout 1s ||
-    { setup_fail "pt: the primary starts"; return; }
-  lcd s pt-s --standby-of "127.0.0.1:$R" || { setup_fail "pt: the standby starts"; down_all; return; }
-  wait_stat p replication_standby sync 15 || echo "# pt: standby not in sync"
+  echo "# --- $tag: partition (SIGSTOP the primary, promote, SIGCONT; ${*:-no options})"
+  lcd p "$tag-p" --replication-listen "127.0.0.1:$R" --standby-timeout 1s "$@" ||
+    { setup_fail "$tag: the primary starts"; return; }
+  lcd s "$tag-s" --standby-of "127.0.0.1:$R" "$@" || { setup_fail "$tag: the standby starts"; down_all; return; }
+  wait_stat p replication_standby sync 15 || echo "# $tag: standby not in sync"
   LOAD load "$ids" --ports "${PORT[p]},${PORT[s]}" --names "$names" --conns 8 \
-    --seconds 120 --timeout 1 --stop "$stopf" --tag pt. >"$TMP/pt.load.json" &
+    --seconds 120 --timeout 1 --stop "$stopf" --tag "$tag." >"$TMP/$tag.load.json" &
   lp=$!
-  wait_ids "$ids" "${PORT[p]}" "$BEFORE" 30 || setup_fail "pt: ids from the primary"
+  wait_ids "$ids" "${PORT[p]}" "$BEFORE" 30 || setup_fail "$tag: ids from the primary"
   kill -STOP "${PID[p]}"; T0=$EPOCHREALTIME
   promote s
-  check "pt: promote, the old primary stopped, exits 0" test "$PRC" = 0
-  check "pt: the clients go on through the new primary ($AFTER ids)" \
+  check "$tag: promote, the old primary stopped, exits 0" test "$PRC" = 0
+  check "$tag: the clients go on through the new primary ($AFTER ids)" \
     wait_ids "$ids" "${PORT[s]}" "$AFTER" 20
   fo=$(LOAD first "$ids" "${PORT[s]}" "$T0") && fo+=s
-  echo "# pt: SIGSTOP to the first id from the new primary: ${fo} (clients give up on the old one after 1 s; promote took ${PSECS}s)"
+  echo "# $tag: SIGSTOP to the first id from the new primary: ${fo} (clients give up on the old one after 1 s; promote took ${PSECS}s)"
   kill -CONT "${PID[p]}"
   # The old primary, resumed, while the clients go on allocating from the
-  # new one: each counter of the load, and a new name.
-  LOAD probe "${PORT[p]}" "$TMP/pt.old" --names "ptc00,ptc01,ptc02,ptc03,ptnew" \
-    --max 3000 --tag old >"$TMP/pt.probe.json"; prc=$?
-  echo "# pt: the old primary after SIGCONT: $(cat "$TMP/pt.probe.json")"
-  check "pt: the old primary answers SERVER_ERROR within 3000 requests of each counter, connection kept" \
+  # new one: counters of the load, and a new name.
+  LOAD probe "${PORT[p]}" "$old" --names "${tag}c00,${tag}c01,${tag}c02,${tag}new" \
+    --max "$max" --tag old >"$TMP/$tag.probe.json"; prc=$?
+  echo "# $tag: the old primary after SIGCONT: $(cat "$TMP/$tag.probe.json")"
+  check "$tag: the old primary answers SERVER_ERROR within $max requests of each counter, connection kept" \
     test "$prc" = 0
-  check "pt: the old primary is still running" kill -0 "${PID[p]}"
-  LOAD probe "${PORT[p]}" "$TMP/pt.old2" --names "ptc04,ptc00" --max 3000 --tag old2 \
-    >"$TMP/pt.probe2.json"; prc=$?
-  echo "# pt: again: $(cat "$TMP/pt.probe2.json")"
-  check "pt: ... and goes on refusing (no id of ptc00 the second time)" \
-    bash -c "[ $prc = 0 ] && ! grep -q '^ptc00 ' '$TMP/pt.old2'"
+  check "$tag: the old primary is still running" kill -0 "${PID[p]}"
+  LOAD probe "${PORT[p]}" "$old2" --names "${tag}c03,${tag}c00" --max "$max" --tag old2 \
+    >"$TMP/$tag.probe2.json"; prc=$?
+  echo "# $tag: again: $(cat "$TMP/$tag.probe2.json")"
+  check "$tag: ... and goes on refusing (no id of ${tag}c00 the second time)" \
+    bash -c "[ $prc = 0 ] && ! grep -q '^${tag}c00 ' '$old2'"
   local n0; n0=$(count "$ids" "${PORT[s]}")
-  wait_ids "$ids" "${PORT[s]}" $((n0 + AFTER)) 20 || echo "# pt: the new primary stalled after SIGCONT"
+  wait_ids "$ids" "${PORT[s]}" $((n0 + AFTER)) 20 || echo "# $tag: the new primary stalled after SIGCONT"
   touch "$stopf"
   wait "$lp"; lrc=$?
-  echo "# pt load: $(cat "$TMP/pt.load.json")"
-  check "pt: the load: no id twice, every reply a number or a SERVER_ERROR" test "$lrc" = 0
-  check "pt: no id twice across both daemons, each client's ids increase" \
-    LOAD check "$ids" "$TMP/pt.old" "$TMP/pt.old2"
-  check "pt: every id the old primary acknowledged after SIGCONT is below every id of the new one" \
-    LOAD order --allow-none "$TMP/pt.old" "$TMP/pt.old2" -- "$ids@${PORT[s]}"
-  check "pt: every id of the old primary is below every id of the new one" \
-    LOAD order "$ids@${PORT[p]}" "$TMP/pt.old" "$TMP/pt.old2" -- "$ids@${PORT[s]}"
-  check "pt: verify passes on the new primary" verify_all s "$names"
-  echo "# pt: the old primary's last log lines:"; tail -n 5 "$TMP/pt-p.log" | sed 's/^/#   /'
+  echo "# $tag load: $(cat "$TMP/$tag.load.json")"
+  check "$tag: the load: no id twice, every reply a number or a SERVER_ERROR" test "$lrc" = 0
+  check "$tag: no id twice across both daemons, each client's ids increase" \
+    LOAD check "$ids" "$old" "$old2"
+  echo "# $tag: the old primary acknowledged $(cat "$old" "$old2" | wc -l) ids after SIGCONT"
+  check "$tag: every id the old primary acknowledged after SIGCONT is below every id of the new one" \
+    LOAD order --allow-none "$old" "$old2" -- "$ids@${PORT[s]}"
+  check "$tag: every id of the old primary is below every id of the new one" \
+    LOAD order "$ids@${PORT[p]}" "$old" "$old2" -- "$ids@${PORT[s]}"
+  check "$tag: verify passes on the new primary" verify_all s "$names"
+  echo "# $tag: the old primary's last log lines:"; tail -n 3 "$TMP/$tag-p.log" | cut -c1-200 | sed 's/^/#   /'
   down_all
 }
-want pt && partition
+want pt && partition pt 3000
+# With prefetch the old primary still holds up to two segments it may
+# hand out after SIGCONT (all below the new primary's ids).
+want pp && partition pp 50000 --prefetch auto
 echo "# ($((SECONDS - T_START))s so far)"
 
 # ---- 4: a stale standby ---------------------------------------------------
