@@ -13,7 +13,8 @@
  *    no standby in sync within the timeout fails the write (LC_ENOSTANDBY)
  *    and nothing of it is written here;
  *  - whenever the standby may hold what this log does not (a group it got
- *    but did not acknowledge in time, a group whose write failed here),
+ *    but did not acknowledge in time, in required mode, which then is not
+ *    written here; a group whose write failed here),
  *    the epoch changes and the ring is emptied: the standby gets a full
  *    copy next time, never a resume from a history this log lacks;
  *  - the ring holds at most RING_MAX bytes; entries the session has still
@@ -189,12 +190,15 @@ int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
     }
     if (r->acked < seq_e) {
       if (r->state == ST_SYNC) r->ack_timeouts++;
-      diverge(r);
-      r->written = seq_e;
-      if (r->mode == LC_STANDBY_REQUIRED)
+      if (r->mode == LC_STANDBY_REQUIRED) { /* written nowhere here */
+        diverge(r);
+        r->written = seq_e;
         rc = lc__fail(LC_ENOSTANDBY, "the standby did not acknowledge a "
                                      "floor within %d ms",
                       r->timeout_ms);
+      } else if (r->gen == gen) { /* preferred: alone, written here too */
+        drop_session(r);
+      }
     }
   }
   pthread_mutex_unlock(&r->mu);
@@ -234,8 +238,7 @@ static void *ack_reader(void *arg) {
     if (ok) {
       uint64_t a = lc__be64_get((unsigned char *)in.p);
       if (a > r->acked && a <= r->seq) r->acked = a;
-      if (r->state == ST_CATCHUP && r->acked == r->seq &&
-          r->written == r->seq) {
+      if (r->state == ST_CATCHUP && r->acked == r->seq) {
         r->state = ST_SYNC;
         r->say_sync = true;
       }
@@ -333,8 +336,7 @@ static int handshake(session *s, uint64_t *from) {
   if (rc) return rc;
   pthread_mutex_lock(&r->mu);
   bool resume = epoch == r->epoch && seq <= r->seq &&
-                (seq == r->seq || (r->head && r->head->seq <= seq + 1)) &&
-                r->written == r->seq;
+                (seq == r->seq || (r->head && r->head->seq <= seq + 1));
   uint64_t cur_epoch = r->epoch;
   if (resume) r->sent = seq;
   pthread_mutex_unlock(&r->mu);
@@ -426,7 +428,7 @@ static void serve(lc__repl *r, int fd) {
   if (!rc) {
     pthread_mutex_lock(&r->mu);
     r->acked = from;
-    if (r->acked == r->seq && r->written == r->seq) {
+    if (r->acked == r->seq) {
       r->state = ST_SYNC;
       r->say_sync = true;
     }

@@ -191,7 +191,7 @@ static void partition(void **state, uint64_t prefetch, bool flush) {
   fx_t *f = *state;
   opened p;
   char spath[TU_PATH_MAX];
-  lc_t *old = open_primary(f, "p", LC_STANDBY_REQUIRED, 300, prefetch, &p);
+  lc_t *old = open_primary(f, "p", LC_STANDBY_REQUIRED, 3000, prefetch, &p);
   lc_t *sb = open_standby(f, "s", p.addr, prefetch, spath);
   ids before, after, fresh;
   ids_init(&before);
@@ -262,11 +262,11 @@ static void test_required_without_standby(void **state) {
   fx_t *f = *state;
   opened p;
   char spath[TU_PATH_MAX];
-  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 200, 0, &p);
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 1000, 0, &p);
   int64_t v = 0, t0 = mono_us();
   assert_rc(lc_next(h, "x", &v), LC_ENOSTANDBY);
   int64_t waited = mono_us() - t0;
-  assert_i64_op(waited, >=, 150000);
+  assert_i64_op(waited, >=, 750000); /* the timeout, 1 s */
   assert_rc(lc_next(h, "x", &v), LC_ENOSTANDBY);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
   for (int i = 0; i < 500 && strcmp(status(h).state, "sync"); i++) usleep(10000);
@@ -290,7 +290,7 @@ static void test_stale_standby(void **state) {
   fx_t *f = *state;
   opened p;
   char spath[TU_PATH_MAX];
-  lc_t *h = open_primary(f, "p", LC_STANDBY_PREFERRED, 200, 0, &p);
+  lc_t *h = open_primary(f, "p", LC_STANDBY_PREFERRED, 2000, 0, &p);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
   int64_t v = 0;
   for (int i = 0; i < 50; i++) v = tu_next1(h, "st");
@@ -320,7 +320,7 @@ static void test_catch_up(void **state) {
   fx_t *f = *state;
   opened p;
   char spath[TU_PATH_MAX];
-  lc_t *h = open_primary(f, "p", LC_STANDBY_PREFERRED, 500, 0, &p);
+  lc_t *h = open_primary(f, "p", LC_STANDBY_PREFERRED, 2000, 0, &p);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
   ids a;
   ids_init(&a);
@@ -361,7 +361,7 @@ static void test_tallies(void **state) {
   fx_t *f = *state;
   opened p;
   char spath[TU_PATH_MAX];
-  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 300, 0, &p);
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 3000, 0, &p);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
   for (int i = 0; i < 50 && strcmp(status(h).state, "sync"); i++)
     usleep(20000);
@@ -393,7 +393,7 @@ static void test_standby_refuses(void **state) {
   fx_t *f = *state;
   opened p;
   char spath[TU_PATH_MAX];
-  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 300, 0, &p);
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 3000, 0, &p);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
   int64_t v = 0;
   for (int i = 0; i < 500 && strcmp(status(h).state, "sync"); i++) usleep(10000);

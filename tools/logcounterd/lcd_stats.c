@@ -76,6 +76,12 @@ static void put_settings(lcd_server *s, struct evbuffer *o) {
          set->retain_records || set->retain_age_us
              ? (long long)set->retain_interval_ms
              : 0);
+  stat_s(o, "replication_listen", set->replication_listen);
+  stat_s(o, "standby_of", set->standby_of);
+  stat_s(o, "standby_mode", set->standby_mode == LC_STANDBY_PREFERRED
+                                ? "preferred"
+                                : "required");
+  stat_i(o, "standby_timeout_ms", (long long)set->standby_timeout_ms);
 }
 
 /* The daemon's own figures, summed over the loops. */
