@@ -27,13 +27,13 @@
 #      stats work; the primary's stats say replication_standby sync
 # Checks: no acknowledged id twice (per counter, across both daemons),
 # each client's ids of a counter strictly increasing, `verify` on the new
-# primary for every counter, a `failover` gap.  Timings (failover:
-# SIGKILL to the first id the new primary acknowledged, the promote
-# included; catch-up) are printed, never asserted.  LC_TEST_SCALE divides
-# the id counts each phase waits for; LC_TEST_KEEP=1 keeps the temporary
-# directory (daemon logs, id files); LC_STANDBY_ONLY="cp cr" runs only the
-# scenarios named (h1 h2 h3 pt pp st sr cp cr cf).  Ends with "standby: N passed, M
-# failed".
+# primary for every counter, a `failover` gap (with prefetch: or a
+# segment-open one).  Timings (failover: SIGKILL to the first id the new
+# primary acknowledged, the promote included; catch-up) are printed, never
+# asserted.  LC_TEST_SCALE divides the id counts each phase waits for;
+# LC_TEST_KEEP=1 keeps the temporary directory (daemon logs, id files);
+# LC_STANDBY_ONLY="cp cr" runs only the scenarios named (h1 h2 h3 pt pp st
+# sr cp cr cf).  Ends with "standby: N passed, M failed".
 # shellcheck disable=SC2034,SC2317
 set -u
 cd "$(dirname "$0")/.." || exit 1
