@@ -186,6 +186,16 @@ synced_or_show() {
   wait_stat p replication_standby sync "$1" && return 0
   show_repl p; show_repl s; return 1
 }
+# wait_more N KEY V SECONDS: until N's STAT KEY is above V.
+wait_more() {
+  local end=$((SECONDS + $4)) v
+  while :; do
+    v=$(stat_of "$1" "$2")
+    [ -n "$v" ] && [ "$v" -gt "$3" ] 2>/dev/null && return 0
+    [ $SECONDS -ge $end ] && { echo "# $1: STAT $2 still '$v' after $4 s"; return 1; }
+    sleep 0.1
+  done
+}
 # stat_is N KEY VALUE
 stat_is() {
   local v; v=$(stat_of "$1" "$2")
@@ -461,8 +471,10 @@ stale() {
     --tag a. >"$TMP/$tag.a.json" || setup_fail "$tag: allocation with the standby"
   down s TERM
   check "$tag: the standby exits 0 at SIGTERM" test "$RC" = 0
+  local until=()   # required: until its window is used up (at most 20 s)
+  [ "$mode" = required ] && until=(--seconds 20 --stop-on ENOSTANDBY)
   LOAD load "$TMP/$tag.b" --ports "${PORT[p]}" --names "$names" --conns 4 --seconds 3 \
-    --tag b. >"$TMP/$tag.b.json"; lrc=$?
+    "${until[@]}" --tag b. >"$TMP/$tag.b.json"; lrc=$?
   echo "# $tag: the primary alone: $(cat "$TMP/$tag.b.json")"
   if [ "$mode" = preferred ]; then
     check "$tag: the preferred primary goes on allocating alone" \
@@ -527,22 +539,28 @@ catchup() {
   wait_ids "$ids" "${PORT[p]}" "$BEFORE" 30 || setup_fail "$tag: ids from the primary"
   local nd
   if [ "$how" = kill ]; then
+    local at0; at0=$(stat_of p replication_ack_timeouts)
     down s KILL
     sleep 1
     local t1=$EPOCHREALTIME v1
     v1=$(stat_of p replication_standby)
     echo "# $tag: stats on the primary while its standby is away: '$v1' in $(since "$t1")s"
-    sleep 1.5   # the required primary's windows run out (--standby-timeout 2s)
+    sleep 1.5
+    # required: until a floor has waited for it in vain (a window ran out)
+    [ "$mode" = required ] && wait_more p replication_ack_timeouts "${at0:-0}" 15
     nd=$(count "$ids" "${PORT[p]}")
     SAME_PORT=1 lcd s "$tag-s" --standby-of "127.0.0.1:$R" ||
       { setup_fail "$tag: the standby restarts"; touch "$stopf"; wait "$lp"; down_all; return; }
   else
+    local at0; at0=$(stat_of p replication_ack_timeouts)
     kill -STOP "${PID[s]}"
     sleep 1
     local t1=$EPOCHREALTIME v1
     v1=$(stat_of p replication_standby)
     echo "# $tag: stats on the primary while floors wait for the frozen standby: '$v1' in $(since "$t1")s"
-    sleep 2.5   # floors wait for it (2 s), then the primary gives it up
+    sleep 1.5
+    # until a floor has waited for it in vain (--standby-timeout 2s)
+    wait_more p replication_ack_timeouts "${at0:-0}" 15
     nd=$(count "$ids" "${PORT[p]}")
     kill -CONT "${PID[s]}"
   fi

@@ -5,7 +5,8 @@ checks made on what it was given.
 
   standby_load.py load OUT --ports P1[,P2...] --names A,B,... [--conns 8]
           [--seconds S] [--stop FILE] [--switch FILE] [--timeout SECS]
-          [--tag T] [--tallies X,Y --tally-conns 3 --tally-out FILE]
+          [--tag T] [--stop-on ERROR] [--tallies X,Y --tally-conns 3
+          --tally-out FILE]
       CONNS threads, one TCP connection each, send "incr NAME 1" one at a
       time (each thread goes through the names in turn, from its own
       starting point) until SECONDS pass (default 60) or FILE exists.
@@ -17,7 +18,8 @@ checks made on what it was given.
       once FILE exists, holding a port number, every thread moves to that
       port.  A SERVER_ERROR is counted by its name (ESTANDBY,
       ENOSTANDBY, ...), and the thread tries again 10 ms later on the same
-      connection.  Every acknowledged id goes to OUT as it comes (written
+      connection (--stop-on ERROR: every thread stops once one got
+      SERVER_ERROR ERROR).  Every acknowledged id goes to OUT as it comes (written
       every 50 ms): "NAME ID CLIENT PORT UNIXTIME", a thread's lines in
       the order it got them.
       --tallies: TALLY-CONNS more threads (the same ports) change the
@@ -28,8 +30,10 @@ checks made on what it was given.
       on: not applied) or "unknown" (any other SERVER_ERROR, or the
       connection failed after it was sent: it may or may not have been
       counted).
-      Prints one line of JSON (ids per port, errors by name, reconnects,
-      the longest time no thread got an id, waits); exit 1 when an id
+      Prints one line of JSON (ids per port, errors by name -- "timeout":
+      no reply within --timeout, "connection": refused or closed --,
+      reconnects, the longest time no thread got an id, the longest wait
+      for an id and for any reply); exit 1 when an id
       repeated, a reply was neither a number nor a SERVER_ERROR, or
       nothing at all was acknowledged.
 
@@ -171,6 +175,7 @@ class Conn:
         self.look_switch()
         self.last_port = self.port
         self.sent = False
+        self.timed_out = False
         try:
             if self.s is None:
                 self.s = socket.create_connection(("127.0.0.1", self.port),
@@ -183,7 +188,8 @@ class Conn:
             if not reply.endswith(b"\n"):
                 raise EOFError("connection closed")
             return reply.decode("ascii", "replace").rstrip("\r\n")
-        except (OSError, EOFError):
+        except (OSError, EOFError) as e:
+            self.timed_out = isinstance(e, socket.timeout)
             self.failed()
             return None
 
@@ -200,6 +206,7 @@ class Worker(threading.Thread):
         self.client, self.conn, self.stop = client, conn, stop
         self.buf = sink.buffer()
         self.errors = {}
+        self.longest = 0.0  # the longest wait for any reply (or timeout)
         self.unexpected = []
         self.acks = []  # (monotonic time, wait)
         self.by_port = {}
@@ -209,10 +216,10 @@ class Worker(threading.Thread):
 
 
 class IdWorker(Worker):
-    def __init__(self, client, conn, stop, sink, names, first):
+    def __init__(self, client, conn, stop, sink, names, first, stop_on=None):
         super().__init__(client, conn, stop, sink)
         self.names, self.i = names, first
-        self.seen = {}
+        self.stop_on = stop_on  # (error name, threading.Event)
 
     def run(self):
         while not self.stop():
@@ -221,8 +228,10 @@ class IdWorker(Worker):
             t0 = time.monotonic()
             reply = self.conn.request(b"incr %s 1\r\n" % name.encode())
             t1 = time.monotonic()
+            self.longest = max(self.longest, t1 - t0)
             if reply is None:
-                self.count_error("connection")
+                self.count_error("timeout" if self.conn.timed_out
+                                 else "connection")
                 time.sleep(0.01)
                 continue
             if reply.isdigit():
@@ -235,6 +244,8 @@ class IdWorker(Worker):
                 continue
             if reply.startswith("SERVER_ERROR"):
                 self.count_error(error_name(reply))
+                if self.stop_on and error_name(reply) == self.stop_on[0]:
+                    self.stop_on[1].set()
             else:
                 self.count_error("unexpected")
                 if len(self.unexpected) < 5:
@@ -320,11 +331,13 @@ def load(args):
     timeout = float(opt(args, "--timeout", "5"))
     tag = opt(args, "--tag", "c")
     tallies = opt(args, "--tallies", None)
+    stop_on = opt(args, "--stop-on", None)
+    stop_ev = threading.Event()
     t_start = time.monotonic()
     stopping = {"v": False, "next": 0.0}
 
     def stop():
-        if stopping["v"]:
+        if stopping["v"] or stop_ev.is_set():
             return True
         now = time.monotonic()
         if now - t_start >= seconds:
@@ -336,7 +349,8 @@ def load(args):
 
     sink = Sink(out)
     ws = [IdWorker("%s%d" % (tag, i), Conn(ports, timeout, switch), stop,
-                   sink, names, i * len(names) // conns)
+                   sink, names, i * len(names) // conns,
+                   (stop_on, stop_ev) if stop_on else None)
           for i in range(conns)]
     tsink = None
     if tallies:
@@ -363,6 +377,7 @@ def load(args):
            "reconnects": sum(w.conn.reconnects for w in idw),
            "longest_pause_s": longest_pause(acks, t_start),
            "max_wait_ms": round(wait[-1] * 1000, 1) if wait else 0,
+           "max_reply_wait_ms": round(max(w.longest for w in idw) * 1000, 1),
            "p99_wait_ms": round(wait[int(len(wait) * 0.99)] * 1000, 2)
            if wait else 0}
     unexpected = [u for w in ws for u in w.unexpected]
