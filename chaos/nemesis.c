@@ -421,7 +421,7 @@ static void remove_dir(ch_run *r, const char *name) {
  * one that is not is a finding only if the promotion then fails. */
 static void standby_ready(ch_run *r) {
   if (r->sby_pid <= 0) ch_start_sby(r, false);
-  ch_wait_sync(r, 10000);
+  ch_wait_sync(r, 5000);
   step(r, "standby ready");
 }
 
@@ -446,7 +446,7 @@ static void primary_loss(ch_run *r, ch_fault *f) {
   step(r, "promoted");
   if (ch_start_sby(r, true) != 0) ch_note(r, "no fresh standby (see lcd.log)");
   step(r, "fresh standby started");
-  ch_wait_sync(r, 10000);
+  ch_wait_sync(r, 5000);
   step(r, "fresh standby in sync (or not: above)");
 }
 
@@ -471,7 +471,7 @@ static void partition(ch_run *r, ch_fault *f) {
   step(r, "old primary resumed, then killed");
   if (ch_start_sby(r, true) != 0) ch_note(r, "no fresh standby (see lcd.log)");
   step(r, "fresh standby started");
-  ch_wait_sync(r, 10000);
+  ch_wait_sync(r, 5000);
   step(r, "fresh standby in sync (or not: above)");
 }
 
