@@ -10,7 +10,10 @@
  * The driver runs until both --seconds and --min-ids are reached and the
  * first round of faults (one of each kind) is injected, or --max-seconds,
  * heals every fault, lets the clients run a moment more,
- * stops everything and checks.  Exit status: 0 when the history is valid
+ * stops everything and checks.  With --standby logcounterd is a primary
+ * and its standby (procs.c), two more faults lose or partition the
+ * primary and promote the standby (nemesis.c), and the checker reads the
+ * surviving primary's log (logged.c).  Exit status: 0 when the history is valid
  * (no duplicate, nothing out of order, every acknowledged block logged,
  * no corrupt record, tallies within their bounds, no owner that died by
  * itself, no sanitizer report), 1 when not, 2 on a usage error.

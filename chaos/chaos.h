@@ -8,7 +8,8 @@
  *   cut.c       the power cut: a log directory cut back to what was durable
  *   worker.c    "chaos worker": the embedded owner (library threads, tallies;
  *               or the seed algorithm with --baseline seed)
- *   dclient.c   "chaos dclient": connections to logcounterd
+ *   dclient.c   "chaos dclient": connections to logcounterd (with --standby,
+ *               to either of its two daemons, moving on refusals)
  *   check.c     the checker and its report
  *   logged.c    the checker's read-back of the owners' logs
  *   ledger.c    the checker's reading of their gap ledgers
