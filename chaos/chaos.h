@@ -174,6 +174,7 @@ typedef struct ch_run {
    * s's directory: lcd (0) or lcd.G; a fresh standby gets a new one. */
   int sb_port[2], sb_repl[2], sb_gen[2], prim, sby_pid, gens;
   unsigned promotions, promote_failures, sby_starts;
+  unsigned sync_waits_failed; /* ch_wait_sync calls that timed out */
   bool mc_frozen[CH_MC_MAX];
   int emb_inc; /* embedded incarnations started */
   int lcd_inc; /* logcounterd's starts */

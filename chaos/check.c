@@ -308,11 +308,13 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     printf(k < last_kind ? "," : "\n");
   }
   if (r->standby)
-    printf("%-13s %u promotions (%u failed), %u standbys started; daemon "
-           "clients refused %llu calls with ESTANDBY and %llu with "
+    printf("%-13s %u promotions (%u failed), %u standbys started, %u "
+           "waits for a standby in sync timed out (stderr says where); "
+           "daemon clients refused %llu calls with ESTANDBY and %llu with "
            "ENOSTANDBY, and moved to the other daemon %llu times; the "
            "surviving primary's log: %s\n",
            "standby", r->promotions, r->promote_failures, r->sby_starts,
+           r->sync_waits_failed,
            (unsigned long long)dc->calls_estandby,
            (unsigned long long)dc->calls_enostandby,
            (unsigned long long)dc->switches, ch_lcd_dir(r));

@@ -349,6 +349,7 @@ bool ch_wait_sync(ch_run *r, int ms) {
       return true;
     ch_sleep_ms(20);
   }
+  r->sync_waits_failed++;
   char p[600], s[600];
   repl_lines(r->lcd_port, p, sizeof p);
   repl_lines(r->sb_port[1 - r->prim], s, sizeof s);
