@@ -105,6 +105,8 @@ static void usage(FILE *f) {
       "                    moment, then kill it, start a fresh standby); the\n"
       "                    daemon's disk and power faults go to the embedded\n"
       "                    worker; the checker reads the surviving primary's log\n"
+      "  --standby-timeout DURATION  the daemons' --standby-timeout (default:\n"
+      "                    theirs, 2s)\n"
       "  --cli PATH        logcounter, for promote (default: next to this program)\n"
       "  -v, --verbose     tell each fault as it happens\n");
 }
@@ -130,6 +132,7 @@ static int parse(ch_run *r, int argc, char **argv) {
                                        {"servers", 1, 0, 'N'},
                                        {"standby", 0, 0, 'B'},
                                        {"cli", 1, 0, 'C'},
+                                       {"standby-timeout", 1, 0, 'W'},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
   r->seconds = 180;
@@ -180,6 +183,7 @@ static int parse(ch_run *r, int argc, char **argv) {
     case 'v': r->verbose = true; break;
     case 'B': r->standby = true; break;
     case 'C': snprintf(r->cli, sizeof r->cli, "%s", optarg); break;
+    case 'W': r->standby_timeout = optarg; break;
     case 'O':
       for (char *save, *k = strtok_r(optarg, ",", &save); k;
            k = strtok_r(NULL, ",", &save)) {

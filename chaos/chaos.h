@@ -162,6 +162,7 @@ typedef struct ch_run {
   unsigned only; /* fault kinds allowed, a bit each; 0: all */
   bool baseline, keep, verbose;
   bool standby; /* --standby: logcounterd is a primary and a standby */
+  const char *standby_timeout; /* --standby-timeout, passed on (or NULL) */
   char dir[512], self[512], daemon[512], shim[512], faultfs[512], cli[512];
   const char *schedule_out;
   /* state */

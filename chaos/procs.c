@@ -321,9 +321,16 @@ static int start_slot(ch_run *r, int s, bool standby) {
                   adm,
                   "--replication-listen",
                   repl,
-                  standby ? "--standby-of" : NULL,
-                  of,
-                  NULL};
+                  NULL, NULL, NULL, NULL, NULL};
+  int k = (int)(sizeof argv / sizeof *argv) - 5;
+  if (r->standby_timeout) {
+    argv[k++] = "--standby-timeout";
+    argv[k++] = (char *)r->standby_timeout;
+  }
+  if (standby) {
+    argv[k++] = "--standby-of";
+    argv[k++] = of;
+  }
   ch_started(r, T_LCD, strcmp(mode, "default") != 0);
   int pid = spawn(r, argv, "lcd.log", envp);
   if (standby)
