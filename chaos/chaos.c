@@ -10,7 +10,10 @@
  * The driver runs until both --seconds and --min-ids are reached and the
  * first round of faults (one of each kind) is injected, or --max-seconds,
  * heals every fault, lets the clients run a moment more,
- * stops everything and checks.  Exit status: 0 when the history is valid
+ * stops everything and checks.  With --standby logcounterd is a primary
+ * and its standby (procs.c), two more faults lose or partition the
+ * primary and promote the standby (nemesis.c), and the checker reads the
+ * surviving primary's log (logged.c).  Exit status: 0 when the history is valid
  * (no duplicate, nothing out of order, every acknowledged block logged,
  * no corrupt record, tallies within their bounds, no owner that died by
  * itself, no sanitizer report), 1 when not, 2 on a usage error.
@@ -19,6 +22,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,7 +77,7 @@ static void usage(FILE *f) {
       "                    memcached-flush, memcached-freeze, owner-kill,\n"
       "                    pause-before-log, log-write-fail, power-cut,\n"
       "                    memcached-rewind, owner-restart, prune, disk-full,\n"
-      "                    io-error\n"
+      "                    io-error; with --standby also primary-loss, partition\n"
       "  --threads N       embedded client threads (default 6)\n"
       "  --dclients N      daemon client processes, 1..8 (default 2)\n"
       "  --conns N         connections per daemon client (default 3)\n"
@@ -90,6 +94,20 @@ static void usage(FILE *f) {
       "                    to this program)\n"
       "  --faultfs PATH    the disk-fault shim, preloaded after it (default:\n"
       "                    tests/libfaultfs.so next to this program)\n"
+      "  --standby         logcounterd runs as a primary (--replication-listen,\n"
+      "                    --admin-socket) and its standby (--standby-of, its\n"
+      "                    own directory); the daemon clients know both ports\n"
+      "                    and move to the other on ESTANDBY, ENOSTANDBY or a\n"
+      "                    lost connection; two more fault kinds: primary-loss\n"
+      "                    (kill the primary, delete its directory, promote the\n"
+      "                    standby, start a fresh one) and partition (stop the\n"
+      "                    primary, promote the standby, resume the old one a\n"
+      "                    moment, then kill it, start a fresh standby); the\n"
+      "                    daemon's disk and power faults go to the embedded\n"
+      "                    worker; the checker reads the surviving primary's log\n"
+      "  --standby-timeout DURATION  the daemons' --standby-timeout (default:\n"
+      "                    theirs, 2s)\n"
+      "  --cli PATH        logcounter, for promote (default: next to this program)\n"
       "  -v, --verbose     tell each fault as it happens\n");
 }
 
@@ -112,6 +130,9 @@ static int parse(ch_run *r, int argc, char **argv) {
                                        {"verbose", 0, 0, 'v'},
                                        {"only", 1, 0, 'O'},
                                        {"servers", 1, 0, 'N'},
+                                       {"standby", 0, 0, 'B'},
+                                       {"cli", 1, 0, 'C'},
+                                       {"standby-timeout", 1, 0, 'W'},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
   r->seconds = 180;
@@ -132,6 +153,7 @@ static int parse(ch_run *r, int argc, char **argv) {
   snprintf(r->daemon, sizeof r->daemon, "%s/logcounterd", exe);
   snprintf(r->shim, sizeof r->shim, "%s/chaos_powercut.so", exe);
   snprintf(r->faultfs, sizeof r->faultfs, "%s/tests/libfaultfs.so", exe);
+  snprintf(r->cli, sizeof r->cli, "%s/logcounter", exe);
   int c;
   optind = 2;
   while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -159,6 +181,9 @@ static int parse(ch_run *r, int argc, char **argv) {
     case 'P': snprintf(r->shim, sizeof r->shim, "%s", optarg); break;
     case 'F': snprintf(r->faultfs, sizeof r->faultfs, "%s", optarg); break;
     case 'v': r->verbose = true; break;
+    case 'B': r->standby = true; break;
+    case 'C': snprintf(r->cli, sizeof r->cli, "%s", optarg); break;
+    case 'W': r->standby_timeout = optarg; break;
     case 'O':
       for (char *save, *k = strtok_r(optarg, ",", &save); k;
            k = strtok_r(NULL, ",", &save)) {
@@ -180,6 +205,19 @@ static int parse(ch_run *r, int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (!r->standby && (r->only & CH_STANDBY_KINDS)) {
+    fprintf(stderr, "chaos: --only: primary-loss and partition need "
+                    "--standby\n");
+    return 2;
+  }
+  if (r->standby && r->baseline) {
+    fprintf(stderr, "chaos: --standby and --baseline do not go together\n");
+    return 2;
+  }
+  if (r->standby && access(r->cli, X_OK) != 0) {
+    fprintf(stderr, "chaos: cannot find %s (make chaos builds it)\n", r->cli);
+    return 2;
+  }
   if (r->max_seconds <= 0) r->max_seconds = 4 * r->seconds + 600;
   if (r->max_seconds < r->seconds) r->max_seconds = r->seconds;
   if (access(r->daemon, X_OK) != 0 || access(r->shim, R_OK) != 0 ||
@@ -199,6 +237,10 @@ static int setup(ch_run *r) {
   } else if (mkdir(r->dir, 0700) != 0 && errno != EEXIST) {
     return -1;
   }
+  char abs[PATH_MAX];
+  if (realpath(r->dir, abs) == NULL || strlen(abs) >= sizeof r->dir)
+    return -1; /* absolute: the admin sockets need it */
+  snprintf(r->dir, sizeof r->dir, "%s", abs);
   const char *sub[] = {"emb", "lcd", "emb.bak", "lcd.bak", "rec", "hits"};
   char p[1024];
   for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
@@ -233,7 +275,23 @@ static int setup(ch_run *r) {
     dup = false;
     for (int s = 0; s < r->nmc; s++) dup |= r->lcd_port == r->mc_port[s];
   } while (dup);
-  return r->lcd_port > 0 ? 0 : -1;
+  if (r->lcd_port <= 0) return -1;
+  if (!r->standby) return 0;
+  /* two slots' data and replication ports, all distinct */
+  int *ports[4] = {&r->sb_port[0], &r->sb_port[1], &r->sb_repl[0],
+                   &r->sb_repl[1]};
+  r->sb_port[0] = r->lcd_port;
+  for (int k = 1; k < 4; k++) {
+    do {
+      *ports[k] = ch_port_free();
+      dup = *ports[k] <= 0;
+      for (int s = 0; s < r->nmc; s++) dup |= *ports[k] == r->mc_port[s];
+      for (int j = 0; j < k; j++) dup |= *ports[k] == *ports[j];
+    } while (dup && *ports[k] > 0);
+    if (*ports[k] <= 0) return -1;
+  }
+  r->prim = 0;
+  return 0;
 }
 
 static uint64_t acked(const ch_run *r) {
@@ -304,6 +362,11 @@ static int run(ch_run *r) {
           "chaos: seed %llu, run directory %s, memcached %s, "
           "logcounterd port %d\n",
           (unsigned long long)r->seed, r->dir, mc, r->lcd_port);
+  if (r->standby)
+    fprintf(stderr,
+            "chaos: standby mode: data ports %d and %d, replication ports "
+            "%d and %d\n",
+            r->sb_port[0], r->sb_port[1], r->sb_repl[0], r->sb_repl[1]);
   FILE *sched = NULL;
   if (r->schedule_out && (sched = fopen(r->schedule_out, "w")) == NULL) {
     fprintf(stderr, "chaos: cannot write %s\n", r->schedule_out);
@@ -311,7 +374,8 @@ static int run(ch_run *r) {
   }
   int mc_failed = 0;
   for (int s = 0; s < r->nmc; s++) mc_failed |= ch_start_memcached(r, s);
-  if (mc_failed || ch_start_lcd(r) || ch_start_emb(r) || ch_start_dclients(r)) {
+  if (mc_failed || ch_start_lcd(r) || (r->standby && ch_start_sby(r, true)) ||
+      ch_start_emb(r) || ch_start_dclients(r)) {
     fprintf(stderr, "chaos: cannot start: %s (see %s/*.log)\n", r->findings,
             r->dir);
     ch_stop_all(r);
@@ -327,11 +391,13 @@ static int run(ch_run *r) {
   /* A loaded machine or a sanitizer build makes restarts slow: every kind
    * is still injected once, however long the first round takes. */
   size_t kinds = 0;
-  for (int k = 0; k < F_KINDS; k++) kinds += !r->only || (r->only >> k & 1);
+  for (int k = 0; k < F_KINDS; k++)
+    kinds += (!r->only || (r->only >> k & 1)) &&
+             (r->standby || !(CH_STANDBY_KINDS >> k & 1));
   for (size_t i = 0;; i++) {
     ch_fault f;
     int64_t gap;
-    ch_schedule_next(&rng, i, r->timeout_ms, r->only, &f, &gap);
+    ch_schedule_next(&rng, i, r->timeout_ms, r->only, r->standby, &f, &gap);
     if (!wait_gap(r, gap, i < kinds, &next_progress)) break;
     ch_inject(r, &f);
     if (r->nfaults == r->cap) {
@@ -392,6 +458,7 @@ static int run(ch_run *r) {
   }
   ch_lcd_log_stats(r);
   ch_kill_wait(&r->lcd_pid, SIGTERM);
+  ch_kill_wait(&r->sby_pid, SIGTERM); /* after its primary: its last flush */
   scan_logs(r);
 
   int rc = ch_check(r, elapsed); /* memcached still up: it opens logs */

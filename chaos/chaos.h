@@ -8,7 +8,8 @@
  *   cut.c       the power cut: a log directory cut back to what was durable
  *   worker.c    "chaos worker": the embedded owner (library threads, tallies;
  *               or the seed algorithm with --baseline seed)
- *   dclient.c   "chaos dclient": connections to logcounterd
+ *   dclient.c   "chaos dclient": connections to logcounterd (with --standby,
+ *               to either of its two daemons, moving on refusals)
  *   check.c     the checker and its report
  *   logged.c    the checker's read-back of the owners' logs
  *   ledger.c    the checker's reading of their gap ledgers
@@ -81,6 +82,9 @@ typedef struct ch_ctl {
   _Atomic uint64_t log_failures, log_recoveries; /* worker: its handles'
                                   lc_get_log_status, summed over incarnations */
   _Atomic int log_failed; /* worker: its log was not OK at its last look */
+  _Atomic uint64_t calls_estandby;   /* dclient: refused ESTANDBY (a standby) */
+  _Atomic uint64_t calls_enostandby; /* refused ENOSTANDBY (no standby) */
+  _Atomic uint64_t switches;         /* moved to the other daemon */
 } ch_ctl;
 
 /* util.c */
@@ -125,8 +129,14 @@ enum {
   F_PRUNE,
   F_DISK_FULL, /* the faultfs shim's enospc on an owner's log directory */
   F_IO_ERROR,  /* its eio, short, fsync or eio-once */
+  /* --standby only: */
+  F_PRIMARY_LOSS, /* the primary killed, its directory deleted, the standby
+                     promoted, a fresh standby started */
+  F_PARTITION,    /* the primary stopped, the standby promoted, the old one
+                     resumed a moment, then killed; a fresh standby */
   F_KINDS
 };
+#define CH_STANDBY_KINDS (1u << F_PRIMARY_LOSS | 1u << F_PARTITION)
 enum { T_NONE, T_EMB, T_LCD }; /* fault targets */
 
 #define CH_MC_MAX 3 /* memcached servers in the multi-server mode */
@@ -151,12 +161,21 @@ typedef struct ch_run {
   uint64_t min_ids;
   unsigned only; /* fault kinds allowed, a bit each; 0: all */
   bool baseline, keep, verbose;
-  char dir[512], self[512], daemon[512], shim[512], faultfs[512];
+  bool standby; /* --standby: logcounterd is a primary and a standby */
+  const char *standby_timeout; /* --standby-timeout, passed on (or NULL) */
+  char dir[512], self[512], daemon[512], shim[512], faultfs[512], cli[512];
   const char *schedule_out;
   /* state */
   int nmc; /* memcached servers, 1..CH_MC_MAX (--servers) */
   int mc_port[CH_MC_MAX], lcd_port;
   int mc_pid[CH_MC_MAX], emb_pid, lcd_pid, dcl_pid[8];
+  /* --standby: two slots, each a data port, a replication port and an
+   * admin socket; the primary runs in slot prim (its port is lcd_port, its
+   * pid lcd_pid), the standby in the other (sby_pid).  gen[s] names slot
+   * s's directory: lcd (0) or lcd.G; a fresh standby gets a new one. */
+  int sb_port[2], sb_repl[2], sb_gen[2], prim, sby_pid, gens;
+  unsigned promotions, promote_failures, sby_starts;
+  unsigned sync_waits_failed; /* ch_wait_sync calls that timed out */
   bool mc_frozen[CH_MC_MAX];
   int emb_inc; /* embedded incarnations started */
   int lcd_inc; /* logcounterd's starts */
@@ -205,6 +224,22 @@ void ch_mc_config(const ch_run *r, char *buf, size_t size);
 int ch_start_emb(ch_run *r);
 int ch_start_lcd(ch_run *r);
 int ch_start_dclients(ch_run *r);
+/* --standby: the standby (in the slot that is not the primary's) on its
+ * directory, or on a fresh one (fresh); waits for its port. */
+int ch_start_sby(ch_run *r, bool fresh);
+/* The primary's log directory, relative to the run directory ("lcd", or
+ * "lcd.G" with --standby). */
+const char *ch_lcd_dir(const ch_run *r);
+/* The admin socket of slot s. */
+void ch_admin_path(const ch_run *r, int s, char *buf, size_t size);
+/* Waits (at most ms) until the primary's stats say its standby is in
+ * sync; false if not. */
+bool ch_wait_sync(ch_run *r, int ms);
+/* Runs argv (output appended to LOG) and waits at most timeout_ms: its
+ * exit status, or -1 (could not run, killed by a signal, or killed after
+ * the timeout). */
+int ch_run_wait(ch_run *r, char *const argv[], const char *log,
+                int timeout_ms);
 void ch_kill_wait(int *pid, int sig);
 void ch_reap(ch_run *r);
 void ch_stop_all(ch_run *r);
@@ -219,8 +254,11 @@ void ch_lcd_log_stats(ch_run *r);
 bool ch_lcd_log_ok(ch_run *r);
 /* nemesis.c */
 /* only: a bit per kind allowed (0: all). */
+/* standby: the --standby kinds are drawn too, and the daemon's disk and
+ * power faults go to the embedded worker (see nemesis.c). */
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
-                      unsigned only, ch_fault *f, int64_t *gap_ms);
+                      unsigned only, bool standby, ch_fault *f,
+                      int64_t *gap_ms);
 int ch_fault_kind(const char *name);
 int ch_inject(ch_run *r, ch_fault *f);
 void ch_heal(ch_run *r);
@@ -236,6 +274,8 @@ typedef struct ch_blk {
  * accounts for each acknowledged block (sorted by first). */
 typedef struct ch_logged {
   uint64_t unlogged, synced_lost, cut_away, pruned, corrupt, errors;
+  uint64_t failover; /* --standby: not in the surviving log, but in its
+                        failover gap (acked by a lost primary) */
   char example[200], error[1400];
 } ch_logged;
 /* A run of ids between two acknowledged blocks that nobody received, and
@@ -245,8 +285,8 @@ typedef struct ch_gap {
   int kind;
 } ch_gap;
 /* ledger.c: what the gap ledgers say, over every counter.  Causes are
- * indexed by LC_GAP_* (1..6); index 0 is "in no ledger entry". */
-#define CH_CAUSES 7
+ * indexed by LC_GAP_* (1..7); index 0 is "in no ledger entry". */
+#define CH_CAUSES 8
 typedef struct ch_ledger {
   bool read; /* at least one counter's ledger was read */
   uint64_t entries[CH_CAUSES], ids[CH_CAUSES]; /* entries between records */
@@ -261,6 +301,8 @@ typedef struct ch_ledger {
                                  record (not checked) */
   uint64_t acked_restart; /* acknowledged ids in restart gaps: their
                                  records a power cut took */
+  uint64_t acked_failover; /* acknowledged ids in failover gaps: handed
+                                 out by a lost primary (--standby) */
   /* the acknowledged gaps: ids by fault blamed (F_KINDS: none) and cause
    * (0: in no entry, and in no record: unexplained) */
   uint64_t ack[F_KINDS + 1][CH_CAUSES];

@@ -251,6 +251,11 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
          (unsigned long long)lg.unlogged, (unsigned long long)lg.synced_lost,
          lg.unlogged ? "; " : "", lg.example, (unsigned long long)lg.cut_away,
          (unsigned long long)lg.pruned, (unsigned long long)lg.corrupt);
+  if (r->standby && !r->baseline && !lg.errors)
+    line("", "daemon counters read from the surviving primary's log (%s): "
+         "%llu acknowledged blocks not in it lie in its failover gaps (a "
+         "lost primary handed them out; explained)",
+         ch_lcd_dir(r), (unsigned long long)lg.failover);
   line("gaps", "%llu ids in %llu runs", (unsigned long long)gids,
        (unsigned long long)gruns);
   for (int k = 0; k <= F_KINDS; k++)
@@ -294,13 +299,25 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
             : "ok (below: memcached lost pending changes, reported)");
   }
   printf("%-13s", "faults");
-  for (int k = 0; k < F_KINDS; k++) {
+  int last_kind = r->standby ? F_KINDS - 1 : F_PRIMARY_LOSS - 1;
+  for (int k = 0; k <= last_kind; k++) {
     printf(" %s %u", ch_fault_name(k), kinds[k]);
     if (by_target[k][T_EMB] || by_target[k][T_LCD])
       printf(" (embedded %u, logcounterd %u)", by_target[k][T_EMB],
              by_target[k][T_LCD]);
-    printf(k + 1 < F_KINDS ? "," : "\n");
+    printf(k < last_kind ? "," : "\n");
   }
+  if (r->standby)
+    printf("%-13s %u promotions (%u failed), %u standbys started, %u "
+           "waits for a standby in sync timed out (stderr says where); "
+           "daemon clients refused %llu calls with ESTANDBY and %llu with "
+           "ENOSTANDBY, and moved to the other daemon %llu times; the "
+           "surviving primary's log: %s\n",
+           "standby", r->promotions, r->promote_failures, r->sby_starts,
+           r->sync_waits_failed,
+           (unsigned long long)dc->calls_estandby,
+           (unsigned long long)dc->calls_enostandby,
+           (unsigned long long)dc->switches, ch_lcd_dir(r));
   printf("%-13s %llu log writes failed on purpose, %llu allocations paused "
          "before their log write, %u faults not carried out (a pause that no "
          "allocation reached, a prune with no worker up, a disk fault that "
@@ -344,7 +361,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   printf("%-13s %s\n", "findings", r->findings[0] ? r->findings : "none");
 
   bool all_kinds = true;
-  for (int k = 0; k < F_KINDS; k++) all_kinds = all_kinds && kinds[k] > 0;
+  for (int k = 0; k <= last_kind; k++)
+    all_kinds = all_kinds && kinds[k] > 0;
   bool valid = dup_ids == 0 && ooo == 0 && tally_ok && r->unexpected == 0 &&
                lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0 &&
                ledger_ok;

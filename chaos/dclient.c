@@ -13,6 +13,13 @@
  * once (counters d0, d1 at random), then reads their replies in order; a
  * connection lost mid-batch loses the rest of the batch (unacknowledged).
  *
+ * With --standby PORT is "P0,P1", the two daemons' data ports: each
+ * connection talks to one and moves to the other (counted) when it
+ * answers SERVER_ERROR ESTANDBY (a standby) or ENOSTANDBY (a primary with
+ * no standby, or cut off from it), or when the connection fails or times
+ * out; a refusal is a failed call like any other, never an id.  After a
+ * few moves in a row without an answer it backs off (at most 50 ms).
+ *
  *   chaos dclient PORT CTL OUT INDEX CONNS SEED
  */
 #include "chaos.h"
@@ -32,7 +39,7 @@
 #include <unistd.h>
 
 static atomic_int stopping; /* set by SIGTERM, read by every thread */
-static int port, out_fd;
+static int ports[2], nports = 1, out_fd;
 static unsigned index_;
 static uint64_t seed;
 static ch_ctl *ctl;
@@ -43,8 +50,8 @@ static void on_term(int sig) {
 }
 
 /* Timeouts of 5 s: longer than any fault keeps the daemon silent. */
-static int dial(void) {
-  int fd = ch_connect_port(port, 5000);
+static int dial(int which) {
+  int fd = ch_connect_port(ports[which], 5000);
   int one = 1;
   if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
@@ -73,6 +80,20 @@ static int read_line(int fd, char *buf, size_t size) {
 /* The daemon refused the call because its log failed. */
 static bool is_elog(const char *line) {
   return strncmp(line, "SERVER_ERROR ELOG", 17) == 0;
+}
+
+/* The daemon is not the primary, or has no standby: ask the other one.
+ * Counted; true if so. */
+static bool refused(const char *line) {
+  if (strncmp(line, "SERVER_ERROR ESTANDBY", 21) == 0) {
+    atomic_fetch_add(&ctl->calls_estandby, 1);
+    return true;
+  }
+  if (strncmp(line, "SERVER_ERROR ENOSTANDBY", 23) == 0) {
+    atomic_fetch_add(&ctl->calls_enostandby, 1);
+    return true;
+  }
+  return false;
 }
 
 /* Connection 0 of client 0: batches of CH_PIPE_DEPTH pipelined requests. */
@@ -107,7 +128,8 @@ static int pipe_line(int fd, pipe_buf *p, char *line, size_t size) {
   }
 }
 
-/* One batch on fd: 0, or -1 when the connection must be dropped. */
+/* One batch on fd: 0, 1 when a reply said to ask the other daemon, or -1
+ * when the connection must be dropped. */
 static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
   static __thread char req[CH_PIPE_DEPTH * 32];
   static __thread ch_rec recs[CH_PIPE_DEPTH];
@@ -132,6 +154,7 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
     off += (size_t)w;
   }
   int i = 0, rc = off == len ? 0 : -1;
+  bool other = false;
   p->start = p->end = 0;
   for (; rc == 0 && i < CH_PIPE_DEPTH; i++) {
     char line[256], *end;
@@ -141,6 +164,7 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
     if (line[0] < '0' || line[0] > '9' || *end) { /* SERVER_ERROR ... */
       atomic_fetch_add(&ctl->calls_failed, 1);
       if (is_elog(line)) atomic_fetch_add(&ctl->calls_elog, 1);
+      if (refused(line)) other = true;
       continue;
     }
     recs[i].t0_ns = t0;
@@ -149,7 +173,7 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
     ch_rec_write(out_fd, &recs[i]);
     atomic_fetch_add(&ctl->ids_acked, recs[i].n);
   }
-  if (rc == 0) return 0;
+  if (rc == 0) return other ? 1 : 0;
   /* The rest of the batch is lost: burned or never made, not acked. */
   for (; i < CH_PIPE_DEPTH; i++) {
     atomic_fetch_add(&ctl->calls_failed, 1);
@@ -164,8 +188,13 @@ static void *conn(void *arg) {
   uint64_t rng = seed ^ ((uint64_t)me << 20);
   int fd = -1;
   int backoff = 1;
+  int which = 0, moves = 0; /* the daemon asked; moves without an answer */
   while (!stopping) {
-    if (fd < 0 && (fd = dial()) < 0) {
+    if (fd < 0 && (fd = dial(which)) < 0) {
+      if (nports == 2) { /* the other one may be up */
+        which ^= 1;
+        atomic_fetch_add(&ctl->switches, 1);
+      }
       ch_sleep_ms(backoff);
       if (backoff < 100) backoff *= 2;
       continue;
@@ -173,9 +202,18 @@ static void *conn(void *arg) {
     backoff = 1;
     if (c == 0 && index_ == 0) { /* the pipelining connection */
       static __thread pipe_buf pb;
-      if (pipe_batch(fd, me, &rng, &pb) != 0) {
+      int k = pipe_batch(fd, me, &rng, &pb);
+      if (k != 0) {
         close(fd);
         fd = -1;
+      }
+      if (k != 0 && nports == 2) {
+        which ^= 1;
+        atomic_fetch_add(&ctl->switches, 1);
+        ch_sleep_ms(moves < 3 ? 1 : moves < 10 ? 10 : 50);
+        moves++;
+      } else if (k == 0) {
+        moves = 0;
       }
       continue;
     }
@@ -214,14 +252,22 @@ static void *conn(void *arg) {
       if (rc == 0 && !tally && is_elog(line))
         atomic_fetch_add(&ctl->calls_elog, 1);
       if (rc == -1 && !tally) atomic_fetch_add(&ctl->calls_lost, 1);
-      if (rc != 0) {
+      bool other = nports == 2 && (rc != 0 || refused(line));
+      if (rc != 0 || other) {
         close(fd);
         fd = -1;
       } else {
         ch_sleep_ms(1);
       }
+      if (other) {
+        which ^= 1;
+        atomic_fetch_add(&ctl->switches, 1);
+        ch_sleep_ms(moves < 3 ? 1 : moves < 10 ? 10 : 50);
+        moves++;
+      }
       continue;
     }
+    moves = 0;
     r.t_ns = ch_now_ns();
     if (tally) {
       r.kind = REC_TALLY_ACK;
@@ -241,7 +287,9 @@ int ch_dclient_main(int argc, char **argv) {
     fprintf(stderr, "usage: chaos dclient PORT CTL OUT INDEX CONNS SEED\n");
     return 2;
   }
-  port = atoi(argv[2]);
+  char *comma = strchr(argv[2], ',');
+  ports[0] = atoi(argv[2]);
+  if (comma) ports[1] = atoi(comma + 1), nports = 2;
   index_ = (unsigned)atoi(argv[5]);
   int conns = atoi(argv[6]);
   seed = strtoull(argv[7], NULL, 10);

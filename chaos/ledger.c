@@ -9,7 +9,10 @@
  *    ran: below it records and entries go) up to the last of them; a void
  *    lies inside a record; every entry decodes;
  *  - acknowledged ids lie in no gap entry but a restart one (a power cut
- *    takes unsynced records, and the restart skips their values);
+ *    takes unsynced records, and the restart skips their values) or, with
+ *    --standby, a failover one (a lost primary handed them out, and their
+ *    records, not replicated yet, died with it: the promoted standby
+ *    skipped above them);
  *  - the acknowledged gaps (check.c: ids nobody received, each blamed on
  *    a fault): their ids lie in records (handed out, never acknowledged: a
  *    call in flight at a kill) or in entries, tabulated by fault blamed
@@ -25,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(LC_GAP_BURNED == 1 && LC_GAP_VOID == CH_CAUSES - 1,
+_Static_assert(LC_GAP_BURNED == 1 && LC_GAP_CAUSE_MAX == CH_CAUSES - 1,
                "ch_ledger is indexed by LC_GAP_*");
 
 /* A record (cause 0) or a gap entry. */
@@ -150,8 +153,10 @@ static void cover(const span *s, size_t n, size_t *cur, int64_t a, int64_t b,
   }
 }
 
-/* Acknowledged ids in a gap entry: only a restart's may hold them. */
-static void acked_in_gaps(int c, const span *s, size_t n, int64_t start,
+/* Acknowledged ids in a gap entry: only a restart's may hold them (and,
+ * with --standby, a failover's). */
+static void acked_in_gaps(const ch_run *r, int c, const span *s, size_t n,
+                          int64_t start,
                           const ch_blk *b, size_t nb, ch_ledger *out) {
   size_t cur = 0;
   for (size_t i = 0; i < nb; i++) {
@@ -160,8 +165,11 @@ static void acked_in_gaps(int c, const span *s, size_t n, int64_t start,
     cover(s, n, &cur, b[i].first < start ? start : b[i].first, b[i].last, in,
           &open);
     for (int k = 1; k < CH_CAUSES; k++)
-      if (k != LC_GAP_RESTART && k != LC_GAP_VOID) bad += in[k];
+      if (k != LC_GAP_RESTART && k != LC_GAP_VOID &&
+          !(k == LC_GAP_FAILOVER && r->standby))
+        bad += in[k];
     out->acked_restart += in[LC_GAP_RESTART];
+    if (r->standby) out->acked_failover += in[LC_GAP_FAILOVER];
     if (bad == 0) continue;
     out->conflicts++;
     out->c_conflicts[c]++;
@@ -248,7 +256,7 @@ void ch_check_ledger(const ch_run *r, int c, const lc_record *rec, size_t n,
       n > 0)
     start = rec[0].first;
   tile(c, s, ns, start, blocks, nb, out);
-  acked_in_gaps(c, s, ns, start, blocks, nb, out);
+  acked_in_gaps(r, c, s, ns, start, blocks, nb, out);
   ack_gaps(c, s, ns, start, gaps, ng, out);
   free(s);
 }

@@ -46,7 +46,8 @@ static bool ran_prefetch(const ch_run *r, int owner) {
  *            LevelDB (a block taken from memcached whose log write
  *            failed, or was refused because the log had just failed);
  *  restart   holes up to the reservation a run left without closing:
- *            owner-kill, power-cut, or an owner that died by itself;
+ *            owner-kill, power-cut, or an owner that died by itself (with
+ *            --standby: a primary killed by primary-loss or partition);
  *  unlogged  memcached ahead of the log: an increment whose answer was
  *            lost (a timeout: memcached-freeze or -kill, or any call that
  *            failed, as calls do with ELOG during a disk fault), a run killed between increment and log write
@@ -55,10 +56,12 @@ static bool ran_prefetch(const ch_run *r, int owner) {
  *            a flush alone makes the library restore from the log, exact;
  *  segment   the unused rest of a prefetched segment: a start in
  *            prefetch mode;
+ *  failover  a promotion (--standby): primary-loss or partition;
  *  advance, void: never, chaos calls none of lc_advance, lc_adopt,
  *            lc_void. */
 static const char *unfit(const ch_run *r, int owner, int cause) {
   bool died = hit(r, F_OWNER_KILL, owner) || hit(r, F_POWER_CUT, owner) ||
+              hit(r, F_PRIMARY_LOSS, owner) || hit(r, F_PARTITION, owner) ||
               r->unexpected > 0;
   const ch_ctl *ctl = owner == T_EMB ? r->emb_ctl : r->dcl_ctl;
   switch (cause) {
@@ -79,6 +82,10 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
   case LC_GAP_SEGMENT:
     return ran_prefetch(r, owner) ? NULL : "it never ran with prefetch";
   case LC_GAP_ADVANCE: return "chaos calls neither lc_advance nor lc_adopt";
+  case LC_GAP_FAILOVER:
+    return hit(r, F_PRIMARY_LOSS, owner) || hit(r, F_PARTITION, owner)
+               ? NULL
+               : "no standby of it was promoted (primary-loss, partition)";
   default: return "chaos never calls lc_void";
   }
 }
@@ -117,12 +124,13 @@ static void row(const char *label, const uint64_t ack[CH_CAUSES],
 
 bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
   uint64_t gaps = 0;
-  for (int k = 1; k < LC_GAP_VOID; k++) gaps += l->entries[k];
+  for (int k = 1; k < CH_CAUSES; k++)
+    if (k != LC_GAP_VOID) gaps += l->entries[k];
   printf("%-13s %llu gaps explained (by cause:", "ledger",
          (unsigned long long)gaps);
   const char *sep = " ";
-  for (int k = 1; k < LC_GAP_VOID; k++)
-    if (l->entries[k]) {
+  for (int k = 1; k < CH_CAUSES; k++)
+    if (k != LC_GAP_VOID && l->entries[k]) {
       printf("%s%s %llu gaps %llu ids", sep, lc_gap_cause_name(k),
              (unsigned long long)l->entries[k], (unsigned long long)l->ids[k]);
       sep = ", ";
@@ -157,6 +165,10 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
     printf("; %llu acknowledged ids in restart gaps (records a power cut "
            "took)",
            (unsigned long long)l->acked_restart);
+  if (l->acked_failover)
+    printf("; %llu acknowledged ids in failover gaps (handed out by a lost "
+           "primary, records not replicated: explained)",
+           (unsigned long long)l->acked_failover);
   if (l->below_oldest)
     printf("; %llu entries below a pruned counter's oldest record",
            (unsigned long long)l->below_oldest);

@@ -7,7 +7,11 @@
  *    cut and served with default durability, whose records were unsynced
  *    (with durability sync every record was synced: none may be missing);
  *  - blocks below the point the prune fault published before pruning (for
- *    a block across two prefetched segments, the part below it).
+ *    a block across two prefetched segments, the part below it);
+ *  - with --standby, blocks a lost primary acknowledged whose records died
+ *    with its directory (primary-loss) or its abandoned log (partition):
+ *    the daemon's counters are read from the surviving primary's log, and
+ *    such a block must lie wholly inside one of its failover gaps.
  * Both exceptions are counted, not hidden; so are records that do not
  * decode (must be none).  It reads each counter's gap ledger with its
  * records, for ledger.c, and the daemon's tallies' final totals.
@@ -58,10 +62,12 @@ static int read_ledger(lc_t *h, int obj, recs *out) {
   return rc;
 }
 
-/* Opens the log of owner who ("emb" or "lcd"), its path in path. */
+/* Opens the log of owner who ("emb" or "lcd": the last primary's with
+ * --standby), its path in path. */
 static int open_log(const ch_run *r, const char *who, char path[1024],
                     lc_t **h) {
   char mc[160];
+  if (strcmp(who, "lcd") == 0) who = ch_lcd_dir(r);
   snprintf(path, 1024, "%s/%s/log", r->dir, who);
   ch_mc_config(r, mc, sizeof mc);
   lc_options o;
@@ -117,6 +123,15 @@ static bool logged(const recs *l, int64_t first, int64_t last) {
   for (size_t i = lo - 1; l->r[i].last < last; i++)
     if (i + 1 == l->n || l->r[i + 1].first != l->r[i].last + 1) return false;
   return true;
+}
+
+/* Is [first, last] inside one failover gap of the ledger? */
+static bool in_failover(const recs *l, int64_t first, int64_t last) {
+  for (size_t i = 0; i < l->ne; i++)
+    if (l->e[i].cause == LC_GAP_FAILOVER && l->e[i].first <= first &&
+        last <= l->e[i].last)
+      return true;
+  return false;
 }
 
 /* Did the owner that served b run with durability sync?  The embedded
@@ -178,6 +193,11 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
      * still be logged. */
     if (b->last < below || (b->first < below && logged(&l, below, b->last))) {
       out->pruned++;
+      continue;
+    }
+    if (r->standby && ch_owner_of(c) == T_LCD &&
+        in_failover(&l, b->first, b->last)) {
+      out->failover++;
       continue;
     }
     if (b->t_ns <= cut && !served_synced(r, b, ch_owner_of(c))) {

@@ -28,6 +28,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,7 +37,8 @@ static const char *fault_names[F_KINDS] = {
     "memcached-kill", "memcached-flush",  "memcached-freeze",
     "owner-kill",     "pause-before-log", "log-write-fail",
     "power-cut",      "memcached-rewind", "owner-restart",
-    "prune",          "disk-full",        "io-error"};
+    "prune",          "disk-full",        "io-error",
+    "primary-loss",   "partition"};
 
 /* io-error's modes of the shim, drawn by the seed. */
 static const char *io_modes[] = {"eio", "short", "fsync", "eio-once"};
@@ -53,6 +55,8 @@ const char *ch_missed_why(const ch_fault *f) {
   switch (f->kind) {
   case F_PAUSE: return "no allocation reached the seam";
   case F_PRUNE: return "the worker did not prune";
+  case F_PRIMARY_LOSS:
+  case F_PARTITION: return "the standby could not be promoted";
   default: return "the shim failed no call: nothing wrote meanwhile";
   }
 }
@@ -72,12 +76,17 @@ int ch_fault_kind(const char *name) {
 }
 
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
-                      unsigned only, ch_fault *f, int64_t *gap_ms) {
+                      unsigned only, bool standby, ch_fault *f,
+                      int64_t *gap_ms) {
   static int perm[F_KINDS], nperm;
-  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2, 2, 2, 2, 2};
+  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 2, 2};
   int weight[F_KINDS];
   for (int i = 0; i < F_KINDS; i++)
-    weight[i] = !only || (only >> i & 1) ? base_weight[i] : 0;
+    weight[i] = (!only || (only >> i & 1)) &&
+                        (standby || !(CH_STANDBY_KINDS >> i & 1))
+                    ? base_weight[i]
+                    : 0;
   if (index == 0) {
     nperm = 0;
     for (int i = 0; i < F_KINDS; i++)
@@ -138,7 +147,20 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
     f->arg_ms = (int64_t)ch_rand_between(rng, 100, 800);
     f->mode = (int)(ch_rand(rng) % IO_MODES);
     break;
+  case F_PRIMARY_LOSS:
+    f->target = T_LCD;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 0, 300);
+    break;
+  case F_PARTITION:
+    f->target = T_LCD;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 200, 800);
+    break;
   }
+  /* --standby: the daemon's disk and power faults hit the embedded worker */
+  if (standby && f->target == T_LCD &&
+      (f->kind == F_WRITE_FAIL || f->kind == F_DISK_FULL ||
+       f->kind == F_IO_ERROR || f->kind == F_POWER_CUT))
+    f->target = T_EMB;
 }
 
 /* The memcached keys of the counters and tally sums, in snapshot order. */
@@ -348,6 +370,111 @@ static void power_cut(ch_run *r, ch_fault *f) {
   start_owner(r, f->target);
 }
 
+/* --standby: promotes the standby (slot 1 - prim) with the CLI; on
+ * success the roles swap: the promoted one is the primary (lcd_pid,
+ * lcd_port) and no standby runs.  The old primary's pid in *old. */
+static bool promote(ch_run *r, int *old) {
+  int s = 1 - r->prim;
+  char adm[1024];
+  ch_admin_path(r, s, adm, sizeof adm);
+  char *argv[] = {r->cli, "--server", adm, "promote", NULL};
+  int rc = -1;
+  for (int attempt = 0; attempt < 3 && rc != 0; attempt++) {
+    if (attempt) ch_sleep_ms(500);
+    int64_t t = ch_now_ns();
+    rc = ch_run_wait(r, argv, "promote.log", 30000);
+    if (r->verbose)
+      fprintf(stderr, "chaos: promote slot %d: status %d in %lld ms\n", s, rc,
+              (long long)((ch_now_ns() - t) / 1000000));
+  }
+  if (rc != 0) {
+    r->promote_failures++;
+    r->unexpected++;
+    ch_note(r, "promote of the standby (%s) failed (status %d; see "
+            "promote.log)", adm, rc);
+    return false;
+  }
+  r->promotions++;
+  *old = r->lcd_pid;
+  r->prim = s;
+  r->lcd_pid = r->sby_pid;
+  r->sby_pid = 0;
+  r->lcd_port = r->sb_port[s];
+  return true;
+}
+
+/* -v: a step of a standby fault, with the time since the run began. */
+static void step(const ch_run *r, const char *what) {
+  if (r->verbose)
+    fprintf(stderr, "chaos: %6.1f s   %s (primary slot %d pid %d, standby pid "
+            "%d)\n", (double)(ch_now_ns() - r->start_ns) / 1e9, what, r->prim,
+            r->lcd_pid, r->sby_pid);
+}
+
+static void remove_dir(ch_run *r, const char *name) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s/%s'", r->dir, name);
+  if (system(cmd) != 0) ch_note(r, "cannot remove %s", name);
+}
+
+/* A standby that is up and in sync before a promotion (its copy done);
+ * one that is not is a finding only if the promotion then fails. */
+static void standby_ready(ch_run *r) {
+  if (r->sby_pid <= 0) ch_start_sby(r, false);
+  ch_wait_sync(r, 5000);
+  step(r, "standby ready");
+}
+
+static void primary_loss(ch_run *r, ch_fault *f) {
+  standby_ready(r);
+  f->t_ns = ch_now_ns();
+  char dead[64];
+  snprintf(dead, sizeof dead, "%s", ch_lcd_dir(r));
+  kill_owner(r, T_LCD);
+  remove_dir(r, dead); /* the host's disk is gone with it */
+  step(r, "primary killed, its directory removed");
+  ch_sleep_ms(f->arg_ms);
+  int old = 0;
+  if (!promote(r, &old)) {
+    f->missed = true;
+    /* the standby goes on as one; a primary of the old slot comes back
+     * on an empty directory, which the standby's copy does not match:
+     * the run is invalid anyway (promote failed) */
+    start_owner(r, T_LCD);
+    return;
+  }
+  step(r, "promoted");
+  if (ch_start_sby(r, true) != 0) ch_note(r, "no fresh standby (see lcd.log)");
+  step(r, "fresh standby started");
+  ch_wait_sync(r, 5000);
+  step(r, "fresh standby in sync (or not: above)");
+}
+
+static void partition(ch_run *r, ch_fault *f) {
+  standby_ready(r);
+  f->t_ns = ch_now_ns();
+  ch_lcd_log_stats(r);
+  int stopped = r->lcd_pid;
+  if (stopped > 0) kill(stopped, SIGSTOP);
+  int old = 0;
+  if (!promote(r, &old)) {
+    f->missed = true;
+    if (stopped > 0) kill(stopped, SIGCONT);
+    return;
+  }
+  /* the old primary, resumed: its clients get the rest of its window or
+   * ENOSTANDBY; then it is gone for good (its directory is kept, unread) */
+  step(r, "promoted while the old primary is stopped");
+  if (old > 0) kill(old, SIGCONT);
+  ch_sleep_ms(f->arg_ms);
+  ch_kill_wait(&old, SIGKILL);
+  step(r, "old primary resumed, then killed");
+  if (ch_start_sby(r, true) != 0) ch_note(r, "no fresh standby (see lcd.log)");
+  step(r, "fresh standby started");
+  ch_wait_sync(r, 5000);
+  step(r, "fresh standby in sync (or not: above)");
+}
+
 int ch_inject(ch_run *r, ch_fault *f) {
   f->t_ns = ch_now_ns();
   /* which server a memcached fault hits: reproducible from the seed */
@@ -392,6 +519,8 @@ int ch_inject(ch_run *r, ch_fault *f) {
     break;
   case F_DISK_FULL:
   case F_IO_ERROR: disk_fault(r, f); break;
+  case F_PRIMARY_LOSS: primary_loss(r, f); break;
+  case F_PARTITION: partition(r, f); break;
   case F_PRUNE: { /* the embedded owner prunes old records, then memcached
                        is flushed: restores must find the newest record */
     ch_ctl *c = r->emb_ctl;
@@ -422,4 +551,5 @@ void ch_heal(ch_run *r) {
   atomic_store(&r->emb_ctl->pause_release, 1);
   if (r->emb_pid <= 0) start_owner(r, T_EMB);
   if (r->lcd_pid <= 0) start_owner(r, T_LCD);
+  if (r->standby && r->sby_pid <= 0) ch_start_sby(r, false);
 }

@@ -14,6 +14,12 @@
  *   emb.fault, lcd.fault each owner's faultfs mode word (nemesis.c)
  *   hits/emb-N, hits/lcd-N  the faults faultfs injected into start N
  *   NAME.log             each process's stderr
+ * With --standby (logcounterd as a primary and its standby, both logging
+ * to lcd.log): lcd/ is the first primary's directory, lcd.G/ (G = 1, 2,
+ * ...) each fresh standby's (the power-cut shim's records lcd.G.state and
+ * lcd.G.bak/ beside it; the control block and the faultfs word are lcd's,
+ * shared); adm-S.sock the admin socket of slot S; promote.log the CLI's
+ * output.
  */
 #include "chaos.h"
 
@@ -140,11 +146,11 @@ uint64_t ch_owner_hits(const ch_run *r, int target) {
   return sum;
 }
 
-/* logcounterd's "stats" reply, whole, in buf; false if none came. */
-static bool lcd_stats(const ch_run *r, char *buf, size_t size) {
+/* The "stats" reply of the logcounterd on port, whole, in buf; false if
+ * none came. */
+static bool port_stats(int port, char *buf, size_t size) {
   buf[0] = '\0';
-  if (r->lcd_pid <= 0) return false;
-  int fd = ch_connect_port(r->lcd_port, 1000);
+  int fd = ch_connect_port(port, 1000);
   if (fd < 0) return false;
   size_t got = 0;
   bool end = false;
@@ -159,6 +165,24 @@ static bool lcd_stats(const ch_run *r, char *buf, size_t size) {
   }
   close(fd);
   return end;
+}
+
+/* logcounterd's (the primary's) "stats" reply. */
+static bool lcd_stats(const ch_run *r, char *buf, size_t size) {
+  buf[0] = '\0';
+  return r->lcd_pid > 0 && port_stats(r->lcd_port, buf, size);
+}
+
+/* Its replication_* lines, on one line ("" if none). */
+static void repl_lines(int port, char *out, size_t size) {
+  char buf[16384];
+  size_t n = 0;
+  out[0] = '\0';
+  if (!port_stats(port, buf, sizeof buf)) return;
+  for (char *save, *l = strtok_r(buf, "\r\n", &save); l && n + 1 < size;
+       l = strtok_r(NULL, "\r\n", &save))
+    if (strncmp(l, "STAT replication_", 17) == 0)
+      n += (size_t)snprintf(out + n, size - n, "%s%s", n ? " " : "", l + 17);
 }
 
 void ch_lcd_log_stats(ch_run *r) {
@@ -234,7 +258,135 @@ int ch_start_emb(ch_run *r) {
   return r->emb_pid > 0 ? 0 : -1;
 }
 
+const char *ch_lcd_dir(const ch_run *r) {
+  static char buf[32];
+  if (!r->standby || r->sb_gen[r->prim] == 0) return "lcd";
+  snprintf(buf, sizeof buf, "lcd.%d", r->sb_gen[r->prim]);
+  return buf;
+}
+
+void ch_admin_path(const ch_run *r, int s, char *buf, size_t size) {
+  snprintf(buf, size, "%s/adm-%d.sock", r->dir, s);
+}
+
+/* --standby: starts a daemon in slot s on directory generation gen, a
+ * primary (serving a standby on the slot's replication port) or the
+ * standby of the other slot's primary (with the replication port too, for
+ * the standby it serves once promoted). */
+static int start_slot(ch_run *r, int s, bool standby) {
+  char who[32], db[1100], mc[160], to[16], listen[32], repl[32], of[32],
+      adm[1024], p[1024];
+  static char env[OWNER_ENV][1100];
+  r->lcd_inc++;
+  if (r->sb_gen[s] == 0)
+    snprintf(who, sizeof who, "lcd");
+  else
+    snprintf(who, sizeof who, "lcd.%d", r->sb_gen[s]);
+  ch_path(r, p, sizeof p, who);
+  mkdir(p, 0700);
+  snprintf(db, sizeof db, "%s/log", p);
+  snprintf(p + strlen(p), sizeof p - strlen(p), ".bak");
+  mkdir(p, 0700);
+  ch_mc_config(r, mc, sizeof mc);
+  snprintf(to, sizeof to, "%d", r->timeout_ms);
+  snprintf(listen, sizeof listen, "127.0.0.1:%d", r->sb_port[s]);
+  snprintf(repl, sizeof repl, "127.0.0.1:%d", r->sb_repl[s]);
+  snprintf(of, sizeof of, "127.0.0.1:%d", r->sb_repl[1 - s]);
+  ch_admin_path(r, s, adm, sizeof adm);
+  unlink(adm); /* its last daemon is dead */
+  owner_env(r, who, r->lcd_inc, env);
+  ch_path(r, p, sizeof p, "lcd");
+  snprintf(env[4], 1100, "CHAOS_CTL=%s.ctl", p);
+  snprintf(env[7], 1100, "LC_FAULT_CTL=%s.fault", p);
+  const char *envp[] = {env[0], env[1], env[2], env[3], env[4],
+                        env[5], env[6], env[7], env[8], NULL};
+  const char *mode = ch_owner_mode(r->lcd_inc, false);
+  bool pf = strcmp(mode, "prefetch") == 0;
+  char *argv[] = {r->daemon,
+                  "--db",
+                  db,
+                  "--memcached",
+                  mc,
+                  "--timeout",
+                  to,
+                  "-l",
+                  listen,
+                  "-t",
+                  "4",
+                  "--durability",
+                  pf ? "default" : (char *)mode,
+                  "--prefetch",
+                  pf ? "auto" : "off",
+                  "--admin-socket",
+                  adm,
+                  "--replication-listen",
+                  repl,
+                  NULL, NULL, NULL, NULL, NULL};
+  int k = (int)(sizeof argv / sizeof *argv) - 5;
+  if (r->standby_timeout) {
+    argv[k++] = "--standby-timeout";
+    argv[k++] = (char *)r->standby_timeout;
+  }
+  if (standby) {
+    argv[k++] = "--standby-of";
+    argv[k++] = of;
+  }
+  ch_started(r, T_LCD, strcmp(mode, "default") != 0);
+  int pid = spawn(r, argv, "lcd.log", envp);
+  if (standby)
+    r->sby_pid = pid, r->sby_starts++;
+  else
+    r->lcd_pid = pid;
+  if (pid > 0 && wait_port(r->sb_port[s], pid, 10000)) return 0;
+  return -1;
+}
+
+int ch_start_sby(ch_run *r, bool fresh) {
+  int s = 1 - r->prim;
+  if (fresh) r->sb_gen[s] = ++r->gens;
+  return start_slot(r, s, true);
+}
+
+bool ch_wait_sync(ch_run *r, int ms) {
+  char buf[16384];
+  int64_t until = ch_now_ns() + (int64_t)ms * 1000000;
+  while (ch_now_ns() < until) { /* a stats reply can take its timeout */
+    if (lcd_stats(r, buf, sizeof buf) &&
+        strstr(buf, "STAT replication_standby sync\r\n") != NULL)
+      return true;
+    ch_sleep_ms(20);
+  }
+  r->sync_waits_failed++;
+  char p[600], s[600];
+  repl_lines(r->lcd_port, p, sizeof p);
+  repl_lines(r->sb_port[1 - r->prim], s, sizeof s);
+  fprintf(stderr,
+          "chaos: %.1f s: standby not in sync after %d ms: primary (pid %d, "
+          "port %d): %s; standby (pid %d, port %d): %s\n",
+          (double)(ch_now_ns() - r->start_ns) / 1e9, ms, r->lcd_pid,
+          r->lcd_port, p, r->sby_pid, r->sb_port[1 - r->prim], s);
+  return false;
+}
+
+int ch_run_wait(ch_run *r, char *const argv[], const char *log,
+                int timeout_ms) {
+  int pid = spawn(r, argv, log, NULL);
+  if (pid <= 0) return -1;
+  int status = 0;
+  for (int i = 0; i < timeout_ms / 10; i++) {
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    ch_sleep_ms(10);
+  }
+  ch_note(r, "%s %s did not finish in %d ms (killed)", argv[0],
+          argv[3] ? argv[3] : "", timeout_ms);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return -1;
+}
+
 int ch_start_lcd(ch_run *r) {
+  if (r->standby) return start_slot(r, r->prim, false);
   char db[1024], mc[160], to[16], listen[32];
   static char env[OWNER_ENV][1100];
   r->lcd_inc++;
@@ -270,9 +422,12 @@ int ch_start_lcd(ch_run *r) {
 }
 
 int ch_start_dclients(ch_run *r) {
-  char port[16], ctl[1024], out[1024], idx[16], conns[16], seed[32];
+  char port[32], ctl[1024], out[1024], idx[16], conns[16], seed[32];
   for (int i = 0; i < r->dclients; i++) {
-    snprintf(port, sizeof port, "%d", r->lcd_port);
+    if (r->standby) /* both daemons: the clients find the primary */
+      snprintf(port, sizeof port, "%d,%d", r->sb_port[0], r->sb_port[1]);
+    else
+      snprintf(port, sizeof port, "%d", r->lcd_port);
     ch_path(r, ctl, sizeof ctl, "dcl.ctl");
     snprintf(out, sizeof out, "%s/rec/dcl-%d.bin", r->dir, i);
     snprintf(idx, sizeof idx, "%d", i);
@@ -323,8 +478,15 @@ void ch_reap(ch_run *r) {
     } else if (pid == r->lcd_pid) {
       r->lcd_pid = 0;
       r->unexpected++;
-      ch_note(r, "logcounterd ended by itself (%s; see lcd.log)", how);
+      ch_note(r, "logcounterd%s ended by itself (%s; see lcd.log)",
+              r->standby ? " (the primary)" : "", how);
       if (r->unexpected < 20) ch_start_lcd(r);
+    } else if (r->standby && pid == r->sby_pid) {
+      r->sby_pid = 0;
+      r->unexpected++;
+      ch_note(r, "the standby logcounterd ended by itself (%s; see lcd.log)",
+              how);
+      if (r->unexpected < 20) ch_start_sby(r, false);
     } else if (ch_mc_index(r, pid) >= 0) {
       int s = ch_mc_index(r, pid);
       r->mc_pid[s] = 0;
@@ -347,5 +509,6 @@ void ch_stop_all(ch_run *r) {
   for (int i = 0; i < r->dclients; i++) ch_kill_wait(&r->dcl_pid[i], SIGKILL);
   ch_kill_wait(&r->emb_pid, SIGKILL);
   ch_kill_wait(&r->lcd_pid, SIGKILL);
+  ch_kill_wait(&r->sby_pid, SIGKILL);
   for (int s = 0; s < r->nmc; s++) ch_kill_wait(&r->mc_pid[s], SIGKILL);
 }

@@ -11,6 +11,9 @@
 #                               the counters spread over them and each
 #                               memcached fault hits one (make chaos
 #                               CHAOS_SERVERS=3: the multi-server mode)
+#                CHAOS_STANDBY  1: logcounterd as a primary and a standby,
+#                               with primary-loss and partition faults
+#                               (make chaos CHAOS_STANDBY=1: --standby)
 #                CHAOS_FLAGS    more options of build/chaos run (--help)
 # tests/suite_chaos.sh runs a short round in make test.  The owners also
 # preload $(FAULTFS_SO) (mk/faultfs.mk) for the disk-full and io-error
@@ -22,6 +25,7 @@ CHAOS_SECONDS ?= 180
 CHAOS_MIN_IDS ?= 1000000
 CHAOS_SEED    ?=
 CHAOS_SERVERS ?= 1
+CHAOS_STANDBY ?=
 CHAOS_FLAGS   ?=
 TEST_EXTRA += $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
 .PHONY: chaos
@@ -37,5 +41,5 @@ $(CHAOS_SHIM): chaos/powercut.c chaos/chaos.h
 	$(CC) $(LC_CFLAGS) -O2 -g -fPIC -shared -o $@ $< -ldl -pthread
 
 chaos: deps
-	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON) $(FAULTFS_SO)
-	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) --servers $(CHAOS_SERVERS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED)) $(CHAOS_FLAGS)
+	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON) $(CLI) $(FAULTFS_SO)
+	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) --servers $(CHAOS_SERVERS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED))$(if $(filter 1,$(CHAOS_STANDBY)), --standby) $(CHAOS_FLAGS)

@@ -1,5 +1,6 @@
 #!/bin/bash
-# suite_chaos.sh - the short chaos round of make test (about 45 s).
+# suite_chaos.sh - the short chaos round of make test (about 45 s, and
+# the standby round's 15 to 40 s).
 #
 # Runs $BUILD/chaos (chaos/) three times under one seed: logcounter under
 # every fault kind for 20 s (the disk faults too: the owners preload
@@ -19,7 +20,12 @@
 # baseline run injected the same faults in the same order (the seed
 # replays the schedule).
 #
-# A fourth round runs with three memcached servers (--servers 3).
+# A fourth round runs with three memcached servers (--servers 3); a
+# fifth with a standby (--standby: logcounterd as a primary and its
+# standby; the primary lost with its directory, or stopped behind a
+# partition, and the standby promoted, with memcached and owner faults
+# between), for 6 s: valid, no duplicate, both kinds injected, every
+# promotion done, and the daemon's counters got ids.
 # CHAOS_SEED=N replays a seed; LC_TEST_SCALE=N (sanitizer builds) divides
 # the client threads and connections, not the time.  Ends with
 # "chaos: N passed, M failed".
@@ -78,6 +84,12 @@ cat "$TMP/seed.out"
   --conns "$CONNS" --servers 3 >"$TMP/ms.out" 2>"$TMP/ms.err"
 ms_rc=$?
 cat "$TMP/ms.out"
+"$CHAOS" run --seconds 6 --seed "$SEED" --threads "$THREADS" --dir "$TMP/sb.run" \
+  --conns "$CONNS" --standby \
+  --only primary-loss,partition,memcached-flush,memcached-kill,owner-kill \
+  >"$TMP/sb.out" 2>"$TMP/sb.err"
+sb_rc=$?
+cat "$TMP/sb.out"
 
 # field LABEL FILE: the first number after the label on its report line
 field() { sed -n "s/^$1 *\([0-9][0-9]*\).*/\1/p" "$2" | head -n 1; }
@@ -143,10 +155,25 @@ check "same seed, same schedule (first $n faults)" \
 ms_dups=$(field duplicated "$TMP/ms.out")
 check "three memcached servers, one fault at a time: valid (exit $ms_rc)" [ "$ms_rc" -eq 0 ]
 check "three memcached servers: duplicated ids ${ms_dups:-missing} (must be 0)" [ "${ms_dups:-x}" = 0 ]
+sb_dups=$(field duplicated "$TMP/sb.out")
+check "standby: valid (exit $sb_rc)" [ "$sb_rc" -eq 0 ]
+check "standby: duplicated ids ${sb_dups:-missing} (must be 0)" [ "${sb_dups:-x}" = 0 ]
+for k in primary-loss partition; do
+  n=$(sed -n "s/^faults.* $k \([0-9]*\).*/\1/p" "$TMP/sb.out")
+  check "standby: fault $k injected (${n:-0})" [ "${n:-0}" -gt 0 ]
+done
+sb_prom=$(sed -n 's/^standby *\([0-9]*\) promotions (\([0-9]*\) failed).*/\1 \2/p' "$TMP/sb.out")
+check "standby: promotions, none failed (${sb_prom:-none})" \
+  bash -c '[ -n "$1" ] && [ "${1% *}" -gt 0 ] && [ "${1#* }" = 0 ]' _ "$sb_prom"
+for c in d0 d1; do
+  n=$(sed -n "s/^.* $c ([a-z]*): \([0-9]*\) ids.*/\1/p" "$TMP/sb.out")
+  check "standby: counter $c got ids (${n:-none})" [ "${n:-0}" -gt 0 ]
+done
 if [ "$failed" -ne 0 ]; then
   echo "--- stderr of the logcounter run"; tail -n 20 "$TMP/lc.err"
   echo "--- stderr of the three-server run"; tail -n 20 "$TMP/ms.err"
   echo "--- stderr of the no-failure run"; tail -n 20 "$TMP/p4.err"
   echo "--- stderr of the baseline run"; tail -n 20 "$TMP/seed.err"
+  echo "--- stderr of the standby run"; tail -n 20 "$TMP/sb.err"
 fi
 finish
