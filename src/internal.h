@@ -372,8 +372,9 @@ struct lc {
   } ret;
   /* follow.c, promote.c: a standby (opt.standby_of) until promoted */
   _Atomic bool standby;
-  struct lc__follow *follow;
-  pthread_mutex_t promote_mu;
+  struct lc__follow *follow; /* stopped at promotion, freed by lc_close */
+  pthread_mutex_t promote_mu; /* one promotion at a time */
+  bool promoting;             /* the follower is stopped for good */
 };
 #define LC__STAT(h, field, n) \
   atomic_fetch_add_explicit(&(h)->st.field, (n), memory_order_relaxed)

@@ -32,16 +32,16 @@ const char *lc_role_name(lc_role_t role) {
 int lc_get_replication_status(lc_t *h, lc_replication_status *out) {
   if (h == NULL || out == NULL) return lc__fail(LC_EINVAL, "NULL argument");
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&h->promote_mu);
-  if (h->follow && atomic_load(&h->standby))
-    lc__follow_status(h->follow, out);
-  else if (h->log.repl)
+  /* no lock: a promotion of many counters must not hold up stats; the
+   * follower lives until lc_close, repl is set before standby is cleared */
+  if (atomic_load(&h->standby)) {
+    if (h->follow) lc__follow_status(h->follow, out);
+    out->role = LC_ROLE_STANDBY;
+  } else if (h->log.repl) {
     lc__repl_status(h->log.repl, out);
-  else
-    snprintf(out->state, sizeof out->state, "%s",
-             atomic_load(&h->standby) ? "promoting" : "none");
-  if (atomic_load(&h->standby)) out->role = LC_ROLE_STANDBY;
-  pthread_mutex_unlock(&h->promote_mu);
+  } else {
+    snprintf(out->state, sizeof out->state, "none");
+  }
   return 0;
 }
 
@@ -91,7 +91,7 @@ int lc_promote(lc_t *h, const lc_promote_opts *o, uint64_t *counters) {
     pthread_mutex_unlock(&h->promote_mu);
     return lc__fail(LC_EINVAL, "this log is not a standby (no standby_of)");
   }
-  if (h->follow) { /* not on a retry after a failed raise */
+  if (!h->promoting) { /* not on a retry after a failed raise */
     lc__follow_stop(h);
     char why[LC__DETAIL_MAX];
     if (lc__follow_stale(h, why, sizeof why) && !opts.force) {
@@ -99,7 +99,7 @@ int lc_promote(lc_t *h, const lc_promote_opts *o, uint64_t *counters) {
       pthread_mutex_unlock(&h->promote_mu);
       return rc ? rc : lc__fail(LC_ESTALE, "%s", why);
     }
-    lc__follow_free(h);
+    h->promoting = true;
     atomic_store(&h->log.standby, false); /* allocations stay refused */
   }
   rc = take_over(h);
