@@ -1,5 +1,5 @@
 #!/bin/bash
-# suite_standby.sh - the hot standby (issue 23, promise P12) end to end: a
+# suite_standby.sh - the hot standby (promise P12) end to end: a
 # primary logcounterd (--replication-listen) and a standby
 # (--standby-of) on one memcached, 8 clients allocating through the
 # primary and moving to the standby's port when the primary goes
@@ -25,6 +25,9 @@
 #      (preferred: --force if refused), verify, ids above all acknowledged
 #   7. the standby's data port: incr/decr SERVER_ERROR ESTANDBY, get and
 #      stats work; the primary's stats say replication_standby sync
+#   clients: logcounter --server A,B (the library's remote mode on two
+#      daemons) reaches the primary past the standby, and the promoted
+#      standby past the dead primary (in 1)
 # Checks: no acknowledged id twice (per counter, across both daemons),
 # each client's ids of a counter strictly increasing, `verify` on the new
 # primary for every counter, a `failover` gap (with prefetch: or a
@@ -342,12 +345,23 @@ hostloss() {
       bash -c "[ -n '$(stat_of s replication_lag_records)' ]"
     echo "# 7: standby lag under load: $(stat_of s replication_lag_records) records, $(stat_of s replication_lag_seconds) s"
   fi
+  local oldp=${PORT[p]} va="" vb=""
+  if [ "$tag" = h1 ]; then # the library's remote mode on two addresses
+    va=$("$CLI" --server "127.0.0.1:${PORT[s]},127.0.0.1:$oldp" next "${tag}cli" 2>&1)
+    check "clients: logcounter --server STANDBY,PRIMARY next: the standby refuses, the primary answers ($va)" \
+      bash -c "[[ '$va' =~ ^[0-9]+$ ]] && [ '$va' -ge 1 ]"
+  fi
   T0=$EPOCHREALTIME
   down p KILL
   rm -rf "${TMP:?}/$tag-p"
   if [ "$flush" = 1 ]; then check "$tag: memcached flushed after the kill" mc_flush; fi
   promote s
   check "$tag: promote exits 0" test "$PRC" = 0
+  if [ "$tag" = h1 ]; then
+    vb=$("$CLI" --server "127.0.0.1:$oldp,127.0.0.1:${PORT[s]}" next "${tag}cli" 2>&1)
+    check "clients: logcounter --server DEAD_PRIMARY,PROMOTED next goes on above ($va, then $vb)" \
+      bash -c "[[ '$vb' =~ ^[0-9]+$ ]] && [ '$vb' -gt '${va:-0}' ]"
+  fi
   check "$tag: the clients go on through the standby's port ($AFTER ids)" \
     wait_ids "$ids" "${PORT[s]}" "$AFTER" 20
   fo=$(LOAD first "$ids" "${PORT[s]}" "$T0") && fo+=s
