@@ -269,13 +269,45 @@ void ch_admin_path(const ch_run *r, int s, char *buf, size_t size) {
   snprintf(buf, size, "%s/adm-%d.sock", r->dir, s);
 }
 
+/* A logcounterd command line: what every start has (the log, memcached,
+ * the timeout, the listener, 4 loops, this start's owner mode), then
+ * lcd_arg's pairs; argv stays NULL-terminated. */
+typedef struct lcd_cmd {
+  char mc[160], to[16];
+  char *argv[32];
+  int n;
+  const char *mode;
+} lcd_cmd;
+
+static void lcd_arg(lcd_cmd *c, const char *opt, const char *val) {
+  c->argv[c->n++] = (char *)opt;
+  c->argv[c->n++] = (char *)val;
+  c->argv[c->n] = NULL;
+}
+
+static void lcd_cmd_init(ch_run *r, lcd_cmd *c, const char *db,
+                         const char *listen) {
+  memset(c, 0, sizeof *c);
+  ch_mc_config(r, c->mc, sizeof c->mc);
+  snprintf(c->to, sizeof c->to, "%d", r->timeout_ms);
+  c->mode = ch_owner_mode(r->lcd_inc, false);
+  bool pf = strcmp(c->mode, "prefetch") == 0;
+  c->argv[c->n++] = r->daemon;
+  lcd_arg(c, "--db", db);
+  lcd_arg(c, "--memcached", c->mc);
+  lcd_arg(c, "--timeout", c->to);
+  lcd_arg(c, "-l", listen);
+  lcd_arg(c, "-t", "4");
+  lcd_arg(c, "--durability", pf ? "default" : c->mode);
+  lcd_arg(c, "--prefetch", pf ? "auto" : "off");
+}
+
 /* --standby: starts a daemon in slot s on directory generation gen, a
  * primary (serving a standby on the slot's replication port) or the
  * standby of the other slot's primary (with the replication port too, for
  * the standby it serves once promoted). */
 static int start_slot(ch_run *r, int s, bool standby) {
-  char who[32], db[1100], mc[160], to[16], listen[32], repl[32], of[32],
-      adm[1024], p[1024];
+  char who[32], db[1100], listen[32], repl[32], of[32], adm[1024], p[1024];
   static char env[OWNER_ENV][1100];
   r->lcd_inc++;
   if (r->sb_gen[s] == 0)
@@ -287,8 +319,6 @@ static int start_slot(ch_run *r, int s, bool standby) {
   snprintf(db, sizeof db, "%s/log", p);
   snprintf(p + strlen(p), sizeof p - strlen(p), ".bak");
   mkdir(p, 0700);
-  ch_mc_config(r, mc, sizeof mc);
-  snprintf(to, sizeof to, "%d", r->timeout_ms);
   snprintf(listen, sizeof listen, "127.0.0.1:%d", r->sb_port[s]);
   snprintf(repl, sizeof repl, "127.0.0.1:%d", r->sb_repl[s]);
   snprintf(of, sizeof of, "127.0.0.1:%d", r->sb_repl[1 - s]);
@@ -300,39 +330,14 @@ static int start_slot(ch_run *r, int s, bool standby) {
   snprintf(env[7], 1100, "LC_FAULT_CTL=%s.fault", p);
   const char *envp[] = {env[0], env[1], env[2], env[3], env[4],
                         env[5], env[6], env[7], env[8], NULL};
-  const char *mode = ch_owner_mode(r->lcd_inc, false);
-  bool pf = strcmp(mode, "prefetch") == 0;
-  char *argv[] = {r->daemon,
-                  "--db",
-                  db,
-                  "--memcached",
-                  mc,
-                  "--timeout",
-                  to,
-                  "-l",
-                  listen,
-                  "-t",
-                  "4",
-                  "--durability",
-                  pf ? "default" : (char *)mode,
-                  "--prefetch",
-                  pf ? "auto" : "off",
-                  "--admin-socket",
-                  adm,
-                  "--replication-listen",
-                  repl,
-                  NULL, NULL, NULL, NULL, NULL};
-  int k = (int)(sizeof argv / sizeof *argv) - 5;
-  if (r->standby_timeout) {
-    argv[k++] = "--standby-timeout";
-    argv[k++] = (char *)r->standby_timeout;
-  }
-  if (standby) {
-    argv[k++] = "--standby-of";
-    argv[k++] = of;
-  }
-  ch_started(r, T_LCD, strcmp(mode, "default") != 0);
-  int pid = spawn(r, argv, "lcd.log", envp);
+  lcd_cmd c;
+  lcd_cmd_init(r, &c, db, listen);
+  lcd_arg(&c, "--admin-socket", adm);
+  lcd_arg(&c, "--replication-listen", repl);
+  if (r->standby_timeout) lcd_arg(&c, "--standby-timeout", r->standby_timeout);
+  if (standby) lcd_arg(&c, "--standby-of", of);
+  ch_started(r, T_LCD, strcmp(c.mode, "default") != 0);
+  int pid = spawn(r, c.argv, "lcd.log", envp);
   if (standby)
     r->sby_pid = pid, r->sby_starts++;
   else
@@ -387,36 +392,18 @@ int ch_run_wait(ch_run *r, char *const argv[], const char *log,
 
 int ch_start_lcd(ch_run *r) {
   if (r->standby) return start_slot(r, r->prim, false);
-  char db[1024], mc[160], to[16], listen[32];
+  char db[1024], listen[32];
   static char env[OWNER_ENV][1100];
   r->lcd_inc++;
   snprintf(db, sizeof db, "%s/lcd/log", r->dir);
-  ch_mc_config(r, mc, sizeof mc);
-  snprintf(to, sizeof to, "%d", r->timeout_ms);
   snprintf(listen, sizeof listen, "127.0.0.1:%d", r->lcd_port);
   owner_env(r, "lcd", r->lcd_inc, env);
   const char *envp[] = {env[0], env[1], env[2], env[3], env[4],
                         env[5], env[6], env[7], env[8], NULL};
-  const char *mode = ch_owner_mode(r->lcd_inc, false);
-  bool pf = strcmp(mode, "prefetch") == 0;
-  char *argv[] = {r->daemon,
-                  "--db",
-                  db,
-                  "--memcached",
-                  mc,
-                  "--timeout",
-                  to,
-                  "-l",
-                  listen,
-                  "-t",
-                  "4",
-                  "--durability",
-                  pf ? "default" : (char *)mode,
-                  "--prefetch",
-                  pf ? "auto" : "off",
-                  NULL};
-  ch_started(r, T_LCD, strcmp(mode, "default") != 0);
-  r->lcd_pid = spawn(r, argv, "lcd.log", envp);
+  lcd_cmd c;
+  lcd_cmd_init(r, &c, db, listen);
+  ch_started(r, T_LCD, strcmp(c.mode, "default") != 0);
+  r->lcd_pid = spawn(r, c.argv, "lcd.log", envp);
   if (r->lcd_pid > 0 && wait_port(r->lcd_port, r->lcd_pid, 10000)) return 0;
   return -1;
 }

@@ -37,18 +37,18 @@
 #define RELEASED 'X'
 #define CLAIM_MAX 120 /* bytes of a claim's text kept */
 
-/* 16 random hex digits (from /dev/urandom; the time and pid if that
- * fails, which only weakens the randomness). */
-static void random_id(char id[LC__ID_LEN + 1]) {
-  unsigned char b[LC__ID_LEN / 2];
+uint64_t lc__random64(void) {
+  uint64_t v = 0;
   int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  bool ok = fd >= 0 && read(fd, b, sizeof b) == (ssize_t)sizeof b;
+  bool ok = fd >= 0 && read(fd, &v, sizeof v) == (ssize_t)sizeof v;
   if (fd >= 0) close(fd);
-  if (!ok) {
-    uint64_t v = (uint64_t)lc__now_us() ^ ((uint64_t)getpid() << 40);
-    lc__be64_put(b, v);
-  }
-  for (size_t i = 0; i < sizeof b; i++) snprintf(id + 2 * i, 3, "%02x", b[i]);
+  if (!ok) v = (uint64_t)lc__now_us() ^ ((uint64_t)getpid() << 40);
+  return v;
+}
+
+/* 16 random hex digits. */
+static void random_id(char id[LC__ID_LEN + 1]) {
+  snprintf(id, LC__ID_LEN + 1, "%016llx", (unsigned long long)lc__random64());
 }
 
 int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]) {

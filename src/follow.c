@@ -123,39 +123,34 @@ static void set_state(lc__follow *f, const char *state) {
   pthread_mutex_unlock(&f->mu);
 }
 
+typedef struct wiping {
+  lc__follow *f;
+  leveldb_writebatch_t *b;
+  int n;
+} wiping;
+
+static bool wipe_take(void *arg, const char *k, size_t klen, const char *v,
+                      size_t vlen) {
+  (void)v;
+  (void)vlen;
+  wiping *w = arg;
+  leveldb_writebatch_delete(w->b, k, klen);
+  return ++w->n >= WIPE_BATCH;
+}
+
+static int wipe_round(void *arg) {
+  wiping *w = arg;
+  int rc = w->n ? apply(w->f, w->b, false) : 0;
+  leveldb_writebatch_clear(w->b);
+  w->n = 0;
+  return rc;
+}
+
 /* Deletes every key but the position (a copy comes next). */
 static int wipe(lc__follow *f) {
-  lc_t *h = f->h;
-  lc_iter *it = NULL;
-  int64_t snap_us;
-  int rc = lc__iter_open_log(h, &it, &snap_us);
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  for (bool more = !rc; more;) {
-    if ((rc = lc__log_enter(&h->log)) != 0) break;
-    int n = 0;
-    while (n < WIPE_BATCH) {
-      const char *k, *v;
-      size_t klen, vlen;
-      int e = lc__iter_entry(it, &k, &klen, &v, &vlen);
-      if (e <= 0) {
-        rc = e;
-        more = false;
-        break;
-      }
-      if (!(klen == strlen(LC__STANDBY_KEY) &&
-            memcmp(k, LC__STANDBY_KEY, klen) == 0)) {
-        leveldb_writebatch_delete(b, k, klen);
-        n++;
-      }
-      lc__iter_skip(it);
-    }
-    lc__log_leave(&h->log);
-    if (!rc && n) rc = apply(f, b, false);
-    leveldb_writebatch_clear(b);
-    if (rc) break;
-  }
-  leveldb_writebatch_destroy(b);
-  lc_iter_close(it);
+  wiping w = {.f = f, .b = leveldb_writebatch_create()};
+  int rc = lc__repl_walk(f->h, wipe_take, wipe_round, &w);
+  leveldb_writebatch_destroy(w.b);
   return rc;
 }
 

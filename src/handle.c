@@ -89,6 +89,23 @@ static int open_remote(lc_t *h) {
   return rc;
 }
 
+/* Undoes lc_open's steps from `started` down. */
+static void unwind(lc_t *h, int started) {
+  switch (started) {
+  case 3:
+    lc__follow_free(h);
+    lc__repl_stop(h);
+    /* fallthrough */
+  case 2: lc__retain_stop(h); /* fallthrough */
+  case 1:
+    lc__prefetcher_stop(h);
+    lc__recover_stop(h);
+    lc__log_close(&h->log);
+    break;
+  default: break;
+  }
+}
+
 int lc_open(const lc_options *o, lc_t **out) {
   lc__detail_clear();
   if (o == NULL || out == NULL)
@@ -167,37 +184,23 @@ int lc_open(const lc_options *o, lc_t **out) {
       lc__recover_init(h);
     }
   }
-  if (!rc && !remote && h->opt.prefetch) {
-    rc = lc__prefetcher_start(h);
-    if (rc) {
-      lc__recover_stop(h);
-      lc__log_close(&h->log);
-    }
+  /* what started, for the unwinding: 1 the log (and the prefetcher,
+   * whose stop is safe unstarted), 2 retention, 3 replication or
+   * following (each stop is safe after its own failed start) */
+  int started = rc || remote ? 0 : 1;
+  if (started && h->opt.prefetch) rc = lc__prefetcher_start(h);
+  if (started && !rc) {
+    started = 2;
+    rc = lc__retain_start(h);
   }
-  if (!rc && !remote && (rc = lc__retain_start(h)) != 0) {
-    lc__retain_stop(h);
-    lc__prefetcher_stop(h);
-    lc__recover_stop(h);
-    lc__log_close(&h->log);
+  if (started == 2 && !rc) {
+    started = 3;
+    rc = standby ? lc__follow_start(h) : lc__repl_start(h);
   }
-  if (!rc && !remote &&
-      (rc = standby ? lc__follow_start(h) : lc__repl_start(h)) != 0) {
-    lc__follow_free(h);
-    lc__retain_stop(h);
-    lc__prefetcher_stop(h);
-    lc__recover_stop(h);
-    lc__log_close(&h->log);
-  }
-  if (!rc && !remote && h->opt.admin_socket && h->opt.admin_socket[0] &&
-      (rc = lc__admin_start(h)) != 0) {
-    lc__follow_free(h);
-    lc__repl_stop(h);
-    lc__retain_stop(h);
-    lc__prefetcher_stop(h);
-    lc__recover_stop(h);
-    lc__log_close(&h->log);
-  }
+  if (started == 3 && !rc && h->opt.admin_socket && h->opt.admin_socket[0])
+    rc = lc__admin_start(h);
   if (rc) { /* the log is closed already when its open failed */
+    unwind(h, started);
     lc__table_close(&h->counters, &h->log, &h->cache);
     lc__tallies_close(&h->tallies);
     lc__cache_close(&h->cache);

@@ -198,6 +198,9 @@ int lc__log_check_dir(lc__log *l, bool force);
 int lc__log_reopen(lc__log *l);
 /* claim.c: the log's identity (read, or made and synced on first open). */
 int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]);
+/* claim.c: 64 random bits from /dev/urandom (the time and pid if that
+ * fails, which only weakens the randomness). */
+uint64_t lc__random64(void);
 /* claim.c: h->claim from h->log_id, the host name and the pid. */
 void lc__claim_text(lc_t *h);
 

@@ -92,8 +92,22 @@ static bool other_may(const lc_t *h, int rc) {
          (rc == LC_ESTANDBY || rc == LC_EMEMCACHED || rc == LC_ETIMEDOUT);
 }
 
-static lc__cache *pool(lc_t *h, int i) {
-  return i ? &h->alt : &h->cache;
+/* incr NAME n (incr) or get NAME on the daemon that answered last, and
+ * once on the other when that one is a standby or did not answer (a
+ * failed increment there is a gap at most, never an id).  0, LC__MISS or
+ * the daemon's error code. */
+static int ask(lc_t *h, bool incr, const char *name, uint64_t n, uint64_t *v) {
+  int at = atomic_load(&h->active), rc;
+  for (int tries = 0;; tries++) {
+    lc__cache *c = at ? &h->alt : &h->cache;
+    rc = incr ? lc__cache_incr(c, name, strlen(name), n, v)
+              : lc__cache_get(c, name, strlen(name), v);
+    if (rc < 0) rc = code_from_detail(rc);
+    if (tries == 1 || !other_may(h, rc)) break;
+    at = !at;
+  }
+  if (rc >= 0) atomic_store(&h->active, at);
+  return rc;
 }
 
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
@@ -107,20 +121,13 @@ int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     if (!rc) *first = v64;
     return rc;
   }
-  int at = atomic_load(&h->active);
-  for (int tries = 0;; tries++) {
-    rc = lc__cache_incr(pool(h, at), name, strlen(name), n, &v);
-    if (rc == LC__MISS)
-      return lc__fail(LC_EMEMCACHED,
-                      "%s answered NOT_FOUND: is it a "
-                      "logcounterd?",
-                      h->opt.server);
-    if (rc < 0) rc = code_from_detail(rc);
-    if (tries == 1 || !other_may(h, rc)) break;
-    at = !at; /* a failed increment there is a gap at most, never an id */
-  }
+  rc = ask(h, true, name, n, &v);
+  if (rc == LC__MISS)
+    return lc__fail(LC_EMEMCACHED,
+                    "%s answered NOT_FOUND: is it a "
+                    "logcounterd?",
+                    h->opt.server);
   if (rc) return rc;
-  atomic_store(&h->active, at);
   if (v < n || v > (uint64_t)LC_VALUE_MAX)
     return lc__fail(LC_EMEMCACHED, "%s answered %llu for a block of %llu",
                     h->opt.server, (unsigned long long)v,
@@ -134,15 +141,7 @@ int lc__remote_current(lc_t *h, const char *name, int64_t *value) {
   int rc = check_serial_name(name);
   if (rc) return rc;
   if (h->admin) return lc__admin_op(h, "current", name, NULL, value, 1);
-  int at = atomic_load(&h->active);
-  rc = lc__cache_get(pool(h, at), name, strlen(name), &v);
-  if (rc < 0) rc = code_from_detail(rc);
-  if (rc < 0 && other_may(h, rc)) {
-    at = !at;
-    rc = lc__cache_get(pool(h, at), name, strlen(name), &v);
-    if (rc < 0) return code_from_detail(rc);
-    atomic_store(&h->active, at);
-  }
+  rc = ask(h, false, name, 0, &v);
   if (rc < 0) return rc;
   if (rc == LC__MISS) v = 0; /* the daemon omits counters never used */
   if (v > (uint64_t)LC_VALUE_MAX)

@@ -47,10 +47,22 @@ int lc__wire_connect(const char *addr, int timeout_ms, int *fd);
 /* One frame; LC_EREMOTE (closed, timed out, too long) with the detail. */
 int lc__wire_send(int fd, char type, const void *p, size_t n, int timeout_ms);
 int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms);
+/* Appends one entry: a put of k, or its delete when v is NULL. */
+void lc__wire_put_entry(lc__buf *out, const char *k, size_t klen,
+                        const char *v, size_t vlen);
 /* Appends b's entries to out; how many there were in *ops. */
 void lc__wire_put_batch(lc__buf *out, leveldb_writebatch_t *b, uint64_t *ops);
 /* Adds the entries in p[0..n) to b: their count, or LC_ECORRUPT. */
 int64_t lc__wire_get_batch(const char *p, size_t n, leveldb_writebatch_t *b);
+
+/* Every entry of the log but the standby's position, from one snapshot,
+ * in rounds: take (the gate held) until it returns true (the round is
+ * full) or the log ends, then round (without the gate).  0, or the first
+ * error (the iterator's, take's round's). */
+int lc__repl_walk(lc_t *h,
+                  bool (*take)(void *arg, const char *k, size_t klen,
+                               const char *v, size_t vlen),
+                  int (*round)(void *arg), void *arg);
 
 /* ---- replicate.c: the primary ---- */
 typedef struct lc__repl lc__repl;

@@ -1,7 +1,8 @@
 /*
  * repl_wire.c - the replication stream's frames (see repl.h) over a TCP
- * socket, with poll timeouts on every read and write, and write batches
- * turned into entries and back.
+ * socket, with poll timeouts on every read and write, write batches
+ * turned into entries and back, and the walk over the whole log that a
+ * copy (sending or wiping) takes.
  */
 #include "repl.h"
 
@@ -161,17 +162,13 @@ int lc__wire_send(int fd, char type, const void *p, size_t n, int timeout_ms) {
   return rc ? rc : send_all(fd, p, n, timeout_ms);
 }
 
-static int recv_all(int fd, char *p, size_t n, int timeout_ms, bool *eof) {
+static int recv_all(int fd, char *p, size_t n, int timeout_ms) {
   size_t got = 0;
   while (got < n) {
     ssize_t r = recv(fd, p + got, n - got, MSG_DONTWAIT);
     if (r > 0) {
       got += (size_t)r;
     } else if (r == 0) {
-      if (eof && got == 0) {
-        *eof = true;
-        return 0;
-      }
       return lc__fail(LC_EREMOTE, "replication: the peer closed the "
                                   "connection");
     } else if (errno == EINTR) {
@@ -188,36 +185,25 @@ static int recv_all(int fd, char *p, size_t n, int timeout_ms, bool *eof) {
 
 int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms) {
   unsigned char hd[5];
-  bool eof = false;
-  int rc = recv_all(fd, (char *)hd, sizeof hd, timeout_ms, &eof);
+  int rc = recv_all(fd, (char *)hd, sizeof hd, timeout_ms);
   if (rc) return rc;
-  if (eof)
-    return lc__fail(LC_EREMOTE, "replication: the peer closed the "
-                                "connection");
   size_t n = (size_t)hd[1] << 24 | (size_t)hd[2] << 16 | (size_t)hd[3] << 8 |
              hd[4];
   if (n > LC__REPL_FRAME_MAX)
     return lc__fail(LC_EREMOTE, "replication: a frame of %zu bytes", n);
-  payload->n = 0;
-  lc__buf_put(payload, NULL, 0);
   if (payload->cap < n + 1) {
     char *q = realloc(payload->p, n + 1);
     if (q == NULL) return lc__fail(LC_ENOMEM, "replication: a frame");
     payload->p = q;
     payload->cap = n + 1;
   }
-  rc = recv_all(fd, payload->p, n, timeout_ms, NULL);
-  if (rc) return rc;
+  payload->n = 0;
+  if ((rc = recv_all(fd, payload->p, n, timeout_ms)) != 0) return rc;
   payload->n = n;
   payload->p[n] = '\0'; /* text frames */
   *type = (char)hd[0];
   return 0;
 }
-
-typedef struct put_state {
-  lc__buf *out;
-  uint64_t ops;
-} put_state;
 
 static void u32(lc__buf *b, size_t v) {
   unsigned char x[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
@@ -225,22 +211,31 @@ static void u32(lc__buf *b, size_t v) {
   lc__buf_put(b, x, 4);
 }
 
+void lc__wire_put_entry(lc__buf *out, const char *k, size_t klen,
+                        const char *v, size_t vlen) {
+  lc__buf_put(out, v ? "P" : "D", 1);
+  u32(out, klen);
+  lc__buf_put(out, k, klen);
+  if (v == NULL) return;
+  u32(out, vlen);
+  lc__buf_put(out, v, vlen);
+}
+
+typedef struct put_state {
+  lc__buf *out;
+  uint64_t ops;
+} put_state;
+
 static void on_put(void *arg, const char *k, size_t klen, const char *v,
                    size_t vlen) {
   put_state *s = arg;
-  lc__buf_put(s->out, "P", 1);
-  u32(s->out, klen);
-  lc__buf_put(s->out, k, klen);
-  u32(s->out, vlen);
-  lc__buf_put(s->out, v, vlen);
+  lc__wire_put_entry(s->out, k, klen, v ? v : "", vlen);
   s->ops++;
 }
 
 static void on_delete(void *arg, const char *k, size_t klen) {
   put_state *s = arg;
-  lc__buf_put(s->out, "D", 1);
-  u32(s->out, klen);
-  lc__buf_put(s->out, k, klen);
+  lc__wire_put_entry(s->out, k, klen, NULL, 0);
   s->ops++;
 }
 
@@ -284,4 +279,37 @@ int64_t lc__wire_get_batch(const char *p, size_t n, leveldb_writebatch_t *b) {
                                  "byte %zu of %zu",
                     n - (size_t)(end - p), n);
   return ops;
+}
+
+static bool is_position(const char *k, size_t klen) {
+  return klen == strlen(LC__STANDBY_KEY) &&
+         memcmp(k, LC__STANDBY_KEY, klen) == 0;
+}
+
+int lc__repl_walk(lc_t *h,
+                  bool (*take)(void *arg, const char *k, size_t klen,
+                               const char *v, size_t vlen),
+                  int (*round)(void *arg), void *arg) {
+  lc_iter *it = NULL;
+  int64_t snap_us;
+  int rc = lc__iter_open_log(h, &it, &snap_us);
+  for (bool more = rc == 0; more && !rc;) {
+    if ((rc = lc__log_enter(&h->log)) != 0) break;
+    for (bool full = false; !full;) {
+      const char *k, *v;
+      size_t klen, vlen;
+      int e = lc__iter_entry(it, &k, &klen, &v, &vlen);
+      if (e <= 0) {
+        rc = e;
+        more = false;
+        break;
+      }
+      if (!is_position(k, klen)) full = take(arg, k, klen, v, vlen);
+      lc__iter_skip(it);
+    }
+    lc__log_leave(&h->log);
+    if (!rc) rc = round(arg);
+  }
+  lc_iter_close(it);
+  return rc;
 }

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,12 +75,8 @@ struct lc__repl {
 };
 
 static uint64_t random_epoch(void) {
-  uint64_t v = 0;
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || read(fd, &v, sizeof v) != (ssize_t)sizeof v)
-    v = (uint64_t)lc__now_us() ^ (uint64_t)getpid() << 40;
-  if (fd >= 0) close(fd);
-  return v ? v : 1;
+  uint64_t v = lc__random64();
+  return v ? v : 1; /* 0: a standby that never followed */
 }
 
 /* mu held.  The entry being sent outside mu (sending) is left to its
@@ -114,7 +111,6 @@ static void ring_evict(lc__repl *r) {
   while (r->bytes > RING_MAX && r->head && r->head != r->sending) {
     if (r->state != ST_NONE && r->head->seq >= r->sent) {
       drop_session(r); /* it fell behind by more than the ring */
-      r->state = ST_NONE;
     }
     ent *e = r->head;
     r->head = e->next;
@@ -141,20 +137,20 @@ static bool wait_until(lc__repl *r, int64_t deadline) {
   return true;
 }
 
-/* b as a ring entry (its seq and the rest filled in by push), or NULL. */
+/* b as a ring entry (its seq and the rest filled in by push), or NULL:
+ * the entry's header and the 'b' frame's 25 bytes, then b's entries, built
+ * in place. */
 static ent *make_ent(leveldb_writebatch_t *b, uint64_t *ops) {
+  static const char zero[offsetof(ent, p) + 25];
   lc__buf f = {0};
-  *ops = 0;
-  lc__buf_put(&f, "\0\0\0\0\0\0\0\0" "\0" "\0\0\0\0\0\0\0\0" "\0\0\0\0\0\0\0\0",
-              25);
+  lc__buf_put(&f, zero, sizeof zero);
   lc__wire_put_batch(&f, b, ops);
-  ent *e = f.nomem ? NULL : malloc(sizeof *e + f.n);
-  if (e) {
-    memcpy(e->p, f.p, f.n);
-    e->n = f.n;
-    e->next = NULL;
+  if (f.nomem) {
+    lc__buf_free(&f);
+    return NULL;
   }
-  lc__buf_free(&f);
+  ent *e = (ent *)f.p; /* malloc'd: aligned for it */
+  e->n = f.n - offsetof(ent, p);
   return e;
 }
 
@@ -289,6 +285,16 @@ typedef struct session {
   uint64_t gen;
 } session;
 
+/* mu held: a standby that has everything so far is in sync; from now on
+ * every floor waits for it (and the floors waiting for one go on). */
+static void maybe_sync(lc__repl *r) {
+  if (r->state != ST_CATCHUP || r->acked != r->seq) return;
+  r->state = ST_SYNC;
+  r->say_sync = true;
+  r->gave_up = false;
+  pthread_cond_broadcast(&r->cv);
+}
+
 /* mu held: the session is still the current one. */
 static bool live(const session *s) {
   return !s->r->stop && s->r->gen == s->gen && s->r->state != ST_NONE;
@@ -306,11 +312,7 @@ static void *ack_reader(void *arg) {
     if (ok) {
       uint64_t a = lc__be64_get((unsigned char *)in.p);
       if (a > r->acked && a <= r->seq) r->acked = a;
-      if (r->state == ST_CATCHUP && r->acked == r->seq) {
-        r->state = ST_SYNC;
-        r->say_sync = true;
-        r->gave_up = false;
-      }
+      maybe_sync(r);
       pthread_cond_broadcast(&r->cv);
     } else if (r->gen == s->gen) {
       drop_session(r);
@@ -322,63 +324,61 @@ static void *ack_reader(void *arg) {
   return NULL;
 }
 
+/* The 'm' frame: "full|resume EPOCH SEQ MODE". */
+static int send_mode(session *s, const char *kind, uint64_t epoch,
+                     uint64_t seq) {
+  char m[96];
+  snprintf(m, sizeof m, "%s %016llx %llu %s", kind, (unsigned long long)epoch,
+           (unsigned long long)seq,
+           s->r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
+  return lc__wire_send(s->fd, 'm', m, strlen(m), IO_TIMEOUT_MS);
+}
+
+typedef struct copying {
+  session *s;
+  lc__buf chunk;
+  uint64_t ops;
+} copying;
+
+static bool copy_take(void *arg, const char *k, size_t klen, const char *v,
+                      size_t vlen) {
+  copying *c = arg;
+  lc__wire_put_entry(&c->chunk, k, klen, v, vlen);
+  c->ops++;
+  return c->chunk.n >= CHUNK_BYTES;
+}
+
+static int copy_round(void *arg) { /* a 'k' frame, while still wanted */
+  copying *c = arg;
+  int rc = c->chunk.nomem ? lc__fail(LC_ENOMEM, "replication: a copy chunk")
+           : c->chunk.n
+               ? lc__wire_send(c->s->fd, 'k', c->chunk.p, c->chunk.n,
+                               IO_TIMEOUT_MS)
+               : 0;
+  c->chunk.n = 0;
+  pthread_mutex_lock(&c->s->r->mu);
+  if (!rc && !live(c->s)) rc = lc__fail(LC_EREMOTE, "replication: ended");
+  pthread_mutex_unlock(&c->s->r->mu);
+  return rc;
+}
+
 /* Sends the whole log from a snapshot taken after every write up to *seq
  * was made here. */
-static int send_copy(session *s, uint64_t *seq, uint64_t *ops) {
+static int send_copy(session *s, uint64_t *seq) {
   lc__repl *r = s->r;
-  lc_t *h = r->h;
   pthread_mutex_lock(&r->mu);
   *seq = r->written;
   r->sent = *seq;
   uint64_t epoch = r->epoch;
   pthread_mutex_unlock(&r->mu);
-  char m[96];
-  snprintf(m, sizeof m, "full %016llx %llu %s", (unsigned long long)epoch,
-           (unsigned long long)*seq,
-           r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
-  lc_iter *it = NULL;
-  int64_t snap_us;
-  int rc = lc__iter_open_log(h, &it, &snap_us);
-  if (!rc) rc = lc__wire_send(s->fd, 'm', m, strlen(m), IO_TIMEOUT_MS);
-  lc__buf chunk = {0};
-  *ops = 0;
-  for (bool more = true; !rc && more;) {
-    if ((rc = lc__log_enter(&h->log)) != 0) break;
-    chunk.n = 0;
-    while (chunk.n < CHUNK_BYTES) {
-      const char *k, *v;
-      size_t klen, vlen;
-      int e = lc__iter_entry(it, &k, &klen, &v, &vlen);
-      if (e <= 0) {
-        more = false;
-        rc = e;
-        break;
-      }
-      if (!(klen == strlen(LC__STANDBY_KEY) &&
-            memcmp(k, LC__STANDBY_KEY, klen) == 0)) {
-        leveldb_writebatch_t *one = leveldb_writebatch_create();
-        leveldb_writebatch_put(one, k, klen, v, vlen);
-        uint64_t n1;
-        lc__wire_put_batch(&chunk, one, &n1);
-        leveldb_writebatch_destroy(one);
-        (*ops)++;
-      }
-      lc__iter_skip(it);
-    }
-    lc__log_leave(&h->log);
-    if (chunk.nomem) rc = lc__fail(LC_ENOMEM, "replication: a copy chunk");
-    if (!rc && chunk.n)
-      rc = lc__wire_send(s->fd, 'k', chunk.p, chunk.n, IO_TIMEOUT_MS);
-    pthread_mutex_lock(&r->mu);
-    if (!rc && !live(s)) rc = lc__fail(LC_EREMOTE, "replication: ended");
-    pthread_mutex_unlock(&r->mu);
-  }
-  lc__buf_free(&chunk);
-  lc_iter_close(it);
+  copying c = {.s = s};
+  int rc = send_mode(s, "full", epoch, *seq);
+  if (!rc) rc = lc__repl_walk(r->h, copy_take, copy_round, &c);
+  lc__buf_free(&c.chunk);
   if (!rc) {
     unsigned char e[16];
     lc__be64_put(e, *seq);
-    lc__be64_put(e + 8, *ops);
+    lc__be64_put(e + 8, c.ops);
     rc = lc__wire_send(s->fd, 'e', e, sizeof e, IO_TIMEOUT_MS);
   }
   if (!rc) {
@@ -406,19 +406,11 @@ static int handshake(session *s, uint64_t *from) {
   pthread_mutex_lock(&r->mu);
   bool resume = epoch == r->epoch && seq <= r->seq &&
                 (seq == r->seq || (r->head && r->head->seq <= seq + 1));
-  uint64_t cur_epoch = r->epoch;
   if (resume) r->sent = seq;
   pthread_mutex_unlock(&r->mu);
-  if (resume) {
-    char m[96];
-    snprintf(m, sizeof m, "resume %016llx %llu %s",
-             (unsigned long long)cur_epoch, seq,
-             r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
-    *from = seq;
-    return lc__wire_send(s->fd, 'm', m, strlen(m), IO_TIMEOUT_MS);
-  }
-  uint64_t ops;
-  return send_copy(s, from, &ops);
+  if (!resume) return send_copy(s, from);
+  *from = seq;
+  return send_mode(s, "resume", epoch, seq);
 }
 
 /* The next entry after pos (mu held), or NULL. */
@@ -497,12 +489,7 @@ static void serve(lc__repl *r, int fd) {
   if (!rc) {
     pthread_mutex_lock(&r->mu);
     r->acked = from;
-    if (r->acked == r->seq) {
-      r->state = ST_SYNC;
-      r->say_sync = true;
-      r->gave_up = false;
-      pthread_cond_broadcast(&r->cv); /* floors waiting for a standby */
-    }
+    maybe_sync(r);
     pthread_mutex_unlock(&r->mu);
     reading = pthread_create(&reader, NULL, ack_reader, &s) == 0;
   }

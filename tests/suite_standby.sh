@@ -301,6 +301,23 @@ tallies_ok() {
 # hostloss TAG FLUSH TALLIES ARGS...: primary and standby with ARGS, 8
 # clients on 20 counters (and 3 tally writers if TALLIES=1); SIGKILL the
 # primary, rm -rf its log, (FLUSH=1: flush_all memcached,) promote.
+# after_promotion TAG IDS...: 1 s of load on the promoted standby (s) on
+# the caller's $names: it allocates, its ids are above every id in the
+# IDS files, none repeats, verify passes; then every daemon is stopped.
+after_promotion() {
+  local tag=$1 out=$TMP/$1.after lrc
+  shift
+  LOAD load "$out" --ports "${PORT[s]}" --names "$names" --conns 4 --seconds 1 \
+    --tag z. >"$out.json"; lrc=$?
+  echo "# $tag: after promotion: $(cat "$out.json")"
+  check "$tag: the promoted standby allocates" test "$lrc" = 0
+  check "$tag: its ids are above every id acknowledged before" \
+    LOAD order "$@" -- "$out"
+  check "$tag: no id twice, each client's ids increase" LOAD check "$@" "$out"
+  check "$tag: verify passes on the promoted standby" verify_all s "$names"
+  down_all
+}
+
 hostloss() {
   local tag=$1 flush=$2 tal=$3; shift 3
   local names R ids=$TMP/$tag.ids tf=$TMP/$tag.tally stopf=$TMP/$tag.stop
@@ -517,16 +534,7 @@ stale() {
     [ "$PRC" = 0 ] || { echo "# $tag: refused; promote --force"; promote s --force; }
     check "$tag: promoted" test "$PRC" = 0
   fi
-  LOAD load "$TMP/$tag.c" --ports "${PORT[s]}" --names "$names" --conns 4 --seconds 1 \
-    --tag c. >"$TMP/$tag.c.json"; lrc=$?
-  echo "# $tag: after promotion: $(cat "$TMP/$tag.c.json")"
-  check "$tag: the promoted standby allocates" test "$lrc" = 0
-  check "$tag: its ids are above every id acknowledged before" \
-    LOAD order "$TMP/$tag.a" "$TMP/$tag.b" -- "$TMP/$tag.c"
-  check "$tag: no id twice, each client's ids increase" \
-    LOAD check "$TMP/$tag.a" "$TMP/$tag.b" "$TMP/$tag.c"
-  check "$tag: verify passes on the promoted standby" verify_all s "$names"
-  down_all
+  after_promotion "$tag" "$TMP/$tag.a" "$TMP/$tag.b"
 }
 want st && stale preferred st
 want sr && stale required sr
@@ -616,15 +624,7 @@ catchup() {
   else
     check "$tag: promote (not stale: the primary waited for it) exits 0" test "$PRC" = 0
   fi
-  LOAD load "$TMP/$tag.after" --ports "${PORT[s]}" --names "$names" --conns 4 --seconds 1 \
-    --tag z. >"$TMP/$tag.after.json"; lrc=$?
-  echo "# $tag: after promotion: $(cat "$TMP/$tag.after.json")"
-  check "$tag: the promoted standby allocates" test "$lrc" = 0
-  check "$tag: its ids are above every id acknowledged before" \
-    LOAD order "$ids" -- "$TMP/$tag.after"
-  check "$tag: no id twice, each client's ids increase" LOAD check "$ids" "$TMP/$tag.after"
-  check "$tag: verify passes on the promoted standby" verify_all s "$names"
-  down_all
+  after_promotion "$tag" "$ids"
 }
 want cp && catchup preferred cp kill
 want cr && catchup required cr kill

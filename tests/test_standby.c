@@ -75,6 +75,12 @@ static lc_replication_status status(lc_t *h) {
   return s;
 }
 
+/* Waits (at most 5 s) until the primary has a standby in sync. */
+static void wait_sync(lc_t *primary) {
+  for (int i = 0; i < 500 && strcmp(status(primary).state, "sync"); i++)
+    usleep(10000);
+}
+
 /* Waits (at most 20 s) until the primary's standby is in sync and has
  * applied everything written so far. */
 static void wait_caught_up(lc_t *primary, lc_t *standby) {
@@ -286,7 +292,7 @@ static void test_required_without_standby(void **state) {
   assert_i64_op(waited, >=, 750000); /* the timeout, 1 s */
   assert_rc(lc_next(h, "x", &v), LC_ENOSTANDBY);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
-  for (int i = 0; i < 500 && strcmp(status(h).state, "sync"); i++) usleep(10000);
+  wait_sync(h);
   assert_string_equal(status(h).state, "sync");
   v = tu_next1(h, "x");
   assert_i64_op(v, >=, 1);
@@ -380,8 +386,7 @@ static void test_tallies(void **state) {
   char spath[TU_PATH_MAX];
   lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 3000, 0, &p);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
-  for (int i = 0; i < 50 && strcmp(status(h).state, "sync"); i++)
-    usleep(20000);
+  wait_sync(h);
   int64_t sum = 0;
   for (int i = 1; i <= 300; i++) {
     int64_t d = i % 7 ? i : -i;
@@ -413,7 +418,7 @@ static void test_standby_refuses(void **state) {
   lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 3000, 0, &p);
   lc_t *sb = open_standby(f, "s", p.addr, 0, spath);
   int64_t v = 0;
-  for (int i = 0; i < 500 && strcmp(status(h).state, "sync"); i++) usleep(10000);
+  wait_sync(h);
   int64_t last = 0;
   for (int i = 0; i < 10; i++) last = tu_next1(h, "rf");
   wait_caught_up(h, sb);

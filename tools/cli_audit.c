@@ -131,7 +131,7 @@ static void print_verify_json(struct cli *c, const char *name,
   for (int k = LC_GAP_BURNED, n = 0; k <= LC_GAP_CAUSE_MAX; k++)
     if (k != LC_GAP_VOID) /* voids are counted apart */
       printf("%s\"%s\":%" PRIu64, n++ ? "," : "", lc_gap_cause_name(k),
-           r->causes[k]);
+             r->causes[k]);
   printf("},\"voids\":%" PRIu64 ",\"ledger_undecodable\":%" PRIu64
          ",\"ledger_conflicts\":%" PRIu64,
          r->voids, r->bad_entries, r->conflicts);
