@@ -195,7 +195,9 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   c->floor = c->gap_low > res ? c->gap_low : res;
   c->restart_to = c->floor; /* holes up to it: the last run's */
   c->reserved = res;
-  rc = lc__ledger_load_tail(&h->log, c);
+  /* a promoted standby's holes are the old primary's lost records */
+  rc = lc__ledger_load_tail(&h->log, c,
+                            h->promoting ? LC_GAP_FAILOVER : LC_GAP_RESTART);
   if (rc) c->ngaps = 0; /* loaded again next time */
   c->loaded = rc == 0;
   pthread_mutex_unlock(&c->mu);

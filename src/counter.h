@@ -179,8 +179,8 @@ void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause);
 int lc__ledger_take(lc__log *l, lc__counter *c, lc__gap out[LC__GAPS]);
 void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n);
 /* At load: holes between the counter's last records that no entry
- * explains (pending gaps a crash lost) become pending restart gaps. */
-int lc__ledger_load_tail(lc__log *l, lc__counter *c);
+ * explains (pending gaps a crash lost) become pending gaps of cause. */
+int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause);
 /* Adds the entries of g[0..n) to b. */
 void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
                       const lc__gap *g, int n);

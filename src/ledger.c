@@ -311,9 +311,10 @@ static int last_records(lc__log *l, const lc__counter *c, lc_record *out) {
   return n;
 }
 
-/* Pending restart gaps for the values of lo..hi that no entry covers (the
+/* Pending gaps of cause for the values of lo..hi that no entry covers (the
  * entries are read from the first one ending at or above lo). */
-static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi) {
+static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi,
+                         int cause) {
   char key[LC_NAME_MAX + 10];
   size_t plen = lc__ledger_prefix(key, c->name, c->nlen);
   lc__be64_put((unsigned char *)key + plen, (uint64_t)lo);
@@ -330,24 +331,25 @@ static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi) {
         g.cause == LC_GAP_VOID)
       continue; /* undecodable (verify reports it), or inside a record */
     if (g.first > hi) break;
-    if (g.first > pos) lc__ledger_gap(c, pos, g.first - 1, LC_GAP_RESTART);
+    if (g.first > pos) lc__ledger_gap(c, pos, g.first - 1, cause);
     if (g.last >= pos) pos = g.last + 1;
   }
   leveldb_iter_destroy(it);
   lc__detail_clear();
-  if (pos <= hi) lc__ledger_gap(c, pos, hi, LC_GAP_RESTART);
+  if (pos <= hi) lc__ledger_gap(c, pos, hi, cause);
 }
 
-int lc__ledger_load_tail(lc__log *l, lc__counter *c) {
+int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause) {
   int rc = lc__log_enter(l);
   if (rc) return rc;
   lc_record r[TAIL];
   int n = last_records(l, c, r);
   /* a hole between two of the last records that no entry covers was
-   * pending when the last run died */
+   * pending when the last run died (restart), or when the primary whose
+   * log this was died unreplicated records (failover) */
   for (int i = 0; i + 1 < n; i++)
     if (r[i].first - 1 > r[i + 1].last)
-      explain_hole(l, c, r[i + 1].last + 1, r[i].first - 1);
+      explain_hole(l, c, r[i + 1].last + 1, r[i].first - 1, cause);
   lc__log_leave(l);
   return 0;
 }
