@@ -4,7 +4,9 @@
 # smoke run) when they exist, and ends with one line "N passed, M failed"
 # counting every cmocka test and every scripted check.  A program that crashes, hangs (LC_TEST_TIMEOUT seconds,
 # default 900) or fails in its group setup counts each of its tests that did
-# not report OK as failed (at least one).  Exits non-zero if anything failed.
+# not report OK as failed (at least one); a script suite that outlasts
+# LC_TEST_TIMEOUT is stopped and counts as failed.  Exits non-zero if
+# anything failed.
 #
 # Each test program starts and stops its own memcached.  LC_TEST_SCALE=N
 # divides the big counts (for sanitizer builds); it is passed through.
@@ -89,7 +91,7 @@ run_suite() {
   echo "=== $name"
   local start=$SECONDS
   : >"$log"   # before tail starts, so that it never shows the last suite's
-  "$@" >"$log" 2>&1 &
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1 &
   local pid=$!
   tail -f --pid=$pid -n +1 "$log" 2>/dev/null &
   local tailpid=$!
@@ -105,6 +107,8 @@ run_suite() {
     cp=0 cf=1
   fi
   [ "$rc" -ne 0 ] && [ "$cf" -eq 0 ] && cf=1
+  [ "$rc" -eq 124 ] && echo "run.sh: $name: timed out after ${limit}s" >&2
+  [ "$rc" -eq 137 ] && echo "run.sh: $name: killed after timing out" >&2
   passed=$((passed + cp))
   failed=$((failed + cf))
   extra+="$name: $cp passed, $cf failed ($((SECONDS - start))s)"$'\n'
