@@ -79,6 +79,19 @@ start() {
 # stop SIGNAL: the daemon's exit status in STOPPED.
 stop() { kill -"$1" "$DPID"; wait "$DPID"; STOPPED=$?; DPID=""; }
 
+# logged FILE TEXT...: waits until FILE holds every TEXT, at most 3 s (the
+# daemon logs its log's state changes at its 1 s tick); false if not.
+logged() {
+  local f=$1 i t ok; shift
+  for i in $(seq 30); do
+    ok=1
+    for t in "$@"; do grep -q -- "$t" "$f" || { ok=0; break; }; done
+    [ "$ok" = 1 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 flush_memcached() {
   local l=""
   exec 4<>"/dev/tcp/127.0.0.1/$MCPORT" || return 1
@@ -117,7 +130,10 @@ run_case() {
   if [ -e "$dir/shim" ] && ! [ "$(cat "$dir/hits" 2>/dev/null || echo 0)" -ge 1 ]; then
     echo "# the shim injected nothing"; stop KILL; return 1
   fi
-  sleep 1.2 # the daemon logs what its log did at its next tick (1 s)
+  # the daemon logs what its log did at its next tick (1 s): wait for that
+  # (at most 3 s) rather than sleep the tick out
+  logged "$dir/daemon.log" "log failed: " "log recovered: " \
+    ${REOPEN_FAULT:+"log reopen failed"} || true
   grep -q "log failed: " "$dir/daemon.log" && grep -q "log recovered: " "$dir/daemon.log" ||
     { echo "# the daemon's log does not say the log failed and recovered"; stop KILL; return 1; }
   if [ -n "${REOPEN_FAULT:-}" ] && ! grep -q "log reopen failed" "$dir/daemon.log"; then
@@ -186,7 +202,7 @@ lost_case() {
   done
   exec 3<&-
   echo "$st" | grep -q "^STAT log_state lost$" || { echo "# stats: $(echo "$st" | grep log_)"; stop KILL; return 1; }
-  sleep 1.2 # the watcher's tick
+  logged "$dir/daemon.log" "LOG LOST" || true # the watcher's tick (1 s)
   stop TERM
   grep -q "LOG LOST" "$dir/daemon.log" || { echo "# not in the log"; return 1; }
   [ "$STOPPED" = 1 ] || { echo "# exit status $STOPPED"; return 1; }
