@@ -108,7 +108,7 @@ run_suite() {
   fi
   [ "$rc" -ne 0 ] && [ "$cf" -eq 0 ] && cf=1
   [ "$rc" -eq 124 ] && echo "run.sh: $name: timed out after ${limit}s" >&2
-  [ "$rc" -eq 137 ] && echo "run.sh: $name: killed after timing out" >&2
+  [ "$rc" -eq 137 ] && echo "run.sh: $name: killed (SIGKILL: its timeout's, or from outside)" >&2
   passed=$((passed + cp))
   failed=$((failed + cf))
   extra+="$name: $cp passed, $cf failed ($((SECONDS - start))s)"$'\n'
