@@ -102,8 +102,8 @@ $(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 # test_faults fails LevelDB writes on demand through -Wl,--wrap;
 # test_proto tests the daemon's request parser.
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
-$(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c
-$(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_proto.h
+$(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
+$(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h common/*.h) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -Icommon -o $@ $< $(TEST_SRC_EXTRA) $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka

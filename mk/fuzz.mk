@@ -21,7 +21,7 @@ FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_CFLAGS  ?= -O1 -g
 FUZZ_DEPS     = fuzz/fuzz.h include/logcounter.h $(wildcard src/*.h)
 # The proto and name targets fuzz the daemon's request parser too.
-FUZZ_PROTO    = -Itools/logcounterd tools/logcounterd/lcd_proto.c
+FUZZ_PROTO    = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 
 # The CLI target links every CLI file but main's, with cli_open stubbed.
 FUZZ_CLI_SRC  = $(filter-out tools/cli_main.c,$(CLI_SRC))

@@ -261,7 +261,9 @@ static void test_get(void **state) {
   assert_string_equal(r.error, "invalid counter name");
 }
 
-static void test_get_key_limit(void **state) {
+/* More keys than one job takes: the first LCD_PROTO_MAX_KEYS, and where
+ * the rest of the line starts. */
+static void test_get_many_keys(void **state) {
   (void)state;
   char line[LCD_PROTO_LINE_MAX];
   lcd_proto_req r;
@@ -270,13 +272,157 @@ static void test_get_key_limit(void **state) {
     n += (size_t)snprintf(line + n, sizeof line - n, " k%d", i);
   assert_int_equal(lcd_proto_parse(line, n, &r), LCD_PROTO_GET);
   assert_int_equal(r.nkeys, LCD_PROTO_MAX_KEYS);
+  assert_int_equal(r.more, 0);
   assert_tok(r.keys[LCD_PROTO_MAX_KEYS - 1], "k127");
-  n += (size_t)snprintf(line + n, sizeof line - n, " one-more");
+  size_t at = n + 1;
+  n += (size_t)snprintf(line + n, sizeof line - n, " one-more two\r\n");
+  assert_int_equal(lcd_proto_parse(line, n, &r), LCD_PROTO_GET);
+  assert_int_equal(r.nkeys, LCD_PROTO_MAX_KEYS);
+  assert_int_equal(r.more, 1);
+  assert_int_equal(r.rest, at);
+  assert_memory_equal(line + r.rest, "one-more", 8);
+  /* a bad key among the first is refused at once */
+  line[at - 3] = '\x01';
   assert_int_equal(lcd_proto_parse(line, n, &r), LCD_PROTO_BAD);
-  assert_error_has(r, "too many keys");
-  n += (size_t)snprintf(line + n, sizeof line - n, " and more");
-  assert_int_equal(lcd_proto_parse(line, n, &r), LCD_PROTO_BAD);
-  assert_error_has(r, "too many keys");
+}
+
+static int piece(const char *buf, lcd_proto_req *r, size_t *used) {
+  return lcd_proto_get_piece(buf, strlen(buf), r, used);
+}
+
+static void test_get_pieces(void **state) {
+  (void)state;
+  lcd_proto_req r;
+  size_t used = 99;
+  assert_int_equal(piece("a bb\r\n", &r, &used), 1);
+  assert_int_equal(r.nkeys, 2);
+  assert_tok(r.keys[1], "bb");
+  assert_int_equal(r.more, 0);
+  assert_int_equal(used, 6);
+  /* a key not yet ended waits for the next piece */
+  assert_int_equal(piece("a bb", &r, &used), 1);
+  assert_int_equal(r.nkeys, 1);
+  assert_int_equal(r.more, 1);
+  assert_int_equal(used, 2);
+  assert_int_equal(piece("bb", &r, &used), 0);
+  assert_int_equal(piece("bb\r", &r, &used), 0); /* "\r\n" or a key byte */
+  assert_int_equal(piece("", &r, &used), 0);
+  /* spaces alone are consumed; the line end ends it with no key */
+  assert_int_equal(piece("   ", &r, &used), 1);
+  assert_int_equal(r.nkeys, 0);
+  assert_int_equal(used, 3);
+  assert_int_equal(piece("  \n", &r, &used), 1);
+  assert_int_equal(r.nkeys, 0);
+  assert_int_equal(r.more, 0);
+  assert_int_equal(used, 3);
+  assert_int_equal(piece("tally:t x\n", &r, &used), 1);
+  assert_int_equal(r.nkeys, 2);
+  /* at most LCD_PROTO_MAX_KEYS at a time */
+  char buf[LCD_PROTO_LINE_MAX];
+  size_t n = 0;
+  for (int i = 0; i < LCD_PROTO_MAX_KEYS + 5; i++)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "k%d ", i);
+  snprintf(buf + n, sizeof buf - n, "\r\n");
+  assert_int_equal(piece(buf, &r, &used), 1);
+  assert_int_equal(r.nkeys, LCD_PROTO_MAX_KEYS);
+  assert_int_equal(r.more, 1);
+  assert_int_equal(piece(buf + used, &r, &used), 1);
+  assert_int_equal(r.nkeys, 5);
+  assert_int_equal(r.more, 0);
+  /* bad keys: the bytes before them, then the reason */
+  assert_int_equal(piece("a b\x01 c\r\n", &r, &used), -1);
+  assert_int_equal(used, 2);
+  assert_string_equal(r.error, "invalid counter name");
+  memset(buf, 'x', 300);
+  buf[300] = '\0';
+  assert_int_equal(piece(buf, &r, &used), -1);
+  assert_error_has(r, "key too long");
+  /* the start of a line too long to frame */
+  int gets = -1;
+  assert_int_equal(lcd_proto_get_start("gets a", 6, &gets), 5);
+  assert_int_equal(gets, 1);
+  assert_int_equal(lcd_proto_get_start("get a", 5, &gets), 4);
+  assert_int_equal(gets, 0);
+  assert_int_equal(lcd_proto_get_start("getx a", 6, &gets), 0);
+  assert_int_equal(lcd_proto_get_start("incr a", 6, &gets), 0);
+}
+
+/* ---- meta commands ------------------------------------------------------ */
+
+static void test_meta_ma(void **state) {
+  (void)state;
+  lcd_proto_req r;
+  assert_int_equal(parse("ma orders\r\n", &r), LCD_PROTO_INCR);
+  assert_int_equal(r.meta.on, 1);
+  assert_int_equal(r.count, 1);
+  assert_tok(r.keys[0], "orders");
+  assert_int_equal(parse("ma orders D500 v q Oab12 k t c\r\n", &r),
+                   LCD_PROTO_INCR);
+  assert_int_equal(r.count, 500);
+  assert_int_equal(r.meta.value, 1);
+  assert_int_equal(r.meta.quiet, 1);
+  assert_int_equal(r.meta.nret, 4);
+  assert_memory_equal(r.meta.ret, "Okt" "c", 4);
+  assert_tok(r.meta.opaque, "ab12");
+  assert_int_equal(r.meta.has_init, 0);
+  assert_int_equal(parse("ma o N0 J1000 T0 MI M+\r\n", &r), LCD_PROTO_INCR);
+  assert_int_equal(r.meta.has_init, 1);
+  assert_true(r.meta.init == 1000);
+  assert_int_equal(parse("ma o J1000\r\n", &r), LCD_PROTO_INCR);
+  assert_int_equal(r.meta.has_init, 0); /* J needs N, as in memcached */
+  assert_int_equal(parse("ma tally:t D7 MD v\r\n", &r), LCD_PROTO_TALLY);
+  assert_true(r.delta == -7);
+  assert_tok(r.tally, "t");
+  assert_int_equal(parse("ma tally:t M-\r\n", &r), LCD_PROTO_TALLY);
+  assert_true(r.delta == -1);
+  assert_int_equal(parse("ma tally:t\r\n", &r), LCD_PROTO_TALLY);
+  assert_true(r.delta == 1);
+  const err_case bad[] = {
+      {"ma\r\n", "usage: ma", 0},
+      {"ma o D0\r\n", "delta", 0},
+      {"ma o D1000000001\r\n", "at most 1000000000", 0},
+      {"ma o Dx\r\n", "delta", 0},
+      {"ma o MD\r\n", "only move forward", 0},
+      {"ma o Mx\r\n", "invalid mode", 0},
+      {"ma o b\r\n", "base64", 0},
+      {"ma o C12\r\n", "cas", 0},
+      {"ma o vv\r\n", "take no token", 0},
+      {"ma o O\r\n", "opaque", 0},
+      {"ma o O123456789012345678901234567890123\r\n", "opaque", 0},
+      {"ma o Z\r\n", "invalid flag", 0},
+      {"ma o Nx\r\n", "TTL", 0},
+      {"ma bad\x01 v\r\n", "invalid counter name", 0},
+      {"ma tally: v\r\n", "invalid tally name", 0},
+      {"ma tally:t N0 J5\r\n", "serial counters", 0},
+  };
+  check_error_cases(bad, sizeof bad / sizeof bad[0], LCD_PROTO_BAD);
+}
+
+static void test_meta_mg_mn(void **state) {
+  (void)state;
+  lcd_proto_req r;
+  assert_int_equal(parse("mg orders v\r\n", &r), LCD_PROTO_GET);
+  assert_int_equal(r.meta.on, 1);
+  assert_int_equal(r.nkeys, 1);
+  assert_int_equal(r.more, 0);
+  assert_int_equal(r.meta.value, 1);
+  assert_int_equal(parse("mg tally:t s f k O1 u q t c\r\n", &r),
+                   LCD_PROTO_GET);
+  assert_int_equal(r.meta.nret, 6);
+  assert_memory_equal(r.meta.ret, "sfkOtc", 6);
+  assert_int_equal(r.meta.quiet, 1);
+  assert_int_equal(parse("mn\r\n", &r), LCD_PROTO_MN);
+  const err_case bad[] = {
+      {"mg\r\n", "usage: mg", 0},
+      {"mg o h\r\n", "not supported by mg", 0},
+      {"mg o N30\r\n", "not supported by mg", 0},
+      {"mg o b\r\n", "base64", 0},
+      {"mg o x\r\n", "invalid flag", 0},
+      {"mg o D5\r\n", "invalid flag", 0},
+      {"mg bad\x01\r\n", "invalid counter name", 0},
+      {"mn x\r\n", "usage: mn", 0},
+  };
+  check_error_cases(bad, sizeof bad / sizeof bad[0], LCD_PROTO_BAD);
 }
 
 /* ---- the small commands ------------------------------------------------ */
@@ -288,7 +434,13 @@ static void test_small_commands(void **state) {
   assert_int_equal(r.stats_settings, 0);
   assert_int_equal(parse("stats settings\r\n", &r), LCD_PROTO_STATS);
   assert_int_equal(r.stats_settings, 1);
-  assert_int_equal(parse("stats slabs\r\n", &r), LCD_PROTO_BAD);
+  assert_int_equal(parse("stats slabs\r\n", &r), LCD_PROTO_STATS);
+  assert_int_equal(r.stats_empty, 1);
+  assert_int_equal(parse("stats items\r\n", &r), LCD_PROTO_STATS);
+  assert_int_equal(r.stats_empty, 1);
+  assert_int_equal(parse("stats\r\n", &r), LCD_PROTO_STATS);
+  assert_int_equal(r.stats_empty, 0);
+  assert_int_equal(parse("stats sizes\r\n", &r), LCD_PROTO_BAD);
   assert_error_has(r, "unknown stats group");
   assert_int_equal(parse("version\r\n", &r), LCD_PROTO_VERSION);
   assert_int_equal(parse("version 2\r\n", &r), LCD_PROTO_BAD);
@@ -349,9 +501,8 @@ static void test_refused_without_data(void **state) {
       {"touch a 10\r\n", "never expire", 0},
       {"gat 10 a\r\n", "never expire", 0},
       {"gats 10 a b\r\n", "never expire", 0},
-      {"mg a v\r\n", "meta commands", 0},
-      {"ma a\r\n", "meta commands", 0},
-      {"mn\r\n", "meta commands", 0},
+      {"md a\r\n", "never deleted", 0},
+      {"me a\r\n", "meta debug", 0},
   };
   check_error_cases(cases, sizeof cases / sizeof cases[0], LCD_PROTO_REFUSED);
 }
@@ -584,7 +735,10 @@ int main(void) {
       cmocka_unit_test(test_incr_bad_shape),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_get),
-      cmocka_unit_test(test_get_key_limit),
+      cmocka_unit_test(test_get_many_keys),
+      cmocka_unit_test(test_get_pieces),
+      cmocka_unit_test(test_meta_ma),
+      cmocka_unit_test(test_meta_mg_mn),
       cmocka_unit_test(test_small_commands),
       cmocka_unit_test(test_unknown),
       cmocka_unit_test(test_admin_refused),

@@ -199,10 +199,12 @@ typedef struct lcd_job {
   uint64_t count[LCD_RUN_MAX];
   unsigned char noreply[LCD_RUN_MAX];
   uint64_t total;
-  /* GET: nkeys names; gets answers a cas column; stats_tally: one tally
-   * name, answered as "stats tally NAME". */
+  /* GET: nkeys names; gets answers a cas column; last: END follows them
+   * (a get line of more keys is answered by several jobs, lcd_mget.c);
+   * stats_tally: one tally name, answered as "stats tally NAME". */
   size_t nkeys;
   int gets;
+  int last;
   int stats_tally;
   /* TALLY: names holds the tally's name (without "tally:"); nreq changes
    * tdelta[i] (a pipelined run), each answered with tafter[i] or failed
@@ -225,6 +227,10 @@ typedef struct lcd_job {
   int64_t tally_total, tally_pending;    /* stats_tally */
   uint64_t tally_losses;
   char detail[256]; /* lc_last_detail() of a failure */
+  /* ma, mg (one request): the meta reply's style (meta.opaque unused:
+   * its bytes are in opaque) */
+  lcd_proto_meta meta;
+  char opaque[LCD_PROTO_OPAQUE_MAX + 1];
 } lcd_job;
 
 /* A loop's figures for "stats", all uint64_t: "stats" sums every loop's.
@@ -235,6 +241,8 @@ typedef struct lcd_counters {
   lcd_stat rejected_connections;
   lcd_stat cmd_incr, incr_ids, incr_merged, incr_errors;
   lcd_stat cmd_get, get_hits, get_misses;
+  lcd_stat cmd_set;  /* storage commands (all refused) */
+  lcd_stat cmd_meta; /* ma, mg, mn */
   lcd_stat client_errors, server_errors;
   lcd_stat closed_idle, closed_garbage, closed_binary, closed_long;
   lcd_stat closed_unread; /* replies unread for --reply-timeout */
@@ -364,6 +372,11 @@ struct lcd_conn {
   int lingering;      /* replies sent and write side shut: reading
                                  and discarding until the peer closes */
   uint64_t swallow;   /* bytes of a refused data block to discard */
+  int mget;           /* inside a get line of more keys than one job
+                                 takes: its next piece follows (lcd_mget.c) */
+  int mget_gets;      /* that line is a gets */
+  int skip_line;      /* discard input up to the next line end (after an
+                                 error inside a long get line) */
   int errors_in_row;
   time_t last_active;   /* last read or answer */
   time_t partial_since; /* an unfinished request is waiting; 0: none */
@@ -427,6 +440,23 @@ void lcd_conn_free_jobs(lcd_conn *c);
 
 void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                      size_t line_len);
+/* "<kind> <ERRNAME> <message>[: <detail>]" for rc. */
+void lcd_put_error(lcd_conn *c, const char *kind, int rc, const char *detail);
+
+/* lcd_mget.c: the rest of a get line of many keys.  Called while c->mget
+ * or c->skip_line is set, before framing a new request: 1 if it consumed
+ * input or started a job (call again), 0 if it must wait (more input, or
+ * the job before it). */
+int lcd_mget_step(lcd_conn *c, struct evbuffer *in);
+/* A long line at the head of in that starts a get/gets: consumes the verb
+ * and enters c->mget; 0 if the line is not a get. */
+int lcd_mget_begin(lcd_conn *c, struct evbuffer *in, const char *p,
+                   size_t len);
+
+/* lcd_meta_reply.c: a finished ma or mg job's reply (value: the last id,
+ * the tally's total after the change, or the counter's value; hit 0: mg's
+ * miss). */
+void lcd_put_meta(lcd_conn *c, const lcd_job *j, int hit, int64_t value);
 /* "stats tally NAME": a get job answered with STAT lines. */
 void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                            size_t line_len);

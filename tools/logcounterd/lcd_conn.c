@@ -11,7 +11,8 @@
  * version, verbosity, quit, errors) are answered on the spot.
  *
  * Bounds: a request line is at most LCD_PROTO_LINE_MAX bytes (longer:
- * CLIENT_ERROR line too long, then close); reading is switched off while
+ * CLIENT_ERROR line too long, then close), but for get and gets, which
+ * take any number of keys piece by piece (lcd_mget.c); reading is switched off while
  * LCD_INPUT_MAX bytes or more are buffered (update_reading; no libevent
  * watermark, whose suspend/resume spun the loop when a job held the
  * input), so the rest waits in the kernel; parsing pauses while more
@@ -164,9 +165,12 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
   lcd_proto_req req;
   lcd_proto_cmd kind = lcd_proto_parse(line, line_len, &req);
   if (!may_start(c, &req, kind)) return 0;
+  if (req.meta.on || kind == LCD_PROTO_MN) c->loop->st.cmd_meta++;
   switch (kind) {
   case LCD_PROTO_INCR: lcd_start_incr(c, in, &req, line_len); return 1;
-  case LCD_PROTO_GET: lcd_start_get(c, in, &req, line_len); return 1;
+  case LCD_PROTO_GET: /* more keys: lcd_mget.c reads on from rest */
+    lcd_start_get(c, in, &req, req.more ? req.rest : line_len);
+    return 1;
   case LCD_PROTO_TALLY: lcd_start_tally(c, in, &req, line_len); return 1;
   case LCD_PROTO_STATS:
     if (req.stats_tally) {
@@ -179,9 +183,13 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
   evbuffer_drain(in, line_len); /* req's tokens are gone now */
   switch (req.cmd) {
   case LCD_PROTO_STATS:
-    lcd_put_stats(c->loop->srv, bufferevent_get_output(c->bev),
-                  req.stats_settings);
+    if (req.stats_empty)
+      lcd_puts(c, "END\r\n");
+    else
+      lcd_put_stats(c->loop->srv, bufferevent_get_output(c->bev),
+                    req.stats_settings);
     break;
+  case LCD_PROTO_MN: lcd_puts(c, "MN\r\n"); break;
   case LCD_PROTO_VERSION:
     /* libmemcached rejects a major version 0 (memcstat, memcping and
      * every libmemcached client send "version" first), so the memcached
@@ -194,6 +202,7 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
     break;
   case LCD_PROTO_QUIT: lcd_close_later(c, "quit"); return 1;
   case LCD_PROTO_REFUSED:
+    if (req.data_len) c->loop->st.cmd_set++; /* a storage command */
     c->swallow = req.data_len;
     lcd_client_error(c, req.error, req.noreply);
     return 1;
@@ -231,6 +240,11 @@ void lcd_conn_process(lcd_conn *c) {
       if (c->swallow) break;
       continue;
     }
+    if (c->mget || c->skip_line) {
+      if (lcd_mget_step(c, in)) continue;
+      waiting = c->njobs > 0;
+      break;
+    }
     if (avail == 0) break;
     size_t look =
         avail < LCD_PROTO_LINE_MAX + 2 ? avail : LCD_PROTO_LINE_MAX + 2;
@@ -245,6 +259,10 @@ void lcd_conn_process(lcd_conn *c) {
               c->id, c->peer);
       close_now(c, "binary protocol");
       return;
+    }
+    if (fr == LCD_PROTO_FRAME_TOO_LONG && lcd_mget_begin(c, in, p, look)) {
+      c->partial_since = 0;
+      continue;
     }
     if (fr == LCD_PROTO_FRAME_TOO_LONG) {
       if (c->njobs) { /* the error's turn comes later */
@@ -268,11 +286,12 @@ void lcd_conn_process(lcd_conn *c) {
     return;
   }
   if (!waiting && !c->out_blocked && c->njobs == 0) {
-    if ((evbuffer_get_length(in) || c->swallow) && !c->partial_since)
-      c->partial_since = lcd_now();
+    int partial = evbuffer_get_length(in) || c->swallow || c->mget ||
+                  c->skip_line;
+    if (partial && !c->partial_since) c->partial_since = lcd_now();
     if (c->eof || c->draining) {
       lcd_close_later(c, c->draining ? "shutting down"
-                         : evbuffer_get_length(in) || c->swallow
+                         : partial
                              ? "input ended inside a request"
                              : "client closed");
       finish(c);

@@ -66,16 +66,15 @@ void lcd_client_error(lcd_conn *c, const char *why, int noreply) {
   }
 }
 
-/* "<kind> <ERRNAME> <message>[: <detail>]" for rc. */
-static void put_error(lcd_conn *c, const char *kind, int rc,
-                      const char *detail) {
+void lcd_put_error(lcd_conn *c, const char *kind, int rc,
+                   const char *detail) {
   evbuffer_add_printf(bufferevent_get_output(c->bev), "%s %s %s%s%s\r\n", kind,
                       lc_err_name(rc), lc_strerror(rc), detail[0] ? ": " : "",
                       detail);
 }
 
 static void server_error(lcd_conn *c, const lcd_job *j) {
-  put_error(c, "SERVER_ERROR", j->rc, j->detail);
+  lcd_put_error(c, "SERVER_ERROR", j->rc, j->detail);
 }
 
 /* Logs a failed job: every one at -vv, else at most one a second. */
@@ -106,7 +105,9 @@ static lcd_job *job_get(lcd_conn *c) {
   j->total = 0;
   j->nkeys = 0;
   j->gets = 0;
+  j->last = 1;
   j->stats_tally = 0;
+  j->meta = (lcd_proto_meta){0};
   return j;
 }
 
@@ -162,9 +163,10 @@ void lcd_conn_free_jobs(lcd_conn *c) {
 
 /* The connection's job, reset, of this kind, for the request line of
  * line_len bytes at the head of in (not consumed); names[0] is name if
- * given.  NULL after consuming the line and answering ENOMEM. */
+ * given; a meta request's reply style is req_meta's.  NULL after consuming the line and answering ENOMEM. */
 static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
-                          lcd_job_kind kind, const lcd_proto_token *name) {
+                          lcd_job_kind kind, const lcd_proto_token *name,
+                          const lcd_proto_meta *req_meta) {
   lcd_job *j = job_get(c);
   if (!j) {
     evbuffer_drain(in, line_len);
@@ -173,6 +175,12 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
     return NULL;
   }
   j->kind = kind;
+  if (req_meta && req_meta->on) { /* ma, mg: one request, its own reply */
+    j->meta = *req_meta;
+    memcpy(j->opaque, req_meta->opaque.s, req_meta->opaque.len);
+    j->opaque[req_meta->opaque.len] = '\0';
+    j->meta.opaque = (lcd_proto_token){NULL, 0};
+  }
   if (name) { /* fits: a name < the line */
     memcpy(j->names, name->s, name->len);
     j->names[name->len] = '\0';
@@ -191,6 +199,19 @@ static int next_line(struct evbuffer *in, lcd_proto_req *req, size_t *len) {
   return (int)lcd_proto_parse(p, *len, req);
 }
 
+/* Whether req is answered in j's style (plain, or meta with the same
+ * flags and opaque), so that it may join j's run. */
+static int same_style(const lcd_job *j, const lcd_proto_req *req) {
+  const lcd_proto_meta *a = &j->meta, *b = &req->meta;
+  if (!a->on || !b->on) return a->on == b->on;
+  return a->value == b->value && a->quiet == b->quiet &&
+         a->nret == b->nret && memcmp(a->ret, b->ret, a->nret) == 0 &&
+         a->has_init == b->has_init && a->init == b->init &&
+         b->opaque.len == strlen(j->opaque) &&
+         (b->opaque.len == 0 ||
+          memcmp(b->opaque.s, j->opaque, b->opaque.len) == 0);
+}
+
 static void count_tally_change(lcd_counters *st, int64_t delta) {
   if (delta > 0)
     st->cmd_tally_incr++;
@@ -202,7 +223,8 @@ static void count_tally_change(lcd_counters *st, int64_t delta) {
  * that follow and are incr of the same counter join the same job. */
 void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                     size_t line_len) {
-  lcd_job *j = job_start(c, in, line_len, LCD_JOB_INCR, &req->keys[0]);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_INCR, &req->keys[0],
+                         &req->meta);
   if (!j) return;
   size_t nlen = req->keys[0].len;
   j->count[0] = req->count;
@@ -212,7 +234,7 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
   evbuffer_drain(in, line_len);
   size_t len;
   while (c->loop->set->coalesce && j->nreq < LCD_RUN_MAX) {
-    if (next_line(in, req, &len) != LCD_PROTO_INCR ||
+    if (next_line(in, req, &len) != LCD_PROTO_INCR || !same_style(j, req) ||
         req->keys[0].len != nlen || memcmp(req->keys[0].s, j->names, nlen) ||
         req->count > LC_BLOCK_MAX - j->total)
       break;
@@ -229,9 +251,10 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
 
 void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                    size_t line_len) {
-  lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, NULL);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, NULL, &req->meta);
   if (!j) return;
   j->gets = req->gets;
+  j->last = !req->more;
   size_t off = 0;
   for (size_t i = 0; i < req->nkeys; i++) { /* fits: names < the line */
     j->name_off[i] = (uint16_t)off;
@@ -241,7 +264,11 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
   }
   j->nkeys = req->nkeys;
   evbuffer_drain(in, line_len);
-  c->loop->st.cmd_get++;
+  c->loop->st.cmd_get += req->nkeys; /* per key, as memcached counts */
+  if (req->more) {
+    c->mget = 1;
+    c->mget_gets = req->gets;
+  }
   submit(c, j);
 }
 
@@ -249,7 +276,8 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
  * the same tally join it. */
 void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                      size_t line_len) {
-  lcd_job *j = job_start(c, in, line_len, LCD_JOB_TALLY, &req->tally);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_TALLY, &req->tally,
+                         &req->meta);
   if (!j) return;
   lcd_counters *st = &c->loop->st;
   size_t nlen = req->tally.len;
@@ -260,7 +288,8 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
   count_tally_change(st, req->delta);
   size_t len;
   while (c->loop->set->coalesce && j->nreq < LCD_RUN_MAX) {
-    if (next_line(in, req, &len) != LCD_PROTO_TALLY || req->tally.len != nlen ||
+    if (next_line(in, req, &len) != LCD_PROTO_TALLY || !same_style(j, req) ||
+        req->tally.len != nlen ||
         memcmp(req->tally.s, j->names, nlen))
       break;
     j->tdelta[j->nreq] = req->delta;
@@ -274,7 +303,7 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
 
 void lcd_start_stats_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                            size_t line_len) {
-  lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, &req->tally);
+  lcd_job *j = job_start(c, in, line_len, LCD_JOB_GET, &req->tally, NULL);
   if (!j) return;
   j->stats_tally = 1;
   j->name_off[0] = 0;
@@ -290,17 +319,20 @@ static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
   int rc = j->trc[i];
   const char *detail = i >= j->tdet_lo && i < j->tdet_hi ? j->detail : "";
   if (rc == 0) {
-    if (!j->noreply[i]) put_value_line(c, j->tafter[i] > 0 ? j->tafter[i] : 0);
+    if (j->meta.on)
+      lcd_put_meta(c, j, 1, j->tafter[i]);
+    else if (!j->noreply[i])
+      put_value_line(c, j->tafter[i] > 0 ? j->tafter[i] : 0);
     return 0;
   }
   s->st.tally_errors++;
   if (lcd_client_caused(rc)) {
     s->st.client_errors++;
-    if (!j->noreply[i]) put_error(c, "CLIENT_ERROR", rc, detail);
+    if (!j->noreply[i]) lcd_put_error(c, "CLIENT_ERROR", rc, detail);
     return 1;
   }
   s->st.server_errors++;
-  if (!j->noreply[i]) put_error(c, "SERVER_ERROR", rc, detail);
+  if (!j->noreply[i]) lcd_put_error(c, "SERVER_ERROR", rc, detail);
   return 0;
 }
 
@@ -339,12 +371,17 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
   for (size_t i = 0; i < j->nkeys; i++) {
     if (!j->hit[i]) {
       s->st.get_misses++;
+      if (j->meta.on) lcd_put_meta(c, j, 0, 0);
       continue;
     }
     s->st.get_hits++;
     if (strncmp(j->names + j->name_off[i], LCD_PROTO_TALLY_PREFIX,
                 LCD_PROTO_TALLY_PREFIX_LEN) == 0)
       s->st.get_tally++;
+    if (j->meta.on) {
+      lcd_put_meta(c, j, 1, j->values[i]);
+      continue;
+    }
     char v[24];
     int n = snprintf(v, sizeof v, "%" PRId64, j->values[i]);
     evbuffer_add_printf(o, "VALUE %s 0 %d", j->names + j->name_off[i], n);
@@ -352,7 +389,7 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
       evbuffer_add_printf(o, " %s", j->values[i] >= 0 ? v : "0");
     evbuffer_add_printf(o, "\r\n%s\r\n", v);
   }
-  lcd_puts(c, "END\r\n");
+  if (j->last && !j->meta.on) lcd_puts(c, "END\r\n");
 }
 
 /* Writes the replies of j, whose turn it is. */
@@ -377,11 +414,17 @@ static void answer(lcd_conn *c, const lcd_job *j) {
       if (j->noreply[i]) continue;
       if (j->rc)
         server_error(c, j);
+      else if (j->meta.on)
+        lcd_put_meta(c, j, 1, end);
       else
         put_value_line(c, end);
     }
   } else if (j->rc) {
     server_error(c, j);
+    if (!j->last) { /* the rest of its get line is not answered */
+      c->mget = 0;
+      c->skip_line = 1;
+    }
   } else if (j->stats_tally) {
     stats_tally_done(c, j);
   } else {

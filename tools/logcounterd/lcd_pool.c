@@ -146,6 +146,15 @@ static void run_tally(lc_t *lc, lcd_job *j) {
   }
 }
 
+/* ma N J<n>: a counter that has handed out no id yet starts at n (ids
+ * only move up, so two such requests at once leave the larger start). */
+static int start_at(lc_t *lc, const char *name, uint64_t n) {
+  int64_t cur = 0;
+  int rc = lc_current(lc, name, &cur);
+  if (rc || cur != 0) return rc;
+  return lc_advance(lc, name, (int64_t)n);
+}
+
 /* Runs a chain of jobs (linked by next): several INCR jobs of one counter
  * share one lc_next_n, split in queue order; a GET job runs alone. */
 static void run_jobs(lc_t *lc, lcd_job *j) {
@@ -155,7 +164,8 @@ static void run_jobs(lc_t *lc, lcd_job *j) {
     uint64_t total = 0;
     for (lcd_job *k = j; k; k = k->next) total += k->total;
     int64_t first = 0;
-    int rc = lc_next_n(lc, j->names, total, &first);
+    int rc = j->meta.has_init ? start_at(lc, j->names, j->meta.init) : 0;
+    if (!rc) rc = lc_next_n(lc, j->names, total, &first);
     if (rc) keep_detail(j);
     for (lcd_job *k = j; k; k = k->next) {
       k->rc = rc;

@@ -14,13 +14,19 @@
  *    even when the rest of the line is malformed (so the daemon stays
  *    silent, as the client expects);
  *  - logcounterd only: counter names must pass lc_check_name, counts are
- *    1..LC_BLOCK_MAX, a get carries at most LCD_PROTO_MAX_KEYS names, and
- *    every command that would store, move back, delete or expire a value
- *    is refused with its reason; a refused storage command's data block is
- *    measured so that the daemon can discard it and stay in sync;
+ *    1..LC_BLOCK_MAX, and every command that would store, move back,
+ *    delete or expire a value is refused with its reason; a refused
+ *    storage command's data block is measured so that the daemon can
+ *    discard it and stay in sync;
  *  - logcounterd only: a key "tally:..." is always a tally, never a serial
  *    counter (its name after the prefix must pass lc_check_name); incr and
  *    decr of a tally take 1..INT64_MAX, decr of a serial counter is
+ *    refused;
+ *  - get/gets take any number of keys, as in memcached (only their lines
+ *    have no length limit): the first line, or lcd_proto_get_start's
+ *    start of a longer one, then lcd_proto_get_piece's pieces of at most
+ *    LCD_PROTO_MAX_KEYS keys each;
+ *  - the meta commands ma, mg and mn are lcd_meta.c's; ms, md and me are
  *    refused.
  */
 #include "lcd_proto.h"
@@ -186,23 +192,93 @@ static lcd_proto_cmd parse_decr(const toks *tk, lcd_proto_req *req) {
                       "move forward (decr works on tally:<name>)");
 }
 
-static lcd_proto_cmd parse_get(const toks *tk, lcd_proto_req *req) {
+const char *lcd_proto_check_key(const lcd_proto_token *t) {
+  lcd_proto_token name;
+  if (lcd_proto_tally_name(t, &name))
+    return lcd_proto_check_name(&name) == 0
+               ? NULL
+               : "invalid tally name (tally: then 1-200 bytes of printable "
+                 "ASCII, no space)";
+  return lcd_proto_check_name(t) == 0 ? NULL : "invalid counter name";
+}
+
+/* get/gets: the first LCD_PROTO_MAX_KEYS keys; more is set when the line
+ * goes on (lcd_proto_get_piece reads the rest). */
+static lcd_proto_cmd parse_get(const toks *tk, const char *line,
+                               lcd_proto_req *req) {
   if (tk->ntok < 2)
     return bad(req, "bad command line format: usage: get <name> ...");
-  if (tk->ntok - 1 > LCD_PROTO_MAX_KEYS)
-    return bad(req, "too many keys (at most 128 in one get)");
-  for (size_t i = 1; i < tk->ntok; i++) {
-    lcd_proto_token name;
-    if (lcd_proto_tally_name(&tk->t[i], &name)) {
-      if (lcd_proto_check_name(&name) != 0)
-        return bad(req, "invalid tally name (tally: then 1-200 bytes of "
-                        "printable ASCII, no space)");
-    } else if (lcd_proto_check_name(&tk->t[i]) != 0) {
-      return bad(req, "invalid counter name");
-    }
+  size_t n = tk->ntok - 1;
+  if (n > LCD_PROTO_MAX_KEYS) {
+    n = LCD_PROTO_MAX_KEYS;
+    req->more = 1;
+    req->rest = (size_t)(tk->t[n + 1].s - line);
+  }
+  for (size_t i = 1; i <= n; i++) {
+    const char *why = lcd_proto_check_key(&tk->t[i]);
+    if (why) return bad(req, why);
     req->keys[req->nkeys++] = tk->t[i];
   }
   return req->cmd = LCD_PROTO_GET;
+}
+
+size_t lcd_proto_get_start(const char *buf, size_t len, int *gets) {
+  if (len >= 4 && memcmp(buf, "get ", 4) == 0) {
+    *gets = 0;
+    return 4;
+  }
+  if (len >= 5 && memcmp(buf, "gets ", 5) == 0) {
+    *gets = 1;
+    return 5;
+  }
+  return 0;
+}
+
+/* Bytes of the line end at buf[i..len): 1 ("\n"), 2 ("\r\n"), 0 (none),
+ * -1 (a "\r" that may start one: more input is needed). */
+static int line_end_at(const char *buf, size_t i, size_t len) {
+  if (buf[i] == '\n') return 1;
+  if (buf[i] != '\r') return 0;
+  if (i + 1 == len) return -1;
+  return buf[i + 1] == '\n' ? 2 : 0;
+}
+
+int lcd_proto_get_piece(const char *buf, size_t len, lcd_proto_req *req,
+                        size_t *used) {
+  memset(req, 0, sizeof *req);
+  req->cmd = LCD_PROTO_GET;
+  req->more = 1;
+  if (len > LCD_PROTO_LINE_MAX + 2) len = LCD_PROTO_LINE_MAX + 2;
+  size_t i = 0;
+  for (;;) {
+    while (i < len && buf[i] == ' ') i++;
+    *used = i;
+    if (i == len) return i > 0 || req->nkeys > 0;
+    int end = line_end_at(buf, i, len);
+    if (end < 0) return i > 0 || req->nkeys > 0;
+    if (end > 0) {
+      req->more = 0;
+      *used = i + (size_t)end;
+      return 1;
+    }
+    size_t start = i;
+    while (i < len && buf[i] != ' ' && line_end_at(buf, i, len) == 0) i++;
+    lcd_proto_token t = {buf + start, i - start};
+    if (t.len > LCD_PROTO_KEY_MAX) {
+      req->error = "key too long (at most 250 bytes)";
+      return -1;
+    }
+    if (i == len || line_end_at(buf, i, len) < 0) /* it may go on: kept */
+      return start > 0 || req->nkeys > 0;
+    const char *why = lcd_proto_check_key(&t);
+    if (why) {
+      req->error = why;
+      return -1;
+    }
+    req->keys[req->nkeys++] = t;
+    *used = i;
+    if (req->nkeys == LCD_PROTO_MAX_KEYS) return 1;
+  }
 }
 
 /* set/add/replace/append/prepend <key> <flags> <exptime> <bytes>
@@ -236,6 +312,11 @@ static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
     req->stats_settings = 1;
     return req->cmd = LCD_PROTO_STATS;
   }
+  if (tk->ntok == 2 &&
+      (tok_is(&tk->t[1], "slabs") || tok_is(&tk->t[1], "items"))) {
+    req->stats_empty = 1;
+    return req->cmd = LCD_PROTO_STATS;
+  }
   if (tk->ntok == 3 && tok_is(&tk->t[1], "tally")) {
     lcd_proto_token name = tk->t[2], rest;
     if (lcd_proto_tally_name(&name, &rest))
@@ -250,7 +331,8 @@ static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
     return req->cmd = LCD_PROTO_STATS;
   }
   return bad(req, "unknown stats group (logcounterd has 'stats', "
-                  "'stats settings' and 'stats tally <name>')");
+                  "'stats settings', 'stats tally <name>', and 'stats slabs' "
+                  "and 'stats items', which are empty)");
 }
 
 /* The admin socket's verbs (src/admin_ops.c) and the CLI's names for
@@ -293,12 +375,16 @@ static lcd_proto_cmd parse_refused(toks *tk, lcd_proto_req *req) {
   if (tok_is(v, "ms")) {
     if (tk->ntok < 3) return bad(req, "bad command line format");
     return parse_storage(tk, req, 2, 2, MAX_TOK,
-                         "meta commands are not "
-                         "supported: use incr and get");
+                         "ms is not supported: counters change only by "
+                         "incr or ma");
   }
-  if (tok_is(v, "mg") || tok_is(v, "md") || tok_is(v, "ma") ||
-      tok_is(v, "mn") || tok_is(v, "me"))
-    return refused(req, "meta commands are not supported: use incr and get");
+  if (tok_is(v, "md"))
+    return refused(req, "md is not supported: counters are never deleted");
+  if (tok_is(v, "me"))
+    return refused(req, "me (meta debug) is not supported: use mg or "
+                        "stats");
+  if (tok_is(v, "ma") || tok_is(v, "mg") || tok_is(v, "mn"))
+    return lcd_proto_meta_parse(tk->t, tk->ntok, MAX_TOK, req);
   if (is_admin_verb(v))
     return refused(req, "admin commands are served only on logcounterd's "
                         "admin socket (--admin-socket PATH; logcounter "
@@ -323,7 +409,7 @@ lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
   if (tok_is(v, "incr")) return parse_incr(&tk, req);
   if (tok_is(v, "get") || tok_is(v, "gets")) {
     req->gets = tok_is(v, "gets");
-    return parse_get(&tk, req);
+    return parse_get(&tk, line, req);
   }
   if (tok_is(v, "stats")) return parse_stats(&tk, req);
   if (tok_is(v, "version"))

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 const char *lcd_prefetch_text(uint64_t prefetch, char buf[24]) {
@@ -35,6 +36,16 @@ static void stat_i(struct evbuffer *o, const char *name, long long v) {
 
 static void stat_s(struct evbuffer *o, const char *name, const char *v) {
   evbuffer_add_printf(o, "STAT %s %s\r\n", name, v ? v : "none");
+}
+
+/* rusage_user and rusage_system as memcached writes them (seconds.micro). */
+static void put_rusage(struct evbuffer *o) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return;
+  evbuffer_add_printf(o, "STAT rusage_user %ld.%06ld\r\n",
+                      (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
+  evbuffer_add_printf(o, "STAT rusage_system %ld.%06ld\r\n",
+                      (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
 }
 
 static void put_settings(lcd_server *s, struct evbuffer *o) {
@@ -111,6 +122,17 @@ static void put_daemon(lcd_server *s, struct evbuffer *o) {
   stat_u(o, "cmd_get", d.cmd_get);
   stat_u(o, "get_hits", d.get_hits);
   stat_u(o, "get_misses", d.get_misses);
+  /* What memcached's exporters read: storage and cas commands are refused
+   * (none stores or compares), so cmd_set counts refusals and the cas
+   * figures stay 0; an incr of a new name creates it (no miss). */
+  stat_u(o, "cmd_set", d.cmd_set);
+  stat_u(o, "cas_hits", 0);
+  stat_u(o, "cas_misses", 0);
+  stat_u(o, "cas_badval", 0);
+  stat_u(o, "incr_hits", d.cmd_incr - d.incr_errors);
+  stat_u(o, "incr_misses", 0);
+  stat_u(o, "cmd_meta", d.cmd_meta);
+  put_rusage(o);
   stat_u(o, "client_errors", d.client_errors);
   stat_u(o, "server_errors", d.server_errors);
   stat_u(o, "closed_idle", d.closed_idle);

@@ -1,0 +1,9 @@
+# ---- stock clients against the daemon (tests/suite_clients.sh) -------------
+# build/tests/lcd_mget: one libmemcached memcached_mget of many keys
+# (libmemcached's own multi-get, as C services call it).
+LCD_MGET = $(BUILD)/tests/lcd_mget
+TEST_EXTRA += $(LCD_MGET)
+
+$(LCD_MGET): tests/daemon/lcd_mget.c
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lmemcached
