@@ -6,8 +6,10 @@
 #   - 4 connections (pymemcache, pylibmc) allocate on 100 counters: no id
 #     twice, each connection's ids rising, pipelined incr in order; a
 #     multi-key get of the 100 (split by the proxy) is exact;
-#   - what the proxy forwards and what it refuses (stats, flush_all: it
-#     closes the connection), SERVER_ERROR forwarded whole;
+#   - what the proxy forwards (incr, get, gets, tallies, version, the
+#     daemons' CLIENT_ERROR and SERVER_ERROR lines whole) and what it
+#     refuses by closing the connection (stats, flush_all, verbosity,
+#     meta commands, a malformed incr);
 #   - one daemon stopped (SIGSTOP): its counter's incr answers SERVER_ERROR
 #     Connection timed out after the proxy's timeout, another daemon's
 #     counter is answered meanwhile, and after SIGCONT it works again;
@@ -103,6 +105,10 @@ check "incr through the proxy: the daemon's answer (2)" reply_is 2
 ask "get px-raw"; l1=$REPLY_LINE; hear; l2=$REPLY_LINE; hear
 check "get through the proxy: VALUE px-raw 0 1 / 2 / END" \
   eval '[ "$l1" = "VALUE px-raw 0 1" ] && [ "$l2" = 2 ] && reply_is END'
+ask "gets px-raw"; l1=$REPLY_LINE; hear; hear
+check "gets through the proxy: $l1" eval '[[ $l1 =~ ^"VALUE px-raw 0 1 "[0-9]+$ ]] && reply_is END'
+ask "incr tally:px-raw 3"; ask "decr tally:px-raw 1"
+check "a tally through the proxy: incr 3, decr 1: 2" reply_is 2
 ask "version"
 check "version is forwarded to a daemon: $REPLY_LINE" reply_has logcounterd
 ask "decr px-raw 1"
@@ -125,9 +131,11 @@ DPORT=$NPORT
 conn; say "stats"
 check "stats: the proxy closes the connection, no answer" closed
 conn_close
-conn; say "flush_all"
-check "flush_all: the proxy closes the connection, no answer" closed
-conn_close
+for c in "stats settings" "flush_all" "verbosity 1" "mn" "incr px-raw x" "quit"; do
+  conn; say "$c"
+  check "$c: the proxy closes the connection, no answer" closed
+  conn_close
+done
 conn; ask "incr px-raw 1"
 check "a new connection after that is served (3)" reply_is 3
 conn_close
@@ -149,6 +157,15 @@ owned_by() {
 }
 HUNG=$(owned_by "$PID_p2") LIVE=$(owned_by "$PID_p0")
 kill -STOP "$PID_p2"
+# stopped() PID: every thread of PID is stopped (state T).
+stopped() {
+  local f st
+  for f in /proc/"$1"/task/*/stat; do
+    st=$(sed 's/.*) //' "$f" 2>/dev/null); [ "${st%% *}" = T ] || return 1
+  done
+}
+for ((i = 0; i < 100; i++)); do stopped "$PID_p2" && break; sleep 0.01; done
+stopped "$PID_p2" || echo "suite_proxy: p2 not stopped after 1 s: $(cat /proc/"$PID_p2"/task/*/stat | cut -c1-60)"
 DPORT=$NPORT; conn; t0=$(date +%s%N); ask "incr $HUNG 1"; t1=$(date +%s%N); conn_close
 ms=$(( (t1 - t0) / 1000000 ))
 check "p2 stopped: incr $HUNG answers '$REPLY_LINE' after $ms ms (timeout $TIMEOUT_MS)" \
