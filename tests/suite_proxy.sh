@@ -16,6 +16,8 @@
 #   - one daemon SIGKILLed: its counters fail within the timeout, the
 #     others allocate above every earlier id; a multi-key get of all
 #     fails as a whole;
+#   - meanwhile a second proxy with auto_eject_hosts: true ejects it and
+#     sends its counters to the others: SERVER_ERROR EOWNED, never an id;
 #   - the daemon restarted on its port and log: its counters allocate
 #     again through the proxy, above every earlier id;
 #   - every log verifies.
@@ -45,10 +47,10 @@ for bin in "$DAEMON" "$CLI"; do
   [ -x "$bin" ] || { echo "suite_proxy: $bin not built" >&2; failed=1; finish; }
 done
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/suite_proxy.XXXXXX") || exit 1
-PIDS=() NCPID=""
+PIDS=() NCPID="" PROXY_PID=""
 cleanup() {
   local p
-  for p in "${PIDS[@]}" $NCPID; do kill -9 "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}" $PROXY_PID $NCPID; do kill -9 "$p" 2>/dev/null; done
   tests/memcached.sh stop "$TMP" 2>/dev/null
   rm -rf "$TMP"
 }
@@ -64,17 +66,19 @@ for d in p0 p1 p2; do
   PORTS+=("$DPORT"); PIDS+=("$DPID")
   eval "PID_$d=$DPID"
 done
-# start_proxy: nutcracker on a free port (NPORT, NCPID), stats on another.
+# start_proxy NAME [SED-EXPR]: nutcracker from the template (edited by
+# SED-EXPR) as $TMP/NAME.yml on a free port (NPORT, NCPID), stats on
+# another.
 start_proxy() {
-  local tries=0 i
+  local tries=0 i name=$1 edit=${2:-}
   while [ $tries -lt 10 ]; do
     tries=$((tries + 1))
     { NPORT=$(free_port) && SPORT=$(free_port); } || continue
     sed -e "s/@LISTEN@/127.0.0.1:$NPORT/" -e "s/@D0@/127.0.0.1:${PORTS[0]}/" \
       -e "s/@D1@/127.0.0.1:${PORTS[1]}/" -e "s/@D2@/127.0.0.1:${PORTS[2]}/" \
-      "$TEMPLATE" >"$TMP/nutcracker.yml"
-    "$NUTCRACKER" -c "$TMP/nutcracker.yml" -a 127.0.0.1 -s "$SPORT" -i 100 \
-      -p "$TMP/nutcracker.pid" -o "$TMP/nutcracker.log" -v 6 &
+      ${edit:+-e "$edit"} "$TEMPLATE" >"$TMP/$name.yml"
+    "$NUTCRACKER" -c "$TMP/$name.yml" -a 127.0.0.1 -s "$SPORT" -i 100 \
+      -p "$TMP/$name.pid" -o "$TMP/$name.log" -v 6 &
     NCPID=$!
     for ((i = 0; i < 50; i++)); do
       kill -0 "$NCPID" 2>/dev/null || break
@@ -84,12 +88,13 @@ start_proxy() {
     kill -9 "$NCPID" 2>/dev/null; wait "$NCPID" 2>/dev/null; NCPID=""
   done
   echo "suite_proxy: cannot start nutcracker:" >&2
-  tail -n 5 "$TMP/nutcracker.log" >&2
+  tail -n 5 "$TMP/$name.log" >&2
   return 1
 }
 check "the config template passes nutcracker -t" \
   eval 'sed "s/@[A-Z0-9]*@/127.0.0.1:1/" "$TEMPLATE" >"$TMP/t.yml" && "$NUTCRACKER" -t -c "$TMP/t.yml" >/dev/null 2>&1'
-start_proxy || { failed=$((failed + 1)); finish; }
+start_proxy nutcracker || { failed=$((failed + 1)); finish; }
+PROXY_PID=$NCPID
 TIMEOUT_MS=$(sed -n 's/^ *timeout: *\([0-9]*\).*/\1/p' "$TMP/nutcracker.yml")
 STATE=$TMP/state.json
 
@@ -182,6 +187,14 @@ check "both above every id the clients had for them" [ $? = 0 ]
 kill -9 "$PID_p1"; wait "$PID_p1" 2>/dev/null
 py down px "$NPORT" "$MCPORT" "$PID_p1" "$TIMEOUT_MS" "$STATE"
 check "p1 killed: its counters fail (SERVER_ERROR) within the timeout, the others go on, no repeat" [ $? = 0 ]
+PROXY_PORT=$NPORT
+# The same config with auto_eject_hosts: true (what the README forbids):
+# the dead daemon is ejected and its counters re-hashed to the others.
+start_proxy eject 's/auto_eject_hosts: false/auto_eject_hosts: true/' ||
+  { failed=$((failed + 1)); finish; }
+py eject px "$NPORT" "$MCPORT" "$PID_p1"
+check "auto_eject_hosts: true: the dead daemon's counters reach the others: EOWNED, never an id" [ $? = 0 ]
+kill -TERM "$NCPID"; wait "$NCPID" 2>/dev/null; NCPID=""; NPORT=$PROXY_PORT
 
 # ---- restarted on its port and log ------------------------------------------------
 DPORT=${PORTS[1]}
@@ -190,7 +203,7 @@ PIDS+=("$DPID"); PID_p1=$DPID
 py back px "$NPORT" "$STATE"
 check "p1 restarted: its counters work through the proxy above every earlier id" [ $? = 0 ]
 
-kill -TERM "$NCPID"; wait "$NCPID" 2>/dev/null; NCPID=""
+kill -TERM "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=""
 for d in p0 p1 p2; do
   eval "kill -TERM \$PID_$d; wait \$PID_$d"; rc=$?
   check "daemon $d: SIGTERM, exit 0" [ $rc = 0 ]

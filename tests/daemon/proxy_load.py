@@ -22,6 +22,11 @@ check that nothing repeats across a daemon's death and restart.
       threads allocate on every other counter ROUNDS=5 times, above all
       earlier ids; a multi-key get of all 100 fails as a whole (an error,
       never a partial answer); one of the live counters alone answers.
+  proxy_load.py eject PREFIX PROXY MCPORT DEAD_PID
+      PROXY ejects failed daemons (auto_eject_hosts: true): each counter
+      of the dead daemon, asked 3 times, is answered only with errors,
+      and once the proxy has ejected the daemon and re-hashed the counter
+      to another one, that one's SERVER_ERROR EOWNED (never an id).
   proxy_load.py back PREFIX PROXY STATE
       every counter (the restarted daemon's too) allocates through the
       proxy above every earlier id, and the final get_many of the 100
@@ -260,6 +265,27 @@ def down(prefix, proxy, mcport, dead, timeout_ms, path):
           f"every earlier id; a get_many of all {NAMES}: {whole}")
 
 
+def eject(prefix, proxy, mcport, dead):
+    own = owners(prefix, mcport)
+    dead_names = [n for n in names(prefix) if own[n] == dead]
+    c = pymc(proxy)
+    replies = {}
+    for _ in range(3):
+        for n in dead_names:
+            try:
+                fail(f"{n} (its daemon is dead) answered {c.incr(n, 1)!r} "
+                     "through the ejecting proxy")
+            except MemcacheError as e:
+                r = str(e).split(":")[0][:60]
+                replies[r] = replies.get(r, 0) + 1
+                if "EOWNED" in str(e) and f"pid {dead})" not in str(e):
+                    fail(f"{n}: EOWNED not naming the dead owner: {e}")
+    if not any("EOWNED" in r for r in replies):
+        fail(f"no EOWNED through the ejecting proxy: {replies}")
+    print(f"ok ejecting proxy: the dead daemon's {len(dead_names)} counters "
+          f"x 3: {replies}")
+
+
 def back(prefix, proxy, path):
     state = load(path)
     ids = Ids(state)
@@ -290,6 +316,8 @@ def main():
         down(a[1], int(a[2]), int(a[3]), int(a[4]), int(a[5]), a[6])
     elif len(a) >= 3 and a[0] == "seen":
         seen(a[1], a[2:])
+    elif len(a) == 5 and a[0] == "eject":
+        eject(a[1], int(a[2]), int(a[3]), int(a[4]))
     elif len(a) == 4 and a[0] == "back":
         back(a[1], int(a[2]), a[3])
     else:
