@@ -10,6 +10,8 @@
 #     daemons' CLIENT_ERROR and SERVER_ERROR lines whole) and what it
 #     refuses by closing the connection (stats, flush_all, verbosity,
 #     meta commands, a malformed incr);
+#   - with server_connections: 4 instead of 1, one connection's pipelined
+#     incr of a counter come back out of order (never twice);
 #   - one daemon stopped (SIGSTOP): its counter's incr answers SERVER_ERROR
 #     Connection timed out after the proxy's timeout, another daemon's
 #     counter is answered meanwhile, and after SIGCONT it works again;
@@ -94,7 +96,7 @@ start_proxy() {
 check "the config template passes nutcracker -t" \
   eval 'sed "s/@[A-Z0-9]*@/127.0.0.1:1/" "$TEMPLATE" >"$TMP/t.yml" && "$NUTCRACKER" -t -c "$TMP/t.yml" >/dev/null 2>&1'
 start_proxy nutcracker || { failed=$((failed + 1)); finish; }
-PROXY_PID=$NCPID
+PROXY_PID=$NCPID PROXY_PORT=$NPORT
 TIMEOUT_MS=$(sed -n 's/^ *timeout: *\([0-9]*\).*/\1/p' "$TMP/nutcracker.yml")
 STATE=$TMP/state.json
 
@@ -145,6 +147,15 @@ conn; ask "incr px-raw 1"
 check "a new connection after that is served (3)" reply_is 3
 conn_close
 
+# ---- server_connections: 4 -----------------------------------------------------------
+# What the config's server_connections: 1 prevents: with more, the proxy
+# deals one client's pipelined requests over its connections to a daemon.
+start_proxy conns4 's/server_connections: 1/server_connections: 4/' ||
+  { failed=$((failed + 1)); finish; }
+py disorder "$NPORT" px-pipe
+check "server_connections: 4: a pipelining client's ids for a counter come back out of order" [ $? = 0 ]
+kill -TERM "$NCPID"; wait "$NCPID" 2>/dev/null; NCPID=""; NPORT=$PROXY_PORT; DPORT=$NPORT
+
 # ---- one daemon hung (SIGSTOP) ------------------------------------------------------
 # owned_by PID: the first counter pxN whose claim (lo:pxN in memcached:
 # LOGID HOST PID) names PID.
@@ -187,7 +198,6 @@ check "both above every id the clients had for them" [ $? = 0 ]
 kill -9 "$PID_p1"; wait "$PID_p1" 2>/dev/null
 py down px "$NPORT" "$MCPORT" "$PID_p1" "$TIMEOUT_MS" "$STATE"
 check "p1 killed: its counters fail (SERVER_ERROR) within the timeout, the others go on, no repeat" [ $? = 0 ]
-PROXY_PORT=$NPORT
 # The same config with auto_eject_hosts: true (what the README forbids):
 # the dead daemon is ejected and its counters re-hashed to the others.
 start_proxy eject 's/auto_eject_hosts: false/auto_eject_hosts: true/' ||

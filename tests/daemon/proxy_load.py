@@ -32,6 +32,11 @@ check that nothing repeats across a daemon's death and restart.
       every counter (the restarted daemon's too) allocates through the
       proxy above every earlier id, and the final get_many of the 100
       equals each counter's highest id.
+  proxy_load.py disorder PROXY NAME
+      PROXY has server_connections: 4: up to 20 times, one connection
+      pipelines 200 incr of NAME in one write; every id is new, and some
+      answers come back lower than the one before (the proxy dealt the
+      requests over its connections).  Fails if all stay in order.
   proxy_load.py seen STATE NAME=VALUE...
       records ids a test received on its own connection (must lie above
       what STATE held for NAME).
@@ -307,6 +312,31 @@ def back(prefix, proxy, path):
           f"above every earlier id; get_many exact")
 
 
+def disorder(proxy, name, count=200):
+    taken = set()
+    for r in range(20):
+        s = socket.create_connection((HOST, proxy), timeout=5)
+        s.sendall(f"incr {name} 1\r\n".encode() * count)
+        buf = b""
+        while buf.count(b"\r\n") < count:
+            b = s.recv(65536)
+            if not b:
+                fail(f"pipelined incr {name}: closed after {buf[:200]!r}")
+            buf += b
+        s.close()
+        vals = [int(v) for v in buf.split(b"\r\n")[:count]]
+        if taken & set(vals) or len(set(vals)) != count:
+            fail(f"pipelined incr {name}: an id twice")
+        taken |= set(vals)
+        down = sum(1 for a, b in zip(vals, vals[1:]) if b < a)
+        if down:
+            print(f"ok server_connections: 4: round {r + 1}: {down} of "
+                  f"{count} pipelined answers lower than the one before; "
+                  f"no id twice")
+            return
+    fail(f"server_connections: 4: 20 x {count} pipelined answers in order")
+
+
 def seen(path, pairs):
     state = load(path)
     for p in pairs:
@@ -324,6 +354,8 @@ def main():
         alloc(a[1], int(a[2]), int(a[3]), int(a[4]), a[5])
     elif len(a) == 7 and a[0] == "down":
         down(a[1], int(a[2]), int(a[3]), int(a[4]), int(a[5]), a[6])
+    elif len(a) == 3 and a[0] == "disorder":
+        disorder(int(a[1]), a[2])
     elif len(a) >= 3 and a[0] == "seen":
         seen(a[1], a[2:])
     elif len(a) == 5 and a[0] == "eject":
