@@ -196,6 +196,7 @@ check "both above every id the clients had for them" [ $? = 0 ]
 
 # ---- one daemon killed -----------------------------------------------------------
 kill -9 "$PID_p1"; wait "$PID_p1" 2>/dev/null
+PIDS=("$PID_p0" "$PID_p2")   # cleanup must not signal a reused pid
 py down px "$NPORT" "$MCPORT" "$PID_p1" "$TIMEOUT_MS" "$STATE"
 check "p1 killed: its counters fail (SERVER_ERROR) within the timeout, the others go on, no repeat" [ $? = 0 ]
 # The same config with auto_eject_hosts: true (what the README forbids):
@@ -218,6 +219,7 @@ for d in p0 p1 p2; do
   eval "kill -TERM \$PID_$d; wait \$PID_$d"; rc=$?
   check "daemon $d: SIGTERM, exit 0" [ $rc = 0 ]
 done
+PIDS=()
 # verify_all: every daemon's log verifies each counter.
 verify_all() {
   local d i
