@@ -172,6 +172,7 @@ owned_by() {
   exec 4<&-
 }
 HUNG=$(owned_by "$PID_p2") LIVE=$(owned_by "$PID_p0")
+check "p2 owns $HUNG, p0 owns $LIVE (their claims in memcached)" test -n "$HUNG" -a -n "$LIVE"
 kill -STOP "$PID_p2"
 # stopped() PID: every thread of PID is stopped (state T).
 stopped() {
