@@ -194,8 +194,11 @@ DAEMON_CLIENT = $(BUILD)/tests/lcd_client
 .PHONY: daemon-test
 all: $(DAEMON)
 
+# sd_notify (tools/logcounterd/lcd_notify.c): Debian's libsystemd-dev.
+SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
 $(DAEMON): $(DAEMON_SRC) $(wildcard tools/logcounterd/*.h) $(LIB_A)
-	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
+	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads $(SYSTEMD_LIBS)
+
 
 $(DAEMON_CLIENT): tests/daemon/lcd_client.c tests/daemon/lcd_io.c tests/daemon/lcd_io.h
 	@mkdir -p $(@D)
