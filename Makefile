@@ -194,8 +194,31 @@ DAEMON_CLIENT = $(BUILD)/tests/lcd_client
 .PHONY: daemon-test
 all: $(DAEMON)
 
+# sd_notify (tools/logcounterd/lcd_notify.c): Debian's libsystemd-dev.
+SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
 $(DAEMON): $(DAEMON_SRC) $(wildcard tools/logcounterd/*.h) $(LIB_A)
-	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads
+	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads $(SYSTEMD_LIBS)
+
+# The systemd unit (dist/logcounterd.service.in, Type=notify) with
+# @BINDIR@ replaced, rendered again when BINDIR changes (like the .pc);
+# make install puts it in SYSTEMDUNITDIR, make uninstall removes it.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+UNIT      = $(BUILD)/logcounterd.service
+UNIT_DIRS = $(BUILD)/unit-dirs
+$(UNIT_DIRS): FORCE
+	@mkdir -p $(@D)
+	@echo '$(BINDIR)' | cmp -s - $@ 2>/dev/null || echo '$(BINDIR)' > $@
+$(UNIT): dist/logcounterd.service.in $(UNIT_DIRS)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' $< > $@
+all: $(UNIT)
+.PHONY: install-unit uninstall-unit
+install: install-unit
+install-unit: $(UNIT)
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	install -m 644 $(UNIT) $(DESTDIR)$(SYSTEMDUNITDIR)/logcounterd.service
+uninstall: uninstall-unit
+uninstall-unit:
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/logcounterd.service
 
 $(DAEMON_CLIENT): tests/daemon/lcd_client.c tests/daemon/lcd_io.c tests/daemon/lcd_io.h
 	@mkdir -p $(@D)

@@ -14,6 +14,7 @@
  *   lcd_listen.c   the TCP and unix-socket listeners, --max-connections
  *   lcd_stats.c    the "stats" and "stats settings" replies
  *   lcd_flush.c    the tally flusher thread (--flush-interval)
+ *   lcd_notify.c   READY=1 / STOPPING=1 to systemd (sd_notify)
  *   lcd_proto.c    the request parser (pure functions; lcd_proto.h)
  *
  * The daemon uses liblogcounter's public API only (include/logcounter.h).

@@ -16,10 +16,13 @@
  * tally once more (with a sweep), lc_close (which records the exact last
  * values and syncs), remove the pidfile and the socket, exit 0 (1 if the
  * final flush or the close failed).
+ * Under systemd (Type=notify, dist/logcounterd.service.in): READY=1 where
+ * "ready" is logged, STOPPING=1 at the first signal (lcd_notify.c).
  * SIGKILL needs nothing here: the library's synced reservation keeps the
  * ids unique after any crash.
  */
 #include "lcd.h"
+#include "lcd_notify.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -116,7 +119,8 @@ static void usage(FILE *f) {
       "The LogCounter service: hands out unique ids to any memcached client.\n"
       "Each id is counted in memcached and logged to the LevelDB directory DIR\n"
       "(which this process owns) before it is answered.  Runs in the\n"
-      "foreground; logs go to stderr.\n\n"
+      "foreground; logs go to stderr; tells systemd (Type=notify) through\n"
+      "$NOTIFY_SOCKET when it is ready and when it stops.\n\n"
       "Protocol (memcached text protocol):\n"
       "  incr NAME N [noreply]   allocate a block of N ids (1..%llu) and\n"
       "                          answer the last; a new counter starts at 1\n"
@@ -576,6 +580,9 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
   s->draining = 1;
   lcd_log(s->set, 0, "%s: no new connections; answering %d open ones",
           signame((int)sig), atomic_load(&s->nopen));
+  lcd_notify("STOPPING=1\nSTATUS=%s: draining %d connections (at most %d s)",
+             signame((int)sig), atomic_load(&s->nopen),
+             s->set->drain_timeout);
   lcd_stop_listening(s);
   struct timeval tv = {s->set->drain_timeout, 0};
   event_base_once(s->loops[0].base, -1, EV_TIMEOUT, drain_timeout_cb, s, &tv);
@@ -720,6 +727,9 @@ int main(int argc, char **argv) {
           set.standby_of ? set.standby_of : "",
           set.replication_listen ? "; a standby may follow on " : "",
           set.replication_listen ? set.replication_listen : "");
+  lcd_notify("READY=1\nSTATUS=ready: listening on %s%s%s, log %s",
+             set.listen, set.socket_path ? " and " : "",
+             set.socket_path ? set.socket_path : "", set.db);
   if (set.retain_records || set.retain_age_us)
     lcd_log(&set, 0,
             "retention: every %lld ms, keep the newest %llu records "
@@ -732,6 +742,7 @@ int main(int argc, char **argv) {
     status = EXIT_RUNTIME;
   }
   lcd_log(&set, 0, "stopping: waiting for the threads");
+  lcd_notify("STATUS=stopping: flushing the tallies, closing the log");
 
 out:
   lcd_stop_listening(&s);
