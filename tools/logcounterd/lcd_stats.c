@@ -40,94 +40,106 @@ typedef struct emit {
   void *arg;
 } emit;
 
-static void put(emit *e, lcd_fig f) { e->fn(e->arg, &f); }
+static void put(emit *o, lcd_fig f) { o->fn(o->arg, &f); }
 
 /* A counter: only grows while the daemon runs. */
-static void count(emit *e, const char *name, uint64_t v, const char *help) {
-  put(e, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_COUNTER,
+static void count(emit *o, const char *name, uint64_t v, const char *help) {
+  put(o, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_COUNTER,
                    .type = 'u', .u = v});
 }
 
-static void gauge(emit *e, const char *name, long long v, const char *help) {
-  put(e, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
+static void gauge(emit *o, const char *name, long long v, const char *help) {
+  put(o, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
                    .type = 'i', .i = v});
 }
 
-static void gauge_u(emit *e, const char *name, uint64_t v, const char *help) {
-  put(e, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
+static void gauge_u(emit *o, const char *name, uint64_t v, const char *help) {
+  put(o, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
                    .type = 'u', .u = v});
 }
 
 /* A gauge in microseconds (Prometheus: seconds). */
-static void gauge_us(emit *e, const char *name, long long v,
+static void gauge_us(emit *o, const char *name, long long v,
                      const char *help) {
-  put(e, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
+  put(o, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
                    .type = 'i', .micros = 1, .i = v});
 }
 
-static void real(emit *e, const char *name, double v, int prec,
+static void real(emit *o, const char *name, double v, int prec,
                  const char *help) {
-  put(e, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
+  put(o, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_GAUGE,
                    .type = 'f', .prec = prec, .f = v});
 }
 
-static void text(emit *e, const char *name, const char *v, const char *help) {
-  put(e, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_TEXT,
+static void text(emit *o, const char *name, const char *v, const char *help) {
+  put(o, (lcd_fig){.name = name, .help = help, .kind = LCD_FIG_TEXT,
                    .type = 's', .s = v});
 }
 
-static void octal(emit *e, const char *name, int v) {
-  put(e, (lcd_fig){.name = name, .kind = LCD_FIG_GAUGE, .type = 'o', .i = v});
+/* Figures without a kind or help (the settings): gauges at /metrics. */
+static void stat_u(emit *o, const char *name, uint64_t v) {
+  put(o, (lcd_fig){.name = name, .kind = LCD_FIG_GAUGE, .type = 'u', .u = v});
+}
+
+static void stat_i(emit *o, const char *name, long long v) {
+  put(o, (lcd_fig){.name = name, .kind = LCD_FIG_GAUGE, .type = 'i', .i = v});
+}
+
+static void stat_s(emit *o, const char *name, const char *v) {
+  put(o, (lcd_fig){.name = name, .kind = LCD_FIG_TEXT, .type = 's', .s = v});
+}
+
+static void octal(emit *o, const char *name, int v) {
+  put(o, (lcd_fig){.name = name, .kind = LCD_FIG_GAUGE, .type = 'o', .i = v});
 }
 
 /* The settings ("stats settings" only; not served at /metrics). */
-static void put_settings(lcd_server *s, emit *e) {
+static void put_settings(lcd_server *s, emit *o) {
   const lcd_settings *set = s->set;
   char pbuf[24];
-  text(e, "listen", set->listen, NULL);
-  text(e, "socket", set->socket_path, NULL);
-  octal(e, "socket_mode", set->socket_mode);
-  text(e, "admin_socket", set->admin_socket, NULL);
-  octal(e, "admin_socket_mode", set->admin_mode);
-  text(e, "memcached", set->memcached, NULL);
-  text(e, "db", set->db, NULL);
-  text(e, "durability", lc_durability_name(set->durability), NULL);
-  text(e, "prefetch", lcd_prefetch_text(set->prefetch, pbuf), NULL);
-  gauge(e, "timeout_ms", set->timeout_ms, NULL);
-  gauge(e, "threads", set->threads, NULL);
-  gauge(e, "workers", set->workers, NULL);
-  gauge(e, "max_connections", set->max_connections, NULL);
-  gauge_u(e, "max_counters", set->max_counters, NULL);
-  gauge_u(e, "max_tallies", set->max_tallies, NULL);
-  gauge(e, "idle_timeout", set->idle_timeout, NULL);
-  gauge(e, "line_timeout", set->line_timeout, NULL);
-  gauge(e, "drain_timeout", set->drain_timeout, NULL);
-  gauge(e, "reply_timeout", set->reply_timeout, NULL);
-  gauge(e, "input_max", LCD_INPUT_MAX, NULL);
-  gauge(e, "output_max", LCD_OUTPUT_MAX, NULL);
-  gauge(e, "conn_jobs_max", LCD_CONN_JOBS, NULL);
-  gauge(e, "backlog", set->backlog, NULL);
-  gauge(e, "verbosity", set->verbose, NULL);
-  text(e, "pidfile", set->pidfile, NULL);
-  gauge(e, "line_max", LCD_PROTO_LINE_MAX, NULL);
-  gauge(e, "max_keys", LCD_PROTO_MAX_KEYS, NULL);
-  gauge_u(e, "block_max", LC_BLOCK_MAX, NULL);
-  gauge(e, "flush_interval", set->flush_interval, NULL);
-  gauge(e, "sweep_interval", set->sweep_interval, NULL);
-  gauge_u(e, "retain_records", set->retain_records, NULL);
-  gauge(e, "retain_age_us", (long long)set->retain_age_us, NULL);
-  gauge(e, "retain_interval_ms",
-        set->retain_records || set->retain_age_us
-            ? (long long)set->retain_interval_ms
-            : 0,
-        NULL);
-  text(e, "replication_listen", set->replication_listen, NULL);
-  text(e, "standby_of", set->standby_of, NULL);
-  text(e, "standby_mode",
-       set->standby_mode == LC_STANDBY_PREFERRED ? "preferred" : "required",
-       NULL);
-  gauge(e, "standby_timeout_ms", (long long)set->standby_timeout_ms, NULL);
-  text(e, "metrics_listen", set->metrics_listen, NULL);
+  stat_s(o, "listen", set->listen);
+  stat_s(o, "socket", set->socket_path);
+  octal(o, "socket_mode", set->socket_mode);
+  stat_s(o, "admin_socket", set->admin_socket);
+  octal(o, "admin_socket_mode", set->admin_mode);
+  stat_s(o, "memcached", set->memcached);
+  stat_s(o, "db", set->db);
+  stat_s(o, "durability", lc_durability_name(set->durability));
+  stat_s(o, "prefetch", lcd_prefetch_text(set->prefetch, pbuf));
+  stat_i(o, "timeout_ms", set->timeout_ms);
+  stat_i(o, "threads", set->threads);
+  stat_i(o, "workers", set->workers);
+  stat_i(o, "max_connections", set->max_connections);
+  stat_u(o, "max_counters", set->max_counters);
+  stat_u(o, "max_tallies", set->max_tallies);
+  stat_i(o, "idle_timeout", set->idle_timeout);
+  stat_i(o, "line_timeout", set->line_timeout);
+  stat_i(o, "drain_timeout", set->drain_timeout);
+  stat_i(o, "reply_timeout", set->reply_timeout);
+  stat_i(o, "input_max", LCD_INPUT_MAX);
+  stat_i(o, "output_max", LCD_OUTPUT_MAX);
+  stat_i(o, "conn_jobs_max", LCD_CONN_JOBS);
+  stat_i(o, "backlog", set->backlog);
+  stat_i(o, "verbosity", set->verbose);
+  stat_s(o, "pidfile", set->pidfile);
+  stat_i(o, "line_max", LCD_PROTO_LINE_MAX);
+  stat_i(o, "max_keys", LCD_PROTO_MAX_KEYS);
+  stat_u(o, "block_max", LC_BLOCK_MAX);
+  stat_i(o, "flush_interval", set->flush_interval);
+  stat_i(o, "sweep_interval", set->sweep_interval);
+  stat_u(o, "retain_records", set->retain_records);
+  stat_i(o, "retain_age_us", (long long)set->retain_age_us);
+  stat_i(o, "retain_interval_ms",
+         set->retain_records || set->retain_age_us
+             ? (long long)set->retain_interval_ms
+             : 0);
+  stat_s(o, "replication_listen", set->replication_listen);
+  stat_s(o, "standby_of", set->standby_of);
+  stat_s(o, "standby_mode", set->standby_mode == LC_STANDBY_PREFERRED
+                                ? "preferred"
+                                : "required");
+  stat_i(o, "standby_timeout_ms", (long long)set->standby_timeout_ms);
+  stat_s(o, "metrics_listen", set->metrics_listen);
 }
 
 /* Each loop's own counters (lcd_counters): summed in "stats", per loop
@@ -198,150 +210,150 @@ int lcd_loop_figure(const lcd_loop *l, int k, lcd_fig *f) {
 }
 
 /* The daemon's own figures, summed over the loops. */
-static void put_daemon(lcd_server *s, emit *e) {
+static void put_daemon(lcd_server *s, emit *o) {
   lcd_counters d;
   uint64_t stall_max;
   int nopen;
   lcd_loops_sum(s, &d, &stall_max, &nopen);
   time_t now = lcd_now();
-  gauge(e, "pid", (long long)getpid(), "The daemon's process id.");
-  gauge(e, "uptime", (long long)(now - s->started),
+  gauge(o, "pid", (long long)getpid(), "The daemon's process id.");
+  gauge(o, "uptime", (long long)(now - s->started),
         "Seconds since the daemon started.");
-  gauge(e, "time", (long long)(s->started_wall + (now - s->started)),
+  gauge(o, "time", (long long)(s->started_wall + (now - s->started)),
         "The daemon's clock, seconds since the epoch.");
-  text(e, "version", lc_version(), "The version of liblogcounter.");
-  text(e, "libevent", event_get_version(), "The version of libevent.");
-  gauge(e, "pointer_size", (long long)(sizeof(void *) * 8),
+  text(o, "version", lc_version(), "The version of liblogcounter.");
+  text(o, "libevent", event_get_version(), "The version of libevent.");
+  gauge(o, "pointer_size", (long long)(sizeof(void *) * 8),
         "Bits in a pointer.");
-  gauge(e, "threads", s->set->threads, "Event-loop threads (--threads).");
-  gauge(e, "workers", s->set->workers, "Worker threads (--workers).");
-  text(e, "durability", lc_durability_name(s->set->durability),
+  gauge(o, "threads", s->set->threads, "Event-loop threads (--threads).");
+  gauge(o, "workers", s->set->workers, "Worker threads (--workers).");
+  text(o, "durability", lc_durability_name(s->set->durability),
        "The log's durability (--durability).");
-  gauge(e, "curr_connections", nopen, "Open client connections.");
-  count(e, "total_connections", atomic_load(&s->total_connections),
+  gauge(o, "curr_connections", nopen, "Open client connections.");
+  count(o, "total_connections", atomic_load(&s->total_connections),
         "Client connections accepted.");
-  gauge(e, "max_connections", s->set->max_connections,
+  gauge(o, "max_connections", s->set->max_connections,
         "The most open client connections (--max-connections).");
-  gauge_u(e, "jobs_queued", lcd_pool_queued(s),
+  gauge_u(o, "jobs_queued", lcd_pool_queued(s),
           "Jobs waiting for a worker thread.");
   for (int k = 0; k < LOOP_FIGS; k++)
-    count(e, loop_figs[k].name, loop_value(&d, k), loop_figs[k].help);
+    count(o, loop_figs[k].name, loop_value(&d, k), loop_figs[k].help);
   /* The requests per lc_next_n call (the coalescing factor); the longest
    * library call that held a loop. */
-  real(e, "incr_per_call",
+  real(o, "incr_per_call",
        d.incr_calls ? (double)d.cmd_incr / (double)d.incr_calls : 0.0, 2,
        "incr requests per lc_next_n call (the coalescing factor).");
-  gauge_us(e, "loop_stall_max_us", (long long)stall_max, STALL_HELP);
+  gauge_us(o, "loop_stall_max_us", (long long)stall_max, STALL_HELP);
 }
 
 /* The library's figures (lc_get_stats) and the flusher's. */
-static void put_library(lcd_server *s, emit *e) {
+static void put_library(lcd_server *s, emit *o) {
   lc_stats ls;
   memset(&ls, 0, sizeof ls);
   lc_get_stats(s->lc, &ls);
-  count(e, "allocations", ls.allocations,
+  count(o, "allocations", ls.allocations,
         "Successful allocations (lc_next_n calls).");
-  count(e, "ids", ls.ids, "Ids handed out by the library.");
-  count(e, "increments", ls.increments, "memcached increments sent.");
-  count(e, "restores", ls.restores, "Counters seeded in memcached from the log.");
-  count(e, "backwards", ls.backwards,
+  count(o, "ids", ls.ids, "Ids handed out by the library.");
+  count(o, "increments", ls.increments, "memcached increments sent.");
+  count(o, "restores", ls.restores, "Counters seeded in memcached from the log.");
+  count(o, "backwards", ls.backwards,
         "memcached answers not above the last value handed out.");
-  count(e, "log_writes", ls.log_writes, "LevelDB write batches.");
-  count(e, "log_syncs", ls.log_syncs, "Synced LevelDB writes.");
-  count(e, "errors", ls.errors, "Failed library calls on counters and tallies.");
-  count(e, "segments", ls.segments, "Prefetched segments taken.");
-  count(e, "segment_waits", ls.segment_waits,
+  count(o, "log_writes", ls.log_writes, "LevelDB write batches.");
+  count(o, "log_syncs", ls.log_syncs, "Synced LevelDB writes.");
+  count(o, "errors", ls.errors, "Failed library calls on counters and tallies.");
+  count(o, "segments", ls.segments, "Prefetched segments taken.");
+  count(o, "segment_waits", ls.segment_waits,
         "Calls that found no segment and waited.");
-  gauge_u(e, "counters", ls.counters, "Counters the daemon keeps state for.");
-  gauge_u(e, "tallies", ls.tallies, "Tallies the daemon keeps state for.");
-  count(e, "tally_adds", ls.tally_adds, "Successful tally changes.");
-  count(e, "tally_flushes", ls.tally_flushes,
+  gauge_u(o, "counters", ls.counters, "Counters the daemon keeps state for.");
+  gauge_u(o, "tallies", ls.tallies, "Tallies the daemon keeps state for.");
+  count(o, "tally_adds", ls.tally_adds, "Successful tally changes.");
+  count(o, "tally_flushes", ls.tally_flushes,
         "Tally records written by flushes.");
-  count(e, "tally_schedules", ls.tally_schedules, "Tally flush windows opened.");
-  count(e, "tally_schedule_failures", ls.tally_schedule_failures,
+  count(o, "tally_schedules", ls.tally_schedules, "Tally flush windows opened.");
+  count(o, "tally_schedule_failures", ls.tally_schedule_failures,
         "Tally window markers that could not be stored.");
-  count(e, "tally_losses", ls.tally_losses,
+  count(o, "tally_losses", ls.tally_losses,
         "Times memcached had lost or lowered a tally's pending counts.");
-  count(e, "tally_seeds", ls.tally_seeds, "Tally keys re-seeded in memcached.");
+  count(o, "tally_seeds", ls.tally_seeds, "Tally keys re-seeded in memcached.");
   uint64_t runs, sweeps, ferrors, flushed;
   lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
-  count(e, "flusher_runs", runs, "Tally flusher runs.");
-  count(e, "flusher_sweeps", sweeps, "Tally flusher sweeps of the whole log.");
-  count(e, "flusher_errors", ferrors, "Tally flusher runs that failed.");
-  count(e, "flusher_written", flushed, "Tallies the flusher wrote to the log.");
+  count(o, "flusher_runs", runs, "Tally flusher runs.");
+  count(o, "flusher_sweeps", sweeps, "Tally flusher sweeps of the whole log.");
+  count(o, "flusher_errors", ferrors, "Tally flusher runs that failed.");
+  count(o, "flusher_written", flushed, "Tallies the flusher wrote to the log.");
 }
 
 /* The log's state: failures, reopens, and why (lc_get_log_status). */
-static void put_log(lcd_server *s, emit *e) {
+static void put_log(lcd_server *s, emit *o) {
   lc_log_status st;
   if (lc_get_log_status(s->lc, &st) != 0) return;
-  text(e, "log_state", lc_log_state_name(st.state),
+  text(o, "log_state", lc_log_state_name(st.state),
        "The log's state: ok, failed, recovering or lost.");
-  count(e, "log_failures", st.failures, "Times the log failed.");
-  count(e, "log_recoveries", st.recoveries, "Reopens that brought the log back.");
-  count(e, "log_reopen_attempts", st.attempts, "Reopens of the log tried.");
-  gauge(e, "log_failed_at", (long long)(st.failed_us / 1000000),
+  count(o, "log_failures", st.failures, "Times the log failed.");
+  count(o, "log_recoveries", st.recoveries, "Reopens that brought the log back.");
+  count(o, "log_reopen_attempts", st.attempts, "Reopens of the log tried.");
+  gauge(o, "log_failed_at", (long long)(st.failed_us / 1000000),
         "When the log last failed, seconds since the epoch; 0: never.");
-  gauge(e, "log_recovered_at", (long long)(st.recovered_us / 1000000),
+  gauge(o, "log_recovered_at", (long long)(st.recovered_us / 1000000),
         "When the log last recovered, seconds since the epoch; 0: never.");
-  text(e, "log_error", st.error[0] ? st.error : NULL,
+  text(o, "log_error", st.error[0] ? st.error : NULL,
        "What failed last in the log.");
-  text(e, "log_reopen_error", st.attempt_error[0] ? st.attempt_error : NULL,
+  text(o, "log_reopen_error", st.attempt_error[0] ? st.attempt_error : NULL,
        "Why the last reopen of the log failed.");
 }
 
 /* What retention has done (all 0 when it is off; no error: "none").  The
  * last error is one line: CR, LF and other control bytes become spaces. */
-static void put_retention(lcd_server *s, emit *e) {
+static void put_retention(lcd_server *s, emit *o) {
   lc_retention_status st;
   if (lc_get_retention_status(s->lc, &st) != 0) memset(&st, 0, sizeof st);
   st.last_error[sizeof st.last_error - 1] = '\0';
   for (char *p = st.last_error; *p; p++)
     if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
-  count(e, "retain_runs", st.runs, "Retention passes over the log finished.");
-  count(e, "retain_counters", st.counters, "Counters pruned by retention.");
-  count(e, "retain_records_deleted", st.records_deleted,
+  count(o, "retain_runs", st.runs, "Retention passes over the log finished.");
+  count(o, "retain_counters", st.counters, "Counters pruned by retention.");
+  count(o, "retain_records_deleted", st.records_deleted,
         "Records deleted by retention.");
-  count(e, "retain_ledger_deleted", st.ledger_deleted,
+  count(o, "retain_ledger_deleted", st.ledger_deleted,
         "Ledger entries deleted by retention.");
-  count(e, "retain_errors", st.errors, "Counters whose retention prune failed.");
-  gauge(e, "retain_last_run", (long long)(st.last_run_us / 1000000),
+  count(o, "retain_errors", st.errors, "Counters whose retention prune failed.");
+  gauge(o, "retain_last_run", (long long)(st.last_run_us / 1000000),
         "When the last retention run ended, seconds since the epoch; 0: never.");
-  gauge_us(e, "retain_last_duration_us", (long long)st.last_duration_us,
+  gauge_us(o, "retain_last_duration_us", (long long)st.last_duration_us,
            "How long the last retention run took, in seconds.");
-  text(e, "retain_last_error", st.last_error[0] ? st.last_error : NULL,
+  text(o, "retain_last_error", st.last_error[0] ? st.last_error : NULL,
        "The last retention failure.");
 }
 
 /* The standby, or the primary's view of its standby (role "alone" and
  * zeros without either option). */
-static void put_replication(lcd_server *s, emit *e) {
+static void put_replication(lcd_server *s, emit *o) {
   lc_replication_status st;
   if (lc_get_replication_status(s->lc, &st) != 0) memset(&st, 0, sizeof st);
-  text(e, "replication_role", lc_role_name(st.role),
+  text(o, "replication_role", lc_role_name(st.role),
        "The log's role: alone, primary or standby.");
-  text(e, "replication_state", st.state[0] ? st.state : NULL,
+  text(o, "replication_state", st.state[0] ? st.state : NULL,
        "The replication stream's state.");
-  gauge(e, "replication_connected", st.connected,
+  gauge(o, "replication_connected", st.connected,
         "1 while the standby (on a standby: the primary) is connected.");
   if (st.role == LC_ROLE_PRIMARY)
-    text(e, "replication_standby", st.state,
+    text(o, "replication_standby", st.state,
          "The state of the standby that acknowledges floors.");
-  gauge(e, "replication_stale", st.stale,
+  gauge(o, "replication_stale", st.stale,
         "1 when this standby may be behind (promote needs force).");
-  gauge_u(e, "replication_seq", st.seq,
+  gauge_u(o, "replication_seq", st.seq,
           "Batches written (primary) or applied (standby).");
-  gauge_u(e, "replication_acked", st.acked,
+  gauge_u(o, "replication_acked", st.acked,
           "Batches the standby acknowledged (primary).");
-  gauge_u(e, "replication_lag_records", st.lag_records,
+  gauge_u(o, "replication_lag_records", st.lag_records,
           "Log entries of the primary not applied here yet (standby).");
-  real(e, "replication_lag_seconds", st.lag_seconds, 3,
+  real(o, "replication_lag_seconds", st.lag_seconds, 3,
        "How old the oldest of them is, in seconds (standby).");
-  count(e, "replication_ack_timeouts", st.ack_timeouts,
+  count(o, "replication_ack_timeouts", st.ack_timeouts,
         "Floors the standby did not acknowledge in time (primary).");
-  count(e, "replication_snapshots", st.snapshots,
+  count(o, "replication_snapshots", st.snapshots,
         "Full copies sent (primary) or taken (standby).");
-  count(e, "replication_connects", st.connects,
+  count(o, "replication_connects", st.connects,
         "Connections of a standby so far.");
 }
 
