@@ -125,6 +125,13 @@ static int parse_addr(const char *text, struct sockaddr_storage *ss, int *len,
   return 0;
 }
 
+int lcd_metrics_addr_ok(const char *text) {
+  struct sockaddr_storage ss;
+  int len;
+  char buf[128];
+  return parse_addr(text, &ss, &len, buf) == 0;
+}
+
 static void metrics_free(lcd_metrics *m) {
   if (m->http) evhttp_free(m->http); /* and its bound listener */
   if (m->base) event_base_free(m->base);
@@ -138,11 +145,8 @@ int lcd_metrics_start(lcd_server *s) {
   struct sockaddr_storage ss;
   int len;
   char bound[128];
-  if (parse_addr(addr, &ss, &len, bound) != 0) {
-    fprintf(stderr,
-            LCD_PROG ": invalid address '%s' for --metrics-listen (numeric "
-                     "HOST:PORT, e.g. 127.0.0.1:9311 or [::1]:9311; a "
-                     "bare PORT means 127.0.0.1)\n",
+  if (parse_addr(addr, &ss, &len, bound) != 0) { /* parse_options checked */
+    fprintf(stderr, LCD_PROG ": invalid address '%s' for --metrics-listen\n",
             addr);
     return EXIT_USAGE;
   }

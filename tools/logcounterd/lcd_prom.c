@@ -48,8 +48,11 @@ static void family(char *out, size_t size, const char *before,
 
 static void header(struct evbuffer *o, const char *fam, const char *help,
                    const char *type) {
-  evbuffer_add_printf(o, "# HELP %s %s\n# TYPE %s %s\n", fam,
-                      help ? help : "(no help)", fam, type);
+  if (help)
+    evbuffer_add_printf(o, "# HELP %s %s\n", fam, help);
+  else
+    evbuffer_add_printf(o, "# HELP %s The stats figure of that name.\n", fam);
+  evbuffer_add_printf(o, "# TYPE %s %s\n", fam, type);
 }
 
 /* A label value: \ " and newline escaped, other bytes outside printable

@@ -491,7 +491,14 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     }
     case O_REPL_LISTEN: set->replication_listen = optarg; break;
     case O_STANDBY_OF: set->standby_of = optarg; break;
-    case O_METRICS: set->metrics_listen = optarg; break;
+    case O_METRICS:
+      set->metrics_listen = optarg;
+      if (!lcd_metrics_addr_ok(optarg))
+        rc = usage_error("invalid address '%s' for --metrics-listen "
+                         "(numeric HOST:PORT, e.g. 127.0.0.1:9311 or "
+                         "[::1]:9311; a bare PORT means 127.0.0.1)",
+                         optarg);
+      break;
     case O_STANDBY_MODE:
       if (strcmp(optarg, "required") == 0)
         set->standby_mode = LC_STANDBY_REQUIRED;
@@ -689,7 +696,6 @@ int main(int argc, char **argv) {
     if ((status = write_pidfile(set.pidfile))) goto out;
     pidfile_written = 1;
   }
-  if ((status = lcd_metrics_start(&s))) goto out; /* before the threads */
   const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
   for (int i = 0; i < 3; i++) {
     sigs[i] = evsignal_new(base, signums[i], signal_cb, &s);
@@ -701,6 +707,7 @@ int main(int argc, char **argv) {
   }
   s.started = lcd_now();
   s.started_wall = time(NULL);
+  if ((status = lcd_metrics_start(&s))) goto out; /* before the threads */
   if (lcd_pool_start(&s) != 0 || lcd_flusher_start(&s) != 0 ||
       lcd_loops_start(&s) != 0) {
     fprintf(stderr, LCD_PROG ": cannot start the threads\n");
