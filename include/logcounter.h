@@ -603,6 +603,37 @@ typedef struct lc_replication_status {
 LC_EXTERN int lc_get_replication_status(lc_t *h, lc_replication_status *out);
 LC_EXTERN const char *lc_role_name(lc_role_t role);
 
+/* ==== Write latency (added in 0.6) =====================================
+ *
+ * How long the handle's floor writes take: the synced log writes that
+ * raise a counter's reservation (lc_next_n with the default durability,
+ * lc_advance, a dropped segment), and those that write a prefetched
+ * segment's record (lc_options.prefetch), each timed from the call into
+ * the log writer until it returns (queueing behind other writes, the
+ * write, the fsync, the standby's acknowledgment), failed ones too.
+ * Timing costs two clock reads per floor write, and the counts are
+ * relaxed atomics: no lock is taken.  Buckets are fixed and log-spaced
+ * (1-2-5 steps); bucket i counts the writes that took more than
+ * lc_latency_bound_us(i - 1) and at most lc_latency_bound_us(i)
+ * microseconds; the last one has no upper bound.  A remote handle
+ * reports zeros. */
+#define LC_LATENCY_BUCKETS 20
+typedef struct lc_latency_hist {
+  uint64_t count;  /* writes timed: the sum of buckets[] */
+  uint64_t sum_us; /* their total time in microseconds */
+  uint64_t buckets[LC_LATENCY_BUCKETS]; /* not cumulative */
+} lc_latency_hist;
+typedef struct lc_latency {
+  lc_latency_hist reservation; /* writes that raise a reservation */
+  lc_latency_hist segment;     /* writes of a new segment's record */
+} lc_latency;
+/* A snapshot since lc_open (each bucket read on its own: a write timed
+ * meanwhile may show in count but not yet in sum_us).  Thread-safe. */
+LC_EXTERN int lc_get_latency(lc_t *h, lc_latency *out);
+/* The upper bound of bucket i in microseconds (5, 10, 20, 50, 100, ...
+ * 5000000); INT64_MAX for the last bucket and for any i out of range. */
+LC_EXTERN int64_t lc_latency_bound_us(int i);
+
 /* ==== Tallies ===========================================================
  *
  * A tally is a write-behind signed 64-bit count (page views, likes, stock

@@ -375,7 +375,9 @@ static int commit(lc_t *h, lc__counter *c, const block *b) {
     lc__log_batch_reservation(wb, c->name, c->nlen, b->reservation);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
   if (b->reconciles) lc__batch_reconciled(wb, c->name, c->nlen, b->last);
+  int64_t t0 = lc__mono_us();
   int rc = lc__log_write(&h->log, wb, b->sync);
+  if (b->reservation) lc__lat_record(h, LC__LAT_RESERVATION, t0);
   leveldb_writebatch_destroy(wb);
   LC__STAT(h, log_writes, 1);
   if (b->sync) LC__STAT(h, log_syncs, 1);
@@ -770,7 +772,9 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
   pthread_mutex_unlock(&c->mu);
   lc__ledger_batch(b, c, g, n + skip);
   if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
+  int64_t t0 = lc__mono_us();
   int rc = lc__log_write(&h->log, b, true);
+  if (raise) lc__lat_record(h, LC__LAT_RESERVATION, t0);
   LC__STAT(h, log_writes, 1);
   LC__STAT(h, log_syncs, 1);
   pthread_mutex_lock(&c->mu);

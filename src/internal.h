@@ -23,6 +23,7 @@
  *              admin.h
  *   retain.c   retention: listing the log's counters, the pruning thread
  *   handle.c   lc_open / lc_close, options, stats
+ *   latency.c  histograms of the floor writes' latency (lc_get_latency)
  */
 #ifndef LC_INTERNAL_H
 #define LC_INTERNAL_H
@@ -323,6 +324,16 @@ int lc__prune(lc_t *h, const char *name, const lc_prune_opts *o,
 
 /* ---- handle.c ---- */
 typedef struct lc__admin_srv lc__admin_srv;
+/* latency.c: one histogram of write latency, buckets as in
+ * lc_latency_bound_us; every field a relaxed atomic. */
+enum { LC__LAT_RESERVATION, LC__LAT_SEGMENT, LC__LAT_KINDS };
+typedef struct lc__hist {
+  atomic_uint_fast64_t n[LC_LATENCY_BUCKETS];
+  atomic_uint_fast64_t sum_us;
+} lc__hist;
+/* Counts one write of kind that started at start_us (lc__mono_us). */
+void lc__lat_record(lc_t *h, int kind, int64_t start_us);
+
 struct lc {
   bool remote; /* talks to a logcounterd: no log, no counters */
   bool admin;  /* remote, on an admin socket: every call goes there */
@@ -365,6 +376,8 @@ struct lc {
     atomic_uint_fast64_t tally_adds, tally_flushes, tally_schedules,
         tally_schedule_failures, tally_losses, tally_seeds;
   } st;
+  /* latency.c: floor-write latency, relaxed atomics (lc_get_latency) */
+  lc__hist lat[LC__LAT_KINDS];
   struct {                  /* retain.c: the retention thread */
     pthread_mutex_t mu;     /* st, and the thread's sleep */
     pthread_cond_t cv;      /* on CLOCK_MONOTONIC */

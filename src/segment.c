@@ -203,7 +203,9 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
         lc__log_batch_reservation(b, c->name, c->nlen, last);
       lc__batch_reconciled(b, c->name, c->nlen, last);
     }
+    int64_t t0 = lc__mono_us();
     rc = lc__log_write(&h->log, b, true);
+    lc__lat_record(h, LC__LAT_SEGMENT, t0);
     leveldb_writebatch_destroy(b);
     LC__STAT(h, log_writes, 1);
     LC__STAT(h, log_syncs, 1);
@@ -322,7 +324,9 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i], LC_VALUE_MAX);
   lc__log_batch_reservation(b, c->name, c->nlen, reserve);
+  int64_t t0 = lc__mono_us();
   int rc = lc__log_write(&h->log, b, true);
+  lc__lat_record(h, LC__LAT_RESERVATION, t0);
   leveldb_writebatch_destroy(b);
   LC__STAT(h, log_writes, 1);
   LC__STAT(h, log_syncs, 1);

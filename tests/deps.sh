@@ -6,8 +6,9 @@ set -eu
 need="memcached libmemcached-dev libmemcached-tools libleveldb-dev libcmocka-dev libevent-dev valgrind pkg-config make gcc python3 python3-pymemcache python3-pylibmc $*"
 # logcounterd's sd_notify; systemd-analyze and strace for tests/suite_systemd.sh
 need="$need libsystemd-dev systemd strace"
-# the tools the suites drive: twemproxy (suite_proxy.sh)
-need="$need nutcracker"
+# the tools the suites drive: twemproxy (suite_proxy.sh), Prometheus and
+# promtool (suite_metrics.sh)
+need="$need nutcracker prometheus"
 missing=""
 for p in $need; do
   if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed'; then

@@ -50,6 +50,14 @@ static void test_fresh_counter_starts_at_one(void **state) {
   assert_int_equal(st.ids, 5);
   assert_int_equal(st.restores, 1); /* the first use seeded it */
   assert_int_equal(st.errors, 0);
+  /* The first allocation wrote a reservation (0.6: its latency). */
+  lc_latency lat;
+  assert_ok(lc_get_latency(f->h, &lat));
+  assert_true(lat.reservation.count >= 1);
+  uint64_t sum = 0;
+  for (int i = 0; i < LC_LATENCY_BUCKETS; i++) sum += lat.reservation.buckets[i];
+  assert_int_equal(sum, lat.reservation.count);
+  assert_int_equal(lat.segment.count, 0); /* no prefetch */
 }
 
 static void test_next_n_contiguous(void **state) {
@@ -392,6 +400,15 @@ static void test_null_args(void **state) {
   lc_stats st;
   assert_rc(lc_get_stats(NULL, &st), LC_EINVAL);
   assert_rc(lc_get_stats(f->h, NULL), LC_EINVAL);
+  lc_latency lat;
+  assert_rc(lc_get_latency(NULL, &lat), LC_EINVAL);
+  assert_rc(lc_get_latency(f->h, NULL), LC_EINVAL);
+  assert_i64_eq(lc_latency_bound_us(0), 5);
+  assert_i64_eq(lc_latency_bound_us(LC_LATENCY_BUCKETS - 2), 5000000);
+  assert_true(lc_latency_bound_us(LC_LATENCY_BUCKETS - 1) == INT64_MAX);
+  assert_true(lc_latency_bound_us(-1) == INT64_MAX);
+  for (int i = 1; i < LC_LATENCY_BUCKETS - 1; i++)
+    assert_true(lc_latency_bound_us(i) > lc_latency_bound_us(i - 1));
   lc_durability_t d = LC_DURABILITY_SYNC;
   assert_rc(lc_durability_parse(NULL, &d), LC_EINVAL);
   assert_rc(lc_durability_parse("sync", NULL), LC_EINVAL);

@@ -92,6 +92,9 @@ static void test_fixed_size(void **state) {
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
   assert_true(st.segments >= 10 && st.segments <= 11);
+  lc_latency lat; /* 0.6: every segment write was timed */
+  assert_ok(lc_get_latency(f->h, &lat));
+  assert_int_equal(lat.segment.count, st.segments);
   int64_t cur = 0;
   assert_ok(lc_current(f->h, "fx", &cur));
   assert_i64_eq(cur, 1000); /* what went out, not mc */

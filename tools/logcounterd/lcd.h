@@ -16,6 +16,8 @@
  *   lcd_flush.c    the tally flusher thread (--flush-interval)
  *   lcd_notify.c   READY=1 / STOPPING=1 to systemd (sd_notify)
  *   lcd_proto.c    the request parser (pure functions; lcd_proto.h)
+ *   lcd_metrics.c  --metrics-listen: Prometheus text at /metrics, on its
+ *                  own thread (lcd_prom.c writes it; lcd_metrics.h)
  *
  * The daemon uses liblogcounter's public API only (include/logcounter.h).
  *
@@ -176,6 +178,8 @@ typedef struct lcd_settings {
   const char *standby_of;         /* lc_options.standby_of */
   int standby_mode;               /* LC_STANDBY_REQUIRED (default) */
   int64_t standby_timeout_ms;     /* default 2000 */
+  const char *metrics_listen;     /* HOST:PORT (PORT: 127.0.0.1) of the
+                                     Prometheus /metrics; NULL: none */
 } lcd_settings;
 
 typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;
@@ -347,6 +351,7 @@ struct lcd_server {
   lcd_workers pool;
   lcd_flusher flusher;
   lc_log_status log_seen; /* lcd_stats.c: the log's state at the last tick */
+  struct lcd_metrics *metrics; /* lcd_metrics.c; NULL: none */
 };
 
 /* logcounterd.c */

@@ -33,8 +33,11 @@
  *
  * Invariant at stop: every submitted job has run and come back through
  * lcd_conn_job_done, so no id is allocated without its connection knowing.
+ *
+ * With --metrics-listen, each lc_next_n call for incr jobs is timed into
+ * its loop's histogram, or the workers' (lcd_metrics.c; relaxed atomics).
  */
-#include "lcd.h"
+#include "lcd_metrics.h"
 
 #include <event2/event.h>
 #include <signal.h>
@@ -155,17 +158,22 @@ static int start_at(lc_t *lc, const char *name, uint64_t n) {
   return lc_advance(lc, name, (int64_t)n);
 }
 
+static int64_t now_us(void);
+
 /* Runs a chain of jobs (linked by next): several INCR jobs of one counter
- * share one lc_next_n, split in queue order; a GET job runs alone. */
-static void run_jobs(lc_t *lc, lcd_job *j) {
+ * share one lc_next_n, split in queue order; a GET job runs alone.  lat
+ * (NULL: none): where the lc_next_n call's time is counted. */
+static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
   j->rc = 0;
   j->detail[0] = '\0';
   if (j->kind == LCD_JOB_INCR) {
     uint64_t total = 0;
     for (lcd_job *k = j; k; k = k->next) total += k->total;
     int64_t first = 0;
+    int64_t t0 = lat ? now_us() : 0;
     int rc = j->meta.has_init ? start_at(lc, j->names, j->meta.init) : 0;
     if (!rc) rc = lc_next_n(lc, j->names, total, &first);
+    if (lat) lcd_hist_record(lat, now_us() - t0);
     if (rc) keep_detail(j);
     for (lcd_job *k = j; k; k = k->next) {
       k->rc = rc;
@@ -284,7 +292,7 @@ static void *worker(void *arg) {
       pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 
-    run_jobs(s->lc, j);
+    run_jobs(s->lc, j, lcd_metrics_alloc_hist(s, -1));
     while (j) { /* the chain may span loops */
       lcd_job *n = j->next;
       give_back(j);
@@ -425,7 +433,7 @@ static void submit_pending(lcd_loop *l) {
       continue;
     }
     int64_t t0 = now_us();
-    run_jobs(l->lc, j);
+    run_jobs(l->lc, j, lcd_metrics_alloc_hist(l->srv, l->index));
     int64_t took = now_us() - t0;
     if ((uint64_t)took > l->stall_max_us) l->stall_max_us = (uint64_t)took;
     if (took > LCD_STALL_US) {

@@ -22,6 +22,7 @@
  * ids unique after any crash.
  */
 #include "lcd.h"
+#include "lcd_metrics.h"
 #include "lcd_notify.h"
 
 #include <errno.h>
@@ -248,6 +249,16 @@ static void usage(FILE *f) {
       "                          its log; allocations answer SERVER_ERROR\n"
       "                          ESTANDBY, get and stats work; 'logcounter\n"
       "                          --server ADMIN promote' makes it the primary\n"
+      "  --metrics-listen HOST:PORT  serve Prometheus's text format at\n"
+      "                          http://HOST:PORT/metrics (numeric; a bare\n"
+      "                          PORT means 127.0.0.1:PORT): every 'stats'\n"
+      "                          figure as logcounterd_NAME (counters\n"
+      "                          logcounterd_NAME_total), each loop's\n"
+      "                          counters (label loop), histograms of\n"
+      "                          allocation latency and of the reservation\n"
+      "                          and segment write latency; its own thread,\n"
+      "                          never in the way of the data loops; no\n"
+      "                          auth: keep it on loopback (default: off)\n"
       "  --pidfile FILE          write the pid here, removed at exit\n"
       "  -v, --verbose           log connections; twice: failed requests\n"
       "  -h, --help              this help\n"
@@ -320,7 +331,8 @@ enum {
   O_REPL_LISTEN,
   O_STANDBY_OF,
   O_STANDBY_MODE,
-  O_STANDBY_TIMEOUT
+  O_STANDBY_TIMEOUT,
+  O_METRICS
 };
 
 static const struct option long_options[] = {
@@ -354,6 +366,7 @@ static const struct option long_options[] = {
     {"standby-of", required_argument, NULL, O_STANDBY_OF},
     {"standby-mode", required_argument, NULL, O_STANDBY_MODE},
     {"standby-timeout", required_argument, NULL, O_STANDBY_TIMEOUT},
+    {"metrics-listen", required_argument, NULL, O_METRICS},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
@@ -496,6 +509,14 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     }
     case O_REPL_LISTEN: set->replication_listen = optarg; break;
     case O_STANDBY_OF: set->standby_of = optarg; break;
+    case O_METRICS:
+      set->metrics_listen = optarg;
+      if (!lcd_metrics_addr_ok(optarg))
+        rc = usage_error("invalid address '%s' for --metrics-listen "
+                         "(numeric HOST:PORT, e.g. 127.0.0.1:9311 or "
+                         "[::1]:9311; a bare PORT means 127.0.0.1)",
+                         optarg);
+      break;
     case O_STANDBY_MODE:
       if (strcmp(optarg, "required") == 0)
         set->standby_mode = LC_STANDBY_REQUIRED;
@@ -707,6 +728,7 @@ int main(int argc, char **argv) {
   }
   s.started = lcd_now();
   s.started_wall = time(NULL);
+  if ((status = lcd_metrics_start(&s))) goto out; /* before the threads */
   if (lcd_pool_start(&s) != 0 || lcd_flusher_start(&s) != 0 ||
       lcd_loops_start(&s) != 0) {
     fprintf(stderr, LCD_PROG ": cannot start the threads\n");
@@ -751,6 +773,7 @@ out:
     lcd_pool_stop(&s);  /* every job comes back; conns freed */
   }
   lcd_flusher_stop(&s);
+  lcd_metrics_stop(&s);
   if (s.lc && s.started && lcd_flush_final(&s) != 0) status = EXIT_RUNTIME;
   if (s.lc && lcd_log_watch(&s) == LC_LOG_LOST) {
     lcd_log(&set, 0, "exiting with the log lost: %s", s.log_seen.error);

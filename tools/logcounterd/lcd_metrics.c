@@ -1,0 +1,208 @@
+/*
+ * lcd_metrics.c - --metrics-listen HOST:PORT: Prometheus's text format at
+ * /metrics, served by libevent's own HTTP server (evhttp) on a thread and
+ * an event_base of its own; and the histograms of allocation latency that
+ * it serves (lcd_hist: one per event loop and one for the workers).
+ *
+ * Invariants:
+ *  - the HTTP thread touches nothing of the loops' but what "stats" reads
+ *    (atomics, short getter locks: lcd_stats.c), so a scrape, however
+ *    slow its client, never holds a data loop; evhttp's own timeouts and
+ *    size limits bound what a client may keep here;
+ *  - the address is bound exactly as given (a bare PORT or ":PORT" means
+ *    127.0.0.1:PORT), numeric, before the daemon reports ready;
+ *  - GET and HEAD of /metrics only; any other path is 404;
+ *  - without --metrics-listen nothing here runs and nothing is timed;
+ *  - lcd_metrics_stop joins the thread before lc_close and lcd_loops_free.
+ */
+#include "lcd_metrics.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+#define METRICS_TIMEOUT_S 10  /* a request must arrive and leave within */
+#define METRICS_HEADERS 8192  /* request headers, at most */
+#define METRICS_BACKLOG 64
+
+struct lcd_metrics {
+  lcd_server *srv;
+  struct event_base *base;
+  struct evhttp *http;
+  pthread_t thread;
+  int running;
+  int nhist;      /* nloops + 1 */
+  lcd_hist *hist; /* [i]: loop i's; [nloops]: the workers' */
+};
+
+/* The buckets' bounds, read once from the library. */
+static int64_t bounds[LC_LATENCY_BUCKETS];
+
+void lcd_hist_record(lcd_hist *h, int64_t us) {
+  if (us < 0) us = 0;
+  int i = 0;
+  while (i < LC_LATENCY_BUCKETS - 1 && us > bounds[i]) i++;
+  atomic_fetch_add_explicit(&h->n[i], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&h->sum_us, (uint64_t)us, memory_order_relaxed);
+}
+
+lcd_hist *lcd_metrics_alloc_hist(lcd_server *s, int index) {
+  lcd_metrics *m = s->metrics;
+  if (!m) return NULL;
+  return &m->hist[index < 0 || index >= m->nhist - 1 ? m->nhist - 1 : index];
+}
+
+void lcd_metrics_alloc_sum(lcd_server *s, lc_latency_hist *out) {
+  memset(out, 0, sizeof *out);
+  lcd_metrics *m = s->metrics;
+  for (int h = 0; m && h < m->nhist; h++) {
+    for (int i = 0; i < LC_LATENCY_BUCKETS; i++) {
+      uint64_t n = atomic_load_explicit(&m->hist[h].n[i], memory_order_relaxed);
+      out->buckets[i] += n;
+      out->count += n;
+    }
+    out->sum_us +=
+        atomic_load_explicit(&m->hist[h].sum_us, memory_order_relaxed);
+  }
+}
+
+/* GET /metrics; everything else 404. */
+static void request_cb(struct evhttp_request *req, void *arg) {
+  lcd_metrics *m = arg;
+  const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+  const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+  struct evbuffer *body = evbuffer_new();
+  if (!body) {
+    evhttp_send_error(req, HTTP_INTERNAL, NULL);
+    return;
+  }
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  if (!path || strcmp(path, "/metrics") != 0) {
+    evhttp_add_header(h, "Content-Type", "text/plain; charset=utf-8");
+    evbuffer_add_printf(body, "not found: try /metrics\n");
+    evhttp_send_reply(req, HTTP_NOTFOUND, "Not Found", body);
+  } else {
+    lcd_prom_write(m->srv, body);
+    evhttp_add_header(h, "Content-Type",
+                      "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_send_reply(req, HTTP_OK, "OK", body);
+  }
+  evbuffer_free(body);
+}
+
+static void *metrics_thread(void *arg) {
+  lcd_metrics *m = arg;
+  if (event_base_dispatch(m->base) < 0)
+    lcd_log(m->srv->set, 0, "metrics: event loop failed");
+  return NULL;
+}
+
+/* HOST:PORT, or PORT / :PORT on 127.0.0.1, into ss (and buf, as bound):
+ * 0 or -1. */
+static int parse_addr(const char *text, struct sockaddr_storage *ss, int *len,
+                      char buf[128]) {
+  if (text[0] && strspn(text, "0123456789") == strlen(text))
+    snprintf(buf, 128, "127.0.0.1:%s", text);
+  else if (text[0] == ':')
+    snprintf(buf, 128, "127.0.0.1%s", text);
+  else
+    snprintf(buf, 128, "%s", text);
+  const char *colon = strrchr(buf, ':');
+  *len = sizeof *ss;
+  if (strlen(text) >= 128 - 16 || !colon || colon[1] == '\0' ||
+      strchr(colon + 1, ']') ||
+      evutil_parse_sockaddr_port(buf, (struct sockaddr *)ss, len) != 0)
+    return -1;
+  return 0;
+}
+
+int lcd_metrics_addr_ok(const char *text) {
+  struct sockaddr_storage ss;
+  int len;
+  char buf[128];
+  return parse_addr(text, &ss, &len, buf) == 0;
+}
+
+static void metrics_free(lcd_metrics *m) {
+  if (m->http) evhttp_free(m->http); /* and its bound listener */
+  if (m->base) event_base_free(m->base);
+  free(m->hist);
+  free(m);
+}
+
+int lcd_metrics_start(lcd_server *s) {
+  const char *addr = s->set->metrics_listen;
+  if (!addr) return 0;
+  struct sockaddr_storage ss;
+  int len;
+  char bound[128];
+  if (parse_addr(addr, &ss, &len, bound) != 0) { /* parse_options checked */
+    fprintf(stderr, LCD_PROG ": invalid address '%s' for --metrics-listen\n",
+            addr);
+    return EXIT_USAGE;
+  }
+  for (int i = 0; i < LC_LATENCY_BUCKETS; i++)
+    bounds[i] = lc_latency_bound_us(i);
+  lcd_metrics *m = calloc(1, sizeof *m);
+  if (!m) return EXIT_RUNTIME;
+  m->srv = s;
+  m->nhist = s->nloops + 1;
+  m->hist = calloc((size_t)m->nhist, sizeof *m->hist);
+  m->base = m->hist ? event_base_new() : NULL;
+  m->http = m->base ? evhttp_new(m->base) : NULL;
+  if (!m->http) {
+    fprintf(stderr, LCD_PROG ": cannot set up the metrics server\n");
+    metrics_free(m);
+    return EXIT_RUNTIME;
+  }
+  evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
+  evhttp_set_max_headers_size(m->http, METRICS_HEADERS);
+  evhttp_set_max_body_size(m->http, 0);
+  evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+  evhttp_set_gencb(m->http, request_cb, m);
+  struct evconnlistener *l = evconnlistener_new_bind(
+      m->base, NULL, NULL,
+      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+      METRICS_BACKLOG, (struct sockaddr *)&ss, len);
+  if (!l || !evhttp_bind_listener(m->http, l)) {
+    fprintf(stderr, LCD_PROG ": cannot listen on %s for --metrics-listen: %s\n",
+            bound, strerror(errno));
+    if (l) evconnlistener_free(l);
+    metrics_free(m);
+    return EXIT_RUNTIME;
+  }
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old); /* signals go to loop 0 */
+  int rc = pthread_create(&m->thread, NULL, metrics_thread, m);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    fprintf(stderr, LCD_PROG ": cannot start the metrics thread\n");
+    metrics_free(m);
+    return EXIT_RUNTIME;
+  }
+  m->running = 1;
+  s->metrics = m;
+  lcd_log(s->set, 0, "metrics: Prometheus text at http://%s/metrics", bound);
+  return 0;
+}
+
+void lcd_metrics_stop(lcd_server *s) {
+  lcd_metrics *m = s->metrics;
+  if (!m) return;
+  if (m->running) {
+    event_base_loopbreak(m->base);
+    pthread_join(m->thread, NULL);
+  }
+  s->metrics = NULL; /* the pool times nothing more */
+  metrics_free(m);
+}
