@@ -189,7 +189,12 @@ scrape_configs:
 EOF
 "$PROMTOOL" check config "$TMP/prometheus.yml" >"$TMP/promtool.out" 2>&1
 check "promtool check config passes on the suite's scrape config" [ $? = 0 ]
-sed -n '/^```yaml$/,/^```$/{/^```/d;p}' README.md >"$TMP/readme.yml"
+# the README's yaml block that starts with scrape_configs (others are not
+# Prometheus's)
+awk '/^```yaml$/ { inb = 1; n = 0; next }
+     /^```$/ { inb = 0; next }
+     inb && n++ == 0 { keep = ($0 == "scrape_configs:") }
+     inb && keep' README.md >"$TMP/readme.yml"
 "$PROMTOOL" check config "$TMP/readme.yml" >"$TMP/promtool.out" 2>&1; rc=$?
 [ $rc = 0 ] || cat "$TMP/promtool.out"
 check "promtool check config passes on README.md's scrape config" \
