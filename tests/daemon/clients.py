@@ -24,9 +24,11 @@ tests/suite_clients.sh.  Only connects to 127.0.0.1.
       another allocates: the other is answered throughout, and the daemon
       closes the unread connection (--reply-timeout).
 
+LC_TEST_SCALE=N (the sanitizer runs) divides the key and pipeline counts.
 Prints "ok ..." for each check and "FAIL ..." (then exits 1) on the
 first failure.
 """
+import os
 import socket
 import subprocess
 import sys
@@ -36,8 +38,9 @@ import time
 import pylibmc
 from pymemcache.client.base import Client as PmClient
 
-QUIET = 10000
-UNUSED = 500
+SCALE = max(1, int(os.environ.get("LC_TEST_SCALE", "1") or 1))
+QUIET = 10000 // SCALE
+UNUSED = 500 // SCALE
 HOT = 20
 
 
@@ -315,7 +318,7 @@ def meta(port, prefix):
     ok("bad meta requests: CLIENT_ERROR with the reason, nothing taken")
     # a deep pipeline of quiet allocations: nothing but the MN comes back
     p = prefix + "p"
-    n = 100000
+    n = 100000 // SCALE
     t0 = time.time()
     raw.send(("ma %s q\r\n" % p * n + "mn\r\n").encode())
     expect(raw, None, "MN")
@@ -325,7 +328,7 @@ def meta(port, prefix):
     ok("%d pipelined 'ma q' lines: one MN, the counter at %d (%.2f s, %.0f/s)"
        % (n, n, dt, n / dt))
     # a burst of new names through ma, read back by mg
-    m = 5000
+    m = 5000 // SCALE
     t0 = time.time()
     raw.send("".join("ma %sn%d q\r\n" % (prefix, i) for i in range(m))
              .encode() + b"mn\r\n")
@@ -429,9 +432,9 @@ def unread(port, prefix):
     th.join()
     if state["closed"] is None:
         fail("the unread connection was not closed in 40 s")
-    ok("a client sending %d gets of 10,000 keys without reading was closed "
+    ok("a client sending %d gets of %d keys without reading was closed "
        "after %.1f s; another was answered %d times meanwhile (slowest "
-       "%.3f s)" % (state["sent"], state["closed"], answered, worst))
+       "%.3f s)" % (state["sent"], QUIET, state["closed"], answered, worst))
 
 
 def main():
