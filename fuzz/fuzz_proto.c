@@ -20,6 +20,10 @@
  *    request with "\r\n", "\n" or none);
  *  - round trip: an incr, a tally change or a get printed back canonically
  *    parses to the same request;
+ *  - the pieces of a long get (lcd_proto_get_piece on what the daemon
+ *    pulls up): at most LCD_PROTO_MAX_KEYS valid keys inside the bytes
+ *    consumed, progress whenever a piece is taken, and a piece that ends
+ *    the line ends at its '\n';
  *  - lcd_proto_number agrees with a strtoull-based reference on every
  *    token.
  */
@@ -187,6 +191,23 @@ static void check_frame(const char *p, size_t avail, size_t len) {
   FUZZ_CHECK(lcd_proto_frame(p, len - 1, &len2) == LCD_PROTO_FRAME_MORE);
 }
 
+/* p[0..look) read as the rest of a get line. */
+static void check_piece(const char *p, size_t look) {
+  lcd_proto_req r;
+  size_t used = 0;
+  int rc = lcd_proto_get_piece(p, look, &r, &used);
+  FUZZ_CHECK(rc >= -1 && rc <= 1 && used <= look);
+  FUZZ_CHECK(r.nkeys <= LCD_PROTO_MAX_KEYS);
+  if (rc < 0) FUZZ_CHECK(r.error != NULL);
+  if (rc != 1) return;
+  FUZZ_CHECK(used > 0);
+  for (size_t i = 0; i < r.nkeys; i++) {
+    check_token(&r.keys[i], p, used);
+    FUZZ_CHECK(valid_key(&r.keys[i]));
+  }
+  if (!r.more) FUZZ_CHECK(p[used - 1] == '\n');
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *in = (const char *)data;
   size_t pos = 0;
@@ -202,6 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (look > LCD_PROTO_LINE_MAX + 2) look = LCD_PROTO_LINE_MAX + 2;
     /* An exact copy of what the daemon would pull up. */
     char *p = fuzz_dup(in + pos, look, 0);
+    check_piece(p, look);
     lcd_proto_frame_result fr = lcd_proto_frame(p, look, &len);
     if ((unsigned char)p[0] == 0x80) {
       FUZZ_CHECK(fr == LCD_PROTO_FRAME_BINARY);

@@ -166,7 +166,8 @@ ask "incr orders";    check "incr without a count" reply_has "CLIENT_ERROR bad c
 ask "get";            check "get without names" reply_has "CLIENT_ERROR bad command line format"
 ask "bogus";          check "unknown command: ERROR" reply_is ERROR
 ask "";               check "empty line: ERROR" reply_is ERROR
-ask "stats items";    check "unknown stats group" reply_has "CLIENT_ERROR unknown stats group"
+ask "stats sizes";    check "unknown stats group" reply_has "CLIENT_ERROR unknown stats group"
+ask "stats items";    check "stats items: an empty END (for monitoring tools)" reply_is END
 ask "incr orders 1";  check "still serving after errors" reply_is 11
 say "stats"
 stats_ok=1 seen=""

@@ -104,6 +104,8 @@ py() { /usr/bin/python3 "$LOAD" "$@" >"$TMP/py.out" 2>&1; rc=$?; cat "$TMP/py.ou
 
 py alloc px $((10 / SCALE + 1)) "$NPORT" "$MCPORT" "$STATE"
 check "through the proxy only: 4 connections, 100 counters, no id twice, rising; multi-key get exact" [ $? = 0 ]
+py longget px "$NPORT" "$STATE"
+check "gets of 1,000 keys through the proxy (split per daemon) while others allocate" [ $? = 0 ]
 
 # ---- what passes through, on one raw connection --------------------------------
 DPORT=$NPORT

@@ -16,6 +16,13 @@ check that nothing repeats across a daemon's death and restart.
       get_multi, which send one get line; the proxy splits it across the
       daemons) answers every counter at its highest id.  The owners (the
       claims lo:NAME in memcached, MCPORT) must be spread over 3 daemons.
+  proxy_load.py longget PREFIX PROXY STATE
+      while 4 threads allocate on the 100 counters through the proxy,
+      another connection sends 20 gets of 1,000 keys (the 100 and 900
+      names never used) through it, which the proxy splits into get
+      lines of some 330 keys per daemon: each answers every counter at
+      or above its id before the get, no name never used, and no
+      allocator sees an error.
   proxy_load.py down PREFIX PROXY MCPORT DEAD_PID TIMEOUT_MS STATE
       one daemon (pid DEAD_PID) is dead: every counter its log owns fails
       with an error within TIMEOUT_MS + 1 s (never a value), twice; 2
@@ -232,6 +239,41 @@ def alloc(prefix, rounds, proxy, mcport, path):
           f"{sorted(spread.values())}")
 
 
+def longget(prefix, proxy, path):
+    ids = Ids(load(path))
+    keys = names(prefix) + [f"{prefix}-unused-{i}" for i in range(900)]
+    errors = []
+
+    def reader():
+        client = pymc(proxy)
+        for _ in range(20):
+            with ids.lock:
+                before = ids.high()
+            try:
+                got = client.get_many(keys)
+            except (MemcacheError, OSError) as e:
+                errors.append(f"get_many of {len(keys)}: {e!r}")
+                return
+            for k in names(prefix):
+                if k not in got or int(got[k]) < before.get(k, 0):
+                    errors.append(f"{k}: {got.get(k)!r} below {before.get(k)}")
+                    return
+            if len(got) != NAMES:
+                errors.append(f"answered {len(got)} keys, want {NAMES}")
+                return
+
+    t = threading.Thread(target=reader)
+    t.start()
+    run_threads(ids, names(prefix), 3, proxy)
+    t.join()
+    if errors:
+        fail("; ".join(errors[:3]))
+    save(path, ids.high())
+    print(f"ok proxy: 20 gets of {len(keys)} keys through the proxy while 4 "
+          f"connections allocated: every counter at or above its id, no "
+          f"name never used, no allocator error")
+
+
 def down(prefix, proxy, mcport, dead, timeout_ms, path):
     state = load(path)
     own = owners(prefix, mcport)
@@ -352,6 +394,8 @@ def main():
     a = sys.argv[1:]
     if len(a) == 6 and a[0] == "alloc":
         alloc(a[1], int(a[2]), int(a[3]), int(a[4]), a[5])
+    elif len(a) == 4 and a[0] == "longget":
+        longget(a[1], int(a[2]), a[3])
     elif len(a) == 7 and a[0] == "down":
         down(a[1], int(a[2]), int(a[3]), int(a[4]), int(a[5]), a[6])
     elif len(a) == 3 and a[0] == "disorder":
