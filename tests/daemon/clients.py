@@ -11,7 +11,8 @@ tests/suite_clients.sh.  Only connects to 127.0.0.1.
       absent, every hot value between the highest id acknowledged before
       the read and the counter's final value.
   clients.py meta PORT PREFIX
-      The meta commands over a raw socket: ma (D, v, q, k, O, t, c, N, J,
+      While 4 threads allocate on other counters, the meta commands over a
+      raw socket: ma (D, v, q, k, O, t, c, N, J,
       MI/MD on tallies), mg (v, k, s, f, q, misses), mn, their errors; a
       pipeline of 100,000 "ma NAME q" lines answered by one MN, and a
       burst of 5,000 new names by "ma" then read back by mg.
@@ -92,12 +93,13 @@ def quiet_value(i):
 
 
 class Hot:
-    """4 threads allocating on HOT counters; remembers the highest id
-    acknowledged per counter."""
+    """4 threads allocating on HOT counters: each connection's ids rise,
+    no id twice; remembers the highest id acknowledged per counter."""
 
     def __init__(self, port, prefix):
         self.port, self.prefix = port, prefix
         self.high = {}
+        self.seen = {}
         self.mu = threading.Lock()
         self.stop = threading.Event()
         self.errors = []
@@ -110,6 +112,7 @@ class Hot:
 
     def run(self, t):
         c = PmClient(("127.0.0.1", self.port), timeout=10)
+        mine = {}  # this connection's last id per counter: must rise
         j = t
         while not self.stop.is_set():
             j = (j + 7) % HOT
@@ -118,10 +121,16 @@ class Hot:
             except Exception as e:  # noqa: BLE001 - reported below
                 self.errors.append(repr(e))
                 return
+            if v is None or v <= mine.get(j, 0):
+                self.errors.append("%s answered %r after %r"
+                                   % (self.name(j), v, mine.get(j)))
+                return
+            mine[j] = v
             with self.mu:
                 self.count += 1
-                if v is None or v <= self.high.get(j, 0) - 10**9:
-                    self.errors.append("bad answer %r" % v)
+                if v in self.seen.setdefault(j, set()):
+                    self.errors.append("%s: id %d twice" % (self.name(j), v))
+                self.seen[j].add(v)
                 self.high[j] = max(self.high.get(j, 0), v)
 
     def snapshot(self):
@@ -267,6 +276,8 @@ def expect(raw, req, want):
 
 
 def meta(port, prefix):
+    hot = Hot(port, prefix + "hot")  # other clients allocate meanwhile
+    hot.start()
     raw = Raw(port)
     a = prefix + "a"
     expect(raw, "ma %s" % a, "HD")
@@ -343,6 +354,9 @@ def meta(port, prefix):
     ok("a burst of %d new names by ma (%.2f s, %.0f/s), each read back at 1"
        % (m, dt, m / dt))
     raw.close()
+    n = hot.count
+    hot.finish()
+    ok("4 other connections allocated %d ids meanwhile, no error" % n)
 
 
 # ---- stats -------------------------------------------------------------------

@@ -181,22 +181,26 @@ def run_threads(ids, todo, rounds, proxy, count=4):
         fail("; ".join(ids.errors[:5]) + f" ({len(ids.errors)} in all)")
 
 
-def pipelined(proxy, name, count=50):
-    """count incr lines in one write: answers one apart, in order."""
+def pipe_incr(proxy, name, count):
+    """count "incr NAME 1" lines in one write; the answers, as ints."""
     s = socket.create_connection((HOST, proxy), timeout=5)
     s.sendall(f"incr {name} 1\r\n".encode() * count)
     buf = b""
     while buf.count(b"\r\n") < count:
         b = s.recv(65536)
         if not b:
-            break
+            fail(f"pipelined incr {name}: closed after {buf[:200]!r}")
         buf += b
     s.close()
-    vals = buf.split(b"\r\n")[:count]
     try:
-        vals = [int(v) for v in vals]
+        return [int(v) for v in buf.split(b"\r\n")[:count]]
     except ValueError:
         fail(f"pipelined incr {name}: {buf[:200]!r}")
+
+
+def pipelined(proxy, name, count=50):
+    """count incr lines in one write: answers one apart, in order."""
+    vals = pipe_incr(proxy, name, count)
     if len(vals) != count or any(b != a + 1 for a, b in zip(vals, vals[1:])):
         fail(f"pipelined incr {name}: {vals}")
     return vals[-1]
@@ -357,16 +361,7 @@ def back(prefix, proxy, path):
 def disorder(proxy, name, count=200):
     taken = set()
     for r in range(20):
-        s = socket.create_connection((HOST, proxy), timeout=5)
-        s.sendall(f"incr {name} 1\r\n".encode() * count)
-        buf = b""
-        while buf.count(b"\r\n") < count:
-            b = s.recv(65536)
-            if not b:
-                fail(f"pipelined incr {name}: closed after {buf[:200]!r}")
-            buf += b
-        s.close()
-        vals = [int(v) for v in buf.split(b"\r\n")[:count]]
+        vals = pipe_incr(proxy, name, count)
         if taken & set(vals) or len(set(vals)) != count:
             fail(f"pipelined incr {name}: an id twice")
         taken |= set(vals)

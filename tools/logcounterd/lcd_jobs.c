@@ -243,6 +243,7 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
     j->total += req->count;
     j->nreq++;
     c->loop->st.incr_merged++;
+    c->loop->st.cmd_meta += (uint64_t)req->meta.on; /* as handle_line */
     evbuffer_drain(in, len);
   }
   c->loop->st.cmd_incr += (uint64_t)j->nreq;
@@ -296,6 +297,7 @@ void lcd_start_tally(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
     j->noreply[j->nreq] = (unsigned char)req->noreply;
     j->nreq++;
     count_tally_change(st, req->delta);
+    st->cmd_meta += (uint64_t)req->meta.on; /* as handle_line */
     evbuffer_drain(in, len);
   }
   submit(c, j);
