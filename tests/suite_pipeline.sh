@@ -160,5 +160,5 @@ sigterm "the libmemcached NOREPLY client" 0 "t-libmc" \
 stop_daemon TERM
 check "the daemon exits 0 at the end" [ "$RC" -eq 0 ]
 check "no sanitizer report in the daemon's log" \
-  bash -c "! grep -q 'Sanitizer' '$TMP/daemon.log'"
+  bash -c "! grep -Eq 'Sanitizer|runtime error' '$TMP/daemon.log'"
 finish

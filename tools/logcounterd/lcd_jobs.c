@@ -177,7 +177,8 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
   j->kind = kind;
   if (req_meta && req_meta->on) { /* ma, mg: one request, its own reply */
     j->meta = *req_meta;
-    memcpy(j->opaque, req_meta->opaque.s, req_meta->opaque.len);
+    if (req_meta->opaque.len)
+      memcpy(j->opaque, req_meta->opaque.s, req_meta->opaque.len);
     j->opaque[req_meta->opaque.len] = '\0';
     j->meta.opaque = (lcd_proto_token){NULL, 0};
   }
