@@ -106,6 +106,26 @@ static void unwind(lc_t *h, int started) {
   }
 }
 
+/* user and password: both or neither, remote mode only; the user a
+ * printable word, the password without control bytes (it ends a line of
+ * memcached's handshake). */
+static int check_credentials(const lc_options *o, bool remote) {
+  if (!o->user && !o->password) return 0;
+  if (!o->user || !o->password || !o->user[0] || !o->password[0])
+    return lc__fail(LC_EINVAL, "give both user and password, or neither");
+  if (!remote)
+    return lc__fail(LC_EINVAL, "user and password are for remote mode "
+                               "(lc_options.server)");
+  for (const unsigned char *p = (const unsigned char *)o->user; *p; p++)
+    if (*p <= ' ' || *p >= 0x7f)
+      return lc__fail(LC_EINVAL, "the user must be printable ASCII without "
+                                 "spaces");
+  for (const unsigned char *p = (const unsigned char *)o->password; *p; p++)
+    if (*p < ' ' || *p == 0x7f)
+      return lc__fail(LC_EINVAL, "the password holds a control byte");
+  return 0;
+}
+
 int lc_open(const lc_options *o, lc_t **out) {
   lc__detail_clear();
   if (o == NULL || out == NULL)
@@ -138,6 +158,7 @@ int lc_open(const lc_options *o, lc_t **out) {
     return lc__fail(LC_EINVAL, "unknown standby mode %d", o->standby_mode);
   if (o->standby_timeout_ms < 0)
     return lc__fail(LC_EINVAL, "negative standby timeout");
+  if ((rc = check_credentials(o, remote)) != 0) return rc;
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
   pthread_mutex_init(&h->promote_mu, NULL);
@@ -171,6 +192,7 @@ int lc_open(const lc_options *o, lc_t **out) {
   rc = remote ? open_remote(h)
                   : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                                    h->opt.pool_size);
+  h->opt.user = h->opt.password = NULL; /* copied into the caches */
   if (!rc && !remote) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
     if (!rc && ((rc = lc__log_identity(&h->log, h->log_id)) != 0 ||
