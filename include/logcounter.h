@@ -232,6 +232,13 @@ typedef struct lc_options {
    * and never logged.  NULL: no authentication. */
   const char *user;
   const char *password;
+  /* (0.6) Replication's shared secret: when set (on the primary and its
+   * standby alike), each side proves it knows it on the other's fresh
+   * nonce (HMAC-SHA256) before a byte of the log is sent, so no stray
+   * process can follow the primary or pose as it.  A side with the secret
+   * refuses a side without.  Copied at lc_open, never logged or sent.
+   * The stream itself is not encrypted. */
+  const char *replication_secret;
 } lc_options;
 
 #define LC_STANDBY_REQUIRED 0

@@ -76,6 +76,10 @@ static char *dup_or_null(const char *s, bool *failed) {
 static void free_handle(lc_t *h) {
   pthread_mutex_destroy(&h->promote_mu);
   free(h->server);
+  if (h->repl_secret) {
+    explicit_bzero(h->repl_secret, strlen(h->repl_secret));
+    free(h->repl_secret);
+  }
   free(h->memcached);
   free(h->db_path);
   free(h->owner);
@@ -169,6 +173,9 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->db_path = dup_or_null(o->db_path, &failed);
   h->owner = dup_or_null(o->owner ? o->owner : "liblogcounter", &failed);
   h->server = remote ? dup_or_null(o->server, &failed) : NULL;
+  h->repl_secret = o->replication_secret && o->replication_secret[0]
+                       ? dup_or_null(o->replication_secret, &failed)
+                       : NULL;
   if (failed) {
     free_handle(h);
     return lc__fail(LC_ENOMEM, "cannot copy the options");
@@ -177,6 +184,7 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->opt.db_path = h->db_path;
   h->opt.owner = h->owner;
   h->opt.server = h->server;
+  h->opt.replication_secret = h->repl_secret;
   h->remote = remote;
   atomic_store(&h->standby, standby);
   if (h->opt.timeout_ms == 0) h->opt.timeout_ms = 1000;

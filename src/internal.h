@@ -350,6 +350,7 @@ struct lc {
   char *db_path;
   char *owner;
   char *server;
+  char *repl_secret; /* opt.replication_secret's copy */
   lc__cache cache;
   /* remote.c: a remote handle on "A,B" has a pool to each daemon; calls
    * go to cache[active] and move to the other when it refuses as a
