@@ -332,7 +332,10 @@ enum {
   O_STANDBY_OF,
   O_STANDBY_MODE,
   O_STANDBY_TIMEOUT,
-  O_METRICS
+  O_METRICS,
+  O_AUTH_FILE,
+  O_RIGHTS_FILE,
+  O_INSECURE_LISTEN
 };
 
 static const struct option long_options[] = {
@@ -367,6 +370,9 @@ static const struct option long_options[] = {
     {"standby-mode", required_argument, NULL, O_STANDBY_MODE},
     {"standby-timeout", required_argument, NULL, O_STANDBY_TIMEOUT},
     {"metrics-listen", required_argument, NULL, O_METRICS},
+    {"auth-file", required_argument, NULL, O_AUTH_FILE},
+    {"rights-file", required_argument, NULL, O_RIGHTS_FILE},
+    {"insecure-listen", no_argument, NULL, O_INSECURE_LISTEN},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
@@ -480,6 +486,9 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     case O_PID: set->pidfile = optarg; break;
     case 'v': set->verbose++; break;
     case O_NO_COALESCE: set->coalesce = 0; break;
+    case O_AUTH_FILE: set->auth_file = optarg; break;
+    case O_RIGHTS_FILE: set->rights_file = optarg; break;
+    case O_INSECURE_LISTEN: set->insecure_listen = 1; break;
     case O_PREFETCH:
       prefetch = optarg;
       prefetch_from = "--prefetch";
@@ -561,6 +570,25 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                        "--retain-age");
   if (strcmp(set->listen, "none") == 0 && !set->socket_path)
     return usage_error("nothing to listen on: --listen none needs --socket");
+  if (set->rights_file && !set->auth_file)
+    return usage_error("--rights-file needs --auth-file (rights belong to "
+                       "authenticated users)");
+  if (strcmp(set->listen, "none") != 0 && !set->auth_file &&
+      lcd_auth_loopback(set->listen) == 0) {
+    if (!set->insecure_listen)
+      return usage_error("refusing to listen on '%s', not a loopback "
+                         "address, without --auth-file: anyone who reaches "
+                         "it could allocate and flood names (give "
+                         "--auth-file FILE, or --insecure-listen on a "
+                         "trusted network)",
+                         set->listen);
+    lcd_log(NULL, 0, "WARNING: listening on %s, not a loopback address, "
+                     "without authentication (--insecure-listen): anyone "
+                     "who reaches it can allocate and create names",
+            set->listen);
+  }
+  if (lcd_auth_init(set->auth_file, set->rights_file) != 0)
+    return EXIT_USAGE;
   return 0;
 }
 
@@ -589,7 +617,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
   (void)what;
   lcd_server *s = arg;
   if (sig == SIGHUP) {
-    lcd_log(s->set, 0, "SIGHUP ignored (nothing to reload)");
+    lcd_auth_reload(); /* --auth-file, --rights-file (lcd_auth.c) */
     return;
   }
   if (s->draining) {
@@ -793,5 +821,6 @@ out:
   for (int i = 0; i < 3; i++)
     if (sigs[i]) event_free(sigs[i]);
   lcd_loops_free(&s);
+  lcd_auth_free();
   return status;
 }
