@@ -3,7 +3,7 @@
 # As root it installs what is missing with apt-get; otherwise it names the
 # missing packages and fails.  Extra package names may be given as arguments.
 set -eu
-need="memcached libmemcached-dev libmemcached-tools libleveldb-dev libcmocka-dev libevent-dev valgrind pkg-config make gcc python3 python3-pymemcache python3-pylibmc $*"
+need="memcached libmemcached-dev libmemcached-tools libleveldb-dev libcmocka-dev libevent-dev libssl-dev valgrind pkg-config make gcc python3 python3-pymemcache python3-pylibmc $*"
 # logcounterd's sd_notify; systemd-analyze and strace for tests/suite_systemd.sh
 need="$need libsystemd-dev systemd strace"
 # the tools the suites drive: twemproxy (suite_proxy.sh), Prometheus and

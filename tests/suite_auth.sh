@@ -113,7 +113,7 @@ check "rights daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
 v3=$("$CLI" --memcached "$MC" --db "$TMP/d2" current orders-3 2>&1)
 v1=$("$CLI" --memcached "$MC" --db "$TMP/d2" current orders-1 2>&1)
 check "the log: orders-1 at 3, the refused orders-3 never used ($v1, $v3)" \
-  [ "$v1" = 3 ] && [ "$v3" = 0 ]
+  bash -c "[ '$v1' = 3 ] && [ '$v3' = 0 ]"
 
 # ---- bad files and options ----------------------------------------------
 # expect_exit NAME STATUS PATTERN ARGS...: the daemon exits STATUS, saying PATTERN
