@@ -86,7 +86,7 @@ EOF
 )
 check "unix socket: unauthenticated refused, the handshake works" \
   [ "$unix_out" = "b'CLIENT_ERROR unauthenticated\\r\\n'"$'\n'"b'STORED\\r\\n1\\r\\n'" ]
-run "repeated failures are slowed down" delay "$DPORT"
+run "repeated failures are slowed down" delay "$DPORT" "$TMP/d.sock"
 run "SIGHUP reloads the auth file; connections in stay" reload "$DPORT" "$DPID" "$TMP/auth"
 check "the reload failure is logged, without the password" \
   bash -c "grep -q 'not reloaded, the old one stays' '$TMP/daemon.log' && ! grep -qF -e '$AUTH_ALICE' -e '$AUTH_BOB' '$TMP/daemon.log'"

@@ -12,8 +12,9 @@ made up by the suite at run time.
       authenticating); version and quit work unauthenticated; stats
       counts auth_cmds and auth_errors; stats settings says
       auth_enabled_ascii yes.  A third client allocates throughout.
-  auth_client.py delay PORT
-      repeated failures from 127.0.0.1 wait longer and longer: the n-th
+  auth_client.py delay PORT SOCKET
+      repeated failures over the unix socket (one peer address, "unix",
+      apart from 127.0.0.1's failures) wait longer and longer: the n-th
       takes at least the delay the table gives it (lower bounds only: no
       timing threshold can flake), and stats auth_delayed grows.
   auth_client.py reload PORT PID AUTHFILE
@@ -54,7 +55,12 @@ def pw(user):
 
 class Raw:
     def __init__(self, port, timeout=20):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        if isinstance(port, str):  # a unix socket
+            self.s = socket.socket(socket.AF_UNIX)
+            self.s.settimeout(timeout)
+            self.s.connect(port)
+        else:
+            self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
 
     def send(self, data):
@@ -224,17 +230,17 @@ def basic(port, prefix):
     bg.finish()
 
 
-def delay(port):
+def delay(port, sock):
     d0 = int(stats(port, "alice")["auth_delayed"])
     took = []
     for i in range(5):
         t = time.monotonic()
-        refused(port, "incr x 1", "CLIENT_ERROR unauthenticated")
+        refused(sock, "incr x 1", "CLIENT_ERROR unauthenticated")
         took.append(time.monotonic() - t)
     d1 = int(stats(port, "alice")["auth_delayed"])
     print("    failure times: " + " ".join("%.2f" % x for x in took))
     # The k-th of these is at least the (k+1)-th failure in a row from
-    # 127.0.0.1 (earlier ones may count too): at least 100 ms * 2^(k-1).
+    # the unix socket (earlier ones count too): at least 100 ms * 2^(k-1).
     for k in range(1, 5):
         if took[k] < 0.1 * 2 ** (k - 1) * 0.95:
             fail("failure %d answered after %.3f s" % (k + 1, took[k]))
@@ -242,7 +248,7 @@ def delay(port):
     if d1 - d0 < 4:
         fail("auth_delayed grew by %d" % (d1 - d0))
     ok("stats auth_delayed grew by %d" % (d1 - d0))
-    r = Raw(port)
+    r = Raw(sock)
     t = time.monotonic()
     if r.auth("alice", pw("alice")) != "STORED":
         fail("a good login after failures")
@@ -358,7 +364,7 @@ def main():
     if cmd == "basic":
         basic(port, sys.argv[3])
     elif cmd == "delay":
-        delay(port)
+        delay(port, sys.argv[3])
     elif cmd == "reload":
         reload(port, int(sys.argv[3]), sys.argv[4])
     elif cmd == "rights":

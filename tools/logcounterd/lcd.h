@@ -408,6 +408,8 @@ struct lcd_conn {
   char user[LCD_AUTH_USER_MAX + 1];
   const lcd_rights_user *rights; /* cached lookup of user, for rights_gen */
   unsigned rights_gen;
+  char named[LCD_PROTO_KEY_MAX]; /* the last key lcd_rights_new_name allowed */
+  size_t named_len;              /* 0: none */
 };
 
 /* A tally change refused because of what the client sent (nothing was

@@ -111,14 +111,31 @@ static int handshake(lcd_conn *c, struct evbuffer *in, size_t line_len,
   return 1;
 }
 
-/* c's rights entry, looked up again after a reload. */
+/* c's rights entry, looked up again after a reload (which also forgets
+ * the last name counted). */
 static const lcd_rights_user *rights(lcd_conn *c) {
   unsigned g = lcd_rights_gen();
   if (c->rights_gen != g) {
     c->rights = lcd_rights_lookup(c->user);
     c->rights_gen = g;
+    c->named_len = 0;
   }
   return c->rights;
+}
+
+/* lcd_rights_new_name, but a connection that repeats the key it was last
+ * allowed (a counter's stream of incr) takes no lock: the user's set of
+ * names never shrinks, so the answer stays yes. */
+static const char *new_name(lcd_conn *c, const lcd_rights_user *u,
+                            const lcd_proto_token *key) {
+  if (c->named_len == key->len && memcmp(c->named, key->s, key->len) == 0)
+    return NULL;
+  const char *why = lcd_rights_new_name(u, key->s, key->len);
+  if (!why && key->len <= LCD_PROTO_KEY_MAX) {
+    memcpy(c->named, key->s, key->len);
+    c->named_len = key->len;
+  }
+  return why;
 }
 
 /* The name a key's prefix rights apply to: a tally's NAME, else the key. */
@@ -146,11 +163,11 @@ static const char *check(lcd_conn *c, const lcd_proto_req *req,
   switch (kind) {
   case LCD_PROTO_INCR:
     why = lcd_rights_prefix(u, req->keys[0].s, req->keys[0].len);
-    if (!why) why = lcd_rights_new_name(u, req->keys[0].s, req->keys[0].len);
+    if (!why) why = new_name(c, u, &req->keys[0]);
     break;
   case LCD_PROTO_TALLY:
     why = lcd_rights_prefix(u, req->tally.s, req->tally.len);
-    if (!why) why = lcd_rights_new_name(u, req->keys[0].s, req->keys[0].len);
+    if (!why) why = new_name(c, u, &req->keys[0]);
     break;
   case LCD_PROTO_GET: why = lcd_gate_keys(c, req); break;
   case LCD_PROTO_STATS:
