@@ -10,7 +10,8 @@
 #   - SIGHUP with a changed file: the new password works, the old one
 #     fails, connections already in stay; a malformed file keeps the old;
 #   - rights: a user outside its prefix is refused, a user at its names=
-#     limit is refused while another creates names and allocates;
+#     limit is refused while another creates names and allocates; SIGHUP
+#     with a rewritten rights file revokes a prefix on an open connection;
 #   - bad files at start, --rights-file without --auth-file;
 #   - a non-loopback --listen without --auth-file exits 2; with
 #     --insecure-listen it starts and warns (bound to 0.0.0.0 briefly,
@@ -107,7 +108,7 @@ printf 'alice:%s\nbob:%s\n' "$AUTH_ALICE" "$AUTH_BOB" >"$TMP/auth"
 printf '# rights\nalice prefix=orders- names=4\nbob prefix=tenant42: prefix=tb- admin\n' >"$TMP/rights"
 start_daemon d2 --auth-file "$TMP/auth" --rights-file "$TMP/rights" ||
   { failed=$((failed + 1)); finish; }
-run "rights: prefixes and names limits" rights "$DPORT"
+run "rights: prefixes and names limits; SIGHUP revokes" rights "$DPORT" "$DPID" "$TMP/rights"
 stop_daemon TERM
 check "rights daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
 v3=$("$CLI" --memcached "$MC" --db "$TMP/d2" current orders-3 2>&1)

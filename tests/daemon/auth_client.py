@@ -22,11 +22,13 @@ made up by the suite at run time.
       with a new password and SIGHUP: the new password works, the old one
       fails, the first connection still allocates; a malformed file and
       SIGHUP: the last good table stays.
-  auth_client.py rights PORT
+  auth_client.py rights PORT [PID RIGHTSFILE]
       alice (prefix=orders- names=4) and bob (prefix=tenant42: prefix=tb-):
       alice outside her prefix is refused for incr, get, gets (a long one
       too), ma, mg, tallies and stats tally; at her name limit she is
-      refused while bob still creates names, and while bob allocates.
+      refused while bob still creates names, and while bob allocates; with
+      PID and RIGHTSFILE, a rewritten file and SIGHUP take tenant42: away
+      from bob's open connection.
 Prints "ok ..." per check, "FAIL ..." then exit 1 on the first failure.
 """
 import os
@@ -357,6 +359,20 @@ def rights(port):
         fail("bob inside alice's prefix")
     ok("bob still creates 20 new names; he is refused alice's prefix")
     bg.finish()
+    if len(sys.argv) > 4:  # PID RIGHTSFILE: revoke bob's tenant42: at SIGHUP
+        pid, path = int(sys.argv[3]), sys.argv[4]
+        with open(path, "w") as f:
+            f.write("alice prefix=orders- names=4\nbob prefix=tb-\n")
+        os.kill(pid, signal.SIGHUP)
+        for _ in range(200):
+            if b.ask("incr tenant42:n0 1") == deny:
+                break
+            time.sleep(0.05)
+        else:
+            fail("bob keeps tenant42: after the rights reload")
+        if b.ask("incr tb-bg 1") in (None, deny):
+            fail("bob lost tb- too")
+        ok("SIGHUP: bob's connection loses tenant42: at once, keeps tb-")
 
 
 def main():

@@ -18,6 +18,13 @@
  *   lcd_proto.c    the request parser (pure functions; lcd_proto.h)
  *   lcd_metrics.c  --metrics-listen: Prometheus text at /metrics, on its
  *                  own thread (lcd_prom.c writes it; lcd_metrics.h)
+ *   lcd_gate.c     what a connection may do: the --auth-file handshake and
+ *                  the --rights-file checks, called from lcd_conn.c and
+ *                  lcd_mget.c (lcd_auth.h)
+ *   lcd_auth.c     the users and password digests, SIGHUP reloads, the
+ *                  failure delays per peer address; lcd_rights.c the
+ *                  rights and the names each user used; lcd_auth_parse.c
+ *                  their pure parsers (fuzzed)
  *
  * The daemon uses liblogcounter's public API only (include/logcounter.h).
  *
