@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PROG "logcounterd"
 
@@ -161,7 +162,7 @@ static void log_line(const char *fmt, const char *a, const char *b) {
   struct tm tm;
   localtime_r(&now, &tm);
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-  fprintf(stderr, "%s " PROG ": ", when);
+  fprintf(stderr, "%s " PROG "[%ld]: ", when, (long)getpid());
   fprintf(stderr, fmt, a, b);
   fputc('\n', stderr);
 }
