@@ -6,7 +6,8 @@
 #     an incr before it are refused with their messages, the connection
 #     closed, nothing created (get, and the log after the daemon stopped);
 #     the handshake over the unix socket too;
-#   - repeated failures wait longer and longer (lower bounds, stats);
+#   - repeated failures wait longer and longer (lower bounds, stats); an
+#     unauthenticated connection is closed after --line-timeout;
 #   - SIGHUP with a changed file: the new password works, the old one
 #     fails, connections already in stay; a malformed file keeps the old;
 #   - rights: a user outside its prefix is refused, a user at its names=
@@ -65,8 +66,13 @@ run() {
 }
 
 # ---- authentication -----------------------------------------------------
-start_daemon d1 --auth-file "$TMP/auth" -s "$TMP/d.sock" ||
+start_daemon d1 --auth-file "$TMP/auth" -s "$TMP/d.sock" --line-timeout 2 ||
   { failed=$((failed + 1)); finish; }
+conn; ask "version"; v_reply=$REPLY_LINE
+closed; unauth_closed=$?
+conn_close
+check "unauthenticated: version works, then closed after --line-timeout" \
+  bash -c "[[ '$v_reply' == VERSION* ]] && [ $unauth_closed = 0 ]"
 run "pymemcache and pylibmc authenticate; refusals; nothing created" basic "$DPORT" u
 # the unix socket is a data port too
 unix_out=$("$PY" - "$TMP/d.sock" <<'EOF'

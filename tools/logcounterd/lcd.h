@@ -415,6 +415,7 @@ struct lcd_conn {
   char user[LCD_AUTH_USER_MAX + 1];
   const lcd_rights_user *rights; /* cached lookup of user, for rights_gen */
   unsigned rights_gen;
+  time_t unauth_since;           /* first sweep that saw it unauthenticated */
   char named[LCD_PROTO_KEY_MAX]; /* the last key lcd_rights_new_name allowed */
   size_t named_len;              /* 0: none */
 };
@@ -453,6 +454,9 @@ int lcd_gate_request(lcd_conn *c, struct evbuffer *in, size_t line_len,
 int lcd_gate_long(lcd_conn *c, struct evbuffer *in);
 /* NULL if c may read every key of req, else why. */
 const char *lcd_gate_keys(lcd_conn *c, const lcd_proto_req *req);
+/* From the sweep: 1 if c, unauthenticated, is past --line-timeout (the
+ * caller closes it). */
+int lcd_gate_late(lcd_conn *c, time_t now);
 void lcd_gate_free(lcd_conn *c);
 
 /* lcd_listen.c: 0, or an exit status after printing why */

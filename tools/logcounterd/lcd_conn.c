@@ -414,6 +414,8 @@ void lcd_conn_sweep(lcd_loop *s) {
     } else if (c->closing) {
       if (c->closing_since && now - c->closing_since >= set->line_timeout)
         close_now(c, "replies not read in time");
+    } else if (lcd_gate_late(c, now)) { /* lcd_gate.c */
+      close_now(c, "not authenticated within --line-timeout");
     } else if (c->partial_since && set->line_timeout &&
                now - c->partial_since >= set->line_timeout) {
       close_now(c, "request not finished within the line timeout");

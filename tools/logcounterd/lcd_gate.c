@@ -22,6 +22,10 @@
  *    after a reload, so a revoked prefix is revoked at once);
  *  - a refusal is the request turned into LCD_PROTO_BAD with the reason,
  *    answered in its turn like any CLIENT_ERROR; nothing is created;
+ *  - a connection that has not authenticated within --line-timeout
+ *    seconds (counted from the first once-a-second sweep that sees it,
+ *    so up to a second more) is closed: unauthenticated clients cannot
+ *    hold connections (version keeps no one in);
  *  - no reply or log line holds a password; log lines name the user.
  */
 #include "lcd.h"
@@ -209,6 +213,18 @@ int lcd_gate_request(lcd_conn *c, struct evbuffer *in, size_t line_len,
 int lcd_gate_long(lcd_conn *c, struct evbuffer *in) {
   if (!lcd_auth_enabled() || c->authed) return 0;
   fail(c, in, "unauthenticated");
+  return 1;
+}
+
+int lcd_gate_late(lcd_conn *c, time_t now) {
+  if (!lcd_auth_enabled() || c->authed || c->auth_hold) return 0;
+  if (!c->unauth_since) c->unauth_since = now; /* the first sweep */
+  if (now - c->unauth_since < c->loop->set->line_timeout) return 0;
+  c->loop->st.auth_errors++;
+  lcd_log(c->loop->set, 0,
+          "connection %" PRIu64 " (%s): not authenticated within "
+          "--line-timeout (%d s); closing",
+          c->id, c->peer, c->loop->set->line_timeout);
   return 1;
 }
 
