@@ -34,7 +34,7 @@ LC_BASE   = -std=c11 -Wall -Wextra -Wshadow -Wmissing-prototypes \
 # only the public header.
 LC_CFLAGS   = $(LC_BASE) -Iinclude -Isrc
 TOOL_CFLAGS = $(LC_BASE) -Iinclude
-LIBS      = -lmemcachedutil -lmemcached -lleveldb -pthread
+LIBS      = -lmemcachedutil -lmemcached -lleveldb -lcrypto -pthread
 
 LIB_SRC   = $(wildcard src/*.c)
 LIB_OBJ   = $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)

@@ -29,7 +29,7 @@
 static const char *const CASES[] = {
     "memcached-incr", "seed",        "next",        "next_n",
     "leveldb-put",    "daemon-incr", "tally-add",   "tally-flush",
-    "restore",        "prune",       "new-counters"};
+    "restore",        "prune",       "new-counters", "ceiling"};
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 static void usage(FILE *f) {
@@ -78,7 +78,9 @@ static void usage(FILE *f) {
       "                      (default 10000)\n"
       "  BENCH_CASES         comma-separated subset of memcached-incr, seed,\n"
       "                      next, next_n, leveldb-put, daemon-incr, tally-add,\n"
-      "                      tally-flush, restore, prune, new-counters, and\n"
+      "                      tally-flush, restore, prune, new-counters,\n"
+      "                      ceiling (one shared atomic / mutex: the limit\n"
+      "                      of one ordered counter), and\n"
       "                      the peers\n"
       "                      redis-incr, redis-incrby, pg-nextval,\n"
       "                      pg-nextval-block\n"

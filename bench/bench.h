@@ -163,6 +163,7 @@ typedef struct case_set {
   void *daemon_priv; /* daemon.c's */
   void *tally_priv;  /* tally.c's */
   void *nc_priv;     /* newcounters.c's */
+  void *ceiling_priv; /* ceiling.c's */
   void *peer_priv;   /* bench/peers/'s */
 } case_set;
 /* Opens the shared state of every selected throughput workload. */
@@ -182,6 +183,11 @@ void cases_close(case_set *cs);
 int daemon_cases_open(const bench_cfg *cfg, case_set *cs);
 /* Prints each daemon's merge figures from its "stats" and frees. */
 void daemon_cases_close(case_set *cs);
+
+/* ---- ceiling.c ---- */
+/* Adds the ceiling workloads (one shared atomic; one shared mutex). */
+int ceiling_cases_open(const bench_cfg *cfg, case_set *cs);
+void ceiling_cases_close(case_set *cs);
 
 /* ---- tally.c ---- */
 /* Adds the tally-add workload (when selected). */

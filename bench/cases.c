@@ -21,7 +21,7 @@
  *   leveldb-put     LevelDB alone, one put per id, unsynced and synced:
  *                   the log's own ceiling.
  *   (daemon-incr is in daemon.c, tally-add in tally.c, new-counters in
- *   newcounters.c.)
+ *   newcounters.c, ceiling in ceiling.c.)
  *
  * Every LevelDB directory is the case's own, under cfg->dir, and starts
  * empty.  Records use the library's key format ('r' NAME '\0' + 8-byte
@@ -312,6 +312,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
           0);
     }
   }
+  if (ceiling_cases_open(cfg, cs)) return -1;
   if (tally_cases_open(cfg, cs)) return -1;
   if (daemon_cases_open(cfg, cs)) return -1;
   /* last: it leaves a new counter in the daemon with every call */
@@ -320,6 +321,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
 
 void cases_close(case_set *cs) {
   daemon_cases_close(cs);
+  ceiling_cases_close(cs);
   newcounters_cases_close(cs);
   tally_cases_close(cs);
   priv *p = cs->priv;

@@ -38,13 +38,15 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 5
+#define LC_VERSION_MINOR 6
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.5.0"
+#define LC_VERSION_STRING "0.6.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
  * 1: lc_prune_result grew (ledger_deleted), proto.c left the library.
- * 2: lc_options grew (the admin socket, retention). */
-#define LC_SOVERSION 3
+ * 2: lc_options grew (the admin socket, retention).
+ * 3: lc_options grew (replication).
+ * 4: lc_options grew (user and password for remote mode). */
+#define LC_SOVERSION 4
 
 #define LC_VALUE_MAX INT64_MAX /* the largest value ever handed out */
 #define LC_NAME_MAX 200        /* longest counter name, in bytes */
@@ -103,7 +105,9 @@ extern "C" {
   X(ESTALE,    -26, "the standby may be behind what its primary handed "   \
                     "out (it was disconnected from a primary in preferred " \
                     "mode, or never caught up): promote it with force, "  \
-                    "above the last id issued")
+                    "above the last id issued")                           \
+  X(EAUTH,     -27, "logcounterd refused the user or password (remote "    \
+                    "mode with lc_options.user)")
 /* clang-format on */
 
 typedef enum {
@@ -221,6 +225,20 @@ typedef struct lc_options {
   int standby_mode;
   int standby_timeout_ms;
   const char *standby_of;
+  /* (0.6) Remote mode against a logcounterd with --auth-file: every
+   * connection first sends memcached's text-protocol handshake, a "set"
+   * whose data is "USER PASSWORD", and a refusal is LC_EAUTH.  Both or
+   * neither; the user has no space or control byte.  Copied at lc_open
+   * and never logged.  NULL: no authentication. */
+  const char *user;
+  const char *password;
+  /* (0.6) Replication's shared secret: when set (on the primary and its
+   * standby alike), each side proves it knows it on the other's fresh
+   * nonce (HMAC-SHA256) before a byte of the log is sent, so no stray
+   * process can follow the primary or pose as it.  A side with the secret
+   * refuses a side without.  Copied at lc_open, never logged or sent.
+   * The stream itself is not encrypted. */
+  const char *replication_secret;
 } lc_options;
 
 #define LC_STANDBY_REQUIRED 0

@@ -152,7 +152,58 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
 void lc__cache_close(lc__cache *c) {
   if (c->pool) memcached_pool_destroy(c->pool);
   if (c->master) memcached_free(c->master);
+  if (c->auth) {
+    explicit_bzero(c->auth, c->auth_len);
+    free(c->auth);
+  }
   memset(c, 0, sizeof *c);
+}
+
+int lc__cache_set_auth(lc__cache *c, const char *user, const char *password) {
+  size_t n = strlen(user) + 1 + strlen(password);
+  if ((c->auth = malloc(n + 1)) == NULL)
+    return lc__fail(LC_ENOMEM, "cannot copy the credentials");
+  snprintf(c->auth, n + 1, "%s %s", user, password);
+  c->auth_len = n;
+  return 0;
+}
+
+/* The handshake on a connection that has not made it since it last
+ * connected: a connection that made it carries c as its user data
+ * (cleared when give closes it).  The key is ignored by the daemon. */
+static int authenticate(lc__cache *c, memcached_st *mc) {
+  if (!c->auth || memcached_get_user_data(mc) == c) return 0;
+  memcached_return_t rc =
+      memcached_set(mc, "auth", 4, c->auth, c->auth_len, 0, 0);
+  if (rc == MEMCACHED_SUCCESS) {
+    memcached_set_user_data(mc, c);
+    return 0;
+  }
+  int err = rc == MEMCACHED_CLIENT_ERROR || rc == MEMCACHED_NOTSTORED ||
+                    rc == MEMCACHED_ERROR
+                ? LC_EAUTH
+                : 0;
+  if (err) {
+    char buf[LC__DETAIL_MAX];
+    err = lc__fail(LC_EAUTH, "authentication refused: %s",
+                   reason(mc, rc, buf, sizeof buf));
+  } else {
+    err = map_error(mc, rc, "authenticate");
+  }
+  memcached_quit(mc); /* the daemon closes it anyway */
+  return err;
+}
+
+/* A request refused because the connection was not authenticated: it
+ * reconnected inside libmemcached since its handshake.  Nothing was done,
+ * so the caller authenticates again and retries once. */
+static bool unauthenticated(lc__cache *c, memcached_st *mc,
+                            memcached_return_t rc) {
+  if (!c->auth || rc != MEMCACHED_CLIENT_ERROR) return false;
+  const char *m = memcached_last_error_message(mc);
+  if (!m || !strstr(m, "unauthenticated")) return false;
+  memcached_set_user_data(mc, NULL);
+  return true;
 }
 
 static int take(lc__cache *c, memcached_st **mc) {
@@ -163,14 +214,20 @@ static int take(lc__cache *c, memcached_st **mc) {
     return lc__fail(LC_ETIMEDOUT, "no free memcached connection: %s",
                     rc == MEMCACHED_SUCCESS ? "cannot create one"
                                             : memcached_strerror(NULL, rc));
-  return 0;
+  int err = authenticate(c, *mc);
+  if (err) memcached_pool_release(c->pool, *mc);
+  return err;
 }
 
 /* Back to the pool.  After a failure (a timeout above all) the
  * connection may still owe an answer, which the next command on it would
- * read as its own: close it (the next use reconnects). */
+ * read as its own: close it (the next use reconnects, and authenticates
+ * again). */
 static void give(lc__cache *c, memcached_st *mc, int err) {
-  if (err < 0 && err != LC_EBADVALUE) memcached_quit(mc);
+  if (err < 0 && (err != LC_EBADVALUE || c->auth)) {
+    memcached_quit(mc);
+    memcached_set_user_data(mc, NULL);
+  }
   memcached_pool_release(c->pool, mc);
 }
 
@@ -196,7 +253,11 @@ int lc__cache_incr(lc__cache *c, const char *key, size_t klen, uint64_t delta,
   uint64_t v = 0;
   memcached_return_t rc =
       memcached_increment_by_key(mc, key, klen, key, klen, delta, &v);
-  if (rc == MEMCACHED_SUCCESS) {
+  if (unauthenticated(c, mc, rc) && (err = authenticate(c, mc)) == 0)
+    rc = memcached_increment_by_key(mc, key, klen, key, klen, delta, &v);
+  if (err) {
+    /* authenticate closed it */
+  } else if (rc == MEMCACHED_SUCCESS) {
     *out = v;
     err = 0;
   } else if (rc == MEMCACHED_NOTFOUND) {
@@ -221,7 +282,11 @@ int lc__cache_get(lc__cache *c, const char *key, size_t klen, uint64_t *out) {
   uint32_t flags = 0;
   memcached_return_t rc;
   char *v = memcached_get(mc, key, klen, &vlen, &flags, &rc);
-  if (v != NULL) {
+  if (!v && unauthenticated(c, mc, rc) && (err = authenticate(c, mc)) == 0)
+    v = memcached_get(mc, key, klen, &vlen, &flags, &rc);
+  if (err) {
+    /* authenticate closed it */
+  } else if (v != NULL) {
     err = lc__cache_parse_u64(v, vlen, out)
               ? 0
               : lc__fail(LC_EBADVALUE,

@@ -230,15 +230,41 @@ static int take_batch(lc__follow *f, int fd, const lc__buf *in,
   return lc__wire_send(fd, 'a', a, sizeof a, SILENCE_MS);
 }
 
+/* With a replication secret, in holds the primary's 'c': its proof on our
+ * nonce ns; then ours on its nonce (repl_auth.c), and type and in become
+ * the next frame. */
+static int prove(lc__follow *f, int fd, const char *ns, char *type,
+                 lc__buf *in) {
+  const char *secret = f->h->opt.replication_secret;
+  char np[LC__REPL_HEX + 2] = "", mac[LC__REPL_HEX + 2] = "";
+  if (sscanf(in->p, "%65s %65s", np, mac) != 2 ||
+      strlen(np) != LC__REPL_HEX ||
+      !lc__repl_mac_ok(secret, "primary", ns, np, mac))
+    return lc__fail(LC_EREMOTE, "replication: the primary did not prove the "
+                                "replication secret");
+  lc__repl_mac(secret, "standby", np, ns, mac);
+  int rc = lc__wire_send(fd, 'v', mac, strlen(mac), HELLO_TIMEOUT_MS);
+  return rc ? rc : lc__wire_recv(fd, type, in, HELLO_TIMEOUT_MS);
+}
+
 static int session(lc__follow *f, int fd) {
   lc__buf in = {0};
-  char hello[64], type;
+  const char *secret = f->h->opt.replication_secret;
+  char hello[64 + LC__REPL_HEX], ns[LC__REPL_HEX + 1] = "", type = 0;
+  int rc = secret ? lc__repl_nonce(ns) : 0;
+  if (rc) return rc;
   pthread_mutex_lock(&f->mu);
-  snprintf(hello, sizeof hello, "1 %016" PRIx64 " %" PRIu64, f->epoch, f->seq);
+  snprintf(hello, sizeof hello, "%d %016" PRIx64 " %" PRIu64 "%s%s",
+           secret ? 2 : 1, f->epoch, f->seq, secret ? " " : "", ns);
   f->connects++;
   pthread_mutex_unlock(&f->mu);
-  int rc = lc__wire_send(fd, 'h', hello, strlen(hello), HELLO_TIMEOUT_MS);
+  rc = lc__wire_send(fd, 'h', hello, strlen(hello), HELLO_TIMEOUT_MS);
   if (!rc) rc = lc__wire_recv(fd, &type, &in, HELLO_TIMEOUT_MS);
+  if (!rc && secret && type == 'c')
+    rc = prove(f, fd, ns, &type, &in);
+  else if (!rc && secret && type != 'x') /* a primary without the secret */
+    rc = lc__fail(LC_EREMOTE, "replication: the primary has no replication "
+                              "secret");
   char kind[16] = "", mode[16] = "";
   uint64_t epoch = 0, seq = 0;
   if (!rc && type == 'x')

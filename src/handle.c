@@ -76,6 +76,10 @@ static char *dup_or_null(const char *s, bool *failed) {
 static void free_handle(lc_t *h) {
   pthread_mutex_destroy(&h->promote_mu);
   free(h->server);
+  if (h->repl_secret) {
+    explicit_bzero(h->repl_secret, strlen(h->repl_secret));
+    free(h->repl_secret);
+  }
   free(h->memcached);
   free(h->db_path);
   free(h->owner);
@@ -104,6 +108,26 @@ static void unwind(lc_t *h, int started) {
     break;
   default: break;
   }
+}
+
+/* user and password: both or neither, remote mode only; the user a
+ * printable word, the password without control bytes (it ends a line of
+ * memcached's handshake). */
+static int check_credentials(const lc_options *o, bool remote) {
+  if (!o->user && !o->password) return 0;
+  if (!o->user || !o->password || !o->user[0] || !o->password[0])
+    return lc__fail(LC_EINVAL, "give both user and password, or neither");
+  if (!remote)
+    return lc__fail(LC_EINVAL, "user and password are for remote mode "
+                               "(lc_options.server)");
+  for (const unsigned char *p = (const unsigned char *)o->user; *p; p++)
+    if (*p <= ' ' || *p >= 0x7f)
+      return lc__fail(LC_EINVAL, "the user must be printable ASCII without "
+                                 "spaces");
+  for (const unsigned char *p = (const unsigned char *)o->password; *p; p++)
+    if (*p < ' ' || *p == 0x7f)
+      return lc__fail(LC_EINVAL, "the password holds a control byte");
+  return 0;
 }
 
 int lc_open(const lc_options *o, lc_t **out) {
@@ -138,6 +162,7 @@ int lc_open(const lc_options *o, lc_t **out) {
     return lc__fail(LC_EINVAL, "unknown standby mode %d", o->standby_mode);
   if (o->standby_timeout_ms < 0)
     return lc__fail(LC_EINVAL, "negative standby timeout");
+  if ((rc = check_credentials(o, remote)) != 0) return rc;
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
   pthread_mutex_init(&h->promote_mu, NULL);
@@ -148,6 +173,9 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->db_path = dup_or_null(o->db_path, &failed);
   h->owner = dup_or_null(o->owner ? o->owner : "liblogcounter", &failed);
   h->server = remote ? dup_or_null(o->server, &failed) : NULL;
+  h->repl_secret = o->replication_secret && o->replication_secret[0]
+                       ? dup_or_null(o->replication_secret, &failed)
+                       : NULL;
   if (failed) {
     free_handle(h);
     return lc__fail(LC_ENOMEM, "cannot copy the options");
@@ -156,6 +184,7 @@ int lc_open(const lc_options *o, lc_t **out) {
   h->opt.db_path = h->db_path;
   h->opt.owner = h->owner;
   h->opt.server = h->server;
+  h->opt.replication_secret = h->repl_secret;
   h->remote = remote;
   atomic_store(&h->standby, standby);
   if (h->opt.timeout_ms == 0) h->opt.timeout_ms = 1000;
@@ -171,6 +200,7 @@ int lc_open(const lc_options *o, lc_t **out) {
   rc = remote ? open_remote(h)
                   : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                                    h->opt.pool_size);
+  h->opt.user = h->opt.password = NULL; /* copied into the caches */
   if (!rc && !remote) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
     if (!rc && ((rc = lc__log_identity(&h->log, h->log_id)) != 0 ||

@@ -56,11 +56,18 @@ typedef struct lc__cache {
   memcached_pool_st *pool;
   memcached_st *master;
   struct timespec fetch_wait;
+  char *auth; /* remote mode: "USER PASSWORD", sent first on each
+                 connection (lc__cache_set_auth); NULL: none */
+  size_t auth_len;
 } lc__cache;
 
 int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
                    int pool_size);
 void lc__cache_close(lc__cache *c);
+/* Remote mode: every connection authenticates with memcached's text
+ * handshake ("set" of "USER PASSWORD") before its first request.  0 or
+ * LC_ENOMEM. */
+int lc__cache_set_auth(lc__cache *c, const char *user, const char *password);
 /* 0 and *out, LC__MISS, or a negative code (LC_EBADVALUE for a key that
  * holds something that is not a number). */
 int lc__cache_incr(lc__cache *c, const char *key, size_t klen, uint64_t delta,
@@ -343,6 +350,7 @@ struct lc {
   char *db_path;
   char *owner;
   char *server;
+  char *repl_secret; /* opt.replication_secret's copy */
   lc__cache cache;
   /* remote.c: a remote handle on "A,B" has a pool to each daemon; calls
    * go to cache[active] and move to the other when it refuses as a

@@ -8,6 +8,9 @@
  * 2^63-1).  The daemon's SERVER_ERROR lines carry the library's error name
  * (e.g. "SERVER_ERROR EOVERFLOW ..."), which is mapped back to its code.
  *
+ * With lc_options.user, each connection authenticates first (cache.c:
+ * memcached's text handshake, the daemon's --auth-file).
+ *
  * "PRIMARY,STANDBY" (two TCP daemons): each call goes to the one that
  * answered last and, when it answers ESTANDBY or cannot be reached, once
  * to the other.  A standby never hands out an id, so asking both can
@@ -74,10 +77,15 @@ int lc__remote_open(lc_t *h) {
   int rc = lc__remote_config(s, config, sizeof config);
   if (!rc)
     rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms, h->opt.pool_size);
+  if (!rc && h->opt.user)
+    rc = lc__cache_set_auth(&h->cache, h->opt.user, h->opt.password);
   if (rc || !comma) return rc;
   if ((rc = lc__remote_config(comma + 1, config, sizeof config)) != 0 ||
       (rc = lc__cache_open(&h->alt, config, h->opt.timeout_ms,
-                           h->opt.pool_size)) != 0) {
+                           h->opt.pool_size)) != 0 ||
+      (h->opt.user &&
+       (rc = lc__cache_set_auth(&h->alt, h->opt.user, h->opt.password)))) {
+    lc__cache_close(&h->alt);
     lc__cache_close(&h->cache);
     return rc;
   }

@@ -16,6 +16,8 @@
  *
  * Frames: a type byte, a 4-byte big-endian length, the payload.
  *   standby -> primary  'h' hello "1 EPOCH SEQ"      'a' ack: seq (8)
+ *                       (with a replication secret: "2 EPOCH SEQ NONCE",
+ *                       then 'c' and 'v', repl_auth.c)
  *   primary -> standby  'm' "full|resume EPOCH SEQ required|preferred"
  *                       'k' snapshot entries   'e' end of copy: seq, ops
  *                       'b' batch: seq, flags, time, ops, entries
@@ -30,6 +32,15 @@
 #include "internal.h"
 
 #define LC__STANDBY_KEY "!logcounter-standby" /* the standby's position */
+#define LC__REPL_HEX 64 /* nonces and MACs: 32 bytes in hex */
+
+/* repl_auth.c: a fresh nonce (0 or LC_EREMOTE); HMAC-SHA256 of
+ * "ROLE A B" under the secret, in hex; its check, in constant time. */
+int lc__repl_nonce(char out[LC__REPL_HEX + 1]);
+void lc__repl_mac(const char *secret, const char *role, const char *a,
+                  const char *b, char out[LC__REPL_HEX + 1]);
+bool lc__repl_mac_ok(const char *secret, const char *role, const char *a,
+                     const char *b, const char *got);
 #define LC__REPL_FRAME_MAX (64u << 20)
 
 typedef struct lc__buf {

@@ -389,19 +389,53 @@ static int send_copy(session *s, uint64_t *seq) {
   return rc;
 }
 
+/* Refuses the standby (an 'x' frame, then the session ends). */
+static int refuse(session *s, const char *why) {
+  (void)lc__wire_send(s->fd, 'x', why, strlen(why), IO_TIMEOUT_MS);
+  return lc__fail(LC_EREMOTE, "replication: refused a standby: %s", why);
+}
+
+/* With a replication secret the standby's hello is version 2 and carries
+ * its nonce: prove the secret on it, then check the standby's proof on a
+ * nonce of ours (repl_auth.c).  Without one, only version 1 is served. */
+static int prove(session *s, int version, const char *ns) {
+  const char *secret = s->r->h->opt.replication_secret;
+  if (!secret)
+    return version == 1 ? 0
+                        : refuse(s, "this primary has no replication secret");
+  if (version != 2 || strlen(ns) != LC__REPL_HEX)
+    return refuse(s, "this primary requires the replication secret");
+  char np[LC__REPL_HEX + 1], mac[LC__REPL_HEX + 1], msg[2 * LC__REPL_HEX + 2];
+  int rc = lc__repl_nonce(np);
+  if (rc) return rc;
+  lc__repl_mac(secret, "primary", ns, np, mac);
+  snprintf(msg, sizeof msg, "%s %s", np, mac);
+  rc = lc__wire_send(s->fd, 'c', msg, strlen(msg), IO_TIMEOUT_MS);
+  lc__buf in = {0};
+  char type;
+  if (!rc) rc = lc__wire_recv(s->fd, &type, &in, IO_TIMEOUT_MS);
+  if (!rc &&
+      (type != 'v' || !lc__repl_mac_ok(secret, "standby", np, ns, in.p)))
+    rc = refuse(s, "wrong replication secret");
+  lc__buf_free(&in);
+  return rc;
+}
+
 /* The hello, then a resume or a copy; *from: the seq the standby has. */
 static int handshake(session *s, uint64_t *from) {
   lc__repl *r = s->r;
   lc__buf in = {0};
-  char type;
+  char type, ns[LC__REPL_HEX + 2] = "";
   int rc = lc__wire_recv(s->fd, &type, &in, IO_TIMEOUT_MS);
   unsigned long long epoch = 0, seq = 0;
   int version = 0;
   if (!rc && (type != 'h' ||
-              sscanf(in.p, "%d %llx %llu", &version, &epoch, &seq) != 3 ||
-              version != 1))
+              sscanf(in.p, "%d %llx %llu %65s", &version, &epoch, &seq, ns) <
+                  3 ||
+              (version != 1 && version != 2)))
     rc = lc__fail(LC_EREMOTE, "replication: not a standby's hello");
   lc__buf_free(&in);
+  if (!rc) rc = prove(s, version, ns);
   if (rc) return rc;
   pthread_mutex_lock(&r->mu);
   bool resume = epoch == r->epoch && seq <= r->seq &&

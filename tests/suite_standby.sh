@@ -626,6 +626,35 @@ catchup() {
   fi
   after_promotion "$tag" "$ids"
 }
+# ---- the replication secret ---------------------------------------------------
+# sc: a primary with --replication-secret-file; a standby with another
+# secret is refused (never connected, the primary stays without one), one
+# with the same secret reaches sync while a client allocates.
+secret_scenario() {
+  local tag=sc R; R=$(free_port) || { setup_fail "$tag: a port"; return; }
+  (umask 077; printf 'correct horse\n' >"$TMP/secret.ok"
+   printf 'wrong horse\n' >"$TMP/secret.bad")
+  lcd p "$tag-p" --replication-listen "127.0.0.1:$R" --standby-mode preferred \
+    --replication-secret-file "$TMP/secret.ok" || { setup_fail "$tag: the primary starts"; return; }
+  lcd s "$tag-s1" --standby-of "127.0.0.1:$R" --replication-secret-file "$TMP/secret.bad" ||
+    { setup_fail "$tag: the standby starts"; return; }
+  sleep 1.5
+  check "$tag: a standby with the wrong secret never connects" stat_is s replication_connected 0
+  check "$tag: ... and the primary has no standby" stat_is p replication_state none
+  grep -q "correct horse\|wrong horse" "$TMP/$tag-p.log" "$TMP/$tag-s1.log" &&
+    setup_fail "$tag: a secret appears in a log"
+  down s KILL
+  lcd s "$tag-s2" --standby-of "127.0.0.1:$R" --replication-secret-file "$TMP/secret.ok" ||
+    { setup_fail "$tag: the second standby starts"; return; }
+  check "$tag: with the same secret it reaches sync" wait_stat p replication_state sync 10
+  ask p "incr sc-x 1"
+  check "$tag: the primary allocates with its standby ($REPLY_LINE)" test "$REPLY_LINE" = 1
+  check "$tag: stats settings says a secret is set, never which" \
+    bash -c "printf 'stats settings\r\nquit\r\n' | timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/${PORT[p]}; cat >&3; cat <&3' | grep -q 'STAT replication_secret yes'"
+  down_all
+}
+want sc && secret_scenario
+
 want cp && catchup preferred cp kill
 want cr && catchup required cr kill
 want cf && catchup required cf stop

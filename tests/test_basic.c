@@ -354,6 +354,35 @@ static void test_names(void **state) {
   assert_true(st.errors >= sizeof bad / sizeof *bad);
 }
 
+/* Credentials (remote mode against logcounterd --auth-file): both or
+ * neither, remote only, no space in the user, no control byte in the
+ * password; all refused before anything is connected. */
+static void test_remote_credentials_checked(void **state) {
+  fx_t *f = *state;
+  lc_t *h2 = NULL;
+  lc_options o;
+  lc_options_init(&o);
+  o.server = "127.0.0.1:1";
+  o.user = "u";
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* no password */
+  o.password = "";
+  assert_rc(lc_open(&o, &h2), LC_EINVAL);
+  o.password = "p\r\nincr x 1";
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* a line break */
+  o.password = "secret words";
+  o.user = "a b";
+  assert_rc(lc_open(&o, &h2), LC_EINVAL);
+  o.user = NULL;
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* a password alone */
+  o.user = "u";
+  o.server = NULL;
+  o.db_path = f->dir;
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* not remote */
+  assert_null(h2);
+  assert_true(strstr(lc_last_detail(), "remote") != NULL);
+  assert_true(strstr(lc_last_detail(), "secret") == NULL);
+}
+
 static void test_null_args(void **state) {
   fx_t *f = *state;
   int64_t v = 42;
@@ -1001,6 +1030,7 @@ int main(void) {
       T(test_bad_counts),
       T(test_names),
       T(test_null_args),
+      T(test_remote_credentials_checked),
       T(test_bad_options),
       T(test_options_init),
       T(test_error_table),

@@ -44,10 +44,15 @@ typedef struct opened {
   char path[TU_PATH_MAX];
 } opened;
 
+/* The replication secret of the next open_primary / open_standby (NULL:
+ * none). */
+static const char *secret;
+
 static lc_t *open_primary(const fx_t *f, const char *sub, int mode,
                           int timeout_ms, uint64_t prefetch, opened *p) {
   lc_options o;
   tu_options_sub(&o, &mc, f->dir, sub, p->path);
+  o.replication_secret = secret;
   snprintf(p->addr, sizeof p->addr, "127.0.0.1:%d", mcd_free_port());
   o.replication_listen = p->addr;
   o.standby_mode = mode;
@@ -62,6 +67,7 @@ static lc_t *open_standby(const fx_t *f, const char *sub, const char *of,
                           uint64_t prefetch, char path[TU_PATH_MAX]) {
   lc_options o;
   tu_options_sub(&o, &mc, f->dir, sub, path);
+  o.replication_secret = secret;
   o.standby_of = of;
   o.prefetch = prefetch;
   lc_t *h = NULL;
@@ -307,6 +313,49 @@ static void test_required_without_standby(void **state) {
   lc_close(h);
 }
 
+/* ---- the replication secret -------------------------------------------- */
+
+/* Whether a standby opened with standby_secret reaches sync with a
+ * primary opened with primary_secret (each the other's proof on a fresh
+ * nonce; a side with a secret refuses a side without).  A refused one
+ * keeps reconnecting, so it is given 1.5 s. */
+static bool syncs(const fx_t *f, const char *sub, const char *primary_secret,
+                  const char *standby_secret) {
+  opened p;
+  char spath[TU_PATH_MAX], psub[16], ssub[16];
+  snprintf(psub, sizeof psub, "%s-p", sub);
+  snprintf(ssub, sizeof ssub, "%s-s", sub);
+  secret = primary_secret;
+  lc_t *h = open_primary(f, psub, LC_STANDBY_PREFERRED, 500, 0, &p);
+  secret = standby_secret;
+  lc_t *sb = open_standby(f, ssub, p.addr, 0, spath);
+  secret = NULL;
+  for (int i = 0; i < 150 && strcmp(status(h).state, "sync"); i++)
+    usleep(10000);
+  bool ok = strcmp(status(h).state, "sync") == 0;
+  if (ok) { /* the stream flows */
+    int64_t v = tu_next1(h, sub); /* each log its own counter */
+    wait_caught_up(h, sb);
+    int64_t res = 0;
+    assert_ok(lc_reservation(sb, sub, &res));
+    assert_i64_op(res, >=, v);
+  } else {
+    assert_int_equal(status(sb).connected, 0);
+  }
+  assert_ok(lc_close(sb));
+  assert_ok(lc_close(h));
+  return ok;
+}
+
+static void test_replication_secret(void **state) {
+  fx_t *f = *state;
+  assert_true(syncs(f, "same", "s3cret-a", "s3cret-a"));
+  assert_false(syncs(f, "wrong", "s3cret-a", "s3cret-b"));
+  assert_false(syncs(f, "nosb", "s3cret-a", NULL));
+  assert_false(syncs(f, "nopr", NULL, "s3cret-a"));
+  assert_true(syncs(f, "none", NULL, NULL));
+}
+
 /* ---- a stale standby --------------------------------------------------- */
 
 static void test_stale_standby(void **state) {
@@ -457,6 +506,7 @@ int main(void) {
       T(test_partition),              T(test_partition_prefetch),
       T(test_partition_flushed),      T(test_stale_standby),
       T(test_catch_up),               T(test_tallies),
+      T(test_replication_secret),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);

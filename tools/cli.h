@@ -60,6 +60,9 @@ struct cli {
   const char *db;
   char *db_alloc;                /* db when built from XDG_STATE_HOME/HOME */
   const char *server;            /* a logcounterd's address; NULL: local */
+  const char *user;              /* --user: authenticate to it; NULL: no */
+  char password[256];            /* read from --password-file or the
+                                    environment, never the command line */
   char via[MAX_SERVER_LEN + 32]; /* " through logcounterd 'ADDR'", or "" */
   lc_durability_t durability;
   uint64_t prefetch; /* lc_options.prefetch */

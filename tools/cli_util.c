@@ -392,6 +392,10 @@ static int open_remote(struct cli *c) {
   lc_options_init(&o);
   o.server = c->server;
   o.timeout_ms = c->timeout_ms;
+  if (c->user) {
+    o.user = c->user;
+    o.password = c->password;
+  }
   int rc = lc_open(&o, &c->h);
   if (rc) {
     c->h = NULL;

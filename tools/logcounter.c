@@ -237,6 +237,12 @@ static void print_general_help(FILE *f) {
       "                       --memcached, --db, --durability and --wait do\n"
       "                       not apply (default: $LOGCOUNTER_SERVER;\n"
       "                       --server '' overrides it)\n"
+      "  --user NAME          authenticate to a logcounterd with --auth-file\n"
+      "                       (memcached's text handshake; default:\n"
+      "                       $LOGCOUNTER_USER); the password is the first\n"
+      "                       line of --password-file FILE (default:\n"
+      "                       $LOGCOUNTER_PASSWORD_FILE), else\n"
+      "                       $LOGCOUNTER_PASSWORD, never an argument\n"
       "  --memcached CONFIG   memcached servers, libmemcached syntax\n"
       "                       (default: $LOGCOUNTER_MEMCACHED, else\n"
       "                       " DEFAULT_MEMCACHED ")\n"
@@ -258,7 +264,8 @@ static void print_general_help(FILE *f) {
       "                       command (dump: one per record, one per line)\n"
       "  -h, --help           this help ('" PROG " CMD --help': one command)\n"
       "  --version            print the version\n\n"
-      "Environment: LOGCOUNTER_SERVER, LOGCOUNTER_MEMCACHED, LOGCOUNTER_DB,\n"
+      "Environment: LOGCOUNTER_SERVER, LOGCOUNTER_USER, LOGCOUNTER_PASSWORD_FILE,\n"
+      "LOGCOUNTER_PASSWORD, LOGCOUNTER_MEMCACHED, LOGCOUNTER_DB,\n"
       "LOGCOUNTER_DURABILITY, LOGCOUNTER_PREFETCH, XDG_STATE_HOME, HOME (see\n"
       "above).\n\n"
       "Exit status: 0 success, 1 runtime error (or corruption found by verify\n"
@@ -268,9 +275,37 @@ static void print_general_help(FILE *f) {
 
 /* ------------------------------------------------------------------- main */
 
+/* --user's password: the first line of FILE (--password-file or
+ * $LOGCOUNTER_PASSWORD_FILE), else $LOGCOUNTER_PASSWORD; never an
+ * argument, so that it stays out of process listings. */
+static int read_password(struct cli *c, const char *file) {
+  const char *env = getenv("LOGCOUNTER_PASSWORD");
+  if (file && *file) {
+    FILE *f = fopen(file, "r");
+    if (!f) {
+      cli_usage_error(NULL, "cannot read the password file '%s': %s", file,
+                      strerror(errno));
+      return -1;
+    }
+    if (!fgets(c->password, sizeof c->password, f)) c->password[0] = '\0';
+    fclose(f);
+    c->password[strcspn(c->password, "\r\n")] = '\0';
+  } else if (env && *env) {
+    snprintf(c->password, sizeof c->password, "%s", env);
+  }
+  if (!c->password[0]) {
+    cli_usage_error(NULL, "--user needs a password: --password-file FILE, "
+                          "$LOGCOUNTER_PASSWORD_FILE or $LOGCOUNTER_PASSWORD");
+    return -1;
+  }
+  return 0;
+}
+
 int cli_parse_globals(struct cli *c, int argc, char **argv) {
   static const struct option lo[] = {
       {"server", required_argument, NULL, 'R'},
+      {"user", required_argument, NULL, 'U'},
+      {"password-file", required_argument, NULL, 'F'},
       {"memcached", required_argument, NULL, 'M'},
       {"db", required_argument, NULL, 'D'},
       {"durability", required_argument, NULL, 'S'},
@@ -287,6 +322,8 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
   const char *prefetch = getenv("LOGCOUNTER_PREFETCH");
   const char *prefetch_from = "LOGCOUNTER_PREFETCH";
   const char *server_from = "LOGCOUNTER_SERVER";
+  const char *password_file = getenv("LOGCOUNTER_PASSWORD_FILE");
+  c->user = getenv("LOGCOUNTER_USER");
   uint64_t v;
   int opt;
   opterr = 0;
@@ -299,6 +336,8 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
       c->server = optarg;
       server_from = "--server";
       break;
+    case 'U': c->user = optarg; break;
+    case 'F': password_file = optarg; break;
     case 'M': c->memcached = optarg; break;
     case 'D': c->db = optarg; break;
     case 'S':
@@ -327,6 +366,10 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
     }
     arg = optind < argc ? argv[optind] : "";
   }
+  if (c->user && !*c->user) c->user = NULL;
+  if (c->user && !(c->server && *c->server))
+    return cli_usage_error(NULL, "--user is for a logcounterd: give --server");
+  if (c->user && read_password(c, password_file) != 0) return EXIT_USAGE;
   if (version) {
     if (c->json)
       printf("{\"version\":\"%s\"}\n", lc_version());

@@ -184,6 +184,7 @@ typedef struct lcd_settings {
   int64_t retain_interval_ms; /* between retention runs (default 60000) */
   const char *replication_listen; /* lc_options.replication_listen */
   const char *standby_of;         /* lc_options.standby_of */
+  char repl_secret[256];          /* --replication-secret-file's line */
   int standby_mode;               /* LC_STANDBY_REQUIRED (default) */
   int64_t standby_timeout_ms;     /* default 2000 */
   const char *metrics_listen;     /* HOST:PORT (PORT: 127.0.0.1) of the

@@ -136,6 +136,7 @@ static void put_settings(lcd_server *s, emit *o) {
              : 0);
   stat_s(o, "replication_listen", set->replication_listen);
   stat_s(o, "standby_of", set->standby_of);
+  stat_s(o, "replication_secret", set->repl_secret[0] ? "yes" : "no");
   stat_s(o, "standby_mode", set->standby_mode == LC_STANDBY_PREFERRED
                                 ? "preferred"
                                 : "required");

@@ -238,8 +238,14 @@ static void usage(FILE *f) {
       "                          once per window of ids) reaches it, synced,\n"
       "                          before any id under it goes out; records\n"
       "                          stream behind (under --durability sync they\n"
-      "                          wait too).  Keep it off untrusted networks:\n"
-      "                          the stream has no auth\n"
+      "                          wait too).  The stream is not encrypted:\n"
+      "                          keep it off untrusted networks\n"
+      "  --replication-secret-file FILE  its first line is a secret the\n"
+      "                          primary and its standby must share: each\n"
+      "                          proves it on the other's fresh nonce\n"
+      "                          (HMAC-SHA256) before any of the log is\n"
+      "                          sent; a side with one refuses a side\n"
+      "                          without (default: none)\n"
       "  --standby-mode MODE     required (default): without an acknowledging\n"
       "                          standby, stop at the end of the current\n"
       "                          window (SERVER_ERROR ENOSTANDBY); preferred:\n"
@@ -369,6 +375,7 @@ enum {
   O_STANDBY_MODE,
   O_STANDBY_TIMEOUT,
   O_METRICS,
+  O_REPL_SECRET,
   O_AUTH_FILE,
   O_RIGHTS_FILE,
   O_INSECURE_LISTEN
@@ -403,6 +410,7 @@ static const struct option long_options[] = {
     {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
     {"replication-listen", required_argument, NULL, O_REPL_LISTEN},
     {"standby-of", required_argument, NULL, O_STANDBY_OF},
+    {"replication-secret-file", required_argument, NULL, O_REPL_SECRET},
     {"standby-mode", required_argument, NULL, O_STANDBY_MODE},
     {"standby-timeout", required_argument, NULL, O_STANDBY_TIMEOUT},
     {"metrics-listen", required_argument, NULL, O_METRICS},
@@ -507,6 +515,22 @@ static int socket_mode(int *mode, const char *opt, const char *text) {
   return 0;
 }
 
+/* --replication-secret-file: its first line (never an argument, so that
+ * it stays out of process listings). */
+static int read_secret(lcd_settings *set, const char *file) {
+  FILE *f = fopen(file, "r");
+  if (!f)
+    return usage_error("cannot read --replication-secret-file '%s': %s", file,
+                       strerror(errno));
+  if (!fgets(set->repl_secret, sizeof set->repl_secret, f))
+    set->repl_secret[0] = '\0';
+  fclose(f);
+  set->repl_secret[strcspn(set->repl_secret, "\r\n")] = '\0';
+  if (!set->repl_secret[0])
+    return usage_error("--replication-secret-file '%s' is empty", file);
+  return 0;
+}
+
 static int parse_options(lcd_settings *set, int argc, char **argv) {
   int opt, rc = 0, retain_interval = 0;
   const char *prefetch = getenv("LOGCOUNTER_PREFETCH");
@@ -554,6 +578,7 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     }
     case O_REPL_LISTEN: set->replication_listen = optarg; break;
     case O_STANDBY_OF: set->standby_of = optarg; break;
+    case O_REPL_SECRET: rc = read_secret(set, optarg); break;
     case O_METRICS:
       set->metrics_listen = optarg;
       if (!lcd_metrics_addr_ok(optarg))
@@ -723,6 +748,7 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.admin_socket_mode = (unsigned)s->set->admin_mode;
   o.replication_listen = s->set->replication_listen;
   o.standby_of = s->set->standby_of;
+  o.replication_secret = s->set->repl_secret[0] ? s->set->repl_secret : NULL;
   o.standby_mode = s->set->standby_mode;
   o.standby_timeout_ms = (int)s->set->standby_timeout_ms;
   o.retain_records = s->set->retain_records;
