@@ -73,6 +73,20 @@ closed; unauth_closed=$?
 conn_close
 check "unauthenticated: version works, then closed after --line-timeout" \
   bash -c "[[ '$v_reply' == VERSION* ]] && [ $unauth_closed = 0 ]"
+# the library's remote mode and the CLI (--user, --password-file); the
+# wrong password first: the first failure from an address is not delayed
+# (later ones may outlast the CLI's 1 s timeout: then it reports a timeout)
+printf '%s\n' "$AUTH_BOB" >"$TMP/bob.pw"
+v1=$("$CLI" --server "127.0.0.1:$DPORT" --user bob --password-file "$TMP/bob.pw" next ucli 2>&1)
+v2=$("$CLI" --server "127.0.0.1:$DPORT" --user bob --password-file "$TMP/bob.pw" next ucli 2>&1)
+check "logcounter --server --user --password-file authenticates and allocates ($v1, $v2)" \
+  bash -c "[ '$v1' = 1 ] && [ '$v2' = 2 ]"
+printf 'wrong\n' >"$TMP/bad.pw"
+"$CLI" --server "127.0.0.1:$DPORT" --user bob --password-file "$TMP/bad.pw" next ucli >"$TMP/c.out" 2>&1
+rc=$?
+check "logcounter with a wrong password: refused (exit $rc)" \
+  bash -c "[ $rc = 1 ] && grep -q 'authentication' '$TMP/c.out'"
+sed 's/^/    /' "$TMP/c.out"
 run "pymemcache and pylibmc authenticate; refusals; nothing created" basic "$DPORT" u
 # the unix socket is a data port too
 unix_out=$("$PY" - "$TMP/d.sock" <<'EOF'
