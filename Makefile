@@ -200,9 +200,6 @@ all: $(DAEMON)
 
 # sd_notify (tools/logcounterd/lcd_notify.c): Debian's libsystemd-dev.
 SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
-# --auth-file (tools/logcounterd/lcd_auth.c): SHA-256 and CRYPTO_memcmp
-# from OpenSSL's libcrypto (Debian's libssl-dev).
-$(DAEMON): LIBS += -lcrypto
 $(DAEMON): $(DAEMON_SRC) $(wildcard tools/logcounterd/*.h) $(LIB_A)
 	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads $(SYSTEMD_LIBS)
 
