@@ -104,6 +104,10 @@ $(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
+# test_auth tests the daemon's --auth-file and --rights-file tables.
+AUTH_SRC = tools/logcounterd/lcd_auth.c tools/logcounterd/lcd_auth_parse.c tools/logcounterd/lcd_rights.c
+$(BUILD)/tests/test_auth: TEST_SRC_EXTRA = -Itools/logcounterd $(AUTH_SRC) tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c -lcrypto -levent
+$(BUILD)/tests/test_auth: $(AUTH_SRC) tools/logcounterd/lcd_auth.h
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h common/*.h) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -Icommon -o $@ $< $(TEST_SRC_EXTRA) $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka

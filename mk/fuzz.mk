@@ -12,7 +12,7 @@
 #     the project's compiler and fuzz/replay_main.c instead of libFuzzer);
 #     tests/suite_fuzz.sh replays fuzz/corpus and fuzz/regress with them.
 
-FUZZ_TARGETS ?= proto record name cli
+FUZZ_TARGETS ?= proto record name cli auth
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CC      ?= clang
@@ -22,6 +22,8 @@ FUZZ_CFLAGS  ?= -O1 -g
 FUZZ_DEPS     = fuzz/fuzz.h include/logcounter.h $(wildcard src/*.h)
 # The proto and name targets fuzz the daemon's request parser too.
 FUZZ_PROTO    = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
+# The auth target: the handshake's and the auth/rights files' parsers.
+FUZZ_AUTH     = $(FUZZ_PROTO) tools/logcounterd/lcd_auth_parse.c
 
 # The CLI target links every CLI file but main's, with cli_open stubbed.
 FUZZ_CLI_SRC  = $(filter-out tools/cli_main.c,$(CLI_SRC))
@@ -60,6 +62,7 @@ $(FUZZ_LIB_A): $(FUZZ_LIB_OBJ)
 
 $(FUZZ_BUILD)/fuzz_cli: FUZZ_EXTRA = -Itools $(FUZZ_CLI_SRC) $(FUZZ_CLI_LD)
 $(FUZZ_BUILD)/fuzz_proto $(FUZZ_BUILD)/fuzz_name: FUZZ_EXTRA = $(FUZZ_PROTO)
+$(FUZZ_BUILD)/fuzz_auth: FUZZ_EXTRA = $(FUZZ_AUTH)
 $(FUZZ_BUILD)/fuzz_cli: $(FUZZ_CLI_DEPS)
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_DEPS) $(FUZZ_LIB_A)
 	@mkdir -p $(@D)
@@ -69,6 +72,8 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_DEPS) $(FUZZ_LIB_A)
 # ---- replay builds (the project's compiler and flags) ----
 $(BUILD)/fuzz/replay_cli: REPLAY_EXTRA = -Itools $(FUZZ_CLI_SRC) $(FUZZ_CLI_LD)
 $(BUILD)/fuzz/replay_proto $(BUILD)/fuzz/replay_name: REPLAY_EXTRA = $(FUZZ_PROTO)
+$(BUILD)/fuzz/replay_auth: REPLAY_EXTRA = $(FUZZ_AUTH)
+$(BUILD)/fuzz/replay_auth $(FUZZ_BUILD)/fuzz_auth: tools/logcounterd/lcd_auth_parse.c tools/logcounterd/lcd_auth.h
 $(BUILD)/fuzz/replay_cli: $(FUZZ_CLI_DEPS)
 $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay_main.c $(FUZZ_DEPS) $(LIB_A)
 	@mkdir -p $(@D)

@@ -18,6 +18,13 @@
  *   lcd_proto.c    the request parser (pure functions; lcd_proto.h)
  *   lcd_metrics.c  --metrics-listen: Prometheus text at /metrics, on its
  *                  own thread (lcd_prom.c writes it; lcd_metrics.h)
+ *   lcd_gate.c     what a connection may do: the --auth-file handshake and
+ *                  the --rights-file checks, called from lcd_conn.c and
+ *                  lcd_mget.c (lcd_auth.h)
+ *   lcd_auth.c     the users and password digests, SIGHUP reloads, the
+ *                  failure delays per peer address; lcd_rights.c the
+ *                  rights and the names each user used; lcd_auth_parse.c
+ *                  their pure parsers (fuzzed)
  *
  * The daemon uses liblogcounter's public API only (include/logcounter.h).
  *
@@ -83,6 +90,7 @@
 #define LCD_H
 
 #include "logcounter.h"
+#include "lcd_auth.h"
 #include "lcd_proto.h"
 
 #include <pthread.h>
@@ -181,6 +189,11 @@ typedef struct lcd_settings {
   int64_t standby_timeout_ms;     /* default 2000 */
   const char *metrics_listen;     /* HOST:PORT (PORT: 127.0.0.1) of the
                                      Prometheus /metrics; NULL: none */
+  const char *auth_file;   /* --auth-file: user:password lines; NULL: no
+                              authentication (lcd_auth.c) */
+  const char *rights_file; /* --rights-file (lcd_rights.c); NULL: none */
+  int insecure_listen;     /* --insecure-listen: a non-loopback TCP address
+                              without --auth-file (default 0: refused) */
 } lcd_settings;
 
 typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;
@@ -260,6 +273,8 @@ typedef struct lcd_counters {
   lcd_stat jobs_inline;   /* jobs run on a loop thread */
   lcd_stat jobs_pooled;   /* jobs handed to the workers */
   lcd_stat loop_backoffs; /* times a slow call sent work to the pool */
+  lcd_stat auth_cmds;     /* authentication handshakes ("set" before auth) */
+  lcd_stat auth_errors;   /* failed handshakes and unauthenticated commands */
 } lcd_counters;
 
 /* The tally flusher (lcd_flush.c); its figures are read under mu. */
@@ -392,6 +407,18 @@ struct lcd_conn {
   const char *why;      /* why it is being closed */
   uint64_t id;
   char peer[64];
+  /* lcd_gate.c: authentication and rights */
+  int authed;                   /* the handshake succeeded */
+  int auth_hold;                /* a failure's delay runs: no reading or
+                                   parsing until auth_timer fires */
+  struct event *auth_timer;
+  const char *auth_why;         /* the failure's reply */
+  char user[LCD_AUTH_USER_MAX + 1];
+  const lcd_rights_user *rights; /* cached lookup of user, for rights_gen */
+  unsigned rights_gen;
+  time_t unauth_since;           /* first sweep that saw it unauthenticated */
+  char named[LCD_PROTO_KEY_MAX]; /* the last key lcd_rights_new_name allowed */
+  size_t named_len;              /* 0: none */
 };
 
 /* A tally change refused because of what the client sent (nothing was
@@ -416,6 +443,22 @@ void lcd_conn_sweep(lcd_loop *l);
 void lcd_conn_drain_all(lcd_loop *l);
 /* Closes every socket now (a second signal, or the drain timeout). */
 void lcd_conn_close_all(lcd_loop *l);
+
+/* lcd_gate.c: authentication and rights.  lcd_gate_request, from
+ * handle_line after parsing: 0 to go on with req (*kind may have become
+ * LCD_PROTO_BAD: a refused right), 1 if it handled the line (the
+ * handshake, or a failure), -1 if the handshake's data is not all
+ * buffered yet. */
+int lcd_gate_request(lcd_conn *c, struct evbuffer *in, size_t line_len,
+                     lcd_proto_req *req, lcd_proto_cmd *kind);
+/* A line too long to frame: 1 if it was an unauthenticated failure. */
+int lcd_gate_long(lcd_conn *c, struct evbuffer *in);
+/* NULL if c may read every key of req, else why. */
+const char *lcd_gate_keys(lcd_conn *c, const lcd_proto_req *req);
+/* From the sweep: 1 if c, unauthenticated, is past --line-timeout (the
+ * caller closes it). */
+int lcd_gate_late(lcd_conn *c, time_t now);
+void lcd_gate_free(lcd_conn *c);
 
 /* lcd_listen.c: 0, or an exit status after printing why */
 int lcd_listen(lcd_server *s);

@@ -56,6 +56,7 @@ void lcd_conn_free(lcd_conn *c) {
     s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   lcd_conn_free_jobs(c);
+  lcd_gate_free(c);
   free(c);
   s->nlive--;
   lcd_loop_check_drained(s);
@@ -159,12 +160,16 @@ static int may_start(const lcd_conn *c, const lcd_proto_req *req,
 }
 
 /* One complete line of line_len bytes at the head of the input; 0 if it
- * must wait (left in the input) until a job comes back. */
+ * must wait (left in the input) until a job comes back, 2 if it waits for
+ * more input (the handshake's data block). */
 static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
                        size_t line_len) {
   lcd_proto_req req;
   lcd_proto_cmd kind = lcd_proto_parse(line, line_len, &req);
   if (!may_start(c, &req, kind)) return 0;
+  int g = lcd_gate_request(c, in, line_len, &req, &kind); /* lcd_gate.c */
+  if (g) return g < 0 ? 2 : 1;
+  if (kind == LCD_PROTO_BAD && !may_start(c, &req, kind)) return 0;
   if (req.meta.on || kind == LCD_PROTO_MN) c->loop->st.cmd_meta++;
   switch (kind) {
   case LCD_PROTO_INCR: lcd_start_incr(c, in, &req, line_len); return 1;
@@ -218,11 +223,11 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
 
 void lcd_conn_process(lcd_conn *c) {
   lcd_loop *s = c->loop;
-  if (!c->bev || c->lingering) return;
+  if (!c->bev || c->lingering || c->auth_hold) return;
   struct evbuffer *in = bufferevent_get_input(c->bev);
   struct evbuffer *out = bufferevent_get_output(c->bev);
   int waiting = 0; /* a request waits for a job */
-  while (!c->closing && !c->out_blocked) {
+  while (!c->closing && !c->out_blocked && !c->auth_hold) {
     if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) flush_out(c);
     if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) {
       c->out_blocked = 1; /* write_cb resumes */
@@ -260,6 +265,7 @@ void lcd_conn_process(lcd_conn *c) {
       close_now(c, "binary protocol");
       return;
     }
+    if (fr == LCD_PROTO_FRAME_TOO_LONG && lcd_gate_long(c, in)) break;
     if (fr == LCD_PROTO_FRAME_TOO_LONG && lcd_mget_begin(c, in, p, look)) {
       c->partial_since = 0;
       continue;
@@ -276,10 +282,16 @@ void lcd_conn_process(lcd_conn *c) {
       break;
     }
     c->partial_since = 0;
-    if (!handle_line(c, in, p, len)) {
+    int h = handle_line(c, in, p, len);
+    if (h == 2) break; /* more input: a partial request */
+    if (!h) {
       waiting = 1;
       break;
     }
+  }
+  if (c->auth_hold) { /* lcd_gate.c's timer resumes */
+    flush_out(c);
+    return;
   }
   if (c->closing) {
     finish(c);
@@ -402,6 +414,8 @@ void lcd_conn_sweep(lcd_loop *s) {
     } else if (c->closing) {
       if (c->closing_since && now - c->closing_since >= set->line_timeout)
         close_now(c, "replies not read in time");
+    } else if (lcd_gate_late(c, now)) { /* lcd_gate.c */
+      close_now(c, "not authenticated within --line-timeout");
     } else if (c->partial_since && set->line_timeout &&
                now - c->partial_since >= set->line_timeout) {
       close_now(c, "request not finished within the line timeout");

@@ -52,6 +52,14 @@ int lcd_mget_step(lcd_conn *c, struct evbuffer *in) {
     lcd_client_error(c, req.error, 0);
     return 1;
   }
+  const char *why = lcd_gate_keys(c, &req); /* rights: lcd_gate.c */
+  if (why) {
+    evbuffer_drain(in, used);
+    c->skip_line = req.more;
+    c->mget = 0;
+    lcd_client_error(c, why, 0);
+    return 1;
+  }
   req.gets = c->mget_gets;
   if (!req.more) c->mget = 0;
   if (req.nkeys) {

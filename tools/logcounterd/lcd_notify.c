@@ -7,7 +7,8 @@
  * every thread runs, so a client that connects is answered at once).  The
  * first SIGTERM/SIGINT sends STOPPING=1 as the drain begins; STATUS=
  * lines say what it is doing ("systemctl status" shows the last one).
- * SIGHUP reloads nothing, so there is no RELOADING=1.
+ * SIGHUP reloads only --auth-file and --rights-file, at once (lcd_auth.c),
+ * so there is no RELOADING=1.
  *
  * libsystemd's sd_notify speaks the $NOTIFY_SOCKET datagram protocol
  * (a path, or an abstract socket when it starts with '@'); it is the

@@ -142,6 +142,10 @@ static void put_settings(lcd_server *s, emit *o) {
                                 : "required");
   stat_i(o, "standby_timeout_ms", (long long)set->standby_timeout_ms);
   stat_s(o, "metrics_listen", set->metrics_listen);
+  stat_s(o, "auth_enabled_ascii", set->auth_file ? "yes" : "no");
+  stat_s(o, "auth_file", set->auth_file);
+  stat_s(o, "rights_file", set->rights_file);
+  stat_s(o, "insecure_listen", set->insecure_listen ? "yes" : "no");
 }
 
 /* Each loop's own counters (lcd_counters): summed in "stats", per loop
@@ -191,6 +195,10 @@ static const struct {
       "Tally changes that shared another's library call."),
     F("tally_errors", tally_errors, "Tally changes refused or failed."),
     F("get_tally", get_tally, "Tally keys asked for by get."),
+    F("auth_cmds", auth_cmds,
+      "Authentication handshakes (the first set of a connection)."),
+    F("auth_errors", auth_errors,
+      "Failed handshakes and commands refused as unauthenticated."),
 #undef F
 };
 enum { LOOP_FIGS = sizeof loop_figs / sizeof *loop_figs };
@@ -249,6 +257,9 @@ static void put_daemon(lcd_server *s, emit *o) {
   count(o, "cas_hits", 0, "cas commands that matched (cas is refused).");
   count(o, "cas_misses", 0, "cas commands of a missing key (cas is refused).");
   count(o, "cas_badval", 0, "cas commands that did not match (cas is refused).");
+  count(o, "auth_delayed", lcd_auth_delayed(),
+        "Authentication failures answered after a delay (repeated "
+        "failures from one address).");
   count(o, "incr_hits", d.cmd_incr - d.incr_errors,
         "incr requests answered with an id.");
   count(o, "incr_misses", 0, "incr requests of a missing key (none: a new "

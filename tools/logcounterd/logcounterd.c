@@ -158,8 +158,9 @@ static void usage(FILE *f) {
       "  failures: SERVER_ERROR <LC error name> <message>[: <detail>]\n\n"
       "Options:\n"
       "  -l, --listen ADDR:PORT  TCP address, numeric (default %s;\n"
-      "                          \"none\": no TCP); keep it on loopback unless\n"
-      "                          the network is trusted: there is no auth\n"
+      "                          \"none\": no TCP); an address that is not\n"
+      "                          loopback needs --auth-file (or\n"
+      "                          --insecure-listen)\n"
       "  -s, --socket PATH       also listen on a unix socket (default: none)\n"
       "  --socket-mode OCTAL     its permissions (default %04o)\n"
       "  --admin-socket PATH     serve operator commands on this unix socket\n"
@@ -265,13 +266,47 @@ static void usage(FILE *f) {
       "                          and segment write latency; its own thread,\n"
       "                          never in the way of the data loops; no\n"
       "                          auth: keep it on loopback (default: off)\n"
+      "  --auth-file FILE        require memcached's authentication on the TCP\n"
+      "                          port and the unix socket: FILE holds\n"
+      "                          user:password lines (# comments); a client's\n"
+      "                          first command is \"set <key> <flags> <exptime>\n"
+      "                          <len>\" with data \"user password\": STORED\n"
+      "                          (nothing with noreply), else CLIENT_ERROR and\n"
+      "                          closed; before it only version and quit work\n"
+      "                          (others: CLIENT_ERROR unauthenticated, then\n"
+      "                          closed).  Passwords are kept as SHA-256\n"
+      "                          digests, compared in constant time.  Repeated\n"
+      "                          failures from one address (within %d s of\n"
+      "                          the last) are answered after a delay: none\n"
+      "                          for the first, then 100 ms doubling, at most\n"
+      "                          %d ms; %d addresses are remembered, the\n"
+      "                          oldest forgotten first.  SIGHUP reloads the\n"
+      "                          file (a bad one keeps the old, logged);\n"
+      "                          connections already in stay in; a connection\n"
+      "                          not authenticated within --line-timeout is\n"
+      "                          closed\n"
+      "  --rights-file FILE      per-user rights (needs --auth-file); a line\n"
+      "                          \"USER [prefix=P]... [names=N] [admin]\":\n"
+      "                          USER may use counters whose name starts with\n"
+      "                          a P (prefix=*: any), and tallies whose NAME\n"
+      "                          in tally:NAME does; at most N distinct names\n"
+      "                          (counters and tallies) by incr, ma and tally\n"
+      "                          changes since start, counted on the first\n"
+      "                          accepted request of each (reads never count);\n"
+      "                          a user without a line may use no name; admin\n"
+      "                          is recorded but reserved: admin commands are\n"
+      "                          not served over TCP yet (--admin-socket).\n"
+      "                          Refusals: CLIENT_ERROR permission denied:\n"
+      "                          <the missing right>.  SIGHUP reloads it\n"
+      "  --insecure-listen       allow a non-loopback --listen without\n"
+      "                          --auth-file (logged as a warning)\n"
       "  --pidfile FILE          write the pid here, removed at exit\n"
       "  -v, --verbose           log connections; twice: failed requests\n"
       "  -h, --help              this help\n"
       "  --version               print the version\n\n"
       "Signals: SIGTERM/SIGINT stop accepting, answer the requests already\n"
       "read, flush the tallies, close the log cleanly and exit 0 (a second\n"
-      "one hurries).\n\n"
+      "one hurries).  SIGHUP reloads --auth-file and --rights-file.\n\n"
       "The daemon holds the log: 'logcounter --db DIR' reports it as in use;\n"
       "run the log's commands through --admin-socket instead, and let\n"
       "--retain-records / --retain-age prune inside the daemon.\n\n"
@@ -284,7 +319,8 @@ static void usage(FILE *f) {
       (unsigned long long)d.max_tallies, d.idle_timeout, d.line_timeout,
       d.drain_timeout, LCD_OUTPUT_MAX / 1024, d.reply_timeout,
       LCD_INPUT_MAX / 1024, d.flush_interval, d.sweep_interval,
-      (long long)(d.retain_interval_ms / 1000));
+      (long long)(d.retain_interval_ms / 1000), LCD_AUTH_FAIL_WINDOW,
+      LCD_AUTH_DELAY_MAX_MS, LCD_AUTH_FAIL_SLOTS);
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -339,7 +375,10 @@ enum {
   O_STANDBY_MODE,
   O_STANDBY_TIMEOUT,
   O_METRICS,
-  O_REPL_SECRET
+  O_REPL_SECRET,
+  O_AUTH_FILE,
+  O_RIGHTS_FILE,
+  O_INSECURE_LISTEN
 };
 
 static const struct option long_options[] = {
@@ -375,6 +414,9 @@ static const struct option long_options[] = {
     {"standby-mode", required_argument, NULL, O_STANDBY_MODE},
     {"standby-timeout", required_argument, NULL, O_STANDBY_TIMEOUT},
     {"metrics-listen", required_argument, NULL, O_METRICS},
+    {"auth-file", required_argument, NULL, O_AUTH_FILE},
+    {"rights-file", required_argument, NULL, O_RIGHTS_FILE},
+    {"insecure-listen", no_argument, NULL, O_INSECURE_LISTEN},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
@@ -504,6 +546,9 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     case O_PID: set->pidfile = optarg; break;
     case 'v': set->verbose++; break;
     case O_NO_COALESCE: set->coalesce = 0; break;
+    case O_AUTH_FILE: set->auth_file = optarg; break;
+    case O_RIGHTS_FILE: set->rights_file = optarg; break;
+    case O_INSECURE_LISTEN: set->insecure_listen = 1; break;
     case O_PREFETCH:
       prefetch = optarg;
       prefetch_from = "--prefetch";
@@ -586,6 +631,25 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                        "--retain-age");
   if (strcmp(set->listen, "none") == 0 && !set->socket_path)
     return usage_error("nothing to listen on: --listen none needs --socket");
+  if (set->rights_file && !set->auth_file)
+    return usage_error("--rights-file needs --auth-file (rights belong to "
+                       "authenticated users)");
+  if (strcmp(set->listen, "none") != 0 && !set->auth_file &&
+      lcd_auth_loopback(set->listen) == 0) {
+    if (!set->insecure_listen)
+      return usage_error("refusing to listen on '%s', not a loopback "
+                         "address, without --auth-file: anyone who reaches "
+                         "it could allocate and flood names (give "
+                         "--auth-file FILE, or --insecure-listen on a "
+                         "trusted network)",
+                         set->listen);
+    lcd_log(NULL, 0, "WARNING: listening on %s, not a loopback address, "
+                     "without authentication (--insecure-listen): anyone "
+                     "who reaches it can allocate and create names",
+            set->listen);
+  }
+  if (lcd_auth_init(set->auth_file, set->rights_file) != 0)
+    return EXIT_USAGE;
   return 0;
 }
 
@@ -614,7 +678,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
   (void)what;
   lcd_server *s = arg;
   if (sig == SIGHUP) {
-    lcd_log(s->set, 0, "SIGHUP ignored (nothing to reload)");
+    lcd_auth_reload(); /* --auth-file, --rights-file (lcd_auth.c) */
     return;
   }
   if (s->draining) {
@@ -819,5 +883,6 @@ out:
   for (int i = 0; i < 3; i++)
     if (sigs[i]) event_free(sigs[i]);
   lcd_loops_free(&s);
+  lcd_auth_free();
   return status;
 }
