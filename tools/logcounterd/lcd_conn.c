@@ -346,8 +346,9 @@ static int tls_event(lcd_conn *c, short what) {
     return 1;
   }
   if (c->tls_up || !(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) return 0;
-  char why[256];
-  lcd_tls_error(c->bev, why, sizeof why);
+  char buf[256];
+  const char *why = lcd_tls_error(c->bev, buf, sizeof buf);
+  if (!why) why = "closed during the handshake";
   c->loop->st.tls_handshake_errors++;
   c->tls_failed = 1;
   lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s): TLS handshake "
@@ -370,7 +371,10 @@ static void event_cb(struct bufferevent *bev, short what, void *arg) {
       bufferevent_enable(bev, EV_WRITE);
     lcd_conn_process(c);
   } else if (what & BEV_EVENT_ERROR) {
-    close_now(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    char buf[256];
+    const char *why = c->tls ? lcd_tls_error(bev, buf, sizeof buf) : NULL;
+    close_now(c, why ? why
+                     : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
   }
 }
 

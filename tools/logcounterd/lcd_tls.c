@@ -60,8 +60,12 @@ static SSL_CTX *build_ctx(const lcd_settings *set, char *err, size_t n) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) goto fail;
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  /* IGNORE_UNEXPECTED_EOF: OpenSSL 3 makes a TCP close without
+   * close_notify an SSL error; most clients close that way, and it is an
+   * EOF as on plain TCP (with the bufferevent's allow_dirty_shutdown). */
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                               SSL_OP_CIPHER_SERVER_PREFERENCE);
+                               SSL_OP_CIPHER_SERVER_PREFERENCE |
+                               SSL_OP_IGNORE_UNEXPECTED_EOF);
   static const unsigned char sid[] = LCD_PROG;
   SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
   what = set->tls_cert;
@@ -180,10 +184,7 @@ size_t lcd_tls_pending(struct bufferevent *bev) {
 
 const char *lcd_tls_error(struct bufferevent *bev, char *buf, size_t n) {
   unsigned long e = bufferevent_get_openssl_error(bev);
-  if (!e) {
-    snprintf(buf, n, "closed during the handshake");
-    return buf;
-  }
+  if (!e) return NULL;
   ERR_error_string_n(e, buf, n);
   while (bufferevent_get_openssl_error(bev)) continue; /* the rest */
   return buf;

@@ -32,7 +32,8 @@ struct bufferevent *lcd_tls_bev(lcd_server *s, struct event_base *base,
 void lcd_tls_shutdown(struct bufferevent *bev);
 /* Decrypted bytes OpenSSL holds that the bufferevent has not read. */
 size_t lcd_tls_pending(struct bufferevent *bev);
-/* The first OpenSSL error the bufferevent saw, as text ("" if none). */
+/* The last OpenSSL error the bufferevent saw, as text in buf (the others
+ * are dropped); NULL if none. */
 const char *lcd_tls_error(struct bufferevent *bev, char *buf, size_t n);
 /* For "stats": reloads done and failed, seconds since the context in use
  * was built (0 without TLS). */
