@@ -166,7 +166,7 @@ export $(BENCH_VARS)
 
 $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h common/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ibench -Icommon -o $@ $(BENCH_SRC) $(LIB_A) $(LIBS) -lm
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ibench -Icommon -o $@ $(BENCH_SRC) $(LIB_A) $(LIBS) -lssl -lcrypto -lm
 
 bench:
 	@tests/deps.sh gnuplot-nox

@@ -111,7 +111,7 @@ check "a key that does not match the certificate: exit 1, says so" \
 check "--help describes --tls-verify and notls:" [ $? = 0 ]
 
 # ---- one TLS daemon -------------------------------------------------------
-start_tls d1 "${TLSOPTS[@]}" --reply-timeout 3 || { failed=$((failed + 1)); finish; }
+start_tls d1 "${TLSOPTS[@]}" --reply-timeout 3 ${TLS_SUITE_DEBUG:-} || { failed=$((failed + 1)); finish; }
 "$PY" "$TC" load "$TPORT" "$CA" bgload "$TMP/stop" >"$TMP/bg.out" 2>&1 &
 BGPID=$!
 LOADPIDS="$BGPID"
