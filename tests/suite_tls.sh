@@ -15,7 +15,8 @@
 #   - a TLS client that pipelines and never reads is closed by
 #     --reply-timeout while another TLS client is answered;
 #   - mutual TLS (--tls-verify require): refused without a client
-#     certificate, served with one;
+#     certificate, served with one; a client that never starts the
+#     handshake is closed after --line-timeout;
 #   - SIGTERM while TLS clients allocate exits 0; the log verifies.
 # All of it while another TLS client allocates.  Uses $BUILD/logcounterd,
 # $BUILD/logcounter, /usr/bin/python3 with python3-pymemcache, openssl, a
@@ -172,7 +173,7 @@ check "the TLS clients saw increasing ids until the daemon closed" [ "$ok_all" =
 
 # ---- mutual TLS -----------------------------------------------------------
 cp "$TMP/lc-server-1.pem" "$TMP/server.pem"; cp "$TMP/lc-server-1.key" "$TMP/server.key"
-start_tls d1 "${TLSOPTS[@]}" --tls-ca "$CA" --tls-verify require ||
+start_tls d1 "${TLSOPTS[@]}" --tls-ca "$CA" --tls-verify require --line-timeout 2 ||
   { failed=$((failed + 1)); finish; }
 "$PY" "$TC" load "$TPORT" "$CA" bgload "$TMP/stop2" "$TMP/lc-client.pem" \
   "$TMP/lc-client.key" >"$TMP/bg.out" 2>&1 &
@@ -181,6 +182,10 @@ LOADPIDS="$BGPID"
 sleep 0.3
 run "mutual TLS: refused without a client certificate, served with one" \
   mtls "$TPORT" "$CA" "$TMP/lc-client.pem" "$TMP/lc-client.key"
+before=$(stats_value ssl_handshake_errors)
+run "a client that never starts the handshake is closed (--line-timeout 2)" \
+  silent "$TPORT" 2
+check "ssl_handshake_errors counts it" [ "$(stats_value ssl_handshake_errors)" -gt "$before" ]
 settings=$(settings)
 check "stats settings: ssl_verify_mode require, ssl_ca_cert" \
   bash -c "grep -q '^STAT ssl_verify_mode require' <<<'$settings' && grep -q '^STAT ssl_ca_cert $CA' <<<'$settings'"

@@ -17,6 +17,9 @@ throwaway ones in its temporary directory.
       A connection opened first allocates; the new files replace CERT and
       KEY, the daemon gets SIGHUP; a new connection sees NEWCN as its
       subject, the old one still allocates.
+  tls_clients.py silent PORT SECONDS
+      A client that connects to the TLS port and sends nothing is closed
+      within SECONDS (--line-timeout bounds the handshake).
   tls_clients.py unread PORT CA NAME
       A TLS client pipelines incr requests and never reads the replies
       while another TLS client allocates: the other is answered, the
@@ -141,6 +144,22 @@ def plain(port):
        "(%d bytes: a TLS alert at most)" % len(got))
 
 
+def silent(port, seconds):
+    s = socket.create_connection(("127.0.0.1", port), timeout=seconds + 5)
+    t0 = time.time()
+    try:
+        got = s.recv(4096)
+    except ConnectionResetError:
+        got = b""
+    except socket.timeout:
+        fail("a client that never starts the handshake was not closed")
+    took = time.time() - t0
+    if got or took > seconds + 2:
+        fail("never-handshaking client: %r after %.1f s" % (got, took))
+    ok("a client that never starts the TLS handshake was closed after %.1f s"
+       % took)
+
+
 def mtls(port, ca, cert, key):
     try:
         t = Tls(port, context(ca), timeout=5)
@@ -260,6 +279,8 @@ def main():
         pipeline(port, args[1], args[2])
     elif cmd == "plain":
         plain(port)
+    elif cmd == "silent":
+        silent(port, float(args[1]))
     elif cmd == "mtls":
         mtls(port, *args[1:5])
     elif cmd == "reload":

@@ -30,9 +30,10 @@
  * and lets its OpenSSL bufferevent encrypt and write the output in the
  * next loop turn (never evbuffer_write on its fd); write_cb comes when the
  * output is empty, as on plain TCP, so back-pressure and --reply-timeout
- * measure the same output buffer.  Its lingering close sends close_notify
- * instead of shutdown(SHUT_WR); a handshake that fails closes at once and
- * counts in tls_handshake_errors.
+ * measure the same output buffer.  Its closes send close_notify (the
+ * lingering close before shutdown(SHUT_WR)); a handshake that fails, or is
+ * not done within --line-timeout, closes at once without it and counts in
+ * ssl_handshake_errors.
  *
  * Closing: lcd_close_later() marks the connection; finish() closes it once its
  * replies are written, with a lingering close when unread input remains
@@ -443,6 +444,11 @@ void lcd_conn_sweep(lcd_loop *s) {
     } else if (c->closing) {
       if (c->closing_since && now - c->closing_since >= set->line_timeout)
         close_now(c, "replies not read in time");
+    } else if (c->tls && !c->tls_up && set->line_timeout &&
+               now - c->last_active >= set->line_timeout) {
+      s->st.tls_handshake_errors++; /* no handshake: --line-timeout */
+      c->tls_failed = 1;
+      close_now(c, "no TLS handshake within the line timeout");
     } else if (c->partial_since && set->line_timeout &&
                now - c->partial_since >= set->line_timeout) {
       close_now(c, "request not finished within the line timeout");
