@@ -61,6 +61,9 @@ static void usage(FILE *f) {
       "                      daemon-incr is skipped\n"
       "  BENCH_DAEMON_NOCOALESCE  the same for a logcounterd --no-coalesce\n"
       "  BENCH_DAEMON_PREFETCH    the same for a logcounterd --prefetch auto\n"
+      "  BENCH_DAEMON_TLS    --SERVER=127.0.0.1:PORT: the TLS port of the\n"
+      "                      prefetch daemon (daemon-incr tls-pipe100);\n"
+      "                      unset: none\n"
       "  BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS  HOST:PORT of a redis-server\n"
       "                      with appendonly yes and appendfsync everysec /\n"
       "                      always (build/bench-peers only; bench/run.sh\n"
@@ -135,6 +138,7 @@ static int parse_cfg(bench_cfg *c) {
   c->daemon = env("BENCH_DAEMON", NULL);
   c->daemon_nc = env("BENCH_DAEMON_NOCOALESCE", NULL);
   c->daemon_pf = env("BENCH_DAEMON_PREFETCH", NULL);
+  c->daemon_tls = env("BENCH_DAEMON_TLS", NULL);
   c->redis_everysec = env("BENCH_REDIS_EVERYSEC", NULL);
   c->redis_always = env("BENCH_REDIS_ALWAYS", NULL);
   c->pg = env("BENCH_PG", NULL);

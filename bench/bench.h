@@ -60,6 +60,7 @@ typedef struct bench_cfg {
   const char *daemon;     /* logcounterd, coalescing (NULL: no daemon) */
   const char *daemon_nc;  /* logcounterd --no-coalesce (NULL: none) */
   const char *daemon_pf;  /* logcounterd --prefetch auto (NULL: none) */
+  const char *daemon_tls; /* the prefetch daemon's TLS port (NULL: none) */
   /* The peers (build/bench-peers only): an address, "none: WHY" when
    * bench/run.sh could not start it, or NULL when not asked for. */
   const char *redis_everysec; /* redis-server, AOF appendfsync everysec */

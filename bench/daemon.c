@@ -15,6 +15,14 @@
  *                            one call writes 100 "incr KEY 1" lines at
  *                            once on a raw socket, then reads the 100
  *                            answers (block 100: the ids of one call)
+ *   daemon-incr tls-pipe100  the same as prefetch-pipe100 over TLS, to the
+ *                            same daemon's TLS port (BENCH_DAEMON_TLS;
+ *                            bench/run.sh makes a throwaway certificate):
+ *                            the price of TLS is its ratio to
+ *                            prefetch-pipe100, where the daemon's own work
+ *                            shows, not memcached's (the client does not check
+ *                            the certificate: a measurement, not a client
+ *                            to copy)
  *
  * Each thread is one client connection: its own memcached_st (libmemcached,
  * TCP_NODELAY, text protocol), all on ONE counter.  A thread checks that
@@ -28,6 +36,8 @@
 #include "bench.h"
 
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -42,6 +52,7 @@ typedef struct daemon_shared {
   memcached_st *master;
   const char *config;
   const char *key;
+  int tls; /* pipelined over TLS */
 } daemon_shared;
 
 #define PIPE_DEPTH 100
@@ -50,13 +61,15 @@ typedef struct daemon_shared {
 typedef struct daemon_priv {
   daemon_shared d[3]; /* coalesce, no-coalesce, prefetch */
   const char *mode[3];
-  daemon_shared pipe[2]; /* coalesce, prefetch: pipelined */
+  daemon_shared pipe[3]; /* coalesce, prefetch, coalesce over TLS */
 } daemon_priv;
 
 /* A pipelining connection: a raw socket, the 100 request lines, and the
  * answers read so far. */
 typedef struct pipe_thread {
   int fd;
+  SSL_CTX *ctx; /* tls-pipe100: the connection's TLS; NULL: plain */
+  SSL *ssl;
   uint64_t last;
   char req[PIPE_DEPTH * PIPE_LINE_MAX];
   size_t req_len;
@@ -112,6 +125,27 @@ static int config_port(const char *config) {
   return colon ? atoi(colon + 1) : 0;
 }
 
+static void pipe_thread_close(void *state) {
+  pipe_thread *t = state;
+  if (t->ssl) SSL_shutdown(t->ssl);
+  SSL_free(t->ssl);
+  SSL_CTX_free(t->ctx);
+  close(t->fd);
+  free(t);
+}
+
+static ssize_t pipe_write(pipe_thread *t, const char *p, size_t len) {
+  if (!t->ssl) return write(t->fd, p, len);
+  int w = SSL_write(t->ssl, p, (int)len);
+  return w > 0 ? w : -1;
+}
+
+static ssize_t pipe_read(pipe_thread *t, char *p, size_t len) {
+  if (!t->ssl) return read(t->fd, p, len);
+  int r = SSL_read(t->ssl, p, (int)len);
+  return r > 0 ? r : -1;
+}
+
 static int pipe_thread_open(void *shared, void **state, char *err, size_t n) {
   daemon_shared *s = shared;
   pipe_thread *t = calloc(1, sizeof *t);
@@ -131,6 +165,16 @@ static int pipe_thread_open(void *shared, void **state, char *err, size_t n) {
     return -1;
   }
   setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (s->tls) {
+    t->ctx = SSL_CTX_new(TLS_client_method());
+    t->ssl = t->ctx ? SSL_new(t->ctx) : NULL;
+    if (!t->ssl || SSL_set_fd(t->ssl, t->fd) != 1 || SSL_connect(t->ssl) != 1) {
+      snprintf(err, n, "TLS handshake with the daemon failed (%s)", s->config);
+      ERR_clear_error();
+      pipe_thread_close(t);
+      return -1;
+    }
+  }
   for (int i = 0; i < PIPE_DEPTH; i++)
     t->req_len += (size_t)snprintf(t->req + t->req_len, PIPE_LINE_MAX,
                                    "incr %s 1\r\n", s->key);
@@ -138,11 +182,6 @@ static int pipe_thread_open(void *shared, void **state, char *err, size_t n) {
   return 0;
 }
 
-static void pipe_thread_close(void *state) {
-  pipe_thread *t = state;
-  close(t->fd);
-  free(t);
-}
 
 /* One call: 100 requests in one write, then their 100 answers, each a
  * number above the one before. */
@@ -150,7 +189,7 @@ static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
   (void)shared; /* the request lines hold the key */
   pipe_thread *t = state;
   for (size_t off = 0; off < t->req_len;) {
-    ssize_t w = write(t->fd, t->req + off, t->req_len - off);
+    ssize_t w = pipe_write(t, t->req + off, t->req_len - off);
     if (w <= 0) {
       snprintf(err, n, "write to the daemon failed");
       return -1;
@@ -165,7 +204,7 @@ static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
         snprintf(err, n, "answer line too long");
         return -1;
       }
-      ssize_t r = read(t->fd, t->in + t->in_len, sizeof t->in - t->in_len);
+      ssize_t r = pipe_read(t, t->in + t->in_len, sizeof t->in - t->in_len);
       if (r <= 0) {
         snprintf(err, n, "the daemon closed the connection");
         return -1;
@@ -229,16 +268,21 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
                     0,
                     0};
   }
-  const char *pipes[2] = {cfg->daemon, cfg->daemon_pf};
-  static const char *pipe_mode[2] = {"coalesce-pipe100", "prefetch-pipe100"};
-  for (int i = 0; i < 2; i++) {
+  const char *pipes[3] = {cfg->daemon, cfg->daemon_pf, cfg->daemon_tls};
+  /* tls-pipe100: the prefetch daemon's TLS port */
+  static const char *pipe_mode[3] = {"coalesce-pipe100", "prefetch-pipe100",
+                                     "tls-pipe100"};
+  static const char *pipe_key[3] = {"bench-pipe-coalesce",
+                                    "bench-pipe-prefetch", "bench-pipe-tls"};
+  for (int i = 0; i < 3; i++) {
     if (pipes[i] == NULL) continue;
     if (cs->n >= BENCH_LINES_MAX) {
       fprintf(stderr, "bench: too many case lines\n");
       return -1;
     }
     p->pipe[i].config = pipes[i];
-    p->pipe[i].key = i ? "bench-pipe-prefetch" : "bench-pipe-coalesce";
+    p->pipe[i].key = pipe_key[i];
+    p->pipe[i].tls = i == 2;
     cs->w[cs->n++] = (workload){"daemon-incr",
                                 pipe_mode[i],
                                 PIPE_DEPTH,

@@ -92,7 +92,8 @@ start_daemon() {
     tries=$((tries + 1))
     dport=$(free_port) || continue
     "$lcd" --db "$dlogs/$name" --memcached "$BENCH_MEMCACHED" \
-      -l "127.0.0.1:$dport" "$@" 2>>"$work/daemon-$name.log" &
+      -l "${listen_pre:-}127.0.0.1:$dport${listen_more:-}" "$@" \
+      2>>"$work/daemon-$name.log" &
     pid=$!
     daemons+=("$pid")
     for ((i = 0; i < 100; i++)); do
@@ -132,15 +133,29 @@ follow() { # NAME: the standby of the primary planned last
   start_daemon "$1-standby" --standby-of "127.0.0.1:$ha_port" || return 1
   dport=$keep
 }
+# The prefetch daemon also listens with TLS (daemon-incr tls-pipe100,
+# BENCH_DAEMON_TLS), with a throwaway self-signed certificate in $work;
+# its plain port is notls:.  No openssl command: no TLS case.
+tls_flags=() listen_pre="" listen_more=""
+if command -v openssl >/dev/null 2>&1 && tport=$(free_port) &&
+   openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/tls.key" \
+     -out "$work/tls.pem" -days 2 -subj "/CN=127.0.0.1" 2>/dev/null; then
+  tls_flags=(--tls-cert "$work/tls.pem" --tls-key "$work/tls.key")
+  listen_pre="notls:" listen_more=",127.0.0.1:$tport"
+fi
+tls_more=$listen_more listen_pre="" listen_more=""
 # shellcheck disable=SC2086
 plan_standby && start_daemon coalesce --max-counters 1000000000 \
   "${ha_flags[@]}" ${BENCH_DAEMON_FLAGS:-} && follow coalesce
 export BENCH_DAEMON="--SERVER=127.0.0.1:$dport"
 start_daemon no-coalesce --no-coalesce
 export BENCH_DAEMON_NOCOALESCE="--SERVER=127.0.0.1:$dport"
-plan_standby && start_daemon prefetch --prefetch auto "${ha_flags[@]}" &&
-  follow prefetch
+[ -n "$tls_more" ] && listen_pre="notls:" listen_more=$tls_more
+plan_standby && start_daemon prefetch --prefetch auto "${tls_flags[@]}" \
+  "${ha_flags[@]}" &&
+  { listen_pre="" listen_more=""; follow prefetch; }
 export BENCH_DAEMON_PREFETCH="--SERVER=127.0.0.1:$dport"
+[ -n "$tls_more" ] && export BENCH_DAEMON_TLS="--SERVER=127.0.0.1:$tport"
 if [ "$peers" = 1 ]; then
   # BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS, BENCH_PG: an address each, or
   # "none: WHY"

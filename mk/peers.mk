@@ -19,7 +19,7 @@ PEERS_SRC       = $(filter-out bench/nopeers.c,$(BENCH_SRC)) $(wildcard bench/pe
 $(BENCH_PEERS_BIN): $(PEERS_SRC) $(wildcard bench/*.h bench/peers/*.h) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LC_CFLAGS) $(CFLAGS) $$(pkg-config --cflags hiredis libpq) $(LDFLAGS) \
-	  -Ibench -Icommon -o $@ $(PEERS_SRC) $(LIB_A) $(LIBS) $$(pkg-config --libs hiredis libpq) -lm
+	  -Ibench -Icommon -o $@ $(PEERS_SRC) $(LIB_A) $(LIBS) $$(pkg-config --libs hiredis libpq) -lssl -lcrypto -lm
 
 bench-peers:
 	@tests/deps.sh $(PEERS_PKGS)

@@ -6,6 +6,8 @@ set -eu
 need="memcached libmemcached-dev libmemcached-tools libleveldb-dev libcmocka-dev libevent-dev libssl-dev valgrind pkg-config make gcc python3 python3-pymemcache python3-pylibmc $*"
 # logcounterd's sd_notify; systemd-analyze and strace for tests/suite_systemd.sh
 need="$need libsystemd-dev systemd strace"
+# logcounterd's TLS (tools/logcounterd/lcd_tls.c); openssl for tests/suite_tls.sh
+need="$need libssl-dev openssl"
 # the tools the suites drive: twemproxy (suite_proxy.sh), Prometheus and
 # promtool (suite_metrics.sh)
 need="$need nutcracker prometheus"

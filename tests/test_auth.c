@@ -173,6 +173,14 @@ static void test_loopback(void **state) {
   assert_int_equal(lcd_auth_loopback("10.0.0.5:11311"), 0);
   assert_int_equal(lcd_auth_loopback("[::ffff:127.0.0.1]:1"), 1);
   assert_int_equal(lcd_auth_loopback("localhost:1"), -1);
+  char bad[LCD_ADDR_TEXT];
+  assert_int_equal(lcd_auth_public("127.0.0.1:1,notls:[::1]:2", bad,
+                                   sizeof bad), 0);
+  assert_int_equal(lcd_auth_public("127.0.0.1:1,notls:0.0.0.0:2", bad,
+                                   sizeof bad), 1);
+  assert_string_equal(bad, "0.0.0.0:2");
+  assert_int_equal(lcd_auth_public("notls:10.0.0.5:2", bad, sizeof bad), 1);
+  assert_string_equal(bad, "10.0.0.5:2");
 }
 
 int main(void) {

@@ -12,6 +12,7 @@
  *   lcd_pool.c     running jobs: on the loop thread when the library
  *                  answers quickly, else on the worker threads
  *   lcd_listen.c   the TCP and unix-socket listeners, --max-connections
+ *   lcd_tls.c      TLS on the TCP listeners: the SSL_CTX, its SIGHUP reload
  *   lcd_stats.c    the "stats" and "stats settings" replies
  *   lcd_flush.c    the tally flusher thread (--flush-interval)
  *   lcd_notify.c   READY=1 / STOPPING=1 to systemd (sd_notify)
@@ -128,10 +129,14 @@ struct evbuffer;
  * jobs to the workers for LCD_BACKOFF_US (lcd_pool.c). */
 #define LCD_STALL_US 20000
 #define LCD_BACKOFF_US 1000000
+#define LCD_LISTEN_MAX 8 /* TCP addresses in --listen */
 
 /* Every setting, with its default in lcd_settings_init. */
 typedef struct lcd_settings {
-  const char *listen;         /* TCP ADDR:PORT; "none": no TCP listener
+  const char *listen;         /* TCP ADDR:PORT[,ADDR:PORT...] (at most
+                               LCD_LISTEN_MAX), each TLS when --tls-cert is
+                               given unless written notls:ADDR:PORT;
+                               "none": no TCP listener
                                (default 127.0.0.1:11311) */
   const char *socket_path;    /* a unix socket too; NULL: none */
   int socket_mode;            /* its permissions (default 0660) */
@@ -194,6 +199,10 @@ typedef struct lcd_settings {
   const char *rights_file; /* --rights-file (lcd_rights.c); NULL: none */
   int insecure_listen;     /* --insecure-listen: a non-loopback TCP address
                               without --auth-file (default 0: refused) */
+  const char *tls_cert;   /* PEM certificate chain; NULL: no TLS */
+  const char *tls_key;    /* its PEM private key (with tls_cert) */
+  const char *tls_ca;     /* CA file for client certificates; NULL: none */
+  int tls_verify;         /* LCD_TLS_VERIFY_* (lcd_tls.h; default none) */
 } lcd_settings;
 
 typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;
@@ -275,6 +284,8 @@ typedef struct lcd_counters {
   lcd_stat loop_backoffs; /* times a slow call sent work to the pool */
   lcd_stat auth_cmds;     /* authentication handshakes ("set" before auth) */
   lcd_stat auth_errors;   /* failed handshakes and unauthenticated commands */
+  lcd_stat tls_handshake_errors; /* TLS connections closed before or in
+                                    the handshake */
 } lcd_counters;
 
 /* The tally flusher (lcd_flush.c); its figures are read under mu. */
@@ -309,8 +320,16 @@ typedef struct lcd_workers {
 typedef struct lcd_newconn {
   struct lcd_newconn *next;
   int fd;
+  int tls; /* accepted on a TLS listener */
   char peer[64];
 } lcd_newconn;
+
+/* A listener (lcd_listen.c, loop 0) and how its connections speak. */
+typedef struct lcd_listener {
+  lcd_server *srv;
+  struct evconnlistener *ev;
+  int tls; /* TLS (lcd_tls.c), else plain text */
+} lcd_listener;
 
 /* One event-loop thread and everything it owns (lcd_loops.c).  Loop 0 runs
  * on the main thread and also owns the listeners, the signals and the
@@ -354,7 +373,10 @@ struct lcd_loop {
 struct lcd_server {
   const lcd_settings *set;
   lc_t *lc;
-  struct evconnlistener *tcp, *local; /* on loop 0 */
+  lcd_listener tcp[LCD_LISTEN_MAX]; /* on loop 0; ntcp of them */
+  int ntcp;
+  lcd_listener local;              /* --socket (plain), on loop 0 */
+  struct lcd_tls *tls;             /* lcd_tls.c; NULL: no TLS */
   lcd_loop *loops; /* set->threads of them; loops[0] is main */
   int nloops;
   unsigned next_loop; /* round robin for new connections (loop 0) */
@@ -385,6 +407,9 @@ struct lcd_conn {
   int inflight;              /* of them, not yet back from the pool */
   lcd_job *spare;            /* answered jobs kept for reuse (cnext) */
   int nspare;
+  int tls;            /* bev is an OpenSSL bufferevent (lcd_tls.c) */
+  int tls_up;         /* its handshake completed */
+  int tls_failed;     /* a TLS error: close without close_notify */
   int reading;        /* EV_READ is on */
   int closing;        /* close once the replies are written */
   int eof;            /* the peer closed its side */
@@ -429,7 +454,7 @@ static inline int lcd_client_caused(int rc) {
 
 /* lcd_conn.c */
 /* Takes over an accepted, non-blocking socket (on l's thread). */
-void lcd_conn_new(lcd_loop *l, int fd, const char *peer);
+void lcd_conn_new(lcd_loop *l, int fd, const char *peer, int tls);
 /* Parses and answers buffered requests until a job is in flight, the
  * input holds no complete request, or the connection is closing.  May
  * free c. */
@@ -550,7 +575,7 @@ int lcd_loops_init(lcd_server *s);
 /* Starts the threads of loops 1..n-1; 0 or -1. */
 int lcd_loops_start(lcd_server *s);
 /* Loop 0: gives an accepted socket to the next loop in turn. */
-void lcd_loops_accept(lcd_server *s, int fd, const char *peer);
+void lcd_loops_accept(lcd_server *s, int fd, const char *peer, int tls);
 /* Loop 0: every loop stops reading, answers, closes, then stops. */
 void lcd_loops_drain(lcd_server *s);
 /* Loop 0: every loop closes its sockets now and stops. */

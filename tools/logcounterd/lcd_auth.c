@@ -300,3 +300,19 @@ int lcd_auth_loopback(const char *addr) {
   }
   return 0;
 }
+
+int lcd_auth_public(const char *list, char *out, size_t n) {
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    char one[LCD_ADDR_TEXT];
+    snprintf(one, sizeof one, "%.*s", (int)len, p);
+    const char *addr = strncmp(one, "notls:", 6) == 0 ? one + 6 : one;
+    if (lcd_auth_loopback(addr) != 1) {
+      snprintf(out, n, "%s", addr);
+      return 1;
+    }
+    p += len;
+    if (*p == ',') p++;
+  }
+  return 0;
+}

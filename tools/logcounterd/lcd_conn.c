@@ -26,7 +26,14 @@
  *
  * Writing: replies are written to the socket at the end of each pass
  * (flush_out); only a remainder the socket does not take waits for an
- * EV_WRITE event.
+ * EV_WRITE event.  A TLS connection (c->tls, lcd_tls.c) keeps EV_WRITE on
+ * and lets its OpenSSL bufferevent encrypt and write the output in the
+ * next loop turn (never evbuffer_write on its fd); write_cb comes when the
+ * output is empty, as on plain TCP, so back-pressure and --reply-timeout
+ * measure the same output buffer.  Its closes send close_notify (the
+ * lingering close before shutdown(SHUT_WR)); a handshake that fails, or is
+ * not done within --line-timeout, closes at once without it and counts in
+ * ssl_handshake_errors.
  *
  * Closing: lcd_close_later() marks the connection; finish() closes it once its
  * replies are written, with a lingering close when unread input remains
@@ -34,6 +41,7 @@
  * struct (without a socket) until the job comes back.
  */
 #include "lcd.h"
+#include "lcd_tls.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -67,6 +75,7 @@ static void close_now(lcd_conn *c, const char *why) {
   if (!c->bev) return;
   lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
           c->peer, why);
+  if (c->tls && !c->tls_failed) lcd_tls_shutdown(c->bev);
   bufferevent_free(c->bev);
   c->bev = NULL;
   c->loop->nopen--;
@@ -78,6 +87,7 @@ static void close_now(lcd_conn *c, const char *why) {
  * waits for an EV_WRITE event (enabled here, disabled again in write_cb):
  * a reply then costs one write, not two epoll_ctl calls and a loop turn. */
 static void flush_out(lcd_conn *c) {
+  if (c->tls) return; /* its bufferevent writes (EV_WRITE stays on) */
   struct evbuffer *o = bufferevent_get_output(c->bev);
   if (evbuffer_get_length(o) == 0) return;
   evbuffer_write(o, bufferevent_getfd(c->bev));
@@ -115,10 +125,12 @@ static void finish(lcd_conn *c) {
   evutil_socket_t fd = bufferevent_getfd(c->bev);
   int unread = 0;
   if (evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+      (!c->tls || lcd_tls_pending(c->bev) == 0) &&
       (c->eof || ioctl(fd, FIONREAD, &unread) != 0 || unread == 0)) {
     close_now(c, c->why);
     return;
   }
+  if (c->tls) lcd_tls_shutdown(c->bev); /* close_notify, then the FIN */
   shutdown(fd, SHUT_WR);
   c->lingering = 1;
   c->closing_since = lcd_now();
@@ -329,7 +341,7 @@ static void read_cb(struct bufferevent *bev, void *arg) {
 
 static void write_cb(struct bufferevent *bev, void *arg) {
   lcd_conn *c = arg;
-  bufferevent_disable(bev, EV_WRITE); /* flush_out writes directly */
+  if (!c->tls) bufferevent_disable(bev, EV_WRITE); /* flush_out writes */
   if (c->lingering) return;
   if (c->closing) {
     finish(c);
@@ -339,24 +351,52 @@ static void write_cb(struct bufferevent *bev, void *arg) {
   }
 }
 
+/* A TLS connection's handshake ended (CONNECTED), or failed: closed at
+ * once, counted, no close_notify. */
+static int tls_event(lcd_conn *c, short what) {
+  if (what & BEV_EVENT_CONNECTED) {
+    c->tls_up = 1;
+    return 1;
+  }
+  if (c->tls_up || !(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) return 0;
+  char buf[256];
+  const char *why = lcd_tls_error(c->bev, buf, sizeof buf);
+  if (!why) why = "closed during the handshake";
+  c->loop->st.tls_handshake_errors++;
+  c->tls_failed = 1;
+  lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s): TLS handshake "
+          "failed: %s", c->id, c->peer, why);
+  close_now(c, "TLS handshake failed");
+  return 1;
+}
+
 static void event_cb(struct bufferevent *bev, short what, void *arg) {
   lcd_conn *c = arg;
+  if (c->tls && tls_event(c, what)) return;
+  if (c->tls && (what & BEV_EVENT_ERROR)) c->tls_failed = 1;
   if (c->lingering && (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) {
     close_now(c, c->why);
   } else if (what & BEV_EVENT_EOF) {
     c->eof = 1;
     bufferevent_disable(bev, EV_READ);
     c->reading = 0;
+    if (c->tls) /* its EOF stopped writing too: the replies still go */
+      bufferevent_enable(bev, EV_WRITE);
     lcd_conn_process(c);
   } else if (what & BEV_EVENT_ERROR) {
-    close_now(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    char buf[256];
+    const char *why = c->tls ? lcd_tls_error(bev, buf, sizeof buf) : NULL;
+    close_now(c, why ? why
+                     : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
   }
 }
 
-void lcd_conn_new(lcd_loop *s, int fd, const char *peer) {
+void lcd_conn_new(lcd_loop *s, int fd, const char *peer, int tls) {
   lcd_conn *c = calloc(1, sizeof *c);
   struct bufferevent *bev =
-      c ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
+      !c    ? NULL
+      : tls ? lcd_tls_bev(s->srv, s->base, fd)
+            : bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
   if (!bev) {
     lcd_log(s->set, 0, "cannot set up a connection from %s: out of memory",
             peer);
@@ -367,6 +407,7 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer) {
   }
   c->loop = s;
   c->bev = bev;
+  c->tls = tls;
   c->id = atomic_fetch_add(&s->srv->total_connections, 1) + 1;
   c->last_active = lcd_now();
   snprintf(c->peer, sizeof c->peer, "%s", peer);
@@ -376,7 +417,8 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer) {
   s->nopen++;
   s->nlive++;
   bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
-  bufferevent_enable(bev, EV_READ); /* EV_WRITE: see flush_out */
+  /* plain: EV_WRITE only for what flush_out leaves; TLS: always */
+  bufferevent_enable(bev, tls ? EV_READ | EV_WRITE : EV_READ);
   c->reading = 1;
   lcd_log(s->set, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
 }
@@ -414,6 +456,11 @@ void lcd_conn_sweep(lcd_loop *s) {
     } else if (c->closing) {
       if (c->closing_since && now - c->closing_since >= set->line_timeout)
         close_now(c, "replies not read in time");
+    } else if (c->tls && !c->tls_up && set->line_timeout &&
+               now - c->last_active >= set->line_timeout) {
+      s->st.tls_handshake_errors++; /* no handshake: --line-timeout */
+      c->tls_failed = 1;
+      close_now(c, "no TLS handshake within the line timeout");
     } else if (lcd_gate_late(c, now)) { /* lcd_gate.c */
       close_now(c, "not authenticated within --line-timeout");
     } else if (c->partial_since && set->line_timeout &&

@@ -1,6 +1,8 @@
 /*
  * lcd_listen.c - logcounterd's listeners: TCP (numeric ADDR:PORT, loopback
- * by default) and an optional unix socket (created with --socket-mode; a
+ * by default; up to LCD_LISTEN_MAX of them, comma-separated; with
+ * --tls-cert each is TLS unless written notls:ADDR:PORT, the unix socket
+ * always plain) and an optional unix socket (created with --socket-mode; a
  * stale socket file left by a dead process is replaced, a live one is an
  * error).  Accepted connections beyond --max-connections get
  * "SERVER_ERROR too many open connections" and are closed; when accept
@@ -31,7 +33,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
                       struct sockaddr *sa, int len, void *arg) {
   (void)l;
   (void)len;
-  lcd_server *s = arg;
+  lcd_listener *li = arg;
+  lcd_server *s = li->srv;
   int nopen = atomic_load(&s->nopen);
   if (nopen >= s->set->max_connections || s->draining) {
     static const char msg[] = "SERVER_ERROR too many open connections\r\n";
@@ -60,7 +63,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     }
     snprintf(peer, sizeof peer, "%s:%d", host, port);
   }
-  lcd_loops_accept(s, fd, peer);
+  lcd_loops_accept(s, fd, peer, li->tls);
 }
 
 /* Out of descriptors and the like: pause accepting for a moment. */
@@ -69,12 +72,12 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg) {
   (void)what;
   lcd_server *s = arg;
   if (s->draining) return;
-  if (s->tcp) evconnlistener_enable(s->tcp);
-  if (s->local) evconnlistener_enable(s->local);
+  for (int i = 0; i < s->ntcp; i++) evconnlistener_enable(s->tcp[i].ev);
+  if (s->local.ev) evconnlistener_enable(s->local.ev);
 }
 
 static void accept_error_cb(struct evconnlistener *l, void *arg) {
-  lcd_server *s = arg;
+  lcd_server *s = ((lcd_listener *)arg)->srv;
   int e = EVUTIL_SOCKET_ERROR();
   lcd_log(s->set, 0, "cannot accept a connection: %s; pausing for 100 ms",
           evutil_socket_error_to_string(e));
@@ -86,30 +89,61 @@ static void accept_error_cb(struct evconnlistener *l, void *arg) {
 static const unsigned LISTEN_FLAGS =
     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE;
 
-static int listen_tcp(lcd_server *s) {
-  const char *addr = s->set->listen;
-  if (strcmp(addr, "none") == 0) return 0;
+/* One address of --listen (addr, n bytes), "notls:" already taken off. */
+static int listen_one(lcd_server *s, const char *addr, size_t n, int tls) {
+  char buf[128];
   struct sockaddr_storage ss;
   int len = sizeof ss;
-  const char *colon = strrchr(addr, ':');
-  if (!colon || colon[1] == '\0' || strchr(colon + 1, ']') ||
-      evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &len) != 0) {
+  snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1),
+           addr);
+  const char *colon = strrchr(buf, ':');
+  if (n >= sizeof buf || !colon || colon[1] == '\0' ||
+      strchr(colon + 1, ']') ||
+      evutil_parse_sockaddr_port(buf, (struct sockaddr *)&ss, &len) != 0) {
     fprintf(stderr,
-            LCD_PROG ": invalid address '%s' for --listen (numeric "
-                     "ADDR:PORT, e.g. 127.0.0.1:11311 or [::1]:11311)\n",
-            addr);
+            LCD_PROG ": invalid address '%.*s' for --listen (numeric "
+                     "[notls:]ADDR:PORT, e.g. 127.0.0.1:11311 or [::1]:11311)\n",
+            (int)n, addr);
     return EXIT_USAGE;
   }
-  s->tcp =
-      evconnlistener_new_bind(s->loops[0].base, accept_cb, s, LISTEN_FLAGS,
-                              s->set->backlog, (struct sockaddr *)&ss, len);
-  if (!s->tcp) {
-    fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", addr,
+  if (s->ntcp == LCD_LISTEN_MAX) {
+    fprintf(stderr, LCD_PROG ": at most %d addresses in --listen\n",
+            LCD_LISTEN_MAX);
+    return EXIT_USAGE;
+  }
+  lcd_listener *li = &s->tcp[s->ntcp];
+  li->srv = s;
+  li->tls = tls;
+  li->ev = evconnlistener_new_bind(s->loops[0].base, accept_cb, li,
+                                   LISTEN_FLAGS, s->set->backlog,
+                                   (struct sockaddr *)&ss, len);
+  if (!li->ev) {
+    fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", buf,
             strerror(errno));
     return EXIT_RUNTIME;
   }
-  evconnlistener_set_error_cb(s->tcp, accept_error_cb);
+  s->ntcp++;
+  evconnlistener_set_error_cb(li->ev, accept_error_cb);
   return 0;
+}
+
+static int listen_tcp(lcd_server *s) {
+  const char *addr = s->set->listen;
+  if (strcmp(addr, "none") == 0) return 0;
+  for (const char *p = addr;;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    int tls = s->tls != NULL;
+    if (n >= 6 && memcmp(p, "notls:", 6) == 0) {
+      tls = 0;
+      p += 6;
+      n -= 6;
+    }
+    int rc = listen_one(s, p, n, tls);
+    if (rc) return rc;
+    if (!end) return 0;
+    p = end + 1;
+  }
 }
 
 static int listen_unix(lcd_server *s) {
@@ -151,11 +185,13 @@ static int listen_unix(lcd_server *s) {
   bound = bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
   umask(old);
   if (!bound || chmod(path, (mode_t)s->set->socket_mode) != 0) goto fail;
-  s->local = evconnlistener_new(s->loops[0].base, accept_cb, s,
-                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                s->set->backlog, fd);
-  if (!s->local) goto fail;
-  evconnlistener_set_error_cb(s->local, accept_error_cb);
+  s->local.srv = s;
+  s->local.tls = 0;
+  s->local.ev = evconnlistener_new(s->loops[0].base, accept_cb, &s->local,
+                                   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                   s->set->backlog, fd);
+  if (!s->local.ev) goto fail;
+  evconnlistener_set_error_cb(s->local.ev, accept_error_cb);
   return 0;
 fail:
   fprintf(stderr, LCD_PROG ": cannot listen on %s: %s\n", path,
@@ -167,13 +203,13 @@ fail:
 }
 
 void lcd_stop_listening(lcd_server *s) {
-  if (s->tcp) evconnlistener_free(s->tcp);
-  s->tcp = NULL;
-  if (s->local) {
-    evconnlistener_free(s->local);
+  for (int i = 0; i < s->ntcp; i++) evconnlistener_free(s->tcp[i].ev);
+  s->ntcp = 0;
+  if (s->local.ev) {
+    evconnlistener_free(s->local.ev);
     unlink(s->set->socket_path);
   }
-  s->local = NULL;
+  s->local.ev = NULL;
 }
 
 int lcd_listen(lcd_server *s) {

@@ -43,7 +43,7 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg) {
   pthread_mutex_unlock(&l->cmd_mu);
   while (in) {
     lcd_newconn *n = in->next;
-    lcd_conn_new(l, in->fd, in->peer);
+    lcd_conn_new(l, in->fd, in->peer, in->tls);
     free(in);
     in = n;
   }
@@ -133,11 +133,11 @@ int lcd_loops_start(lcd_server *s) {
   return rc;
 }
 
-void lcd_loops_accept(lcd_server *s, int fd, const char *peer) {
+void lcd_loops_accept(lcd_server *s, int fd, const char *peer, int tls) {
   lcd_loop *l = &s->loops[s->next_loop++ % (unsigned)s->nloops];
   atomic_fetch_add(&s->nopen, 1);
   if (l->index == 0) {
-    lcd_conn_new(l, fd, peer);
+    lcd_conn_new(l, fd, peer, tls);
     return;
   }
   lcd_newconn *n = malloc(sizeof *n);
@@ -149,6 +149,7 @@ void lcd_loops_accept(lcd_server *s, int fd, const char *peer) {
     return;
   }
   n->fd = fd;
+  n->tls = tls;
   snprintf(n->peer, sizeof n->peer, "%s", peer);
   pthread_mutex_lock(&l->cmd_mu);
   n->next = l->inbox;

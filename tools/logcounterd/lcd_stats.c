@@ -17,6 +17,7 @@
  * the short locks of the library's getters, the flusher's and the queue's.
  */
 #include "lcd_metrics.h"
+#include "lcd_tls.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -146,6 +147,13 @@ static void put_settings(lcd_server *s, emit *o) {
   stat_s(o, "auth_file", set->auth_file);
   stat_s(o, "rights_file", set->rights_file);
   stat_s(o, "insecure_listen", set->insecure_listen ? "yes" : "no");
+  /* TLS, with memcached's names (ssl_verify_mode: ours in words) */
+  stat_s(o, "ssl_enabled", s->tls ? "yes" : "no");
+  stat_s(o, "ssl_chain_cert", set->tls_cert);
+  stat_s(o, "ssl_key", set->tls_key);
+  stat_s(o, "ssl_ca_cert", set->tls_ca);
+  stat_s(o, "ssl_verify_mode", lcd_tls_verify_name(set->tls_verify));
+  stat_s(o, "ssl_min_version", "tlsv1.2");
 }
 
 /* Each loop's own counters (lcd_counters): summed in "stats", per loop
@@ -199,6 +207,8 @@ static const struct {
       "Authentication handshakes (the first set of a connection)."),
     F("auth_errors", auth_errors,
       "Failed handshakes and commands refused as unauthenticated."),
+    F("ssl_handshake_errors", tls_handshake_errors,
+      "TLS connections closed before or in their handshake."),
 #undef F
 };
 enum { LOOP_FIGS = sizeof loop_figs / sizeof *loop_figs };
@@ -264,6 +274,15 @@ static void put_daemon(lcd_server *s, emit *o) {
         "incr requests answered with an id.");
   count(o, "incr_misses", 0, "incr requests of a missing key (none: a new "
                              "name is created).");
+  uint64_t tls_reloads, tls_reload_errors;
+  int64_t tls_age;
+  lcd_tls_figures(s, &tls_reloads, &tls_reload_errors, &tls_age);
+  count(o, "ssl_cert_reloads", tls_reloads,
+        "TLS certificate reloads (SIGHUP) that took effect.");
+  count(o, "ssl_cert_reload_errors", tls_reload_errors,
+        "TLS certificate reloads that failed (the old ones stay).");
+  gauge(o, "time_since_server_cert_refresh", (long long)tls_age,
+        "Seconds since the TLS certificates in use were loaded.");
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) {
     real(o, "rusage_user",

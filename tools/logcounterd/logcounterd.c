@@ -24,6 +24,7 @@
 #include "lcd.h"
 #include "lcd_metrics.h"
 #include "lcd_notify.h"
+#include "lcd_tls.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -157,9 +158,12 @@ static void usage(FILE *f) {
       "                          decr works on tallies only)\n"
       "  failures: SERVER_ERROR <LC error name> <message>[: <detail>]\n\n"
       "Options:\n"
-      "  -l, --listen ADDR:PORT  TCP address, numeric (default %s;\n"
-      "                          \"none\": no TCP); an address that is not\n"
-      "                          loopback needs --auth-file (or\n"
+      "  -l, --listen ADDR:PORT[,ADDR:PORT...]\n"
+      "                          TCP addresses, numeric, at most %d\n"
+      "                          (default %s; \"none\": no TCP);\n"
+      "                          with --tls-cert each is TLS unless written\n"
+      "                          notls:ADDR:PORT (plain text); an address\n"
+      "                          that is not loopback needs --auth-file (or\n"
       "                          --insecure-listen)\n"
       "  -s, --socket PATH       also listen on a unix socket (default: none)\n"
       "  --socket-mode OCTAL     its permissions (default %04o)\n"
@@ -203,8 +207,9 @@ static void usage(FILE *f) {
       "  --max-tallies N         the same for tallies (default %llu)\n"
       "  --idle-timeout SECONDS  close clients idle this long, 0: never\n"
       "                          (default %d)\n"
-      "  --line-timeout SECONDS  close clients that leave a request\n"
-      "                          unfinished this long, 1..3600 (default %d)\n"
+      "  --line-timeout SECONDS  close clients that leave a request (or a\n"
+      "                          TLS handshake) unfinished this long,\n"
+      "                          1..3600 (default %d)\n"
       "  --drain-timeout SECONDS on SIGTERM, wait this long for clients to\n"
       "                          read their last replies (default %d)\n"
       "  --reply-timeout SECONDS close a client that leaves %d KiB of replies\n"
@@ -300,18 +305,31 @@ static void usage(FILE *f) {
       "                          <the missing right>.  SIGHUP reloads it\n"
       "  --insecure-listen       allow a non-loopback --listen without\n"
       "                          --auth-file (logged as a warning)\n"
+      "  --tls-cert FILE         TLS on the --listen ports: this PEM\n"
+      "                          certificate chain (TLS 1.2 at least; the\n"
+      "                          unix socket stays plain; default: no TLS)\n"
+      "  --tls-key FILE          its PEM private key (needed with --tls-cert)\n"
+      "  --tls-ca FILE           CA certificates for client certificates\n"
+      "  --tls-verify MODE       client certificates: none (default),\n"
+      "                          request (checked if sent) or require\n"
+      "                          (mutual TLS: none, no connection); needs\n"
+      "                          --tls-ca.  SIGHUP reloads the certificate,\n"
+      "                          key and CA for new connections (open ones\n"
+      "                          keep theirs; a failed reload keeps the old)\n"
       "  --pidfile FILE          write the pid here, removed at exit\n"
       "  -v, --verbose           log connections; twice: failed requests\n"
       "  -h, --help              this help\n"
       "  --version               print the version\n\n"
       "Signals: SIGTERM/SIGINT stop accepting, answer the requests already\n"
       "read, flush the tallies, close the log cleanly and exit 0 (a second\n"
-      "one hurries).  SIGHUP reloads --auth-file and --rights-file.\n\n"
+      "one hurries).  SIGHUP reloads --auth-file, --rights-file and the TLS\n"
+      "certificates.\n\n"
       "The daemon holds the log: 'logcounter --db DIR' reports it as in use;\n"
       "run the log's commands through --admin-socket instead, and let\n"
       "--retain-records / --retain-age prune inside the daemon.\n\n"
       "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.\n",
-      (unsigned long long)LC_BLOCK_MAX, lc_version(), d.listen, d.socket_mode,
+      (unsigned long long)LC_BLOCK_MAX, lc_version(), LCD_LISTEN_MAX, d.listen,
+      d.socket_mode,
       d.admin_mode,
       lc_durability_name(d.durability), d.timeout_ms, LCD_THREADS_MAX,
       d.threads, d.workers, d.coalesce ? "coalescing on" : "off",
@@ -378,7 +396,11 @@ enum {
   O_REPL_SECRET,
   O_AUTH_FILE,
   O_RIGHTS_FILE,
-  O_INSECURE_LISTEN
+  O_INSECURE_LISTEN,
+  O_TLS_CERT,
+  O_TLS_KEY,
+  O_TLS_CA,
+  O_TLS_VERIFY
 };
 
 static const struct option long_options[] = {
@@ -417,6 +439,10 @@ static const struct option long_options[] = {
     {"auth-file", required_argument, NULL, O_AUTH_FILE},
     {"rights-file", required_argument, NULL, O_RIGHTS_FILE},
     {"insecure-listen", no_argument, NULL, O_INSECURE_LISTEN},
+    {"tls-cert", required_argument, NULL, O_TLS_CERT},
+    {"tls-key", required_argument, NULL, O_TLS_KEY},
+    {"tls-ca", required_argument, NULL, O_TLS_CA},
+    {"tls-verify", required_argument, NULL, O_TLS_VERIFY},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
@@ -587,6 +613,21 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                          "[::1]:9311; a bare PORT means 127.0.0.1)",
                          optarg);
       break;
+    case O_TLS_CERT: set->tls_cert = optarg; break;
+    case O_TLS_KEY: set->tls_key = optarg; break;
+    case O_TLS_CA: set->tls_ca = optarg; break;
+    case O_TLS_VERIFY:
+      if (strcmp(optarg, "none") == 0)
+        set->tls_verify = LCD_TLS_VERIFY_NONE;
+      else if (strcmp(optarg, "request") == 0)
+        set->tls_verify = LCD_TLS_VERIFY_REQUEST;
+      else if (strcmp(optarg, "require") == 0)
+        set->tls_verify = LCD_TLS_VERIFY_REQUIRE;
+      else
+        rc = usage_error("invalid mode '%s' for --tls-verify (none, request "
+                         "or require)",
+                         optarg);
+      break;
     case O_STANDBY_MODE:
       if (strcmp(optarg, "required") == 0)
         set->standby_mode = LC_STANDBY_REQUIRED;
@@ -631,22 +672,31 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                        "--retain-age");
   if (strcmp(set->listen, "none") == 0 && !set->socket_path)
     return usage_error("nothing to listen on: --listen none needs --socket");
+  if (!set->tls_cert != !set->tls_key)
+    return usage_error("--tls-cert and --tls-key go together");
+  if (!set->tls_cert && (set->tls_ca || set->tls_verify))
+    return usage_error("--tls-ca and --tls-verify need --tls-cert");
+  if (set->tls_verify && !set->tls_ca)
+    return usage_error("--tls-verify %s needs --tls-ca (the CA that signs "
+                       "client certificates)",
+                       lcd_tls_verify_name(set->tls_verify));
   if (set->rights_file && !set->auth_file)
     return usage_error("--rights-file needs --auth-file (rights belong to "
                        "authenticated users)");
+  char open_to[LCD_ADDR_TEXT];
   if (strcmp(set->listen, "none") != 0 && !set->auth_file &&
-      lcd_auth_loopback(set->listen) == 0) {
+      lcd_auth_public(set->listen, open_to, sizeof open_to)) {
     if (!set->insecure_listen)
       return usage_error("refusing to listen on '%s', not a loopback "
                          "address, without --auth-file: anyone who reaches "
                          "it could allocate and flood names (give "
                          "--auth-file FILE, or --insecure-listen on a "
                          "trusted network)",
-                         set->listen);
+                         open_to);
     lcd_log(NULL, 0, "WARNING: listening on %s, not a loopback address, "
                      "without authentication (--insecure-listen): anyone "
                      "who reaches it can allocate and create names",
-            set->listen);
+            open_to);
   }
   if (lcd_auth_init(set->auth_file, set->rights_file) != 0)
     return EXIT_USAGE;
@@ -679,6 +729,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg) {
   lcd_server *s = arg;
   if (sig == SIGHUP) {
     lcd_auth_reload(); /* --auth-file, --rights-file (lcd_auth.c) */
+    lcd_tls_reload(s); /* the TLS certificates; logs what it did */
     return;
   }
   if (s->draining) {
@@ -801,7 +852,8 @@ int main(int argc, char **argv) {
     goto out;
   }
   struct event_base *base = s.loops[0].base;
-  if ((status = lcd_listen(&s)) || (status = open_log(&s, owner, sizeof owner)))
+  if ((status = lcd_tls_init(&s)) || (status = lcd_listen(&s)) ||
+      (status = open_log(&s, owner, sizeof owner)))
     goto out;
   if (set.pidfile) {
     if ((status = write_pidfile(set.pidfile))) goto out;
@@ -884,5 +936,6 @@ out:
     if (sigs[i]) event_free(sigs[i]);
   lcd_loops_free(&s);
   lcd_auth_free();
+  lcd_tls_free(&s);
   return status;
 }

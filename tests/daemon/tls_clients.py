@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""tls_clients.py - TLS clients against logcounterd, for tests/suite_tls.sh.
+Only connects to 127.0.0.1; the CA, certificates and keys are the suite's
+throwaway ones in its temporary directory.
+
+  tls_clients.py pipeline PORT CA NAME
+      pymemcache (tls_context) allocates NAME, sends 100,000
+      "incr NAME 1 noreply" lines (pymemcache's noreply, then one
+      sendall of a raw TLS socket), and reads NAME back: exactly the
+      first value plus every increment.
+  tls_clients.py plain PORT
+      A plain-text client on the TLS port gets no answer and is closed.
+  tls_clients.py mtls PORT CA CERT KEY
+      Without a client certificate no request is answered; with CERT, KEY
+      one is.
+  tls_clients.py reload PORT CA PIDFILE CERT KEY NEWCERT NEWKEY NEWCN
+      A connection opened first allocates; the new files replace CERT and
+      KEY, the daemon gets SIGHUP; a new connection sees NEWCN as its
+      subject, the old one still allocates.
+  tls_clients.py silent PORT SECONDS
+      A client that connects to the TLS port and sends nothing is closed
+      within SECONDS (--line-timeout bounds the handshake).
+  tls_clients.py unread PORT CA NAME
+      A TLS client pipelines incr requests and never reads the replies
+      while another TLS client allocates: the other is answered, the
+      unread one is closed (--reply-timeout).
+  tls_clients.py load PORT CA NAME STOPFILE [CERT KEY]
+      Allocates NAME over TLS (with a client certificate if given) until
+      STOPFILE exists (or, with STOPFILE "-", until the daemon closes the
+      connection); every id higher than the last.  Prints how many.
+
+LC_TEST_SCALE=N (the sanitizer runs) divides the pipeline counts.
+Prints "ok ..." per check, "FAIL ..." (then exits 1) on the first failure.
+"""
+import os
+import signal
+import socket
+import ssl
+import sys
+import threading
+import time
+
+from pymemcache.client.base import Client as PmClient
+
+SCALE = max(1, int(os.environ.get("LC_TEST_SCALE", "1") or 1))
+N = 100000 // SCALE
+
+
+def fail(msg):
+    print("FAIL " + msg, flush=True)
+    sys.exit(1)
+
+
+def ok(msg):
+    print("ok   " + msg, flush=True)
+
+
+def context(ca, cert=None, key=None):
+    ctx = ssl.create_default_context(cafile=ca)
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+class Tls:
+    """A raw text-protocol connection over TLS."""
+
+    def __init__(self, port, ctx, timeout=30):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.s = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        self.buf = b""
+
+    def subject_cn(self):
+        for rdn in self.s.getpeercert()["subject"]:
+            for k, v in rdn:
+                if k == "commonName":
+                    return v
+        return None
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.s.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError("connection closed; had %r"
+                                      % self.buf[:200])
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line.decode()
+
+    def ask(self, req):
+        self.send(req.encode() + b"\r\n")
+        return self.line()
+
+
+def pm(port, ca):
+    return PmClient(("127.0.0.1", port), timeout=30, tls_context=context(ca))
+
+
+def pipeline(port, ca, name):
+    c = pm(port, ca)
+    first = c.incr(name, 1)
+    if first is None:
+        fail("incr %s over TLS: %r" % (name, first))
+    for _ in range(N):
+        c.incr(name, 1, noreply=True)
+    got = int(c.get(name))
+    if got != first + N:
+        fail("after %d pymemcache noreply incr: %d, not %d" % (N, got, first + N))
+    ok("pymemcache over TLS: %d noreply incr after %d read back exactly"
+       % (N, first))
+    t = Tls(port, context(ca))
+    t0 = time.time()
+    t.send(("incr %s 1 noreply\r\n" % name).encode() * N)
+    last = int(t.ask("incr %s 1" % name))
+    if last != got + N + 1:
+        fail("after a pipeline of %d noreply lines: %d, not %d"
+             % (N, last, got + N + 1))
+    if int(c.get(name)) != last:
+        fail("pymemcache reads %r, not %d" % (c.get(name), last))
+    ok("a raw TLS pipeline of %d noreply incr lines (%.2f s), then %d: exact"
+       % (N, time.time() - t0, last))
+
+
+def plain(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"version\r\nincr plainclient 1\r\n")
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except ConnectionResetError:
+        pass
+    except socket.timeout:
+        fail("a plain-text client on the TLS port was not closed in 5 s")
+    if b"VERSION" in got or b"\r\n" in got:
+        fail("a plain-text client on the TLS port got an answer: %r" % got[:100])
+    ok("a plain-text client on the TLS port got no answer and was closed "
+       "(%d bytes: a TLS alert at most)" % len(got))
+
+
+def silent(port, seconds):
+    s = socket.create_connection(("127.0.0.1", port), timeout=seconds + 5)
+    t0 = time.time()
+    try:
+        got = s.recv(4096)
+    except ConnectionResetError:
+        got = b""
+    except socket.timeout:
+        fail("a client that never starts the handshake was not closed")
+    took = time.time() - t0
+    if got or took > seconds + 2:
+        fail("never-handshaking client: %r after %.1f s" % (got, took))
+    ok("a client that never starts the TLS handshake was closed after %.1f s"
+       % took)
+
+
+def mtls(port, ca, cert, key):
+    try:
+        t = Tls(port, context(ca), timeout=5)
+        r = t.ask("version")
+        fail("without a client certificate: answered %r" % r)
+    except SystemExit:
+        raise
+    except (ssl.SSLError, OSError) as e:
+        ok("without a client certificate: refused (%s)" % type(e).__name__)
+    t = Tls(port, context(ca, cert, key), timeout=5)
+    r = t.ask("version")
+    if not r.startswith("VERSION"):
+        fail("with a client certificate: %r" % r)
+    v = t.ask("incr mtls 1")
+    if not v.isdigit():
+        fail("with a client certificate, incr: %r" % v)
+    ok("with a client certificate: answered (%s, incr %s)" % (r, v))
+
+
+def reload(port, ca, pidfile, cert, key, newcert, newkey, newcn):
+    old = Tls(port, context(ca))
+    oldcn = old.subject_cn()
+    a = int(old.ask("incr reload 1"))
+    os.replace(newcert, cert + ".tmp")
+    os.replace(newkey, key + ".tmp")
+    os.replace(key + ".tmp", key)
+    os.replace(cert + ".tmp", cert)
+    with open(pidfile) as f:
+        os.kill(int(f.read()), signal.SIGHUP)
+    cn = None
+    for _ in range(50):
+        time.sleep(0.1)
+        cn = Tls(port, context(ca), timeout=5).subject_cn()
+        if cn == newcn:
+            break
+    if cn != newcn:
+        fail("after SIGHUP a new connection sees %r, not %r" % (cn, newcn))
+    b = int(old.ask("incr reload 1"))
+    if b != a + 1:
+        fail("the connection opened before the reload: %d after %d" % (b, a))
+    ok("after SIGHUP: a new connection sees %s (was %s), the old one "
+       "still allocates (%d, %d)" % (cn, oldcn, a, b))
+
+
+def unread(port, ca, name):
+    # A small receive buffer set BEFORE connect, so that the window the
+    # kernel advertises fits it: set after, the window already offered is
+    # larger than the buffer, the kernel drops what overflows (ACKs with
+    # it) and both sides back off retransmitting for many seconds, a
+    # trickle the daemon rightly counts as progress.
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(1)
+    raw.connect(("127.0.0.1", port))
+    s = context(ca).wrap_socket(raw, server_hostname="127.0.0.1")
+    req = ("incr %s 1\r\n" % name).encode() * 1000
+    state = {"sent": 0, "closed": None}
+
+    def sender():
+        t0 = time.time()
+        while time.time() - t0 < 40:
+            try:
+                s.sendall(req)
+                state["sent"] += 1
+            except socket.timeout:
+                continue
+            except (OSError, ssl.SSLError):
+                state["closed"] = time.time() - t0
+                return
+
+    th = threading.Thread(target=sender)
+    th.start()
+    other = pm(port, ca)
+    answered, last, worst = 0, 0, 0.0
+    while th.is_alive():
+        t = time.time()
+        v = other.incr(name + "other", 1)
+        worst = max(worst, time.time() - t)
+        if v is None or v <= last:
+            fail("the other client got %r after %d" % (v, last))
+        last = v
+        answered += 1
+    th.join()
+    if state["closed"] is None:
+        fail("the unread TLS connection was not closed in 40 s")
+    ok("a TLS client pipelining %d,000 incr without reading was closed "
+       "after %.1f s; another TLS client was answered %d times meanwhile "
+       "(slowest %.3f s)" % (state["sent"], state["closed"], answered, worst))
+
+
+def load(port, ca, name, stopfile, cert=None, key=None):
+    t = Tls(port, context(ca, cert, key))
+    last, n = 0, 0
+    while stopfile == "-" or not os.path.exists(stopfile):
+        try:
+            t.send(("incr %s 1\r\n" % name).encode())
+            v = int(t.line())
+        except (OSError, ssl.SSLError, ValueError) as e:
+            if stopfile == "-":
+                break
+            fail("load %s: %s" % (name, e))
+        if v <= last:
+            fail("load %s: %d after %d" % (name, v, last))
+        last, n = v, n + 1
+        if n == 1:
+            print("started", flush=True)
+    if n == 0:
+        fail("load %s: no id" % name)
+    ok("load %s: %d ids over TLS, each higher than the last (last %d)"
+       % (name, n, last))
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    port = int(args[0])
+    if cmd == "pipeline":
+        pipeline(port, args[1], args[2])
+    elif cmd == "plain":
+        plain(port)
+    elif cmd == "silent":
+        silent(port, float(args[1]))
+    elif cmd == "mtls":
+        mtls(port, *args[1:5])
+    elif cmd == "reload":
+        reload(port, *args[1:8])
+    elif cmd == "unread":
+        unread(port, args[1], args[2])
+    elif cmd == "load":
+        load(port, *args[1:6])
+    else:
+        fail("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+#!/bin/bash
+# suite_tls.sh - logcounterd's TLS (--tls-cert, --tls-key, --tls-ca,
+# --tls-verify; tools/logcounterd/lcd_tls.c), with a throwaway CA, server
+# and client certificates made by the openssl command in $TMP (never kept):
+#   - usage errors, and a certificate that cannot be loaded;
+#   - openssl s_client sees the certificate and verifies it (code 0);
+#   - pymemcache (tls_context) allocates and pipelines 100,000 noreply incr
+#     lines, then a raw TLS socket pipelines 100,000 more: read back exact;
+#   - a plain-text client on the TLS port gets nothing and is closed
+#     (counted in ssl_handshake_errors), the daemon serves others;
+#   - a notls: listener of the same daemon speaks plain text;
+#   - SIGHUP after the files are replaced: a new connection sees the new
+#     certificate, one opened before keeps working; a failed reload keeps
+#     the certificate in use;
+#   - a TLS client that pipelines and never reads is closed by
+#     --reply-timeout while another TLS client is answered;
+#   - mutual TLS (--tls-verify require): refused without a client
+#     certificate, served with one; a client that never starts the
+#     handshake is closed after --line-timeout;
+#   - SIGTERM while TLS clients allocate exits 0; the log verifies.
+# All of it while another TLS client allocates.  Uses $BUILD/logcounterd,
+# $BUILD/logcounter, /usr/bin/python3 with python3-pymemcache, openssl, a
+# private memcached, free 127.0.0.1 ports.  Ends "tls: N passed, M failed".
+# shellcheck disable=SC2034
+set -u
+cd "$(dirname "$0")/.." || exit 1
+. tests/port.sh
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) B=$BUILD ;; *) B=$PWD/$BUILD ;; esac
+DAEMON=$B/logcounterd CLI=$B/logcounter
+PY=/usr/bin/python3 TC=tests/daemon/tls_clients.py
+
+SUITE=tls
+. tests/check.sh
+
+for bin in "$DAEMON" "$CLI"; do
+  [ -x "$bin" ] || { echo "suite_tls: $bin not built" >&2; failed=1; finish; }
+done
+command -v openssl >/dev/null ||
+  { echo "suite_tls: no openssl command (tests/deps.sh installs openssl)" >&2; failed=1; finish; }
+"$PY" -c 'import pymemcache' 2>/dev/null ||
+  { echo "suite_tls: $PY lacks pymemcache (python3-pymemcache)" >&2; failed=1; finish; }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/suite_tls.XXXXXX") || exit 1
+DPID="" LOADPIDS=""
+cleanup() {
+  [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+  for p in $LOADPIDS; do kill -9 "$p" 2>/dev/null; done
+  tests/memcached.sh stop "$TMP" 2>/dev/null
+  [ "$failed" -gt 0 ] && cp "$TMP/daemon.log" "${TMPDIR:-/tmp}/suite_tls.failed.log" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+MCPORT=$(tests/memcached.sh start "$TMP") || { echo "suite_tls: no memcached" >&2; failed=1; finish; }
+MC="--SERVER=127.0.0.1:$MCPORT"
+. tests/daemon.sh
+
+# ---- certificates (throwaway, in $TMP) ----------------------------------
+# cert NAME: NAME.pem / NAME.key signed by the CA, CN NAME, SAN 127.0.0.1.
+cert() {
+  openssl req -newkey rsa:2048 -nodes -keyout "$TMP/$1.key" -out "$TMP/$1.csr" \
+    -subj "/CN=$1" 2>/dev/null &&
+  printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/$1.ext" &&
+  openssl x509 -req -in "$TMP/$1.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" \
+    -CAcreateserial -out "$TMP/$1.pem" -days 2 -extfile "$TMP/$1.ext" 2>/dev/null
+}
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" \
+  -days 2 -subj "/CN=lc-test-ca" 2>/dev/null && cert lc-server-1 &&
+  cert lc-server-2 && cert lc-client ||
+  { echo "suite_tls: cannot make the test certificates" >&2; failed=1; finish; }
+cp "$TMP/lc-server-1.pem" "$TMP/server.pem" && cp "$TMP/lc-server-1.key" "$TMP/server.key"
+CA=$TMP/ca.pem
+TLSOPTS=(--tls-cert "$TMP/server.pem" --tls-key "$TMP/server.key")
+
+# run NAME ARGS...: tls_clients.py ARGS, its lines shown; one check.
+run() {
+  local name=$1; shift
+  "$PY" "$TC" "$@" >"$TMP/py.out" 2>&1; local rc=$?
+  sed 's/^/    /' "$TMP/py.out"
+  check "$name" [ "$rc" = 0 ]
+}
+# start_tls DB ARGS...: TLS on TPORT, plain (notls:) on DPORT.
+start_tls() {
+  local db=$1; shift
+  DPORT=$(free_port) && TPORT=$(free_port) && [ "$DPORT" != "$TPORT" ] || return 1
+  SAME_PORT=1 start_daemon "$db" -l "127.0.0.1:$TPORT,notls:127.0.0.1:$DPORT" "$@"
+}
+# subject: the subject and the verify result openssl s_client reports.
+subject() {
+  openssl s_client -connect "127.0.0.1:$TPORT" -CAfile "$CA" </dev/null 2>&1 |
+    grep -E '^subject=|Verify return code'
+}
+# settings: "stats settings" through the plain port.
+settings() {
+  conn; say "stats settings"
+  while hear && [ "$REPLY_LINE" != END ]; do echo "$REPLY_LINE"; done
+  conn_close
+}
+# usage_rc ARGS...: the daemon's exit status for ARGS.
+usage_rc() { "$DAEMON" --db "$TMP/u" --memcached "$MC" "$@" >/dev/null 2>"$TMP/u.err"; echo $?; }
+
+# ---- options --------------------------------------------------------------
+check "--tls-cert without --tls-key: usage error (2)" \
+  [ "$(usage_rc --tls-cert "$TMP/server.pem")" = 2 ]
+check "--tls-verify require without --tls-ca: usage error (2)" \
+  [ "$(usage_rc "${TLSOPTS[@]}" --tls-verify require)" = 2 ]
+check "--tls-verify maybe: usage error (2)" \
+  [ "$(usage_rc "${TLSOPTS[@]}" --tls-ca "$CA" --tls-verify maybe)" = 2 ]
+rc=$(usage_rc --tls-cert "$TMP/server.pem" --tls-key "$TMP/lc-server-2.key" -l 127.0.0.1:1)
+check "a key that does not match the certificate: exit 1, says so" \
+  bash -c "[ $rc = 1 ] && grep -q 'cannot set up TLS' '$TMP/u.err'"
+"$DAEMON" --help | grep -q -- '--tls-verify' && "$DAEMON" --help | grep -q 'notls:'
+check "--help describes --tls-verify and notls:" [ $? = 0 ]
+
+# ---- one TLS daemon -------------------------------------------------------
+start_tls d1 "${TLSOPTS[@]}" --reply-timeout 3 ${TLS_SUITE_DEBUG:-} || { failed=$((failed + 1)); finish; }
+"$PY" "$TC" load "$TPORT" "$CA" bgload "$TMP/stop" >"$TMP/bg.out" 2>&1 &
+BGPID=$!
+LOADPIDS="$BGPID"
+
+out=$(subject)
+echo "$out" | sed 's/^/    /'
+check "openssl s_client: the certificate (CN lc-server-1), verify return code 0" \
+  bash -c "grep -q 'subject=CN = lc-server-1' <<<'$out' && grep -q 'Verify return code: 0 (ok)' <<<'$out'"
+run "pymemcache and a raw TLS socket pipeline noreply incr, read back exact" \
+  pipeline "$TPORT" "$CA" pipe
+run "a plain-text client on the TLS port fails cleanly" plain "$TPORT"
+check "ssl_handshake_errors counts it" [ "$(stats_value ssl_handshake_errors)" -ge 1 ]
+conn; ask "incr plainctr 1"
+check "the notls: listener speaks plain text (incr: $REPLY_LINE)" \
+  bash -c "grep -Eq '^[0-9]+\$' <<<'$REPLY_LINE'"
+conn_close
+settings=$(settings)
+check "stats settings: ssl_enabled yes, ssl_chain_cert, ssl_verify_mode none" \
+  bash -c "grep -q '^STAT ssl_enabled yes' <<<'$settings' && grep -q '^STAT ssl_chain_cert $TMP/server.pem' <<<'$settings' && grep -q '^STAT ssl_verify_mode none' <<<'$settings'"
+
+run "SIGHUP: new connections see the new certificate, old ones go on" \
+  reload "$TPORT" "$CA" "$TMP/daemon.pid" "$TMP/server.pem" "$TMP/server.key" \
+  "$TMP/lc-server-2.pem" "$TMP/lc-server-2.key" lc-server-2
+printf 'not a certificate\n' >"$TMP/server.pem"
+kill -HUP "$DPID"; sleep 0.5
+out=$(subject)
+check "a failed reload keeps the certificate in use (CN lc-server-2) and says why" \
+  bash -c "grep -q 'subject=CN = lc-server-2' <<<'$out' && grep -q 'certificates not reloaded' '$TMP/daemon.log'"
+check "stats: ssl_cert_reloads 1, ssl_cert_reload_errors 1" \
+  [ "$(stats_value ssl_cert_reloads)/$(stats_value ssl_cert_reload_errors)" = 1/1 ]
+
+run "a TLS client that never reads is closed by --reply-timeout, another is served" \
+  unread "$TPORT" "$CA" unread
+
+touch "$TMP/stop"; wait "$BGPID"; rc=$?; LOADPIDS=""
+sed 's/^/    /' "$TMP/bg.out"
+check "meanwhile another TLS client allocated, every id higher" [ "$rc" = 0 ]
+
+# SIGTERM while TLS clients allocate
+pids=""
+for i in 1 2 3; do
+  "$PY" "$TC" load "$TPORT" "$CA" term$i - >"$TMP/term$i.out" 2>&1 &
+  pids="$pids $!"
+done
+LOADPIDS=$pids
+for i in $(seq 100); do  # each has its first id
+  [ "$(cat "$TMP"/term*.out 2>/dev/null | grep -c started)" = 3 ] && break
+  sleep 0.1
+done
+sleep 0.3
+stop_daemon TERM
+check "SIGTERM while three TLS clients allocate: exit 0" [ "$RC" = 0 ]
+ok_all=1
+for p in $pids; do wait "$p" || ok_all=0; done
+LOADPIDS=""
+cat "$TMP"/term*.out | sed 's/^/    /'
+check "the TLS clients saw increasing ids until the daemon closed" [ "$ok_all" = 1 ]
+
+# ---- mutual TLS -----------------------------------------------------------
+cp "$TMP/lc-server-1.pem" "$TMP/server.pem"; cp "$TMP/lc-server-1.key" "$TMP/server.key"
+start_tls d1 "${TLSOPTS[@]}" --tls-ca "$CA" --tls-verify require --line-timeout 2 ||
+  { failed=$((failed + 1)); finish; }
+"$PY" "$TC" load "$TPORT" "$CA" bgload "$TMP/stop2" "$TMP/lc-client.pem" \
+  "$TMP/lc-client.key" >"$TMP/bg.out" 2>&1 &
+BGPID=$!
+LOADPIDS="$BGPID"
+sleep 0.3
+run "mutual TLS: refused without a client certificate, served with one" \
+  mtls "$TPORT" "$CA" "$TMP/lc-client.pem" "$TMP/lc-client.key"
+before=$(stats_value ssl_handshake_errors)
+run "a client that never starts the handshake is closed (--line-timeout 2)" \
+  silent "$TPORT" 2
+check "ssl_handshake_errors counts it" [ "$(stats_value ssl_handshake_errors)" -gt "$before" ]
+settings=$(settings)
+check "stats settings: ssl_verify_mode require, ssl_ca_cert" \
+  bash -c "grep -q '^STAT ssl_verify_mode require' <<<'$settings' && grep -q '^STAT ssl_ca_cert $CA' <<<'$settings'"
+touch "$TMP/stop2"; wait "$BGPID"; rc=$?; LOADPIDS=""
+sed 's/^/    /' "$TMP/bg.out"
+check "meanwhile a client with a certificate allocated, every id higher" [ "$rc" = 0 ]
+stop_daemon TERM
+check "mutual TLS daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
+
+ok_all=1
+for name in pipe bgload unread unreadother term1 term2 term3 reload; do
+  "$CLI" --memcached "$MC" --db "$TMP/d1" verify "$name" >"$TMP/v.out" 2>&1 ||
+    { cat "$TMP/v.out"; ok_all=0; }
+done
+check "the log verifies the counters used over TLS" [ "$ok_all" = 1 ]
+check "no sanitizer report in the daemon's log" \
+  bash -c "! grep -Eq 'Sanitizer|runtime error' '$TMP/daemon.log'"
+finish
