@@ -181,6 +181,7 @@ static void test_loopback(void **state) {
   assert_string_equal(bad, "0.0.0.0:2");
   assert_int_equal(lcd_auth_public("notls:10.0.0.5:2", bad, sizeof bad), 1);
   assert_string_equal(bad, "10.0.0.5:2");
+  assert_int_equal(lcd_auth_public("nonsense", bad, sizeof bad), 0);
 }
 
 int main(void) {

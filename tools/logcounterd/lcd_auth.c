@@ -307,7 +307,8 @@ int lcd_auth_public(const char *list, char *out, size_t n) {
     char one[LCD_ADDR_TEXT];
     snprintf(one, sizeof one, "%.*s", (int)len, p);
     const char *addr = strncmp(one, "notls:", 6) == 0 ? one + 6 : one;
-    if (lcd_auth_loopback(addr) != 1) {
+    if (lcd_auth_loopback(addr) == 0) { /* one that does not parse is
+                                           lcd_listen's usage error */
       snprintf(out, n, "%s", addr);
       return 1;
     }

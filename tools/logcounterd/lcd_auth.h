@@ -90,8 +90,8 @@ uint64_t lcd_auth_delayed(void);
  * ::1, ::ffff:127.x): 1, 0, or -1 if it does not parse. */
 int lcd_auth_loopback(const char *addr);
 /* The first address of a --listen list ("A,B", each maybe "notls:A")
- * that is not a loopback address (or does not parse), copied into out:
- * 1; 0 when every one is loopback. */
+ * that parses and is not a loopback address, copied into out: 1; else 0
+ * (one that does not parse is refused later, as an invalid address). */
 #define LCD_ADDR_TEXT 256
 int lcd_auth_public(const char *list, char *out, size_t n);
 /* Frees the tables at exit. */
