@@ -42,15 +42,15 @@ SCALE=${LC_TEST_SCALE:-1}
 [ "$SCALE" -ge 1 ] 2>/dev/null || SCALE=1
 LINES=$((1000000 / SCALE))
 # 10,000 counters cost a library call per line (4,000-22,000 lines/s
-# here, with 8 other clients, depending on the machine's load): 100,000
-# lines (10 a counter, about 1.9 MB of pipeline: 30 times the daemon's
+# here, with 8 other clients, depending on the machine's load): 50,000
+# lines (5 a counter, about 950 KB of pipeline: 15 times the daemon's
 # 64 KiB input bound, past the kernel's default socket buffers), so that
 # the client's 60 s wait for its fence is no speed threshold (250,000
 # lines at 4,000 lines/s on a loaded machine was one, and failed);
 # sanitizer builds take 1/32 of a million (31,250 lines, 600 KB, 9 times
 # the input bound: ThreadSanitizer's 2,000 lines/s made 62,500 lines
 # 31 s of the 60).
-MANY=100000; [ "$SCALE" -gt 1 ] && MANY=$((1000000 / 32))
+MANY=50000; [ "$SCALE" -gt 1 ] && MANY=$((1000000 / 32))
 # The bound on the daemon's RSS growth during one pipeline.  Sanitizer
 # builds keep freed memory in quarantine and shadow memory, so theirs is
 # larger.
