@@ -38,6 +38,7 @@ import time
 
 import pylibmc
 from pymemcache.client.base import Client as PmClient
+from unread import race, small_socket
 
 SCALE = max(1, int(os.environ.get("LC_TEST_SCALE", "1") or 1))
 QUIET = 10000 // SCALE
@@ -414,45 +415,13 @@ def stats(port):
 
 def unread(port, prefix):
     keys = " ".join("%sq%d" % (prefix, i) for i in range(QUIET))
-    req = ("get " + keys + "\r\n").encode()
-    # a small receive buffer set before connecting: set after, the window
-    # already offered shrinks and retransmits trickle through as progress
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.settimeout(1)
-    s.connect(("127.0.0.1", port))
-    state = {"sent": 0, "closed": None}
-
-    def sender():
-        t0 = time.time()
-        while time.time() - t0 < 40:
-            try:
-                s.sendall(req)
-                state["sent"] += 1
-            except socket.timeout:
-                continue
-            except OSError:
-                state["closed"] = time.time() - t0
-                return
-
-    th = threading.Thread(target=sender)
-    th.start()
     other = PmClient(("127.0.0.1", port), timeout=5)
-    answered, last, worst = 0, 0, 0.0
-    while th.is_alive():
-        t = time.time()
-        v = other.incr(prefix + "other", 1)
-        worst = max(worst, time.time() - t)
-        if v is None or v <= last:
-            fail("the other client got %r after %d" % (v, last))
-        last = v
-        answered += 1
-    th.join()
-    if state["closed"] is None:
-        fail("the unread connection was not closed in 40 s")
+    sent, closed, answered, worst = race(
+        small_socket(port), ("get " + keys + "\r\n").encode(),
+        lambda: other.incr(prefix + "other", 1), fail)
     ok("a client sending %d gets of %d keys without reading was closed "
        "after %.1f s; another was answered %d times meanwhile (slowest "
-       "%.3f s)" % (state["sent"], QUIET, state["closed"], answered, worst))
+       "%.3f s)" % (sent, QUIET, closed, answered, worst))
 
 
 def main():

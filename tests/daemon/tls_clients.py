@@ -37,10 +37,10 @@ import signal
 import socket
 import ssl
 import sys
-import threading
 import time
 
 from pymemcache.client.base import Client as PmClient
+from unread import race, small_socket
 
 SCALE = max(1, int(os.environ.get("LC_TEST_SCALE", "1") or 1))
 N = 100000 // SCALE
@@ -205,49 +205,15 @@ def reload(port, ca, pidfile, cert, key, newcert, newkey, newcn):
 
 
 def unread(port, ca, name):
-    # A small receive buffer set BEFORE connect, so that the window the
-    # kernel advertises fits it: set after, the window already offered is
-    # larger than the buffer, the kernel drops what overflows (ACKs with
-    # it) and both sides back off retransmitting for many seconds, a
-    # trickle the daemon rightly counts as progress.
-    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    raw.settimeout(1)
-    raw.connect(("127.0.0.1", port))
-    s = context(ca).wrap_socket(raw, server_hostname="127.0.0.1")
-    req = ("incr %s 1\r\n" % name).encode() * 1000
-    state = {"sent": 0, "closed": None}
-
-    def sender():
-        t0 = time.time()
-        while time.time() - t0 < 40:
-            try:
-                s.sendall(req)
-                state["sent"] += 1
-            except socket.timeout:
-                continue
-            except (OSError, ssl.SSLError):
-                state["closed"] = time.time() - t0
-                return
-
-    th = threading.Thread(target=sender)
-    th.start()
+    s = context(ca).wrap_socket(small_socket(port),
+                                server_hostname="127.0.0.1")
     other = pm(port, ca)
-    answered, last, worst = 0, 0, 0.0
-    while th.is_alive():
-        t = time.time()
-        v = other.incr(name + "other", 1)
-        worst = max(worst, time.time() - t)
-        if v is None or v <= last:
-            fail("the other client got %r after %d" % (v, last))
-        last = v
-        answered += 1
-    th.join()
-    if state["closed"] is None:
-        fail("the unread TLS connection was not closed in 40 s")
+    sent, closed, answered, worst = race(
+        s, ("incr %s 1\r\n" % name).encode() * 1000,
+        lambda: other.incr(name + "other", 1), fail)
     ok("a TLS client pipelining %d,000 incr without reading was closed "
        "after %.1f s; another TLS client was answered %d times meanwhile "
-       "(slowest %.3f s)" % (state["sent"], state["closed"], answered, worst))
+       "(slowest %.3f s)" % (sent, closed, answered, worst))
 
 
 def load(port, ca, name, stopfile, cert=None, key=None):

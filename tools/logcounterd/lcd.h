@@ -255,8 +255,7 @@ typedef struct lcd_job {
   int64_t tally_total, tally_pending;    /* stats_tally */
   uint64_t tally_losses;
   char detail[256]; /* lc_last_detail() of a failure */
-  /* ma, mg (one request): the meta reply's style (meta.opaque unused:
-   * its bytes are in opaque) */
+  /* ma, mg: the meta reply's style (meta.opaque points into opaque) */
   lcd_proto_meta meta;
   char opaque[LCD_PROTO_OPAQUE_MAX + 1];
 } lcd_job;

@@ -107,7 +107,6 @@ static lcd_job *job_get(lcd_conn *c) {
   j->gets = 0;
   j->last = 1;
   j->stats_tally = 0;
-  j->meta = (lcd_proto_meta){0};
   return j;
 }
 
@@ -175,13 +174,12 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
     return NULL;
   }
   j->kind = kind;
-  if (req_meta && req_meta->on) { /* ma, mg: one request, its own reply */
-    j->meta = *req_meta;
-    if (req_meta->opaque.len)
-      memcpy(j->opaque, req_meta->opaque.s, req_meta->opaque.len);
-    j->opaque[req_meta->opaque.len] = '\0';
-    j->meta.opaque = (lcd_proto_token){NULL, 0};
-  }
+  /* ma, mg: the reply's style, the opaque copied into the job */
+  j->meta = req_meta && req_meta->on ? *req_meta : (lcd_proto_meta){0};
+  if (j->meta.opaque.len)
+    memcpy(j->opaque, j->meta.opaque.s, j->meta.opaque.len);
+  j->opaque[j->meta.opaque.len] = '\0';
+  j->meta.opaque.s = j->opaque;
   if (name) { /* fits: a name < the line */
     memcpy(j->names, name->s, name->len);
     j->names[name->len] = '\0';
@@ -208,9 +206,9 @@ static int same_style(const lcd_job *j, const lcd_proto_req *req) {
   return a->value == b->value && a->quiet == b->quiet &&
          a->nret == b->nret && memcmp(a->ret, b->ret, a->nret) == 0 &&
          a->has_init == b->has_init && a->init == b->init &&
-         b->opaque.len == strlen(j->opaque) &&
-         (b->opaque.len == 0 ||
-          memcmp(b->opaque.s, j->opaque, b->opaque.len) == 0);
+         a->opaque.len == b->opaque.len &&
+         (a->opaque.len == 0 ||
+          memcmp(a->opaque.s, b->opaque.s, a->opaque.len) == 0);
 }
 
 static void count_tally_change(lcd_counters *st, int64_t delta) {
