@@ -120,10 +120,9 @@ static lcd_proto_cmd parse_ma(const lcd_proto_token *t, size_t ntok,
     default: return bad(req, "invalid flag");
     }
   }
+  const char *why = lcd_proto_check_key(&t[1]);
+  if (why) return bad(req, why);
   if (lcd_proto_tally_name(&t[1], &req->tally)) {
-    if (lcd_proto_check_name(&req->tally) != 0)
-      return bad(req, "invalid tally name (tally: then 1-200 bytes of "
-                      "printable ASCII, no space)");
     if (has_j)
       return bad(req, "J (initial value) is for serial counters: a tally "
                       "starts at 0");
@@ -133,8 +132,6 @@ static lcd_proto_cmd parse_ma(const lcd_proto_token *t, size_t ntok,
     req->delta = minus ? -(int64_t)delta : (int64_t)delta;
     return req->cmd = LCD_PROTO_TALLY;
   }
-  if (lcd_proto_check_name(&t[1]) != 0)
-    return bad(req, "invalid counter name");
   if (minus)
     return bad(req, "MD is not supported on serial counters: they only "
                     "move forward (MD works on tally:<name>)");
