@@ -91,10 +91,10 @@ static int handshake(lcd_conn *c, struct evbuffer *in, size_t line_len,
   if (evbuffer_get_length(in) < need) return -1;
   s->st.auth_cmds++;
   const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)need);
-  const char *d = p + line_len;
+  const char *d = p ? p + line_len : NULL;
   size_t dlen = (size_t)data_len - 2;
   lcd_auth_span user, pass;
-  if (!p || d[dlen] != '\r' || d[dlen + 1] != '\n' ||
+  if (!d || d[dlen] != '\r' || d[dlen + 1] != '\n' ||
       lcd_auth_token_parse(d, dlen, &user, &pass) != 0) {
     fail(c, in, "bad authentication token format");
     return 1;
@@ -166,11 +166,8 @@ static const char *check(lcd_conn *c, const lcd_proto_req *req,
   const char *why = NULL;
   switch (kind) {
   case LCD_PROTO_INCR:
-    why = lcd_rights_prefix(u, req->keys[0].s, req->keys[0].len);
-    if (!why) why = new_name(c, u, &req->keys[0]);
-    break;
-  case LCD_PROTO_TALLY:
-    why = lcd_rights_prefix(u, req->tally.s, req->tally.len);
+  case LCD_PROTO_TALLY: /* keys[0]: the counter, or tally:NAME */
+    why = key_right(u, &req->keys[0]);
     if (!why) why = new_name(c, u, &req->keys[0]);
     break;
   case LCD_PROTO_GET: why = lcd_gate_keys(c, req); break;
