@@ -192,8 +192,8 @@ typedef struct lcd_settings {
   char repl_secret[256];          /* --replication-secret-file's line */
   int standby_mode;               /* LC_STANDBY_REQUIRED (default) */
   int64_t standby_timeout_ms;     /* default 2000 */
-  const char *metrics_listen;     /* HOST:PORT (PORT: 127.0.0.1) of the
-                                     Prometheus /metrics; NULL: none */
+  const char *metrics_listen;     /* [notls:]HOST:PORT (PORT: 127.0.0.1) of
+                                     the Prometheus /metrics; NULL: none */
   const char *auth_file;   /* --auth-file: user:password lines; NULL: no
                               authentication (lcd_auth.c) */
   const char *rights_file; /* --rights-file (lcd_rights.c); NULL: none */

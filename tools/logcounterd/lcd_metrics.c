@@ -11,14 +11,21 @@
  *    size limits bound what a client may keep here;
  *  - the address is bound exactly as given (a bare PORT or ":PORT" means
  *    127.0.0.1:PORT), numeric, before the daemon reports ready;
+ *  - with --tls-cert it is HTTPS, unless written notls:HOST:PORT: each
+ *    connection's bufferevent comes from lcd_tls_bev (the data ports'
+ *    context, under lcd_tls's lock, so a SIGHUP reload and --tls-verify
+ *    apply here too); a client that fails the handshake is closed by
+ *    evhttp, nothing else notices;
  *  - GET and HEAD of /metrics only; any other path is 404;
  *  - without --metrics-listen nothing here runs and nothing is timed;
  *  - lcd_metrics_stop joins the thread before lc_close and lcd_loops_free.
  */
 #include "lcd_metrics.h"
+#include "lcd_tls.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
@@ -37,6 +44,7 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 struct lcd_metrics {
   lcd_server *srv;
   struct event_base *base;
+  int https;
   struct evhttp *http;
   pthread_t thread;
   int running;
@@ -86,6 +94,13 @@ static void request_cb(struct evhttp_request *req, void *arg) {
     return;
   }
   struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  struct evhttp_connection *c = evhttp_request_get_connection(req);
+  if (m->https &&
+      !bufferevent_openssl_get_ssl(evhttp_connection_get_bufferevent(c))) {
+    evbuffer_free(body); /* tls_bevcb failed: never the figures in clear */
+    evhttp_send_error(req, HTTP_SERVUNAVAIL, NULL);
+    return;
+  }
   if (!path || strcmp(path, "/metrics") != 0) {
     evhttp_add_header(h, "Content-Type", "text/plain; charset=utf-8");
     evbuffer_add_printf(body, "not found: try /metrics\n");
@@ -99,6 +114,16 @@ static void request_cb(struct evhttp_request *req, void *arg) {
   evbuffer_free(body);
 }
 
+/* evhttp's bevcb: a TLS bufferevent for each accepted connection (evhttp
+ * sets its fd).  On NULL (out of memory) evhttp falls back to a plain
+ * bufferevent: request_cb then refuses to serve the figures on it. */
+static struct bufferevent *tls_bevcb(struct event_base *base, void *arg) {
+  lcd_metrics *m = arg;
+  struct bufferevent *bev = lcd_tls_bev(m->srv, base, -1);
+  if (!bev) lcd_log(m->srv->set, 0, "metrics: cannot set up a TLS connection");
+  return bev;
+}
+
 static void *metrics_thread(void *arg) {
   lcd_metrics *m = arg;
   if (event_base_dispatch(m->base) < 0)
@@ -106,10 +131,11 @@ static void *metrics_thread(void *arg) {
   return NULL;
 }
 
-/* HOST:PORT, or PORT / :PORT on 127.0.0.1, into ss (and buf, as bound):
- * 0 or -1. */
+/* [notls:]HOST:PORT, or PORT / :PORT on 127.0.0.1, into ss (and buf, as
+ * bound): 0 or -1. */
 static int parse_addr(const char *text, struct sockaddr_storage *ss, int *len,
                       char buf[128]) {
+  if (strncmp(text, "notls:", 6) == 0) text += 6;
   if (text[0] && strspn(text, "0123456789") == strlen(text))
     snprintf(buf, 128, "127.0.0.1:%s", text);
   else if (text[0] == ':')
@@ -123,6 +149,11 @@ static int parse_addr(const char *text, struct sockaddr_storage *ss, int *len,
       evutil_parse_sockaddr_port(buf, (struct sockaddr *)ss, len) != 0)
     return -1;
   return 0;
+}
+
+int lcd_metrics_https(const lcd_settings *set) {
+  return set->metrics_listen && set->tls_cert &&
+         strncmp(set->metrics_listen, "notls:", 6) != 0;
 }
 
 int lcd_metrics_addr_ok(const char *text) {
@@ -169,6 +200,8 @@ int lcd_metrics_start(lcd_server *s) {
   evhttp_set_max_body_size(m->http, 0);
   evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
   evhttp_set_gencb(m->http, request_cb, m);
+  m->https = lcd_metrics_https(s->set) && s->tls;
+  if (m->https) evhttp_set_bevcb(m->http, tls_bevcb, m);
   struct evconnlistener *l = evconnlistener_new_bind(
       m->base, NULL, NULL,
       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
@@ -192,7 +225,11 @@ int lcd_metrics_start(lcd_server *s) {
   }
   m->running = 1;
   s->metrics = m;
-  lcd_log(s->set, 0, "metrics: Prometheus text at http://%s/metrics", bound);
+  lcd_log(s->set, 0, "metrics: Prometheus text at %s://%s/metrics%s",
+          m->https ? "https" : "http", bound,
+          m->https && s->set->tls_verify == LCD_TLS_VERIFY_REQUIRE
+              ? " (client certificates required)"
+              : "");
   return 0;
 }
 

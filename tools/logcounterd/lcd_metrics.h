@@ -60,8 +60,11 @@ typedef struct lcd_hist {
 
 /* The metrics server (lcd_metrics.c). */
 typedef struct lcd_metrics lcd_metrics;
-/* 1 if text is an address --metrics-listen takes. */
+/* 1 if text is an address --metrics-listen takes ([notls:]HOST:PORT). */
 int lcd_metrics_addr_ok(const char *text);
+/* 1 if /metrics is served over TLS: --metrics-listen and --tls-cert
+ * given, the address not written notls:. */
+int lcd_metrics_https(const lcd_settings *set);
 /* Starts the HTTP thread on set->metrics_listen (nothing when NULL): 0, or
  * an exit status after printing why.  After lcd_loops_init and lc_open. */
 int lcd_metrics_start(lcd_server *s);

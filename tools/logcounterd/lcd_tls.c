@@ -1,8 +1,9 @@
 /*
- * lcd_tls.c - TLS for logcounterd's data ports: one SSL_CTX per server
- * (--tls-cert, --tls-key, --tls-ca, --tls-verify), an SSL per connection
- * inside a libevent OpenSSL bufferevent (lcd_conn.c uses it as any
- * bufferevent, but writes only through it: see flush_out there).
+ * lcd_tls.c - TLS for logcounterd's data ports and /metrics: one SSL_CTX
+ * per server (--tls-cert, --tls-key, --tls-ca, --tls-verify), an SSL per
+ * connection inside a libevent OpenSSL bufferevent (lcd_conn.c uses it as
+ * any bufferevent, but writes only through it: see flush_out there;
+ * lcd_metrics.c hands it to evhttp, from the HTTP thread).
  *
  * Invariants:
  *  - TLS 1.2 at least; no renegotiation, no compression;

@@ -24,7 +24,10 @@ void lcd_tls_reload(lcd_server *s);
 /* Frees the server's context (connections still open keep theirs). */
 void lcd_tls_free(lcd_server *s);
 /* A TLS bufferevent on the accepted socket fd (closed with it), in the
- * accepting state; NULL on failure (fd is then not closed). */
+ * accepting state; NULL on failure (fd is then not closed).  fd may be
+ * -1 (evhttp's bevcb: it sets the fd later).  Takes the context in use
+ * under lcd_tls's lock, so any thread may call it (lcd_metrics.c's HTTP
+ * thread does). */
 struct bufferevent *lcd_tls_bev(lcd_server *s, struct event_base *base,
                                 int fd);
 /* A clean close: sends close_notify if the handshake completed (never

@@ -269,8 +269,13 @@ static void usage(FILE *f) {
       "                          counters (label loop), histograms of\n"
       "                          allocation latency and of the reservation\n"
       "                          and segment write latency; its own thread,\n"
-      "                          never in the way of the data loops; no\n"
-      "                          auth: keep it on loopback (default: off)\n"
+      "                          never in the way of the data loops (default:\n"
+      "                          off).  With --tls-cert it is HTTPS with the\n"
+      "                          same certificate and --tls-verify (SIGHUP\n"
+      "                          reloads it too) unless written notls:HOST:PORT.\n"
+      "                          No auth file: an address that is not loopback\n"
+      "                          needs TLS with --tls-verify require (or\n"
+      "                          --insecure-listen)\n"
       "  --auth-file FILE        require memcached's authentication on the TCP\n"
       "                          port and the unix socket: FILE holds\n"
       "                          user:password lines (# comments); a client's\n"
@@ -304,9 +309,11 @@ static void usage(FILE *f) {
       "                          Refusals: CLIENT_ERROR permission denied:\n"
       "                          <the missing right>.  SIGHUP reloads it\n"
       "  --insecure-listen       allow a non-loopback --listen without\n"
-      "                          --auth-file (logged as a warning)\n"
-      "  --tls-cert FILE         TLS on the --listen ports: this PEM\n"
-      "                          certificate chain (TLS 1.2 at least; the\n"
+      "                          --auth-file, and a non-loopback\n"
+      "                          --metrics-listen without mutual TLS (logged\n"
+      "                          as a warning)\n"
+      "  --tls-cert FILE         TLS on the --listen ports and /metrics: this\n"
+      "                          PEM certificate chain (TLS 1.2 at least; the\n"
       "                          unix socket stays plain; default: no TLS)\n"
       "  --tls-key FILE          its PEM private key (needed with --tls-cert)\n"
       "  --tls-ca FILE           CA certificates for client certificates\n"
@@ -609,8 +616,8 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
       set->metrics_listen = optarg;
       if (!lcd_metrics_addr_ok(optarg))
         rc = usage_error("invalid address '%s' for --metrics-listen "
-                         "(numeric HOST:PORT, e.g. 127.0.0.1:9311 or "
-                         "[::1]:9311; a bare PORT means 127.0.0.1)",
+                         "(numeric [notls:]HOST:PORT, e.g. 127.0.0.1:9311 "
+                         "or [::1]:9311; a bare PORT means 127.0.0.1)",
                          optarg);
       break;
     case O_TLS_CERT: set->tls_cert = optarg; break;
@@ -696,6 +703,23 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
     lcd_log(NULL, 0, "WARNING: listening on %s, not a loopback address, "
                      "without authentication (--insecure-listen): anyone "
                      "who reaches it can allocate and create names",
+            open_to);
+  }
+  /* /metrics has no auth file: off loopback only mutual TLS decides who
+   * reads it (its figures hold no secret but show counter activity). */
+  if (set->metrics_listen &&
+      lcd_auth_public(set->metrics_listen, open_to, sizeof open_to) &&
+      !(lcd_metrics_https(set) && set->tls_verify == LCD_TLS_VERIFY_REQUIRE)) {
+    if (!set->insecure_listen)
+      return usage_error("refusing to serve /metrics on '%s', not a loopback "
+                         "address, without mutual TLS: anyone who reaches it "
+                         "could watch counter activity (give --tls-cert, "
+                         "--tls-key, --tls-ca and --tls-verify require, or "
+                         "--insecure-listen on a trusted network)",
+                         open_to);
+    lcd_log(NULL, 0, "WARNING: serving /metrics on %s, not a loopback "
+                     "address, without mutual TLS (--insecure-listen): "
+                     "anyone who reaches it can read the figures",
             open_to);
   }
   if (lcd_auth_init(set->auth_file, set->rights_file) != 0)
