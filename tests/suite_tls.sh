@@ -17,7 +17,17 @@
 #   - mutual TLS (--tls-verify require): refused without a client
 #     certificate, served with one; a client that never starts the
 #     handshake is closed after --line-timeout;
-#   - SIGTERM while TLS clients allocate exits 0; the log verifies.
+#   - SIGTERM while TLS clients allocate exits 0; the log verifies;
+#   - /metrics (--metrics-listen) with TLS on: HTTPS with the same
+#     certificate (logcounterd_counters grows by exactly the names made),
+#     a plain HTTP request to it gets no answer and the daemon serves on,
+#     SIGHUP's new certificate is what a new /metrics connection sees
+#     (SHA-256 fingerprints from openssl s_client), mutual TLS refuses a
+#     scraper without a client certificate; notls:HOST:PORT stays plain;
+#     a non-loopback --metrics-listen without mutual TLS exits 2;
+#   - --auth-file with TLS: pymemcache (tls_context) authenticates with
+#     the set handshake and allocates; a wrong password and an incr
+#     before the handshake are refused with their messages and closed.
 # All of it while another TLS client allocates.  Uses $BUILD/logcounterd,
 # $BUILD/logcounter, /usr/bin/python3 with python3-pymemcache, openssl, a
 # private memcached, free 127.0.0.1 ports.  Ends "tls: N passed, M failed".
@@ -110,9 +120,29 @@ check "a key that does not match the certificate: exit 1, says so" \
   bash -c "[ $rc = 1 ] && grep -q 'cannot set up TLS' '$TMP/u.err'"
 "$DAEMON" --help | grep -q -- '--tls-verify' && "$DAEMON" --help | grep -q 'notls:'
 check "--help describes --tls-verify and notls:" [ $? = 0 ]
+"$DAEMON" --help | grep -q 'needs TLS with --tls-verify require'
+check "--help gives the non-loopback /metrics rule" [ $? = 0 ]
+rc=$(usage_rc "${TLSOPTS[@]}" -l 127.0.0.1:1 --metrics-listen 0.0.0.0:1)
+check "a non-loopback --metrics-listen with TLS but no --tls-verify require: exit 2, says why" \
+  bash -c "[ $rc = 2 ] && grep -q \"refusing to serve /metrics on '0.0.0.0:1'\" '$TMP/u.err'"
+rc=$(usage_rc "${TLSOPTS[@]}" --tls-ca "$CA" --tls-verify require -l 127.0.0.1:1 \
+  --metrics-listen notls:0.0.0.0:1)
+check "a non-loopback notls: --metrics-listen, even with mutual TLS on: exit 2" \
+  bash -c "[ $rc = 2 ] && grep -q 'without mutual TLS' '$TMP/u.err'"
+rc=$(usage_rc -l 127.0.0.1:1 --metrics-listen '[::]:1')
+check "a non-loopback --metrics-listen without TLS: exit 2" [ "$rc" = 2 ]
+
+# fp_served PORT / fp_file PEM: the SHA-256 fingerprint of the certificate
+# served on 127.0.0.1:PORT / in PEM.
+fp_served() {
+  openssl s_client -connect "127.0.0.1:$1" -CAfile "$CA" </dev/null 2>/dev/null |
+    openssl x509 -noout -fingerprint -sha256 2>/dev/null
+}
+fp_file() { openssl x509 -in "$1" -noout -fingerprint -sha256; }
 
 # ---- one TLS daemon -------------------------------------------------------
-start_tls d1 "${TLSOPTS[@]}" --reply-timeout 3 ${TLS_SUITE_DEBUG:-} || { failed=$((failed + 1)); finish; }
+MPORT=$(free_port)
+start_tls d1 "${TLSOPTS[@]}" --metrics-listen "127.0.0.1:$MPORT" --reply-timeout 3 ${TLS_SUITE_DEBUG:-} || { failed=$((failed + 1)); finish; }
 "$PY" "$TC" load "$TPORT" "$CA" bgload "$TMP/stop" >"$TMP/bg.out" 2>&1 &
 BGPID=$!
 LOADPIDS="$BGPID"
@@ -133,9 +163,22 @@ settings=$(settings)
 check "stats settings: ssl_enabled yes, ssl_chain_cert, ssl_verify_mode none" \
   bash -c "grep -q '^STAT ssl_enabled yes' <<<'$settings' && grep -q '^STAT ssl_chain_cert $TMP/server.pem' <<<'$settings' && grep -q '^STAT ssl_verify_mode none' <<<'$settings'"
 
+run "HTTPS /metrics: a counter figure follows what was allocated over TLS" \
+  scrape "$MPORT" "$TPORT" "$CA" 7
+run "a plain HTTP request to the HTTPS /metrics port fails cleanly" \
+  plainhttp "$MPORT" "$CA"
+check "the daemon logs /metrics as https" \
+  grep -q "Prometheus text at https://127.0.0.1:$MPORT/metrics" "$TMP/daemon.log"
+fp1=$(fp_file "$TMP/lc-server-1.pem") fp2=$(fp_file "$TMP/lc-server-2.pem")
+check "/metrics serves the data ports' certificate (lc-server-1's fingerprint)" \
+  eval '[ -n "$fp1" ] && [ "$(fp_served "$MPORT")" = "$fp1" ] && [ "$fp1" != "$fp2" ]'
 run "SIGHUP: new connections see the new certificate, old ones go on" \
   reload "$TPORT" "$CA" "$TMP/daemon.pid" "$TMP/server.pem" "$TMP/server.key" \
   "$TMP/lc-server-2.pem" "$TMP/lc-server-2.key" lc-server-2
+fpm=$(fp_served "$MPORT")
+echo "    /metrics after SIGHUP: $fpm"
+check "after SIGHUP a new /metrics connection sees the new certificate (lc-server-2's fingerprint)" \
+  eval '[ -n "$fp2" ] && [ "$fpm" = "$fp2" ]'
 printf 'not a certificate\n' >"$TMP/server.pem"
 kill -HUP "$DPID"; sleep 0.5
 out=$(subject)
@@ -173,7 +216,9 @@ check "the TLS clients saw increasing ids until the daemon closed" [ "$ok_all" =
 
 # ---- mutual TLS -----------------------------------------------------------
 cp "$TMP/lc-server-1.pem" "$TMP/server.pem"; cp "$TMP/lc-server-1.key" "$TMP/server.key"
-start_tls d1 "${TLSOPTS[@]}" --tls-ca "$CA" --tls-verify require --line-timeout 2 ||
+MPORT=$(free_port)
+start_tls d1 "${TLSOPTS[@]}" --tls-ca "$CA" --tls-verify require --line-timeout 2 \
+  --metrics-listen "127.0.0.1:$MPORT" ||
   { failed=$((failed + 1)); finish; }
 "$PY" "$TC" load "$TPORT" "$CA" bgload "$TMP/stop2" "$TMP/lc-client.pem" \
   "$TMP/lc-client.key" >"$TMP/bg.out" 2>&1 &
@@ -182,6 +227,10 @@ LOADPIDS="$BGPID"
 sleep 0.3
 run "mutual TLS: refused without a client certificate, served with one" \
   mtls "$TPORT" "$CA" "$TMP/lc-client.pem" "$TMP/lc-client.key"
+run "mutual TLS on /metrics: refused without a client certificate, 200 with one" \
+  metricsmtls "$MPORT" "$CA" "$TMP/lc-client.pem" "$TMP/lc-client.key"
+run "mutual TLS /metrics: a counter figure follows what was allocated" \
+  scrape "$MPORT" "$TPORT" "$CA" 5 "$TMP/lc-client.pem" "$TMP/lc-client.key"
 before=$(stats_value ssl_handshake_errors)
 run "a client that never starts the handshake is closed (--line-timeout 2)" \
   silent "$TPORT" 2
@@ -194,6 +243,27 @@ sed 's/^/    /' "$TMP/bg.out"
 check "meanwhile a client with a certificate allocated, every id higher" [ "$rc" = 0 ]
 stop_daemon TERM
 check "mutual TLS daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
+
+# ---- --auth-file and TLS together; a notls: /metrics ---------------------
+AUTH_ALICE="a$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+export AUTH_ALICE
+printf 'alice:%s\n' "$AUTH_ALICE" >"$TMP/auth"
+MPORT=$(free_port)
+start_tls d3 "${TLSOPTS[@]}" --auth-file "$TMP/auth" \
+  --metrics-listen "notls:127.0.0.1:$MPORT" || { failed=$((failed + 1)); finish; }
+TLS_LOAD_USER=alice "$PY" "$TC" load "$TPORT" "$CA" bgauth "$TMP/stop3" >"$TMP/bg3.out" 2>&1 &
+BGPID=$!
+LOADPIDS="$BGPID"
+run "auth over TLS: pymemcache authenticates and allocates; wrong password and incr before auth refused, closed" \
+  authtls "$TPORT" "$CA" authtls
+run "notls: /metrics is plain HTTP while TLS and auth are on" httpscrape "$MPORT"
+check "the daemon logs the notls: /metrics as http" \
+  grep -q "Prometheus text at http://127.0.0.1:$MPORT/metrics" "$TMP/daemon.log"
+touch "$TMP/stop3"; wait "$BGPID"; rc=$?; LOADPIDS=""
+sed 's/^/    /' "$TMP/bg3.out"
+check "meanwhile an authenticated TLS client allocated, every id higher" [ "$rc" = 0 ]
+stop_daemon TERM
+check "auth and TLS daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
 
 ok_all=1
 for name in pipe bgload unread unreadother term1 term2 term3 reload; do

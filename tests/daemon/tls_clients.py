@@ -28,6 +28,28 @@ throwaway ones in its temporary directory.
       Allocates NAME over TLS (with a client certificate if given) until
       STOPFILE exists (or, with STOPFILE "-", until the daemon closes the
       connection); every id higher than the last.  Prints how many.
+      With TLS_LOAD_USER=U in the environment it first authenticates as
+      U (password in AUTH_U) with the set handshake.
+  tls_clients.py scrape MPORT DPORT CA N [CERT KEY]
+      Scrapes https://127.0.0.1:MPORT/metrics (verified against CA, with a
+      client certificate if given), allocates N new names over TLS on
+      DPORT, scrapes again: logcounterd_counters grew by exactly N and
+      logcounterd_incr_ids_total by at least N.
+  tls_clients.py plainhttp MPORT CA
+      A plain HTTP request to the HTTPS /metrics port gets no HTTP answer
+      and is closed within 5 s; an HTTPS scrape right after answers 200.
+  tls_clients.py metricsmtls MPORT CA CERT KEY
+      Without a client certificate /metrics answers nothing (the
+      handshake fails); with CERT, KEY it answers 200.
+  tls_clients.py httpscrape MPORT
+      A plain HTTP scrape (a notls: --metrics-listen) answers 200 with
+      logcounterd_ samples; an HTTPS handshake there fails.
+  tls_clients.py authtls PORT CA NAME
+      --auth-file with TLS: pymemcache (tls_context) authenticates with
+      the set handshake (AUTH_ALICE) and allocates 1..20 on NAME; a wrong
+      password is answered CLIENT_ERROR authentication failed and the
+      connection closed, an incr before the handshake CLIENT_ERROR
+      unauthenticated and closed, each over TLS; NAME is still at 20.
 
 LC_TEST_SCALE=N (the sanitizer runs) divides the pipeline counts.
 Prints "ok ..." per check, "FAIL ..." (then exits 1) on the first failure.
@@ -38,6 +60,8 @@ import socket
 import ssl
 import sys
 import time
+import urllib.error
+import urllib.request
 
 from pymemcache.client.base import Client as PmClient
 from unread import race, small_socket
@@ -218,6 +242,12 @@ def unread(port, ca, name):
 
 def load(port, ca, name, stopfile, cert=None, key=None):
     t = Tls(port, context(ca, cert, key))
+    user = os.environ.get("TLS_LOAD_USER")
+    if user:
+        tok = "%s %s" % (user, os.environ["AUTH_" + user.upper()])
+        t.send(("set auth 0 0 %d\r\n%s\r\n" % (len(tok), tok)).encode())
+        if t.line() != "STORED":
+            fail("load %s: cannot authenticate as %s" % (name, user))
     last, n = 0, 0
     while stopfile == "-" or not os.path.exists(stopfile):
         try:
@@ -238,6 +268,146 @@ def load(port, ca, name, stopfile, cert=None, key=None):
        % (name, n, last))
 
 
+def https_get(mport, ctx, path="/metrics", timeout=5):
+    url = "https://127.0.0.1:%d%s" % (mport, path)
+    h = urllib.request.HTTPSHandler(context=ctx)
+    with urllib.request.build_opener(h).open(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+def sample(body, name):
+    for ln in body.splitlines():
+        if not ln.startswith("#"):
+            k, _, v = ln.rpartition(" ")
+            if k == name:
+                return float(v)
+    fail("no sample %s in the scrape" % name)
+
+
+def scrape(mport, dport, ca, n, cert=None, key=None):
+    ctx = context(ca, cert, key)
+    st, before = https_get(mport, ctx)
+    if st != 200:
+        fail("HTTPS /metrics: status %d" % st)
+    c0 = sample(before, "logcounterd_counters")
+    i0 = sample(before, "logcounterd_incr_ids_total")
+    t = Tls(dport, ctx)
+    tag = "scrape%d" % os.getpid()
+    for k in range(n):
+        v = t.ask("incr %s-%d 5" % (tag, k))
+        if not v.isdigit():
+            fail("incr %s-%d over TLS: %r" % (tag, k, v))
+    st, after = https_get(mport, ctx)
+    c1 = sample(after, "logcounterd_counters")
+    i1 = sample(after, "logcounterd_incr_ids_total")
+    if c1 - c0 != n:
+        fail("logcounterd_counters %g -> %g after %d new names, not +%d"
+             % (c0, c1, n, n))
+    if i1 - i0 < 5 * n:
+        fail("logcounterd_incr_ids_total %g -> %g after %d ids"
+             % (i0, i1, 5 * n))
+    ok("HTTPS /metrics: logcounterd_counters %g -> %g after %d new names, "
+       "incr_ids_total %g -> %g (>= +%d)" % (c0, c1, n, i0, i1, 5 * n))
+
+
+def plainhttp(mport, ca):
+    s = socket.create_connection(("127.0.0.1", mport), timeout=5)
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except ConnectionResetError:
+        pass
+    except socket.timeout:
+        fail("a plain HTTP request to the HTTPS port was not closed in 5 s")
+    if b"HTTP/" in got or b"logcounterd_" in got:
+        fail("a plain HTTP request to the HTTPS port was answered: %r"
+             % got[:100])
+    st, body = https_get(mport, context(ca))
+    if st != 200 or "logcounterd_incr_ids_total" not in body:
+        fail("HTTPS /metrics after the plain request: %d" % st)
+    ok("a plain HTTP request to the HTTPS /metrics port: no HTTP answer, "
+       "closed (%d bytes: a TLS alert at most); HTTPS still 200" % len(got))
+
+
+def metricsmtls(mport, ca, cert, key):
+    try:
+        st, _ = https_get(mport, context(ca))
+        fail("/metrics without a client certificate: answered %d" % st)
+    except SystemExit:
+        raise
+    except (ssl.SSLError, OSError, urllib.error.URLError) as e:
+        ok("/metrics without a client certificate: refused (%s)"
+           % type(e).__name__)
+    st, body = https_get(mport, context(ca, cert, key))
+    if st != 200 or "logcounterd_incr_ids_total" not in body:
+        fail("/metrics with a client certificate: %d" % st)
+    ok("/metrics with a client certificate: 200")
+
+
+def httpscrape(mport):
+    url = "http://127.0.0.1:%d/metrics" % mport
+    with urllib.request.urlopen(url, timeout=5) as r:
+        st, body = r.status, r.read().decode()
+    if st != 200 or "logcounterd_incr_ids_total" not in body:
+        fail("plain /metrics (notls:): %d" % st)
+    raw = socket.create_connection(("127.0.0.1", mport), timeout=5)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        fail("a TLS handshake succeeded on the notls: /metrics port")
+    except SystemExit:
+        raise
+    except (ssl.SSLError, OSError) as e:
+        ok("notls: /metrics is plain HTTP (200, %d bytes); a TLS handshake "
+           "there fails (%s)" % (len(body), type(e).__name__))
+
+
+def closed(t):
+    try:
+        while True:
+            if not t.s.recv(4096):
+                return True
+    except (OSError, ssl.SSLError):
+        return True
+
+
+def authtls(port, ca, name):
+    pw = os.environ["AUTH_ALICE"]
+    c = pm(port, ca)
+    if c.set("auth", "alice " + pw, noreply=False) is not True:
+        fail("pymemcache over TLS: the handshake set did not answer STORED")
+    got = [c.incr(name, 1) for _ in range(20)]
+    if got != list(range(1, 21)):
+        fail("pymemcache over TLS after auth: %r" % got[:5])
+    ok("pymemcache (tls_context) authenticates with set and allocates 1..20")
+    for what, req, want in (
+            ("a wrong password",
+             "set x 0 0 %d\r\nalice wrong-%s\r\nincr %s 1\r\n"
+             % (len("alice wrong-" + pw), pw, name),
+             "CLIENT_ERROR authentication failed"),
+            ("an incr before the handshake", "incr %s 1\r\n" % name,
+             "CLIENT_ERROR unauthenticated")):
+        t = Tls(port, context(ca), timeout=10)
+        t.send(req.encode())
+        r = t.line()
+        if r != want:
+            fail("%s over TLS: %r, not %r" % (what, r, want))
+        if not closed(t):
+            fail("%s over TLS: the connection stays open" % what)
+        ok("%s over TLS: %s, closed" % (what, r))
+    if c.incr(name, 1) != 21:
+        fail("after the refusals %s is not at 21: nothing refused may "
+             "allocate" % name)
+    ok("the refused requests allocated nothing (%s: 21 next)" % name)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     port = int(args[0])
@@ -255,6 +425,16 @@ def main():
         unread(port, args[1], args[2])
     elif cmd == "load":
         load(port, *args[1:6])
+    elif cmd == "scrape":
+        scrape(port, int(args[1]), args[2], int(args[3]), *args[4:6])
+    elif cmd == "plainhttp":
+        plainhttp(port, args[1])
+    elif cmd == "metricsmtls":
+        metricsmtls(port, *args[1:4])
+    elif cmd == "httpscrape":
+        httpscrape(port)
+    elif cmd == "authtls":
+        authtls(port, args[1], args[2])
     else:
         fail("unknown command " + cmd)
 
