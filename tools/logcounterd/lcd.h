@@ -12,7 +12,8 @@
  *   lcd_pool.c     running jobs: on the loop thread when the library
  *                  answers quickly, else on the worker threads
  *   lcd_listen.c   the TCP and unix-socket listeners, --max-connections
- *   lcd_tls.c      TLS on the TCP listeners: the SSL_CTX, its SIGHUP reload
+ *   lcd_tls.c      TLS on the TCP listeners and /metrics: the SSL_CTX, its
+ *                  SIGHUP reload
  *   lcd_stats.c    the "stats" and "stats settings" replies
  *   lcd_flush.c    the tally flusher thread (--flush-interval)
  *   lcd_notify.c   READY=1 / STOPPING=1 to systemd (sd_notify)
