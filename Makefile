@@ -34,7 +34,7 @@ LC_BASE   = -std=c11 -Wall -Wextra -Wshadow -Wmissing-prototypes \
 # only the public header.
 LC_CFLAGS   = $(LC_BASE) -Iinclude -Isrc
 TOOL_CFLAGS = $(LC_BASE) -Iinclude
-LIBS      = -lmemcachedutil -lmemcached -lleveldb -lcrypto -pthread
+LIBS      = -lmemcachedutil -lmemcached -lleveldb -lssl -lcrypto -pthread
 
 LIB_SRC   = $(wildcard src/*.c)
 LIB_OBJ   = $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -170,7 +170,7 @@ export $(BENCH_VARS)
 
 $(BENCH_BIN): $(BENCH_SRC) $(wildcard bench/*.h common/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ibench -Icommon -o $@ $(BENCH_SRC) $(LIB_A) $(LIBS) -lssl -lcrypto -lm
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Ibench -Icommon -o $@ $(BENCH_SRC) $(LIB_A) $(LIBS) -lm
 
 bench:
 	@tests/deps.sh gnuplot-nox
@@ -201,7 +201,7 @@ all: $(DAEMON)
 # sd_notify (tools/logcounterd/lcd_notify.c): Debian's libsystemd-dev.
 SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
 $(DAEMON): $(DAEMON_SRC) $(wildcard tools/logcounterd/*.h) $(LIB_A)
-	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads -levent_openssl -lssl -lcrypto $(SYSTEMD_LIBS)
+	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads -levent_openssl $(SYSTEMD_LIBS)
 
 # The systemd unit (dist/logcounterd.service.in, Type=notify) with
 # @BINDIR@ replaced, rendered again when BINDIR changes (like the .pc);

@@ -38,15 +38,16 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 6
+#define LC_VERSION_MINOR 7
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.6.0"
+#define LC_VERSION_STRING "0.7.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
  * 1: lc_prune_result grew (ledger_deleted), proto.c left the library.
  * 2: lc_options grew (the admin socket, retention).
  * 3: lc_options grew (replication).
- * 4: lc_options grew (user and password for remote mode). */
-#define LC_SOVERSION 4
+ * 4: lc_options grew (user and password for remote mode).
+ * 5: lc_options grew (TLS for remote mode). */
+#define LC_SOVERSION 5
 
 #define LC_VALUE_MAX INT64_MAX /* the largest value ever handed out */
 #define LC_NAME_MAX 200        /* longest counter name, in bytes */
@@ -239,6 +240,16 @@ typedef struct lc_options {
    * refuses a side without.  Copied at lc_open, never logged or sent.
    * The stream itself is not encrypted. */
   const char *replication_secret;
+  /* (0.7) Remote mode over TLS, to a logcounterd with --tls-cert: tls_ca
+   * is the PEM file of the CAs the daemon's certificate must chain to,
+   * and the certificate must name the host of server (an IP address or a
+   * DNS name).  tls_cert and tls_key (PEM, both or neither) are this
+   * client's certificate, for a daemon with --tls-verify require.  Read
+   * at lc_open; a file that cannot be used is LC_EINVAL.  Not for a unix
+   * socket server. */
+  const char *tls_ca;
+  const char *tls_cert;
+  const char *tls_key;
 } lc_options;
 
 #define LC_STANDBY_REQUIRED 0

@@ -33,6 +33,7 @@
  * buffer, and a timeout for each wait. */
 typedef struct lc__aconn {
   int fd;
+  struct ssl_st *ssl; /* TLS over fd (tls.c), or NULL: plain */
   int timeout_ms; /* for each read or write wait */
   size_t rpos, rlen, wlen;
   char rbuf[LC__ADMIN_LINE_MAX + 2];
@@ -40,6 +41,8 @@ typedef struct lc__aconn {
 } lc__aconn;
 
 void lc__aconn_init(lc__aconn *c, int fd, int timeout_ms);
+/* Closes fd (after a TLS close_notify when ssl is set). */
+void lc__aconn_close(lc__aconn *c);
 /* The next line (without its "\r\n", NUL-terminated, valid until the next
  * call): 1, 0 at a clean end of the stream, or a negative code. */
 int lc__aconn_readline(lc__aconn *c, char **line);

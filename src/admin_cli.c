@@ -48,7 +48,7 @@ static int dial(const char *path, int *out) {
 
 void lc__astream_close(lc__astream *s) {
   if (s == NULL) return;
-  close(s->conn.fd);
+  lc__aconn_close(&s->conn);
   free(s);
 }
 

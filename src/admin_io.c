@@ -1,10 +1,15 @@
 /*
  * admin_io.c - line I/O on an admin connection, with a timeout on every
- * wait (poll), so neither side of the admin channel waits forever.
+ * wait (poll), so neither side of the admin channel waits forever.  The
+ * same buffered lines carry remote mode over TLS (tls.c): with c->ssl set,
+ * bytes go through OpenSSL on the non-blocking socket, and a wait is for
+ * what OpenSSL asks (reading or writing, in either direction).
  */
 #include "admin.h"
 
 #include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,8 +18,13 @@
 
 void lc__aconn_init(lc__aconn *c, int fd, int timeout_ms) {
   c->fd = fd;
+  c->ssl = NULL;
   c->timeout_ms = timeout_ms;
   c->rpos = c->rlen = c->wlen = 0;
+}
+
+static const char *where(const lc__aconn *c) {
+  return c->ssl ? "server" : "admin socket";
 }
 
 /* Waits for fd to become readable (POLLIN) or writable (POLLOUT). */
@@ -24,11 +34,60 @@ static int wait_fd(lc__aconn *c, short what) {
     int n = poll(&p, 1, c->timeout_ms);
     if (n > 0) return 0;
     if (n == 0)
-      return lc__fail(LC_ETIMEDOUT, "admin socket: no %s within %d ms",
+      return lc__fail(LC_ETIMEDOUT, "%s: no %s within %d ms", where(c),
                       what == POLLIN ? "answer" : "room to write",
                       c->timeout_ms);
     if (errno != EINTR)
-      return lc__fail(LC_EREMOTE, "admin socket: poll: %s", strerror(errno));
+      return lc__fail(LC_EREMOTE, "%s: poll: %s", where(c), strerror(errno));
+  }
+}
+
+void lc__aconn_close(lc__aconn *c) {
+  if (c->ssl) {
+    SSL_shutdown(c->ssl); /* close_notify, if the socket takes it now */
+    SSL_free(c->ssl);
+    c->ssl = NULL;
+  }
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
+}
+
+/* One read (want 0) or write (want 1) of up to n bytes: the count, 0 at
+ * the end of the stream (reads), or a negative code; waits as needed. */
+static ssize_t io(lc__aconn *c, int want, char *p, size_t n) {
+  for (;;) {
+    if (c->ssl == NULL) {
+      ssize_t got = want ? send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT)
+                         : recv(c->fd, p, n, MSG_DONTWAIT);
+      if (got >= 0) return got;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        return lc__fail(LC_EREMOTE, "%s: %s: %s", where(c),
+                        want ? "write" : "read", strerror(errno));
+      int rc = wait_fd(c, want ? POLLOUT : POLLIN);
+      if (rc) return rc;
+      continue;
+    }
+    int len = n > INT32_MAX ? INT32_MAX : (int)n;
+    ERR_clear_error();
+    int got = want ? SSL_write(c->ssl, p, len) : SSL_read(c->ssl, p, len);
+    if (got > 0) return got;
+    int e = SSL_get_error(c->ssl, got), rc;
+    if (e == SSL_ERROR_ZERO_RETURN && !want) return 0;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      if ((rc = wait_fd(c, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)) != 0)
+        return rc;
+      continue;
+    }
+    if (e == SSL_ERROR_SYSCALL && errno == EINTR) continue;
+    char buf[160];
+    unsigned long err = ERR_get_error();
+    if (err) ERR_error_string_n(err, buf, sizeof buf);
+    return lc__fail(LC_EREMOTE, "%s: TLS %s: %s", where(c),
+                    want ? "write" : "read",
+                    err ? buf : (e == SSL_ERROR_SYSCALL && errno)
+                                    ? strerror(errno)
+                                    : "the peer closed the connection");
   }
 }
 
@@ -50,18 +109,13 @@ int lc__aconn_readline(lc__aconn *c, char **line) {
       c->rpos = 0;
     }
     if (c->rlen >= LC__ADMIN_LINE_MAX)
-      return lc__fail(LC_EREMOTE, "admin socket: a line over %d bytes",
+      return lc__fail(LC_EREMOTE, "%s: a line over %d bytes", where(c),
                       LC__ADMIN_LINE_MAX);
-    int rc = wait_fd(c, POLLIN);
-    if (rc) return rc;
-    ssize_t got = recv(c->fd, c->rbuf + c->rlen, LC__ADMIN_LINE_MAX - c->rlen,
-                       0);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got < 0)
-      return lc__fail(LC_EREMOTE, "admin socket: read: %s", strerror(errno));
+    ssize_t got = io(c, 0, c->rbuf + c->rlen, LC__ADMIN_LINE_MAX - c->rlen);
+    if (got < 0) return (int)got;
     if (got == 0) {
       if (c->rlen == 0) return 0;
-      return lc__fail(LC_EREMOTE, "admin socket: closed in mid-line");
+      return lc__fail(LC_EREMOTE, "%s: closed in mid-line", where(c));
     }
     c->rlen += (size_t)got;
   }
@@ -70,19 +124,9 @@ int lc__aconn_readline(lc__aconn *c, char **line) {
 int lc__aconn_flush(lc__aconn *c) {
   size_t done = 0;
   while (done < c->wlen) {
-    ssize_t n = send(c->fd, c->wbuf + done, c->wlen - done,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      done += (size_t)n;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int rc = wait_fd(c, POLLOUT);
-      if (rc) return rc;
-      continue;
-    }
-    return lc__fail(LC_EREMOTE, "admin socket: write: %s", strerror(errno));
+    ssize_t n = io(c, 1, c->wbuf + done, c->wlen - done);
+    if (n < 0) return (int)n;
+    done += (size_t)n;
   }
   c->wlen = 0;
   return 0;

@@ -327,7 +327,7 @@ static void *follower(void *arg) {
     f->state = "connecting";
     pthread_mutex_unlock(&f->mu);
     int fd = -1;
-    int rc = lc__wire_connect(h->opt.standby_of, 1000, &fd);
+    int rc = lc__wire_connect("replication", h->opt.standby_of, 1000, &fd);
     pthread_mutex_lock(&f->mu);
     if (!rc && f->stop) rc = LC_EREMOTE;
     if (!rc) f->fd = fd;

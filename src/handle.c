@@ -130,6 +130,23 @@ static int check_credentials(const lc_options *o, bool remote) {
   return 0;
 }
 
+/* tls_cert and tls_key go together, and with tls_ca, in remote mode. */
+static int check_tls(const lc_options *o, bool remote) {
+  bool ca = o->tls_ca && o->tls_ca[0], cert = o->tls_cert && o->tls_cert[0],
+       key = o->tls_key && o->tls_key[0];
+  if (!ca && !cert && !key) return 0;
+  if (!remote)
+    return lc__fail(LC_EINVAL, "TLS options are for remote mode "
+                               "(lc_options.server)");
+  if (!ca) return lc__fail(LC_EINVAL, "a client certificate needs tls_ca");
+  if (cert != key)
+    return lc__fail(LC_EINVAL, "give both tls_cert and tls_key, or neither");
+  if (o->server[0] == '/')
+    return lc__fail(LC_EINVAL, "TLS is for a HOST:PORT server, not a unix "
+                               "socket");
+  return 0;
+}
+
 int lc_open(const lc_options *o, lc_t **out) {
   lc__detail_clear();
   if (o == NULL || out == NULL)
@@ -162,7 +179,9 @@ int lc_open(const lc_options *o, lc_t **out) {
     return lc__fail(LC_EINVAL, "unknown standby mode %d", o->standby_mode);
   if (o->standby_timeout_ms < 0)
     return lc__fail(LC_EINVAL, "negative standby timeout");
-  if ((rc = check_credentials(o, remote)) != 0) return rc;
+  if ((rc = check_credentials(o, remote)) != 0 ||
+      (rc = check_tls(o, remote)) != 0)
+    return rc;
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
   pthread_mutex_init(&h->promote_mu, NULL);
@@ -201,6 +220,7 @@ int lc_open(const lc_options *o, lc_t **out) {
                   : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                                    h->opt.pool_size);
   h->opt.user = h->opt.password = NULL; /* copied into the caches */
+  h->opt.tls_ca = h->opt.tls_cert = h->opt.tls_key = NULL; /* read */
   if (!rc && !remote) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
     if (!rc && ((rc = lc__log_identity(&h->log, h->log_id)) != 0 ||
@@ -233,8 +253,7 @@ int lc_open(const lc_options *o, lc_t **out) {
     unwind(h, started);
     lc__table_close(&h->counters, &h->log, &h->cache);
     lc__tallies_close(&h->tallies);
-    lc__cache_close(&h->cache);
-    if (h->has_alt) lc__cache_close(&h->alt);
+    lc__remote_close(h);
     free_handle(h);
     return rc;
   }
@@ -259,8 +278,7 @@ int lc_close(lc_t *h) {
   lc__tallies_close(&h->tallies);
   lc__repl_stop(h); /* after the last writes: the standby gets them */
   if (!h->remote) lc__log_close(&h->log);
-  lc__cache_close(&h->cache);
-  if (h->has_alt) lc__cache_close(&h->alt);
+  lc__remote_close(h);
   free_handle(h);
   return rc;
 }

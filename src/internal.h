@@ -271,10 +271,24 @@ typedef struct lc__tallies {
 void lc__tallies_init(lc__tallies *t);
 void lc__tallies_close(lc__tallies *t);
 
+/* ---- tls.c: remote mode over TLS (lc_options.tls_ca) ---- */
+typedef struct lc__tls lc__tls;
+/* A pool of TLS connections to addr "HOST:PORT" (the options' CA, client
+ * certificate, user, timeout and pool size); none is opened yet. */
+int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr);
+void lc__tls_close(lc__tls *t);
+/* As lc__cache_incr and lc__cache_get: 0 and *v, LC__MISS, or negative
+ * (the daemon's SERVER_ERROR line in the detail). */
+int lc__tls_incr(lc__tls *t, const char *key, uint64_t n, uint64_t *v);
+int lc__tls_get(lc__tls *t, const char *key, uint64_t *v);
+
 /* ---- remote.c ---- */
 int lc__remote_config(const char *server, char *buf, size_t size);
 /* Opens h->cache (and h->alt for "A,B"). */
 int lc__remote_open(lc_t *h);
+/* Closes every pool of the handle: cache, alt and the TLS ones (each
+ * safe unopened). */
+void lc__remote_close(lc_t *h);
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
 int lc__remote_current(lc_t *h, const char *name, int64_t *value);
 /* Fails remote handles for calls that need the log; 0 otherwise (an
@@ -356,6 +370,7 @@ struct lc {
    * go to cache[active] and move to the other when it refuses as a
    * standby or cannot be reached */
   lc__cache alt;
+  lc__tls *tls[2]; /* with tls_ca: the pools used instead of cache, alt */
   bool has_alt;
   _Atomic int active;
   lc__log log;

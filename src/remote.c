@@ -9,7 +9,8 @@
  * (e.g. "SERVER_ERROR EOVERFLOW ..."), which is mapped back to its code.
  *
  * With lc_options.user, each connection authenticates first (cache.c:
- * memcached's text handshake, the daemon's --auth-file).
+ * memcached's text handshake, the daemon's --auth-file).  With
+ * lc_options.tls_ca the same requests go over TLS (tls.c) instead.
  *
  * "PRIMARY,STANDBY" (two TCP daemons): each call goes to the one that
  * answered last and, when it answers ESTANDBY or cannot be reached, once
@@ -61,8 +62,30 @@ static int check_serial_name(const char *name) {
   return 0;
 }
 
+/* One daemon's pool (i 0: the first, 1: the standby of "A,B"). */
+static int open_one(lc_t *h, int i, const char *addr) {
+  if (h->opt.tls_ca && h->opt.tls_ca[0]) return lc__tls_open(&h->tls[i], &h->opt, addr);
+  char config[1100];
+  lc__cache *c = i ? &h->alt : &h->cache;
+  int rc = lc__remote_config(addr, config, sizeof config);
+  if (!rc) rc = lc__cache_open(c, config, h->opt.timeout_ms, h->opt.pool_size);
+  if (!rc && h->opt.user)
+    rc = lc__cache_set_auth(c, h->opt.user, h->opt.password);
+  if (rc) lc__cache_close(c);
+  return rc;
+}
+
+void lc__remote_close(lc_t *h) {
+  for (int i = 0; i < 2; i++) {
+    lc__tls_close(h->tls[i]);
+    h->tls[i] = NULL;
+  }
+  lc__cache_close(&h->alt);
+  lc__cache_close(&h->cache);
+}
+
 int lc__remote_open(lc_t *h) {
-  char config[1100], first[1024];
+  char first[1024];
   const char *s = h->server, *comma = s[0] == '/' ? NULL : strchr(s, ',');
   if (comma) {
     size_t n = (size_t)(comma - s);
@@ -74,19 +97,10 @@ int lc__remote_open(lc_t *h) {
     first[n] = '\0';
     s = first;
   }
-  int rc = lc__remote_config(s, config, sizeof config);
-  if (!rc)
-    rc = lc__cache_open(&h->cache, config, h->opt.timeout_ms, h->opt.pool_size);
-  if (!rc && h->opt.user)
-    rc = lc__cache_set_auth(&h->cache, h->opt.user, h->opt.password);
+  int rc = open_one(h, 0, s);
   if (rc || !comma) return rc;
-  if ((rc = lc__remote_config(comma + 1, config, sizeof config)) != 0 ||
-      (rc = lc__cache_open(&h->alt, config, h->opt.timeout_ms,
-                           h->opt.pool_size)) != 0 ||
-      (h->opt.user &&
-       (rc = lc__cache_set_auth(&h->alt, h->opt.user, h->opt.password)))) {
-    lc__cache_close(&h->alt);
-    lc__cache_close(&h->cache);
+  if ((rc = open_one(h, 1, comma + 1)) != 0) {
+    lc__remote_close(h);
     return rc;
   }
   h->has_alt = true;
@@ -108,8 +122,12 @@ static int ask(lc_t *h, bool incr, const char *name, uint64_t n, uint64_t *v) {
   int at = atomic_load(&h->active), rc;
   for (int tries = 0;; tries++) {
     lc__cache *c = at ? &h->alt : &h->cache;
-    rc = incr ? lc__cache_incr(c, name, strlen(name), n, v)
-              : lc__cache_get(c, name, strlen(name), v);
+    lc__tls *t = h->tls[at];
+    if (t)
+      rc = incr ? lc__tls_incr(t, name, n, v) : lc__tls_get(t, name, v);
+    else
+      rc = incr ? lc__cache_incr(c, name, strlen(name), n, v)
+                : lc__cache_get(c, name, strlen(name), v);
     if (rc < 0) rc = code_from_detail(rc);
     if (tries == 1 || !other_may(h, rc)) break;
     at = !at;

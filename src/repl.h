@@ -54,7 +54,9 @@ void lc__buf_free(lc__buf *b);
 
 /* TCP: "HOST:PORT" (numeric or a name; IPv4 or IPv6). */
 int lc__wire_listen(const char *addr, int *fd);
-int lc__wire_connect(const char *addr, int timeout_ms, int *fd);
+/* what names the connection in errors ("replication", "server"). */
+int lc__wire_connect(const char *what, const char *addr, int timeout_ms,
+                     int *fd);
 /* One frame; LC_EREMOTE (closed, timed out, too long) with the detail. */
 int lc__wire_send(int fd, char type, const void *p, size_t n, int timeout_ms);
 int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms);

@@ -47,10 +47,11 @@ void lc__buf_free(lc__buf *b) {
 }
 
 /* Splits "HOST:PORT" (the last colon; "[v6]:PORT" too). */
-static int resolve(const char *addr, bool passive, struct addrinfo **out) {
+static int resolve(const char *what, const char *addr, bool passive,
+                   struct addrinfo **out) {
   const char *colon = addr ? strrchr(addr, ':') : NULL;
   if (colon == NULL || colon == addr || colon[1] == '\0')
-    return lc__fail(LC_EINVAL, "replication address '%s': use HOST:PORT",
+    return lc__fail(LC_EINVAL, "%s address '%s': use HOST:PORT", what,
                     addr ? addr : "(null)");
   char host[256];
   size_t n = (size_t)(colon - addr);
@@ -59,21 +60,22 @@ static int resolve(const char *addr, bool passive, struct addrinfo **out) {
     n -= 2;
   }
   if (n >= sizeof host)
-    return lc__fail(LC_EINVAL, "replication address '%s': host too long", addr);
+    return lc__fail(LC_EINVAL, "%s address '%s': host too long", what,
+                    addr);
   memcpy(host, addr, n);
   host[n] = '\0';
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
                            .ai_flags = passive ? AI_PASSIVE : 0};
   int e = getaddrinfo(host, colon + 1, &hints, out);
   if (e)
-    return lc__fail(LC_EINVAL, "replication address '%s': %s", addr,
+    return lc__fail(LC_EINVAL, "%s address '%s': %s", what, addr,
                     gai_strerror(e));
   return 0;
 }
 
 int lc__wire_listen(const char *addr, int *fd) {
   struct addrinfo *ai;
-  int rc = resolve(addr, true, &ai);
+  int rc = resolve("replication", addr, true, &ai);
   if (rc) return rc;
   int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
   int one = 1;
@@ -89,26 +91,28 @@ int lc__wire_listen(const char *addr, int *fd) {
   return rc;
 }
 
-static int wait_fd(int fd, short ev, int timeout_ms, const char *what) {
+static int wait_fd(int fd, short ev, int timeout_ms, const char *what,
+                   const char *who) {
   struct pollfd p = {.fd = fd, .events = ev};
   for (;;) {
     int n = poll(&p, 1, timeout_ms);
     if (n > 0) return 0;
     if (n == 0)
-      return lc__fail(LC_EREMOTE, "replication: no %s within %d ms", what,
+      return lc__fail(LC_EREMOTE, "%s: no %s within %d ms", who, what,
                       timeout_ms);
     if (errno != EINTR)
-      return lc__fail(LC_EREMOTE, "replication: poll: %s", strerror(errno));
+      return lc__fail(LC_EREMOTE, "%s: poll: %s", who, strerror(errno));
   }
 }
 
-int lc__wire_connect(const char *addr, int timeout_ms, int *fd) {
+int lc__wire_connect(const char *what, const char *addr, int timeout_ms,
+                     int *fd) {
   struct addrinfo *ai;
-  int rc = resolve(addr, false, &ai);
+  int rc = resolve(what, addr, false, &ai);
   if (rc) return rc;
   int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
   if (s < 0) {
-    rc = lc__fail(LC_EREMOTE, "replication: socket: %s", strerror(errno));
+    rc = lc__fail(LC_EREMOTE, "%s: socket: %s", what, strerror(errno));
   } else {
     fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
     int err = 0;
@@ -116,12 +120,12 @@ int lc__wire_connect(const char *addr, int timeout_ms, int *fd) {
     if (connect(s, ai->ai_addr, ai->ai_addrlen) != 0) {
       err = errno;
       if (err == EINPROGRESS &&
-          (rc = wait_fd(s, POLLOUT, timeout_ms, "connection")) == 0 &&
+          (rc = wait_fd(s, POLLOUT, timeout_ms, "connection", what)) == 0 &&
           getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
     }
     if (!rc && err)
-      rc = lc__fail(LC_EREMOTE, "replication: connect to %s: %s", addr,
+      rc = lc__fail(LC_EREMOTE, "%s: connect to %s: %s", what, addr,
                     strerror(err));
     int one = 1;
     if (!rc) setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -144,7 +148,7 @@ static int send_all(int fd, const char *p, size_t n, int timeout_ms) {
     } else if (w < 0 && errno == EINTR) {
       continue;
     } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int rc = wait_fd(fd, POLLOUT, timeout_ms, "room to send");
+      int rc = wait_fd(fd, POLLOUT, timeout_ms, "room to send", "replication");
       if (rc) return rc;
     } else {
       return lc__fail(LC_EREMOTE, "replication: send: %s",
@@ -174,7 +178,7 @@ static int recv_all(int fd, char *p, size_t n, int timeout_ms) {
     } else if (errno == EINTR) {
       continue;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      int rc = wait_fd(fd, POLLIN, timeout_ms, "frame");
+      int rc = wait_fd(fd, POLLIN, timeout_ms, "frame", "replication");
       if (rc) return rc;
     } else {
       return lc__fail(LC_EREMOTE, "replication: recv: %s", strerror(errno));

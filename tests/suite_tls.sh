@@ -43,7 +43,7 @@ PY=/usr/bin/python3 TC=tests/daemon/tls_clients.py
 SUITE=tls
 . tests/check.sh
 
-for bin in "$DAEMON" "$CLI"; do
+for bin in "$DAEMON" "$CLI" "$B/tests/lc_remote"; do
   [ -x "$bin" ] || { echo "suite_tls: $bin not built" >&2; failed=1; finish; }
 done
 command -v openssl >/dev/null ||
@@ -194,6 +194,40 @@ touch "$TMP/stop"; wait "$BGPID"; rc=$?; LOADPIDS=""
 sed 's/^/    /' "$TMP/bg.out"
 check "meanwhile another TLS client allocated, every id higher" [ "$rc" = 0 ]
 
+# ---- the CLI (and the library's remote mode) over TLS ---------------------
+# tcli ARGS...: logcounter over TLS to the daemon now on TPORT
+tcli() { "$CLI" --server "127.0.0.1:$TPORT" --tls-ca "$CA" "$@"; }
+a=$(tcli next clitls 2>"$TMP/cli.err") && b=$(tcli next clitls 2>>"$TMP/cli.err")
+check "logcounter --tls-ca: two next calls over TLS give consecutive ids ($a, $b)" \
+  [ -n "$a" ] && [ "$b" = $((a + 1)) ]
+check "the plain (notls:) port's current agrees: $b" \
+  [ "$("$CLI" --server "127.0.0.1:$DPORT" current clitls 2>&1)" = "$b" ]
+"$CLI" --server "127.0.0.1:$TPORT" --tls-ca "$TMP/lc-client.pem" next clitls >"$TMP/o" 2>"$TMP/e"; rc=$?
+sed 's/^/    /' "$TMP/e"
+check "--tls-ca that the server's certificate does not chain to: refused, says why" \
+  [ "$rc" != 0 ] && grep -q "certificate" "$TMP/e"
+timeout 20 "$CLI" --server "127.0.0.1:$DPORT" --tls-ca "$CA" --timeout 2000 next clitls >"$TMP/o" 2>"$TMP/e"; rc=$?
+sed 's/^/    /' "$TMP/e"
+check "--tls-ca against the plain port: a clear TLS error within the timeout, no id" \
+  [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "TLS" "$TMP/e" && [ ! -s "$TMP/o" ]
+tcli --tls-cert "$TMP/lc-client.pem" next x >/dev/null 2>&1; rc=$?
+check "logcounter --tls-cert without --tls-key: usage error (2)" [ "$rc" = 2 ]
+c=$("$CLI" --server "127.0.0.1:$DPORT" current clitls 2>&1)
+check "no refused call allocated an id ($c = $b)" [ "$c" = "$b" ]
+# remote WHAT NAME THREADS CALLS POOL CA [CERT KEY] [USER]: lc_remote (one
+# handle over TLS to TPORT, its pool smaller than its threads); one check.
+remote() {
+  local what=$1; shift
+  "$REMOTE" "127.0.0.1:$TPORT" "$@" >"$TMP/r.out" 2>&1; local rc=$?
+  sed 's/^/    /' "$TMP/r.out"
+  check "$what" [ "$rc" = 0 ]
+}
+REMOTE=$B/tests/lc_remote
+remote "the library over TLS: 8 threads, a pool of 2, 4,000 ids distinct and in order" \
+  libtls 8 500 2 "$CA"
+c=$("$CLI" --server "127.0.0.1:$DPORT" current libtls 2>&1)
+check "the daemon stands at the last of them ($c)" [ "$c" = 4000 ]
+
 # SIGTERM while TLS clients allocate
 pids=""
 for i in 1 2 3; do
@@ -235,6 +269,13 @@ before=$(stats_value ssl_handshake_errors)
 run "a client that never starts the handshake is closed (--line-timeout 2)" \
   silent "$TPORT" 2
 check "ssl_handshake_errors counts it" [ "$(stats_value ssl_handshake_errors)" -gt "$before" ]
+tcli next climtls >"$TMP/o" 2>"$TMP/e"; rc=$?
+sed 's/^/    /' "$TMP/e"
+check "logcounter --tls-ca without a client certificate, mutual TLS: refused" [ "$rc" != 0 ] && [ ! -s "$TMP/o" ]
+a=$(tcli --tls-cert "$TMP/lc-client.pem" --tls-key "$TMP/lc-client.key" next climtls 2>&1)
+check "logcounter --tls-cert/--tls-key, mutual TLS: allocates ($a)" [ "$a" = 1 ]
+remote "the library over mutual TLS: 4 threads, a pool of 3" \
+  libmtls 4 500 3 "$CA" "$TMP/lc-client.pem" "$TMP/lc-client.key"
 settings=$(settings)
 check "stats settings: ssl_verify_mode require, ssl_ca_cert" \
   bash -c "grep -q '^STAT ssl_verify_mode require' <<<'$settings' && grep -q '^STAT ssl_ca_cert $CA' <<<'$settings'"
@@ -257,6 +298,18 @@ LOADPIDS="$BGPID"
 run "auth over TLS: pymemcache authenticates and allocates; wrong password and incr before auth refused, closed" \
   authtls "$TPORT" "$CA" authtls
 run "notls: /metrics is plain HTTP while TLS and auth are on" httpscrape "$MPORT"
+a=$(LOGCOUNTER_PASSWORD=$AUTH_ALICE tcli --user alice next cliauth 2>&1)
+b=$(LOGCOUNTER_PASSWORD=$AUTH_ALICE tcli --user alice next cliauth 2>&1)
+check "logcounter --user --tls-ca: authenticates over TLS and allocates ($a, $b)" \
+  [ "$a" = 1 ] && [ "$b" = 2 ]
+LOGCOUNTER_PASSWORD=wrong tcli --user alice next cliauth >"$TMP/o" 2>"$TMP/e"; rc=$?
+sed 's/^/    /' "$TMP/e"
+check "a wrong password over TLS: refused (authentication), no id" \
+  [ "$rc" != 0 ] && grep -qi "authentication" "$TMP/e" && [ ! -s "$TMP/o" ]
+tcli next cliauth >"$TMP/o" 2>"$TMP/e"; rc=$?
+check "no --user against --auth-file over TLS: refused, no id" [ "$rc" != 0 ] && [ ! -s "$TMP/o" ]
+LC_REMOTE_PASSWORD=$AUTH_ALICE remote "the library with a user over TLS: 8 threads, a pool of 4" \
+  libauth 8 500 4 "$CA" "" "" alice
 check "the daemon logs the notls: /metrics as http" \
   grep -q "Prometheus text at http://127.0.0.1:$MPORT/metrics" "$TMP/daemon.log"
 touch "$TMP/stop3"; wait "$BGPID"; rc=$?; LOADPIDS=""

@@ -63,6 +63,7 @@ struct cli {
   const char *user;              /* --user: authenticate to it; NULL: no */
   char password[256];            /* read from --password-file or the
                                     environment, never the command line */
+  const char *tls_ca, *tls_cert, *tls_key; /* --tls-*: TLS to it */
   char via[MAX_SERVER_LEN + 32]; /* " through logcounterd 'ADDR'", or "" */
   lc_durability_t durability;
   uint64_t prefetch; /* lc_options.prefetch */

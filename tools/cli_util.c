@@ -396,6 +396,9 @@ static int open_remote(struct cli *c) {
     o.user = c->user;
     o.password = c->password;
   }
+  o.tls_ca = c->tls_ca;
+  o.tls_cert = c->tls_cert;
+  o.tls_key = c->tls_key;
   int rc = lc_open(&o, &c->h);
   if (rc) {
     c->h = NULL;

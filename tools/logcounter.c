@@ -243,6 +243,13 @@ static void print_general_help(FILE *f) {
       "                       line of --password-file FILE (default:\n"
       "                       $LOGCOUNTER_PASSWORD_FILE), else\n"
       "                       $LOGCOUNTER_PASSWORD, never an argument\n"
+      "  --tls-ca FILE        speak TLS to a logcounterd with --tls-cert: its\n"
+      "                       certificate must chain to these PEM CAs and\n"
+      "                       name the host of --server (default:\n"
+      "                       $LOGCOUNTER_TLS_CA)\n"
+      "  --tls-cert FILE, --tls-key FILE\n"
+      "                       this client's certificate and key (PEM), for a\n"
+      "                       daemon with --tls-verify require\n"
       "  --memcached CONFIG   memcached servers, libmemcached syntax\n"
       "                       (default: $LOGCOUNTER_MEMCACHED, else\n"
       "                       " DEFAULT_MEMCACHED ")\n"
@@ -306,6 +313,9 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
       {"server", required_argument, NULL, 'R'},
       {"user", required_argument, NULL, 'U'},
       {"password-file", required_argument, NULL, 'F'},
+      {"tls-ca", required_argument, NULL, 'A'},
+      {"tls-cert", required_argument, NULL, 'C'},
+      {"tls-key", required_argument, NULL, 'K'},
       {"memcached", required_argument, NULL, 'M'},
       {"db", required_argument, NULL, 'D'},
       {"durability", required_argument, NULL, 'S'},
@@ -324,6 +334,7 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
   const char *server_from = "LOGCOUNTER_SERVER";
   const char *password_file = getenv("LOGCOUNTER_PASSWORD_FILE");
   c->user = getenv("LOGCOUNTER_USER");
+  c->tls_ca = getenv("LOGCOUNTER_TLS_CA");
   uint64_t v;
   int opt;
   opterr = 0;
@@ -338,6 +349,9 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
       break;
     case 'U': c->user = optarg; break;
     case 'F': password_file = optarg; break;
+    case 'A': c->tls_ca = optarg; break;
+    case 'C': c->tls_cert = optarg; break;
+    case 'K': c->tls_key = optarg; break;
     case 'M': c->memcached = optarg; break;
     case 'D': c->db = optarg; break;
     case 'S':
@@ -370,6 +384,14 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
   if (c->user && !(c->server && *c->server))
     return cli_usage_error(NULL, "--user is for a logcounterd: give --server");
   if (c->user && read_password(c, password_file) != 0) return EXIT_USAGE;
+  if (c->tls_ca && !*c->tls_ca) c->tls_ca = NULL;
+  if ((c->tls_ca || c->tls_cert || c->tls_key) && !(c->server && *c->server))
+    return cli_usage_error(NULL, "--tls-ca is for a logcounterd: give "
+                                 "--server");
+  if (!c->tls_ca && (c->tls_cert || c->tls_key))
+    return cli_usage_error(NULL, "--tls-cert and --tls-key need --tls-ca");
+  if (!c->tls_cert != !c->tls_key)
+    return cli_usage_error(NULL, "give both --tls-cert and --tls-key");
   if (version) {
     if (c->json)
       printf("{\"version\":\"%s\"}\n", lc_version());

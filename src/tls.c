@@ -1,0 +1,370 @@
+/*
+ * tls.c - remote mode over TLS (lc_options.tls_ca): a pool of TLS
+ * connections to one logcounterd, speaking the two requests remote mode
+ * needs ("incr NAME n", "get NAME") and memcached's auth handshake.
+ * libmemcached has no TLS, so this is our own small client: OpenSSL on a
+ * non-blocking socket, lines through admin_io.c's buffered connection,
+ * every wait bounded by timeout_ms (connect, handshake, each read and
+ * write, and the wait for a free connection).
+ *
+ * The server's certificate must chain to tls_ca and name the host of
+ * "HOST:PORT" (an IP address or a DNS name); tls_cert/tls_key give the
+ * client's own certificate for mutual TLS.  A connection is used by one
+ * call at a time; after any failure or error reply it is closed, so no
+ * late answer is ever read as another request's.  A request that fails
+ * on a connection reused from the pool (the daemon may have closed it
+ * while idle) is tried once more on a new one: an increment that did
+ * happen on the first is a gap, never a repeat.
+ */
+#include "admin.h"
+
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int lc__wire_connect(const char *what, const char *addr, int timeout_ms,
+                     int *fd); /* repl_wire.c */
+
+struct lc__tls {
+  SSL_CTX *ctx;
+  char *addr;
+  char host[256]; /* the name the certificate must carry */
+  char *auth;     /* "USER PASSWORD", or NULL */
+  int timeout_ms, max, total, nidle;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  lc__aconn **idle;
+};
+
+/* The oldest OpenSSL error as text (the queue is then cleared). */
+static const char *ssl_reason(char *buf, size_t n) {
+  unsigned long e = ERR_get_error();
+  if (e == 0) return "no reason given";
+  ERR_error_string_n(e, buf, n);
+  ERR_clear_error();
+  return buf;
+}
+
+static int load_ctx(lc__tls *t, const lc_options *o) {
+  char why[200];
+  if ((t->ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+    return lc__fail(LC_ENOMEM, "TLS: %s", ssl_reason(why, sizeof why));
+  SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+  if (SSL_CTX_load_verify_locations(t->ctx, o->tls_ca, NULL) != 1)
+    return lc__fail(LC_EINVAL, "tls_ca '%s': %s", o->tls_ca,
+                    ssl_reason(why, sizeof why));
+  if (o->tls_cert && o->tls_cert[0] &&
+      SSL_CTX_use_certificate_chain_file(t->ctx, o->tls_cert) != 1)
+    return lc__fail(LC_EINVAL, "tls_cert '%s': %s", o->tls_cert,
+                    ssl_reason(why, sizeof why));
+  if (o->tls_key && o->tls_key[0] &&
+      (SSL_CTX_use_PrivateKey_file(t->ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
+       SSL_CTX_check_private_key(t->ctx) != 1))
+    return lc__fail(LC_EINVAL, "tls_key '%s': %s", o->tls_key,
+                    ssl_reason(why, sizeof why));
+  return 0;
+}
+
+static void close_idle(lc__tls *t);
+
+void lc__tls_close(lc__tls *t) {
+  if (t == NULL) return;
+  close_idle(t);
+  free(t->idle);
+  if (t->ctx) SSL_CTX_free(t->ctx);
+  if (t->auth) {
+    explicit_bzero(t->auth, strlen(t->auth));
+    free(t->auth);
+  }
+  free(t->addr);
+  pthread_mutex_destroy(&t->mu);
+  pthread_cond_destroy(&t->cv);
+  free(t);
+}
+
+int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr) {
+  const char *colon = strrchr(addr, ':');
+  if (addr[0] == '/' || colon == NULL || colon == addr)
+    return lc__fail(LC_EINVAL, "server '%s': TLS needs HOST:PORT", addr);
+  lc__tls *t = calloc(1, sizeof *t);
+  if (t == NULL) return lc__fail(LC_ENOMEM, "cannot allocate a TLS pool");
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->cv, NULL);
+  size_t n = (size_t)(colon - addr);
+  const char *h = addr;
+  if (h[0] == '[' && n >= 2 && h[n - 1] == ']') h++, n -= 2;
+  t->timeout_ms = o->timeout_ms;
+  t->max = o->pool_size;
+  t->addr = strdup(addr);
+  t->idle = calloc((size_t)t->max, sizeof *t->idle);
+  size_t alen = o->user ? strlen(o->user) + strlen(o->password) + 2 : 0;
+  if (alen && (t->auth = malloc(alen)) != NULL)
+    snprintf(t->auth, alen, "%s %s", o->user, o->password);
+  int rc = 0;
+  if (n >= sizeof t->host)
+    rc = lc__fail(LC_EINVAL, "server '%s': host too long", addr);
+  else if (!t->addr || !t->idle || (alen && !t->auth))
+    rc = lc__fail(LC_ENOMEM, "cannot allocate a TLS pool");
+  else
+    rc = load_ctx(t, o);
+  if (rc) {
+    lc__tls_close(t);
+    return rc;
+  }
+  memcpy(t->host, h, n);
+  t->host[n] = '\0';
+  *out = t;
+  return 0;
+}
+
+/* SSL_connect on c until done or timeout_ms; the certificate is checked
+ * against the CA and the host. */
+static int handshake(lc__tls *t, lc__aconn *c) {
+  unsigned char ip[16];
+  X509_VERIFY_PARAM *p = SSL_get0_param(c->ssl);
+  bool is_ip = inet_pton(AF_INET, t->host, ip) == 1 ||
+               inet_pton(AF_INET6, t->host, ip) == 1;
+  if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(p, t->host) != 1
+            : (SSL_set1_host(c->ssl, t->host) != 1 ||
+               SSL_set_tlsext_host_name(c->ssl, t->host) != 1))
+    return lc__fail(LC_ENOMEM, "TLS: cannot set the host to check");
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    ERR_clear_error();
+    int r = SSL_connect(c->ssl);
+    if (r == 1) return 0;
+    int e = SSL_get_error(c->ssl, r);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      char why[200];
+      long v = SSL_get_verify_result(c->ssl);
+      if (v != X509_V_OK)
+        return lc__fail(LC_EREMOTE, "TLS to %s: the server's certificate: %s",
+                        t->addr, X509_verify_cert_error_string(v));
+      return lc__fail(LC_EREMOTE, "TLS handshake with %s: %s", t->addr,
+                      e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0
+                          ? "the server closed the connection"
+                          : ssl_reason(why, sizeof why));
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long left = t->timeout_ms - ((now.tv_sec - start.tv_sec) * 1000 +
+                                 (now.tv_nsec - start.tv_nsec) / 1000000);
+    struct pollfd pf = {.fd = c->fd,
+                        .events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
+    if (left <= 0 || (poll(&pf, 1, (int)left) == 0))
+      return lc__fail(LC_ETIMEDOUT, "TLS handshake with %s: no answer "
+                                    "within %d ms", t->addr, t->timeout_ms);
+  }
+}
+
+/* memcached's text handshake: "set" with data "USER PASSWORD". */
+static int authenticate(lc__tls *t, lc__aconn *c) {
+  char *line;
+  int rc = lc__aconn_printf(c, "set auth 0 0 %zu", strlen(t->auth));
+  if (!rc) rc = lc__aconn_printf(c, "%s", t->auth);
+  if (!rc) rc = lc__aconn_flush(c);
+  explicit_bzero(c->wbuf, sizeof c->wbuf);
+  if (!rc && (rc = lc__aconn_readline(c, &line)) == 0)
+    rc = lc__fail(LC_EAUTH, "authentication refused: the server closed the "
+                            "connection");
+  if (rc < 0) return rc;
+  if (strcmp(line, "STORED") != 0)
+    return lc__fail(LC_EAUTH, "authentication refused: %s", line);
+  return 0;
+}
+
+/* A new connection, handshaken and authenticated. */
+static int dial(lc__tls *t, lc__aconn **out) {
+  lc__aconn *c = malloc(sizeof *c);
+  if (c == NULL) return lc__fail(LC_ENOMEM, "cannot allocate a connection");
+  int fd = -1, rc = lc__wire_connect("server", t->addr, t->timeout_ms, &fd);
+  lc__aconn_init(c, fd, t->timeout_ms);
+  if (!rc && ((c->ssl = SSL_new(t->ctx)) == NULL || SSL_set_fd(c->ssl, fd) != 1))
+    rc = lc__fail(LC_ENOMEM, "TLS: cannot make a connection");
+  if (!rc) rc = handshake(t, c);
+  if (!rc && t->auth) rc = authenticate(t, c);
+  if (rc) {
+    lc__aconn_close(c);
+    free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+/* A connection for one call: an idle one (*reused), or a new one when
+ * fewer than max are open; otherwise waits up to timeout_ms. */
+static int take(lc__tls *t, lc__aconn **out, bool *reused) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += t->timeout_ms / 1000;
+  until.tv_nsec += (long)(t->timeout_ms % 1000) * 1000000;
+  if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+  pthread_mutex_lock(&t->mu);
+  while (t->nidle == 0 && t->total >= t->max)
+    if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT) {
+      pthread_mutex_unlock(&t->mu);
+      return lc__fail(LC_ETIMEDOUT, "no free connection to %s within %d ms",
+                      t->addr, t->timeout_ms);
+    }
+  if ((*reused = t->nidle > 0)) {
+    *out = t->idle[--t->nidle];
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+  }
+  t->total++;
+  pthread_mutex_unlock(&t->mu);
+  int rc = dial(t, out);
+  if (rc) {
+    pthread_mutex_lock(&t->mu);
+    t->total--;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+  }
+  return rc;
+}
+
+/* Back to the pool, or closed after a failure (keep false). */
+static void give(lc__tls *t, lc__aconn *c, bool keep) {
+  if (!keep) {
+    lc__aconn_close(c);
+    free(c);
+  }
+  pthread_mutex_lock(&t->mu);
+  if (keep)
+    t->idle[t->nidle++] = c;
+  else
+    t->total--;
+  pthread_cond_signal(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* The daemon's error line as this call's failure: SERVER_ERROR keeps its
+ * words (remote.c maps the code it names), CLIENT_ERROR is a refusal. */
+static int error_reply(lc__tls *t, const char *what, const char *line) {
+  if (!strncmp(line, "SERVER_ERROR ", 13))
+    return lc__fail(LC_EMEMCACHED, "%s %s: %s", t->addr, what, line);
+  if (strstr(line, "unauthenticated"))
+    return lc__fail(LC_EAUTH, "%s %s: %s", t->addr, what, line);
+  return lc__fail(LC_EBADVALUE, "%s %s: %s", t->addr, what, line);
+}
+
+/* One request on c: incr (n > 0) or get; 0 and *v, LC__MISS, or the
+ * failure (*transport: of the connection, not an answer). */
+static int request(lc__tls *t, lc__aconn *c, const char *key, uint64_t n,
+                   uint64_t *v, bool *transport) {
+  char *line;
+  int rc = n ? lc__aconn_printf(c, "incr %s %llu", key, (unsigned long long)n)
+             : lc__aconn_printf(c, "get %s", key);
+  *transport = true;
+  if (!rc) rc = lc__aconn_flush(c);
+  if (!rc && (rc = lc__aconn_readline(c, &line)) == 0)
+    rc = lc__fail(LC_EMEMCACHED, "%s closed the connection", t->addr);
+  if (rc < 0) return rc;
+  *transport = false;
+  if (!strncmp(line, "SERVER_ERROR", 12) || !strncmp(line, "CLIENT_ERROR", 12) ||
+      !strcmp(line, "ERROR"))
+    return error_reply(t, n ? "incr" : "get", line);
+  if (n) {
+    if (!strcmp(line, "NOT_FOUND")) return LC__MISS;
+    if (lc__cache_parse_u64(line, strlen(line), v)) return 0;
+    return lc__fail(LC_EMEMCACHED, "%s answered '%s' to incr", t->addr, line);
+  }
+  if (!strcmp(line, "END")) return LC__MISS;
+  if (strncmp(line, "VALUE ", 6) != 0)
+    return lc__fail(LC_EMEMCACHED, "%s answered '%s' to get", t->addr, line);
+  *transport = true;
+  if ((rc = lc__aconn_readline(c, &line)) <= 0)
+    return rc ? rc : lc__fail(LC_EMEMCACHED, "%s closed the connection",
+                              t->addr);
+  bool ok = lc__cache_parse_u64(line, strlen(line), v);
+  if ((rc = lc__aconn_readline(c, &line)) <= 0 || strcmp(line, "END") != 0)
+    return rc < 0 ? rc
+                  : lc__fail(LC_EMEMCACHED, "%s: no END after the value",
+                             t->addr);
+  *transport = false;
+  return ok ? 0 : lc__fail(LC_EBADVALUE, "%s holds a value that is not a "
+                                         "number", key);
+}
+
+/* The transport's own failures (LC_EREMOTE) are the server's absence to
+ * remote mode, as libmemcached's are (LC_EMEMCACHED). */
+static int absent(int rc) {
+  if (rc != LC_EREMOTE) return rc;
+  char why[LC__DETAIL_MAX];
+  snprintf(why, sizeof why, "%s", lc_last_detail());
+  return lc__fail(LC_EMEMCACHED, "%s", why);
+}
+
+/* OpenSSL writes with write(2), so a peer gone would raise SIGPIPE:
+ * the calling thread blocks it around our writes, and a SIGPIPE they
+ * raised is taken back before the mask is restored. */
+typedef struct {
+  sigset_t set, old;
+  bool was_pending;
+} pipe_guard;
+
+static void pipe_block(pipe_guard *g) {
+  sigset_t pending;
+  sigemptyset(&g->set);
+  sigaddset(&g->set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &g->set, &g->old);
+  sigpending(&pending);
+  g->was_pending = sigismember(&pending, SIGPIPE);
+}
+
+static void pipe_restore(pipe_guard *g) {
+  sigset_t pending;
+  sigpending(&pending);
+  if (!g->was_pending && sigismember(&pending, SIGPIPE)) {
+    struct timespec zero = {0, 0};
+    sigtimedwait(&g->set, NULL, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+static int call(lc__tls *t, const char *key, uint64_t n, uint64_t *v) {
+  pipe_guard g;
+  pipe_block(&g);
+  int rc;
+  for (int tries = 0;; tries++) {
+    lc__aconn *c = NULL;
+    bool reused = false, transport = false;
+    if ((rc = take(t, &c, &reused)) != 0) break;
+    rc = request(t, c, key, n, v, &transport);
+    give(t, c, rc == 0 || rc == LC__MISS);
+    if (!(rc < 0 && transport && reused && tries == 0)) break;
+  }
+  pipe_restore(&g);
+  return rc < 0 ? absent(rc) : rc;
+}
+
+int lc__tls_incr(lc__tls *t, const char *key, uint64_t n, uint64_t *v) {
+  return call(t, key, n, v);
+}
+
+int lc__tls_get(lc__tls *t, const char *key, uint64_t *v) {
+  return call(t, key, 0, v);
+}
+
+/* The idle connections closed, each with a close_notify. */
+static void close_idle(lc__tls *t) {
+  pipe_guard g;
+  pipe_block(&g);
+  for (int i = 0; i < t->nidle; i++) {
+    lc__aconn_close(t->idle[i]);
+    free(t->idle[i]);
+  }
+  t->nidle = 0;
+  pipe_restore(&g);
+}
