@@ -148,9 +148,11 @@ def pipeline(port, ca, name):
        % (N, time.time() - t0, last))
 
 
-def plain(port):
+def plain_exchange(port, data, what):
+    """Sends data in plain text to a TLS port; what comes back before the
+    close (a TLS alert at most).  Fails unless closed within 5 s."""
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    s.sendall(b"version\r\nincr plainclient 1\r\n")
+    s.sendall(data)
     got = b""
     try:
         while True:
@@ -161,7 +163,13 @@ def plain(port):
     except ConnectionResetError:
         pass
     except socket.timeout:
-        fail("a plain-text client on the TLS port was not closed in 5 s")
+        fail("%s was not closed in 5 s" % what)
+    return got
+
+
+def plain(port):
+    got = plain_exchange(port, b"version\r\nincr plainclient 1\r\n",
+                         "a plain-text client on the TLS port")
     if b"VERSION" in got or b"\r\n" in got:
         fail("a plain-text client on the TLS port got an answer: %r" % got[:100])
     ok("a plain-text client on the TLS port got no answer and was closed "
@@ -311,19 +319,9 @@ def scrape(mport, dport, ca, n, cert=None, key=None):
 
 
 def plainhttp(mport, ca):
-    s = socket.create_connection(("127.0.0.1", mport), timeout=5)
-    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    got = b""
-    try:
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            got += chunk
-    except ConnectionResetError:
-        pass
-    except socket.timeout:
-        fail("a plain HTTP request to the HTTPS port was not closed in 5 s")
+    got = plain_exchange(
+        mport, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        "a plain HTTP request to the HTTPS port")
     if b"HTTP/" in got or b"logcounterd_" in got:
         fail("a plain HTTP request to the HTTPS port was answered: %r"
              % got[:100])
