@@ -199,17 +199,17 @@ check "meanwhile another TLS client allocated, every id higher" [ "$rc" = 0 ]
 tcli() { "$CLI" --server "127.0.0.1:$TPORT" --tls-ca "$CA" "$@"; }
 a=$(tcli next clitls 2>"$TMP/cli.err") && b=$(tcli next clitls 2>>"$TMP/cli.err")
 check "logcounter --tls-ca: two next calls over TLS give consecutive ids ($a, $b)" \
-  [ -n "$a" ] && [ "$b" = $((a + 1)) ]
+  eval '[ -n "$a" ] && [ "$b" = $((a + 1)) ]'
 check "the plain (notls:) port's current agrees: $b" \
   [ "$("$CLI" --server "127.0.0.1:$DPORT" current clitls 2>&1)" = "$b" ]
 "$CLI" --server "127.0.0.1:$TPORT" --tls-ca "$TMP/lc-client.pem" next clitls >"$TMP/o" 2>"$TMP/e"; rc=$?
 sed 's/^/    /' "$TMP/e"
 check "--tls-ca that the server's certificate does not chain to: refused, says why" \
-  [ "$rc" != 0 ] && grep -q "certificate" "$TMP/e"
+  eval '[ "$rc" != 0 ] && grep -q "certificate" "$TMP/e"'
 timeout 20 "$CLI" --server "127.0.0.1:$DPORT" --tls-ca "$CA" --timeout 2000 next clitls >"$TMP/o" 2>"$TMP/e"; rc=$?
 sed 's/^/    /' "$TMP/e"
 check "--tls-ca against the plain port: a clear TLS error within the timeout, no id" \
-  [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "TLS" "$TMP/e" && [ ! -s "$TMP/o" ]
+  eval '[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "TLS" "$TMP/e" && [ ! -s "$TMP/o" ]'
 tcli --tls-cert "$TMP/lc-client.pem" next x >/dev/null 2>&1; rc=$?
 check "logcounter --tls-cert without --tls-key: usage error (2)" [ "$rc" = 2 ]
 c=$("$CLI" --server "127.0.0.1:$DPORT" current clitls 2>&1)
@@ -271,7 +271,8 @@ run "a client that never starts the handshake is closed (--line-timeout 2)" \
 check "ssl_handshake_errors counts it" [ "$(stats_value ssl_handshake_errors)" -gt "$before" ]
 tcli next climtls >"$TMP/o" 2>"$TMP/e"; rc=$?
 sed 's/^/    /' "$TMP/e"
-check "logcounter --tls-ca without a client certificate, mutual TLS: refused" [ "$rc" != 0 ] && [ ! -s "$TMP/o" ]
+check "logcounter --tls-ca without a client certificate, mutual TLS: refused" \
+  eval '[ "$rc" != 0 ] && [ ! -s "$TMP/o" ]'
 a=$(tcli --tls-cert "$TMP/lc-client.pem" --tls-key "$TMP/lc-client.key" next climtls 2>&1)
 check "logcounter --tls-cert/--tls-key, mutual TLS: allocates ($a)" [ "$a" = 1 ]
 remote "the library over mutual TLS: 4 threads, a pool of 3" \
@@ -301,13 +302,14 @@ run "notls: /metrics is plain HTTP while TLS and auth are on" httpscrape "$MPORT
 a=$(LOGCOUNTER_PASSWORD=$AUTH_ALICE tcli --user alice next cliauth 2>&1)
 b=$(LOGCOUNTER_PASSWORD=$AUTH_ALICE tcli --user alice next cliauth 2>&1)
 check "logcounter --user --tls-ca: authenticates over TLS and allocates ($a, $b)" \
-  [ "$a" = 1 ] && [ "$b" = 2 ]
+  eval '[ "$a" = 1 ] && [ "$b" = 2 ]'
 LOGCOUNTER_PASSWORD=wrong tcli --user alice next cliauth >"$TMP/o" 2>"$TMP/e"; rc=$?
 sed 's/^/    /' "$TMP/e"
 check "a wrong password over TLS: refused (authentication), no id" \
-  [ "$rc" != 0 ] && grep -qi "authentication" "$TMP/e" && [ ! -s "$TMP/o" ]
+  eval '[ "$rc" != 0 ] && grep -qi "authentication" "$TMP/e" && [ ! -s "$TMP/o" ]'
 tcli next cliauth >"$TMP/o" 2>"$TMP/e"; rc=$?
-check "no --user against --auth-file over TLS: refused, no id" [ "$rc" != 0 ] && [ ! -s "$TMP/o" ]
+check "no --user against --auth-file over TLS: refused, no id" \
+  eval '[ "$rc" != 0 ] && [ ! -s "$TMP/o" ]'
 LC_REMOTE_PASSWORD=$AUTH_ALICE remote "the library with a user over TLS: 8 threads, a pool of 4" \
   libauth 8 500 4 "$CA" "" "" alice
 check "the daemon logs the notls: /metrics as http" \
