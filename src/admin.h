@@ -43,6 +43,12 @@ typedef struct lc__aconn {
 void lc__aconn_init(lc__aconn *c, int fd, int timeout_ms);
 /* Closes fd (after a TLS close_notify when ssl is set). */
 void lc__aconn_close(lc__aconn *c);
+/* With c->ssl set on a connected fd: the client's TLS handshake, each
+ * wait bounded by the timeout.  0 or negative. */
+int lc__aconn_handshake(lc__aconn *c);
+/* The oldest OpenSSL error as text in buf (the queue is then cleared);
+ * NULL if there is none. */
+const char *lc__ssl_reason(char *buf, size_t n);
 /* The next line (without its "\r\n", NUL-terminated, valid until the next
  * call): 1, 0 at a clean end of the stream, or a negative code. */
 int lc__aconn_readline(lc__aconn *c, char **line);

@@ -52,6 +52,43 @@ void lc__aconn_close(lc__aconn *c) {
   c->fd = -1;
 }
 
+const char *lc__ssl_reason(char *buf, size_t n) {
+  unsigned long e = ERR_get_error();
+  if (e == 0) return NULL;
+  ERR_error_string_n(e, buf, n);
+  ERR_clear_error();
+  return buf;
+}
+
+/* After an OpenSSL call on c returned ret (op names it): 0 to call it
+ * again (after waiting for what OpenSSL asked), 1 at a clean end of the
+ * stream, or the failure. */
+static int ssl_again(lc__aconn *c, int ret, const char *op) {
+  int e = SSL_get_error(c->ssl, ret);
+  if (e == SSL_ERROR_ZERO_RETURN) return 1;
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+    return wait_fd(c, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT);
+  if (e == SSL_ERROR_SYSCALL && errno == EINTR) return 0;
+  char buf[160];
+  const char *why = lc__ssl_reason(buf, sizeof buf);
+  if (why == NULL)
+    why = e == SSL_ERROR_SYSCALL && errno ? strerror(errno)
+                                          : "the peer closed the connection";
+  return lc__fail(LC_EREMOTE, "%s: TLS %s: %s", where(c), op, why);
+}
+
+int lc__aconn_handshake(lc__aconn *c) {
+  for (;;) {
+    ERR_clear_error();
+    int r = SSL_connect(c->ssl), rc;
+    if (r == 1) return 0;
+    if ((rc = ssl_again(c, r, "handshake")) != 0)
+      return rc < 0 ? rc
+                    : lc__fail(LC_EREMOTE, "%s: TLS handshake: closed",
+                               where(c));
+  }
+}
+
 /* One read (want 0) or write (want 1) of up to n bytes: the count, 0 at
  * the end of the stream (reads), or a negative code; waits as needed. */
 static ssize_t io(lc__aconn *c, int want, char *p, size_t n) {
@@ -72,22 +109,10 @@ static ssize_t io(lc__aconn *c, int want, char *p, size_t n) {
     ERR_clear_error();
     int got = want ? SSL_write(c->ssl, p, len) : SSL_read(c->ssl, p, len);
     if (got > 0) return got;
-    int e = SSL_get_error(c->ssl, got), rc;
-    if (e == SSL_ERROR_ZERO_RETURN && !want) return 0;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-      if ((rc = wait_fd(c, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)) != 0)
-        return rc;
-      continue;
-    }
-    if (e == SSL_ERROR_SYSCALL && errno == EINTR) continue;
-    char buf[160];
-    unsigned long err = ERR_get_error();
-    if (err) ERR_error_string_n(err, buf, sizeof buf);
-    return lc__fail(LC_EREMOTE, "%s: TLS %s: %s", where(c),
-                    want ? "write" : "read",
-                    err ? buf : (e == SSL_ERROR_SYSCALL && errno)
-                                    ? strerror(errno)
-                                    : "the peer closed the connection");
+    int rc = ssl_again(c, got, want ? "write" : "read");
+    if (rc == 1 && !want) return 0;
+    if (rc) return rc < 0 ? rc : lc__fail(LC_EREMOTE, "%s: TLS write: "
+                                          "closed", where(c));
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define LC__MC_PREFIX "lc:"
 #define LC__MC_KEY_MAX (sizeof(LC__MC_PREFIX) - 1 + LC_NAME_MAX)
@@ -37,6 +38,8 @@ void lc__be64_put(unsigned char *p, uint64_t v);
 uint64_t lc__be64_get(const unsigned char *p);
 int64_t lc__now_us(void);  /* wall clock */
 int64_t lc__mono_us(void); /* monotonic */
+/* The wall-clock time ms from now, for pthread_cond_timedwait. */
+struct timespec lc__realtime_in(int ms);
 /* LevelDB key prefixes: 'r' name '\0' for records (then 8 bytes of the
  * big-endian last value), 'v' name for the reservation.  buf must hold
  * LC_NAME_MAX + 10 bytes; returns the length. */

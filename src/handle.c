@@ -253,7 +253,7 @@ int lc_open(const lc_options *o, lc_t **out) {
     unwind(h, started);
     lc__table_close(&h->counters, &h->log, &h->cache);
     lc__tallies_close(&h->tallies);
-    lc__remote_close(h);
+    lc__pools_close(h);
     free_handle(h);
     return rc;
   }
@@ -278,7 +278,7 @@ int lc_close(lc_t *h) {
   lc__tallies_close(&h->tallies);
   lc__repl_stop(h); /* after the last writes: the standby gets them */
   if (!h->remote) lc__log_close(&h->log);
-  lc__remote_close(h);
+  lc__pools_close(h);
   free_handle(h);
   return rc;
 }

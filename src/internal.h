@@ -286,9 +286,9 @@ int lc__tls_get(lc__tls *t, const char *key, uint64_t *v);
 int lc__remote_config(const char *server, char *buf, size_t size);
 /* Opens h->cache (and h->alt for "A,B"). */
 int lc__remote_open(lc_t *h);
-/* Closes every pool of the handle: cache, alt and the TLS ones (each
- * safe unopened). */
-void lc__remote_close(lc_t *h);
+/* Closes every pool of the handle, local or remote: cache, alt and the
+ * TLS ones (each safe unopened). */
+void lc__pools_close(lc_t *h);
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
 int lc__remote_current(lc_t *h, const char *name, int64_t *value);
 /* Fails remote handles for calls that need the log; 0 otherwise (an

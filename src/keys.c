@@ -43,6 +43,15 @@ int64_t lc__now_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+struct timespec lc__realtime_in(int ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  long ns = ts.tv_nsec + (long)(ms % 1000) * 1000000L;
+  ts.tv_sec += ms / 1000 + ns / 1000000000L;
+  ts.tv_nsec = ns % 1000000000L;
+  return ts;
+}
+
 int64_t lc__mono_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -36,11 +36,7 @@ static void *recoverer(void *arg) {
       pthread_cond_wait(&h->rec.cv, &h->rec.mu);
       continue;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    long ns = until.tv_nsec + (long)backoff * 1000000L;
-    until.tv_sec += ns / 1000000000L;
-    until.tv_nsec = ns % 1000000000L;
+    struct timespec until = lc__realtime_in(backoff);
     int w = 0;
     while (!h->rec.stop && w != ETIMEDOUT)
       w = pthread_cond_timedwait(&h->rec.cv, &h->rec.mu, &until);

@@ -64,7 +64,8 @@ static int check_serial_name(const char *name) {
 
 /* One daemon's pool (i 0: the first, 1: the standby of "A,B"). */
 static int open_one(lc_t *h, int i, const char *addr) {
-  if (h->opt.tls_ca && h->opt.tls_ca[0]) return lc__tls_open(&h->tls[i], &h->opt, addr);
+  if (h->opt.tls_ca && h->opt.tls_ca[0])
+    return lc__tls_open(&h->tls[i], &h->opt, addr);
   char config[1100];
   lc__cache *c = i ? &h->alt : &h->cache;
   int rc = lc__remote_config(addr, config, sizeof config);
@@ -75,7 +76,7 @@ static int open_one(lc_t *h, int i, const char *addr) {
   return rc;
 }
 
-void lc__remote_close(lc_t *h) {
+void lc__pools_close(lc_t *h) {
   for (int i = 0; i < 2; i++) {
     lc__tls_close(h->tls[i]);
     h->tls[i] = NULL;
@@ -100,7 +101,7 @@ int lc__remote_open(lc_t *h) {
   int rc = open_one(h, 0, s);
   if (rc || !comma) return rc;
   if ((rc = open_one(h, 1, comma + 1)) != 0) {
-    lc__remote_close(h);
+    lc__pools_close(h);
     return rc;
   }
   h->has_alt = true;

@@ -4,8 +4,8 @@
  * needs ("incr NAME n", "get NAME") and memcached's auth handshake.
  * libmemcached has no TLS, so this is our own small client: OpenSSL on a
  * non-blocking socket, lines through admin_io.c's buffered connection,
- * every wait bounded by timeout_ms (connect, handshake, each read and
- * write, and the wait for a free connection).
+ * every wait bounded by timeout_ms (connect, each wait of the handshake,
+ * each read and write, and the wait for a free connection).
  *
  * The server's certificate must chain to tls_ca and name the host of
  * "HOST:PORT" (an IP address or a DNS name); tls_cert/tls_key give the
@@ -17,21 +17,18 @@
  * happen on the first is a gap, never a repeat.
  */
 #include "admin.h"
+#include "repl.h" /* lc__wire_connect */
 
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <arpa/inet.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-int lc__wire_connect(const char *what, const char *addr, int timeout_ms,
-                     int *fd); /* repl_wire.c */
 
 struct lc__tls {
   SSL_CTX *ctx;
@@ -44,13 +41,10 @@ struct lc__tls {
   lc__aconn **idle;
 };
 
-/* The oldest OpenSSL error as text (the queue is then cleared). */
+/* Why OpenSSL failed, never NULL. */
 static const char *ssl_reason(char *buf, size_t n) {
-  unsigned long e = ERR_get_error();
-  if (e == 0) return "no reason given";
-  ERR_error_string_n(e, buf, n);
-  ERR_clear_error();
-  return buf;
+  const char *why = lc__ssl_reason(buf, n);
+  return why ? why : "no reason given";
 }
 
 static int load_ctx(lc__tls *t, const lc_options *o) {
@@ -126,8 +120,8 @@ int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr) {
   return 0;
 }
 
-/* SSL_connect on c until done or timeout_ms; the certificate is checked
- * against the CA and the host. */
+/* The handshake on c: the certificate is checked against the CA and the
+ * host. */
 static int handshake(lc__tls *t, lc__aconn *c) {
   unsigned char ip[16];
   X509_VERIFY_PARAM *p = SSL_get0_param(c->ssl);
@@ -137,34 +131,12 @@ static int handshake(lc__tls *t, lc__aconn *c) {
             : (SSL_set1_host(c->ssl, t->host) != 1 ||
                SSL_set_tlsext_host_name(c->ssl, t->host) != 1))
     return lc__fail(LC_ENOMEM, "TLS: cannot set the host to check");
-  struct timespec start;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  for (;;) {
-    ERR_clear_error();
-    int r = SSL_connect(c->ssl);
-    if (r == 1) return 0;
-    int e = SSL_get_error(c->ssl, r);
-    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-      char why[200];
-      long v = SSL_get_verify_result(c->ssl);
-      if (v != X509_V_OK)
-        return lc__fail(LC_EREMOTE, "TLS to %s: the server's certificate: %s",
-                        t->addr, X509_verify_cert_error_string(v));
-      return lc__fail(LC_EREMOTE, "TLS handshake with %s: %s", t->addr,
-                      e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0
-                          ? "the server closed the connection"
-                          : ssl_reason(why, sizeof why));
-    }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long left = t->timeout_ms - ((now.tv_sec - start.tv_sec) * 1000 +
-                                 (now.tv_nsec - start.tv_nsec) / 1000000);
-    struct pollfd pf = {.fd = c->fd,
-                        .events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
-    if (left <= 0 || (poll(&pf, 1, (int)left) == 0))
-      return lc__fail(LC_ETIMEDOUT, "TLS handshake with %s: no answer "
-                                    "within %d ms", t->addr, t->timeout_ms);
-  }
+  int rc = lc__aconn_handshake(c);
+  long v = SSL_get_verify_result(c->ssl);
+  if (rc && rc != LC_ETIMEDOUT && v != X509_V_OK)
+    return lc__fail(LC_EREMOTE, "TLS to %s: the server's certificate: %s",
+                    t->addr, X509_verify_cert_error_string(v));
+  return rc;
 }
 
 /* memcached's text handshake: "set" with data "USER PASSWORD". */
@@ -205,11 +177,7 @@ static int dial(lc__tls *t, lc__aconn **out) {
 /* A connection for one call: an idle one (*reused), or a new one when
  * fewer than max are open; otherwise waits up to timeout_ms. */
 static int take(lc__tls *t, lc__aconn **out, bool *reused) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += t->timeout_ms / 1000;
-  until.tv_nsec += (long)(t->timeout_ms % 1000) * 1000000;
-  if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+  struct timespec until = lc__realtime_in(t->timeout_ms);
   pthread_mutex_lock(&t->mu);
   while (t->nidle == 0 && t->total >= t->max)
     if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT) {
