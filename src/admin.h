@@ -31,9 +31,11 @@
 
 /* One end of an admin connection: a socket with a read buffer, a write
  * buffer, and a timeout for each wait. */
+struct ssl_ctx_st;
 typedef struct lc__aconn {
   int fd;
-  struct ssl_st *ssl; /* TLS over fd (tls.c), or NULL: plain */
+  struct ssl_st *ssl; /* TLS over fd (lc__aconn_tls), or NULL: plain */
+  int eof;            /* TLS: the socket read its end */
   int timeout_ms; /* for each read or write wait */
   size_t rpos, rlen, wlen;
   char rbuf[LC__ADMIN_LINE_MAX + 2];
@@ -43,6 +45,9 @@ typedef struct lc__aconn {
 void lc__aconn_init(lc__aconn *c, int fd, int timeout_ms);
 /* Closes fd (after a TLS close_notify when ssl is set). */
 void lc__aconn_close(lc__aconn *c);
+/* Sets c->ssl: a TLS connection of ctx over c->fd (through a BIO that
+ * never raises SIGPIPE).  0 or LC_ENOMEM. */
+int lc__aconn_tls(lc__aconn *c, struct ssl_ctx_st *ctx);
 /* With c->ssl set on a connected fd: the client's TLS handshake, each
  * wait bounded by the timeout.  0 or negative. */
 int lc__aconn_handshake(lc__aconn *c);

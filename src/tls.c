@@ -24,7 +24,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <arpa/inet.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,8 +160,7 @@ static int dial(lc__tls *t, lc__aconn **out) {
   if (c == NULL) return lc__fail(LC_ENOMEM, "cannot allocate a connection");
   int fd = -1, rc = lc__wire_connect("server", t->addr, t->timeout_ms, &fd);
   lc__aconn_init(c, fd, t->timeout_ms);
-  if (!rc && ((c->ssl = SSL_new(t->ctx)) == NULL || SSL_set_fd(c->ssl, fd) != 1))
-    rc = lc__fail(LC_ENOMEM, "TLS: cannot make a connection");
+  if (!rc) rc = lc__aconn_tls(c, t->ctx);
   if (!rc) rc = handshake(t, c);
   if (!rc && t->auth) rc = authenticate(t, c);
   if (rc) {
@@ -274,36 +272,7 @@ static int absent(int rc) {
   return lc__fail(LC_EMEMCACHED, "%s", why);
 }
 
-/* OpenSSL writes with write(2), so a peer gone would raise SIGPIPE:
- * the calling thread blocks it around our writes, and a SIGPIPE they
- * raised is taken back before the mask is restored. */
-typedef struct {
-  sigset_t set, old;
-  bool was_pending;
-} pipe_guard;
-
-static void pipe_block(pipe_guard *g) {
-  sigset_t pending;
-  sigemptyset(&g->set);
-  sigaddset(&g->set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &g->set, &g->old);
-  sigpending(&pending);
-  g->was_pending = sigismember(&pending, SIGPIPE);
-}
-
-static void pipe_restore(pipe_guard *g) {
-  sigset_t pending;
-  sigpending(&pending);
-  if (!g->was_pending && sigismember(&pending, SIGPIPE)) {
-    struct timespec zero = {0, 0};
-    sigtimedwait(&g->set, NULL, &zero);
-  }
-  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
-}
-
 static int call(lc__tls *t, const char *key, uint64_t n, uint64_t *v) {
-  pipe_guard g;
-  pipe_block(&g);
   int rc;
   for (int tries = 0;; tries++) {
     lc__aconn *c = NULL;
@@ -313,7 +282,6 @@ static int call(lc__tls *t, const char *key, uint64_t n, uint64_t *v) {
     give(t, c, rc == 0 || rc == LC__MISS);
     if (!(rc < 0 && transport && reused && tries == 0)) break;
   }
-  pipe_restore(&g);
   return rc < 0 ? absent(rc) : rc;
 }
 
@@ -327,12 +295,9 @@ int lc__tls_get(lc__tls *t, const char *key, uint64_t *v) {
 
 /* The idle connections closed, each with a close_notify. */
 static void close_idle(lc__tls *t) {
-  pipe_guard g;
-  pipe_block(&g);
   for (int i = 0; i < t->nidle; i++) {
     lc__aconn_close(t->idle[i]);
     free(t->idle[i]);
   }
   t->nidle = 0;
-  pipe_restore(&g);
 }
