@@ -2,7 +2,10 @@
  * admin_cli.c - the client side of the admin socket: a remote handle whose
  * server is an admin socket (lc_open finds out with "hello") sends every
  * call there, the log's calls included; one connection per call, or per
- * open iterator, so calls from many threads never share one.
+ * open iterator, so calls from many threads never share one.  A remote
+ * handle over TLS with a user (h->admin_tls) sends the log's calls the
+ * same way, on a connection the daemon relays to its admin socket after
+ * "admin" (tls.c), and its allocations over the data protocol.
  */
 #include "admin.h"
 
@@ -57,14 +60,17 @@ static int astream_vopen(lc_t *h, lc__astream **out, const char *fmt,
                          va_list ap) {
   lc__astream *s = malloc(sizeof *s);
   if (s == NULL) return lc__fail(LC_ENOMEM, "cannot allocate a connection");
-  int fd = -1, rc = dial(h->server, &fd);
+  int wait = h->opt.timeout_ms > ADMIN_MIN_WAIT_MS ? h->opt.timeout_ms
+                                                   : ADMIN_MIN_WAIT_MS;
+  int fd = -1, rc = !h->admin_tls
+                        ? dial(h->server, &fd)
+                        : lc__tls_admin(h->tls[atomic_load(&h->active)],
+                                        &s->conn, wait);
   if (rc) {
     free(s);
     return rc;
   }
-  int wait = h->opt.timeout_ms > ADMIN_MIN_WAIT_MS ? h->opt.timeout_ms
-                                                   : ADMIN_MIN_WAIT_MS;
-  lc__aconn_init(&s->conn, fd, wait);
+  if (!h->admin_tls) lc__aconn_init(&s->conn, fd, wait);
   s->ok = NULL;
   char line[LC__ADMIN_LINE_MAX];
   int n = vsnprintf(line, sizeof line, fmt, ap);

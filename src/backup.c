@@ -239,7 +239,7 @@ int lc_backup(lc_t *h, const char *dir, const lc_backup_opts *opts,
   if (h == NULL || dir == NULL || result == NULL)
     return lc__fail(LC_EINVAL, "NULL argument");
   if (dir[0] == '\0') return lc__fail(LC_EINVAL, "empty backup directory");
-  if (h->admin) return lc__admin_backup(h, dir, opts, result);
+  if (LC__ADMIN_WAY(h)) return lc__admin_backup(h, dir, opts, result);
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   char *parent = NULL;

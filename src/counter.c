@@ -848,14 +848,14 @@ int lc_current(lc_t *h, const char *name, int64_t *value) {
 
 int lc_restore(lc_t *h, const char *name, int64_t *value) {
   if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  if (h && h->admin) return lc__admin_op(h, "restore", name, NULL, value, 1);
+  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "restore", name, NULL, value, 1);
   return exclusive(h, name, 0, value, op_restore, true);
 }
 
 int lc_advance(lc_t *h, const char *name, int64_t min_next) {
   if (min_next < 1)
     return lc__fail(LC_EINVAL, "advance to %lld", (long long)min_next);
-  if (h && h->admin) return lc__admin_op(h, "advance", name, &min_next, NULL, 0);
+  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "advance", name, &min_next, NULL, 0);
   return exclusive(h, name, min_next, NULL, op_advance, true);
 }
 
@@ -934,21 +934,21 @@ int lc__counter_failover(lc_t *h, const char *name, int64_t above,
 
 int lc_release(lc_t *h, const char *name, int64_t *final) {
   if (final == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  if (h && h->admin) return lc__admin_op(h, "release", name, NULL, final, 1);
+  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "release", name, NULL, final, 1);
   return exclusive(h, name, 0, final, op_release, false);
 }
 
 int lc_adopt(lc_t *h, const char *name, int64_t above) {
   if (above < 0 || above >= LC_VALUE_MAX)
     return lc__fail(LC_EINVAL, "adopt above %lld", (long long)above);
-  if (h && h->admin) return lc__admin_op(h, "adopt", name, &above, NULL, 0);
+  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "adopt", name, &above, NULL, 0);
   return exclusive(h, name, above, NULL, op_adopt, false);
 }
 
 int lc_reservation(lc_t *h, const char *name, int64_t *value) {
   lc__detail_clear();
   if (h == NULL || value == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  if (h->admin) return lc__admin_op(h, "reservation", name, NULL, value, 1);
+  if (LC__ADMIN_WAY(h)) return lc__admin_op(h, "reservation", name, NULL, value, 1);
   int rc = LC__LOCAL_ONLY(h);
   if (!rc && (rc = lc_check_name(name)) != 0)
     return lc__fail(rc, "invalid counter name");

@@ -90,6 +90,7 @@ static void free_handle(lc_t *h) {
 static int open_remote(lc_t *h) {
   int rc = lc__remote_open(h);
   if (!rc && h->server[0] == '/') rc = lc__admin_probe(h);
+  h->admin_tls = !rc && h->tls[0] && h->opt.user && h->opt.user[0];
   return rc;
 }
 

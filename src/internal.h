@@ -281,6 +281,11 @@ void lc__tls_close(lc__tls *t);
  * (the daemon's SERVER_ERROR line in the detail). */
 int lc__tls_incr(lc__tls *t, const char *key, uint64_t n, uint64_t *v);
 int lc__tls_get(lc__tls *t, const char *key, uint64_t *v);
+/* A new connection into c (not pooled), authenticated, that said "admin"
+ * and was answered "OK admin": from then on it speaks admin.h's
+ * protocol.  A refusal is LC_EAUTH with the daemon's reason. */
+struct lc__aconn;
+int lc__tls_admin(lc__tls *t, struct lc__aconn *c, int timeout_ms);
 
 /* ---- remote.c ---- */
 int lc__remote_config(const char *server, char *buf, size_t size);
@@ -291,11 +296,16 @@ int lc__remote_open(lc_t *h);
 void lc__pools_close(lc_t *h);
 int lc__remote_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
 int lc__remote_current(lc_t *h, const char *name, int64_t *value);
+/* The log's calls go to an admin channel: an admin socket, or the
+ * daemon's "admin" over TLS. */
+#define LC__ADMIN_WAY(h) ((h)->admin || (h)->admin_tls)
 /* Fails remote handles for calls that need the log; 0 otherwise (an
- * admin socket answers the log's calls: those route h->admin first). */
+ * admin channel answers the log's calls: those route LC__ADMIN_WAY
+ * first). */
 #define LC__LOCAL_ONLY(h)                                                  \
-  ((h)->remote ? lc__fail(LC_EREMOTE, "%s is not an admin socket",         \
-                          (h)->opt.server)                                 \
+  ((h)->remote ? lc__fail(LC_EREMOTE, "%s is not an admin socket (over "  \
+                          "TCP, the log's calls need TLS and a user with " \
+                          "the admin right)", (h)->opt.server)             \
                : 0)
 
 /* ---- backup.c: restored logs ---- */
@@ -358,6 +368,8 @@ void lc__lat_record(lc_t *h, int kind, int64_t start_us);
 struct lc {
   bool remote; /* talks to a logcounterd: no log, no counters */
   bool admin;  /* remote, on an admin socket: every call goes there */
+  bool admin_tls; /* remote over TLS with a user: the log's calls go to
+                     the daemon's admin socket through "admin" (tls.c) */
   lc__admin_srv *admin_srv; /* admin_srv.c: this handle's admin socket */
   lc_options opt;
   char *memcached;

@@ -98,7 +98,7 @@ static int iter_open(lc_t *h, const char *name, bool ledger, lc_iter **out) {
   if (h == NULL || out == NULL) return lc__fail(LC_EINVAL, "NULL argument");
   int rc = lc_check_name(name);
   if (rc) return lc__fail(rc, "invalid counter name");
-  if (h->admin) return remote_open(h, name, ledger, out);
+  if (LC__ADMIN_WAY(h)) return remote_open(h, name, ledger, out);
   if ((rc = LC__LOCAL_ONLY(h)) != 0) return rc;
   return iter_make(h, name, ledger, out, NULL);
 }

@@ -462,7 +462,7 @@ int lc_void(lc_t *h, const char *name, int64_t value, const char *reason) {
     return lc__fail(LC_EINVAL, "void value %lld", (long long)value);
   size_t rlen = 0;
   if ((rc = check_reason(reason, &rlen)) != 0) return rc;
-  if (h->admin)
+  if (LC__ADMIN_WAY(h))
     return lc__admin_call(h, NULL, 0, "void %s %lld %s", name,
                           (long long)value, reason);
   if ((rc = LC__LOCAL_ONLY(h)) != 0) return rc;

@@ -82,7 +82,7 @@ int lc_promote(lc_t *h, const lc_promote_opts *o, uint64_t *counters) {
   if (o) opts = *o;
   if (opts.above < 0 || opts.above >= LC_VALUE_MAX)
     return lc__fail(LC_EINVAL, "promote above %lld", (long long)opts.above);
-  if (h->admin) return lc__admin_promote(h, &opts, counters);
+  if (LC__ADMIN_WAY(h)) return lc__admin_promote(h, &opts, counters);
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   uint64_t raised = 0;

@@ -142,13 +142,13 @@ int lc__prune(lc_t *h, const char *name, const lc_prune_opts *o,
     return lc__fail(LC_EINVAL, "NULL argument");
   int rc = lc_check_name(name);
   if (rc) return lc__fail(rc, "invalid counter name");
-  if (!h->admin && (rc = LC__LOCAL_ONLY(h)) != 0) return rc;
+  if (!LC__ADMIN_WAY(h) && (rc = LC__LOCAL_ONLY(h)) != 0) return rc;
   if (o->keep == 0 && o->below == 0 && o->older_than_us == 0)
     return lc__fail(LC_EINVAL, "prune needs keep, below or older_than");
   if (o->below < 0 || o->older_than_us < 0)
     return lc__fail(LC_EINVAL, "negative below or older_than");
   memset(res, 0, sizeof *res);
-  if (h->admin) return lc__admin_prune(h, name, o, res);
+  if (LC__ADMIN_WAY(h)) return lc__admin_prune(h, name, o, res);
   lc__log *l = &h->log;
   if ((rc = lc__log_enter(l)) != 0) return rc;
   rc = prune(h, name, o, res, stop);

@@ -124,7 +124,7 @@ int lc_list_counters(lc_t *h, int (*fn)(void *arg, const char *name), void *arg,
                      uint64_t *count) {
   lc__detail_clear();
   if (h == NULL || fn == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  if (h->admin) return lc__admin_list_counters(h, fn, arg, count);
+  if (LC__ADMIN_WAY(h)) return lc__admin_list_counters(h, fn, arg, count);
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   leveldb_readoptions_t *ro = leveldb_readoptions_create();

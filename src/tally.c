@@ -410,7 +410,7 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
 
 int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
   lc__detail_clear();
-  if (h && h->admin) {
+  if (h && LC__ADMIN_WAY(h)) {
     int64_t after;
     return lc__admin_op(h, "tally-add", name, &delta, &after, 1);
   }
@@ -425,7 +425,7 @@ int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
 int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
                        int64_t *after) {
   lc__detail_clear();
-  if (h && h->admin) return lc__admin_op(h, "tally-add", name, &delta, after, 1);
+  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "tally-add", name, &delta, after, 1);
   lc__tally *t;
   uint64_t sum, other = 0;
   int rc = tally_add(h, name, delta, &t, &sum);
@@ -479,7 +479,7 @@ static int report(lc_t *h, lc__tally *t, int64_t *total, int64_t *pending,
 int lc_tally_get(lc_t *h, const char *name, int64_t *total, int64_t *pending,
                  uint64_t *losses) {
   lc__detail_clear();
-  if (h && h->admin) {
+  if (h && LC__ADMIN_WAY(h)) {
     int64_t v[3];
     int rc = lc__admin_op(h, "tally-get", name, NULL, v, 3);
     if (rc) return rc;

@@ -249,7 +249,7 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
   lc__detail_clear();
   if (h == NULL || (flags & ~(LC_TALLY_FORCE | LC_TALLY_SWEEP)))
     return lc__fail(LC_EINVAL, "NULL handle or unknown flags");
-  if (h->admin) {
+  if (LC__ADMIN_WAY(h)) {
     int64_t n = 0;
     int rc = lc__admin_call(h, &n, 1, "tally-flush %llu %d",
                             (unsigned long long)max, flags);

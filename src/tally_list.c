@@ -120,7 +120,7 @@ static int by_total(lc_t *h, leveldb_iterator_t *it, lister *l,
 int lc_tally_list(lc_t *h, const lc_tally_list_opts *o, uint64_t *count) {
   lc__detail_clear();
   if (h == NULL || o == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  if (h->admin) return lc__admin_tally_list(h, o, count);
+  if (LC__ADMIN_WAY(h)) return lc__admin_tally_list(h, o, count);
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
   if (o->order != LC_TALLY_BY_NAME && o->order != LC_TALLY_BY_TOTAL_DESC)

@@ -14,7 +14,9 @@
  * late answer is ever read as another request's.  A request that fails
  * on a connection reused from the pool (the daemon may have closed it
  * while idle) is tried once more on a new one: an increment that did
- * happen on the first is a gap, never a repeat.
+ * happen on the first is a gap, never a repeat.  lc__tls_admin opens a
+ * connection outside the pool for the log's calls: after "admin" the
+ * daemon relays it to its admin socket.
  */
 #include "admin.h"
 #include "repl.h" /* lc__wire_connect */
@@ -154,21 +156,46 @@ static int authenticate(lc__tls *t, lc__aconn *c) {
   return 0;
 }
 
-/* A new connection, handshaken and authenticated. */
-static int dial(lc__tls *t, lc__aconn **out) {
-  lc__aconn *c = malloc(sizeof *c);
-  if (c == NULL) return lc__fail(LC_ENOMEM, "cannot allocate a connection");
+/* A new connection into c, handshaken and authenticated (closed on
+ * failure). */
+static int dial_into(lc__tls *t, lc__aconn *c) {
   int fd = -1, rc = lc__wire_connect("server", t->addr, t->timeout_ms, &fd);
   lc__aconn_init(c, fd, t->timeout_ms);
   if (!rc) rc = lc__aconn_tls(c, t->ctx);
   if (!rc) rc = handshake(t, c);
   if (!rc && t->auth) rc = authenticate(t, c);
+  if (rc) lc__aconn_close(c);
+  return rc;
+}
+
+static int dial(lc__tls *t, lc__aconn **out) {
+  lc__aconn *c = malloc(sizeof *c);
+  if (c == NULL) return lc__fail(LC_ENOMEM, "cannot allocate a connection");
+  int rc = dial_into(t, c);
   if (rc) {
-    lc__aconn_close(c);
     free(c);
     return rc;
   }
   *out = c;
+  return 0;
+}
+
+int lc__tls_admin(lc__tls *t, lc__aconn *c, int timeout_ms) {
+  char *line = NULL;
+  int rc = dial_into(t, c);
+  if (rc) return rc;
+  if (!(rc = lc__aconn_printf(c, "admin")) && !(rc = lc__aconn_flush(c)) &&
+      (rc = lc__aconn_readline(c, &line)) == 0)
+    rc = lc__fail(LC_EREMOTE, "%s closed the connection after \"admin\"",
+                  t->addr);
+  if (rc == 1 && strcmp(line, "OK admin") != 0)
+    rc = lc__fail(LC_EREMOTE, "%s refused the admin commands: %s", t->addr,
+                  line);
+  if (rc != 1) {
+    lc__aconn_close(c);
+    return rc;
+  }
+  c->timeout_ms = timeout_ms;
   return 0;
 }
 

@@ -65,17 +65,8 @@ MC="--SERVER=127.0.0.1:$MCPORT"
 . tests/daemon.sh
 
 # ---- certificates (throwaway, in $TMP) ----------------------------------
-# cert NAME: NAME.pem / NAME.key signed by the CA, CN NAME, SAN 127.0.0.1.
-cert() {
-  openssl req -newkey rsa:2048 -nodes -keyout "$TMP/$1.key" -out "$TMP/$1.csr" \
-    -subj "/CN=$1" 2>/dev/null &&
-  printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/$1.ext" &&
-  openssl x509 -req -in "$TMP/$1.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" \
-    -CAcreateserial -out "$TMP/$1.pem" -days 2 -extfile "$TMP/$1.ext" 2>/dev/null
-}
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" \
-  -days 2 -subj "/CN=lc-test-ca" 2>/dev/null && cert lc-server-1 &&
-  cert lc-server-2 && cert lc-client ||
+. tests/tls_certs.sh
+make_certs lc-server-1 lc-server-2 lc-client ||
   { echo "suite_tls: cannot make the test certificates" >&2; failed=1; finish; }
 cp "$TMP/lc-server-1.pem" "$TMP/server.pem" && cp "$TMP/lc-server-1.key" "$TMP/server.key"
 CA=$TMP/ca.pem

@@ -485,6 +485,11 @@ static void test_admin_refused(void **state) {
         strstr(r.error, "admin socket") == NULL)
       fail_msg("'%s' is not refused for the admin socket", lines[i]);
   }
+  /* "admin" alone asks for the relay (lcd_relay.c); with words, usage */
+  lcd_proto_req r;
+  assert_int_equal(parse("admin\r\n", &r), LCD_PROTO_ADMIN);
+  assert_int_equal(parse("admin now\r\n", &r), LCD_PROTO_BAD);
+  assert_non_null(strstr(r.error, "usage: admin"));
 }
 
 static void test_refused_without_data(void **state) {

@@ -373,18 +373,20 @@ static int default_db(struct cli *c) {
 }
 
 /* With --server: a daemon's admin socket (a unix socket path) serves
- * every command; a data port (TCP, or the daemon's -s socket) only next
- * and current, so the log's commands are refused before anything is
- * opened when the address is TCP, and by the library (LC_EREMOTE) when a
- * unix socket turns out to be a data port. */
+ * every command, and so does its TLS port with a user (the library asks
+ * for the admin relay); a data port otherwise only next and current, so
+ * the log's commands are refused before anything is opened when the
+ * address is TCP without TLS and a user, and by the library (LC_EREMOTE)
+ * when a unix socket turns out to be a data port. */
 static int open_remote(struct cli *c) {
-  if (c->cmd->needs_log && c->server[0] != '/') {
+  if (c->cmd->needs_log && c->server[0] != '/' && !(c->tls_ca && c->user)) {
     fprintf(stderr, PROG ": cannot %s with --server '%s': %s\n", c->cmd->name,
             c->server, lc_strerror(LC_EREMOTE));
     fprintf(stderr,
             PROG ": '%s' needs the log: give --server the daemon's admin "
-                 "socket (logcounterd --admin-socket PATH), or stop the "
-                 "daemon and run '" PROG " --db DIR %s ...'\n",
+                 "socket (logcounterd --admin-socket PATH), or its TLS port "
+                 "with --tls-ca and a --user with the admin right, or stop "
+                 "the daemon and run '" PROG " --db DIR %s ...'\n",
             c->cmd->name, c->cmd->name);
     return EXIT_RUNTIME;
   }

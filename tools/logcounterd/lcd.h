@@ -20,6 +20,8 @@
  *   lcd_proto.c    the request parser (pure functions; lcd_proto.h)
  *   lcd_metrics.c  --metrics-listen: Prometheus text at /metrics, on its
  *                  own thread (lcd_prom.c writes it; lcd_metrics.h)
+ *   lcd_relay.c    "admin" over TLS: the connection becomes a relay to
+ *                  --admin-socket
  *   lcd_gate.c     what a connection may do: the --auth-file handshake and
  *                  the --rights-file checks, called from lcd_conn.c and
  *                  lcd_mget.c (lcd_auth.h)
@@ -283,6 +285,7 @@ typedef struct lcd_counters {
   lcd_stat jobs_pooled;   /* jobs handed to the workers */
   lcd_stat loop_backoffs; /* times a slow call sent work to the pool */
   lcd_stat auth_cmds;     /* authentication handshakes ("set" before auth) */
+  lcd_stat admin_relays;  /* connections turned admin relays (lcd_relay.c) */
   lcd_stat auth_errors;   /* failed handshakes and unauthenticated commands */
   lcd_stat tls_handshake_errors; /* TLS connections closed before or in
                                     the handshake */
@@ -444,6 +447,10 @@ struct lcd_conn {
   time_t unauth_since;           /* first sweep that saw it unauthenticated */
   char named[LCD_PROTO_KEY_MAX]; /* the last key lcd_rights_new_name allowed */
   size_t named_len;              /* 0: none */
+  /* lcd_relay.c: after "admin", a relay to --admin-socket */
+  struct bufferevent *relay; /* the admin socket's end; NULL: none */
+  int relay_eof;             /* it closed, or failed */
+  int relay_shut;            /* the client's EOF was passed on */
 };
 
 /* A tally change refused because of what the client sent (nothing was
@@ -484,6 +491,17 @@ const char *lcd_gate_keys(lcd_conn *c, const lcd_proto_req *req);
  * caller closes it). */
 int lcd_gate_late(lcd_conn *c, time_t now);
 void lcd_gate_free(lcd_conn *c);
+/* NULL if c may run the admin commands over TCP (TLS, authenticated, the
+ * admin right), else why not. */
+const char *lcd_gate_admin(lcd_conn *c);
+
+/* lcd_relay.c: "admin" (after every job before it): c becomes a relay to
+ * --admin-socket, or gets the CLIENT_ERROR why not */
+void lcd_relay_start(lcd_conn *c);
+/* Moves bytes both ways (from lcd_conn_process while c->relay is set);
+ * may end the relay and mark c closing. */
+void lcd_relay_pump(lcd_conn *c);
+void lcd_relay_free(lcd_conn *c);
 
 /* lcd_listen.c: 0, or an exit status after printing why */
 int lcd_listen(lcd_server *s);

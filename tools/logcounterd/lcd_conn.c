@@ -75,6 +75,7 @@ static void close_now(lcd_conn *c, const char *why) {
   if (!c->bev) return;
   lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
           c->peer, why);
+  lcd_relay_free(c);
   if (c->tls && !c->tls_failed) lcd_tls_shutdown(c->bev);
   bufferevent_free(c->bev);
   c->bev = NULL;
@@ -218,6 +219,7 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
     if (!req.noreply) lcd_puts(c, "OK\r\n");
     break;
   case LCD_PROTO_QUIT: lcd_close_later(c, "quit"); return 1;
+  case LCD_PROTO_ADMIN: lcd_relay_start(c); return 1;
   case LCD_PROTO_REFUSED:
     if (req.data_len) c->loop->st.cmd_set++; /* a storage command */
     c->swallow = req.data_len;
@@ -239,7 +241,7 @@ void lcd_conn_process(lcd_conn *c) {
   struct evbuffer *in = bufferevent_get_input(c->bev);
   struct evbuffer *out = bufferevent_get_output(c->bev);
   int waiting = 0; /* a request waits for a job */
-  while (!c->closing && !c->out_blocked && !c->auth_hold) {
+  while (!c->closing && !c->out_blocked && !c->auth_hold && !c->relay) {
     if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) flush_out(c);
     if (evbuffer_get_length(out) > LCD_OUTPUT_MAX) {
       c->out_blocked = 1; /* write_cb resumes */
@@ -301,6 +303,8 @@ void lcd_conn_process(lcd_conn *c) {
       break;
     }
   }
+  if (c->relay && !c->out_blocked) lcd_relay_pump(c); /* lcd_relay.c */
+  if (c->relay && !c->closing) return;
   if (c->auth_hold) { /* lcd_gate.c's timer resumes */
     flush_out(c);
     return;

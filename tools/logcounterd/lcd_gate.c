@@ -229,3 +229,19 @@ void lcd_gate_free(lcd_conn *c) {
   if (c->auth_timer) event_free(c->auth_timer);
   c->auth_timer = NULL;
 }
+
+const char *lcd_gate_admin(lcd_conn *c) {
+  const char *why = NULL;
+  if (!c->tls)
+    why = "permission denied: admin commands over TCP need TLS (a TLS "
+          "listener) and a user with the admin right";
+  else if (!lcd_auth_enabled() || !lcd_rights_enabled())
+    why = "permission denied: admin commands over TCP need --auth-file and "
+          "--rights-file with the admin right";
+  else if (!lcd_rights_admin(rights(c)))
+    why = "permission denied: no admin right for this user";
+  if (why)
+    lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s, user %s): admin "
+            "refused: %s", c->id, c->peer, c->user[0] ? c->user : "-", why);
+  return why;
+}

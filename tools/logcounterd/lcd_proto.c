@@ -386,9 +386,10 @@ static lcd_proto_cmd parse_refused(toks *tk, lcd_proto_req *req) {
   if (tok_is(v, "ma") || tok_is(v, "mg") || tok_is(v, "mn"))
     return lcd_proto_meta_parse(tk->t, tk->ntok, MAX_TOK, req);
   if (is_admin_verb(v))
-    return refused(req, "admin commands are served only on logcounterd's "
+    return refused(req, "admin commands are served on logcounterd's "
                         "admin socket (--admin-socket PATH; logcounter "
-                        "--server PATH), never on a data port");
+                        "--server PATH), or after \"admin\" over TLS by a "
+                        "user with the admin right");
   req->error = "unknown command";
   return req->cmd = LCD_PROTO_UNKNOWN;
 }
@@ -415,6 +416,9 @@ lcd_proto_cmd lcd_proto_parse(const char *line, size_t len,
   if (tok_is(v, "version"))
     return tk.ntok == 1 ? (req->cmd = LCD_PROTO_VERSION)
                         : bad(req, "bad command line format: usage: version");
+  if (tok_is(v, "admin"))
+    return tk.ntok == 1 ? (req->cmd = LCD_PROTO_ADMIN)
+                        : bad(req, "bad command line format: usage: admin");
   if (tok_is(v, "quit"))
     return tk.ntok == 1 ? (req->cmd = LCD_PROTO_QUIT)
                         : bad(req, "bad command line format: usage: quit");

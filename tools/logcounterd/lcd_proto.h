@@ -77,7 +77,9 @@ typedef enum lcd_proto_cmd {
   LCD_PROTO_TALLY,   /* incr/decr tally:NAME: keys[0] is the whole
                              key, tally its NAME, delta the signed change
                              (+-1..INT64_MAX), noreply */
-  LCD_PROTO_MN       /* meta no-op: answer "MN" */
+  LCD_PROTO_MN,      /* meta no-op: answer "MN" */
+  LCD_PROTO_ADMIN    /* "admin": the rest of the connection goes to the
+                             admin socket (lcd_relay.c) */
 } lcd_proto_cmd;
 
 typedef struct lcd_proto_token {

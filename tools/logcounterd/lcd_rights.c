@@ -14,8 +14,8 @@
  *    cheaply whether the library will create it) and whether or not that
  *    request then succeeds.  Reads (get, gets, mg, stats tally) never
  *    count.  No names=: no limit of its own (--max-counters still holds);
- *  - admin: recorded only; the admin commands over TCP are not served yet
- *    (reserved): they stay on --admin-socket.
+ *  - admin: the user may send "admin" on a TLS connection and run the
+ *    admin commands there (lcd_relay.c relays it to --admin-socket).
  *
  * Invariants: a published table is never changed nor freed before exit
  * (a reload publishes a new one and bumps gen; connections cache a

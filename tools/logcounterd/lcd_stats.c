@@ -203,6 +203,8 @@ static const struct {
       "Tally changes that shared another's library call."),
     F("tally_errors", tally_errors, "Tally changes refused or failed."),
     F("get_tally", get_tally, "Tally keys asked for by get."),
+    F("admin_relays", admin_relays,
+      "Connections turned into relays to --admin-socket (admin over TLS)."),
     F("auth_cmds", auth_cmds,
       "Authentication handshakes (the first set of a connection)."),
     F("auth_errors", auth_errors,
