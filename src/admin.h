@@ -31,11 +31,9 @@
 
 /* One end of an admin connection: a socket with a read buffer, a write
  * buffer, and a timeout for each wait. */
-struct ssl_ctx_st;
 typedef struct lc__aconn {
   int fd;
   struct ssl_st *ssl; /* TLS over fd (lc__aconn_tls), or NULL: plain */
-  int eof;            /* TLS: the socket read its end */
   int timeout_ms; /* for each read or write wait */
   size_t rpos, rlen, wlen;
   char rbuf[LC__ADMIN_LINE_MAX + 2];
@@ -45,15 +43,12 @@ typedef struct lc__aconn {
 void lc__aconn_init(lc__aconn *c, int fd, int timeout_ms);
 /* Closes fd (after a TLS close_notify when ssl is set). */
 void lc__aconn_close(lc__aconn *c);
-/* Sets c->ssl: a TLS connection of ctx over c->fd (through a BIO that
- * never raises SIGPIPE).  0 or LC_ENOMEM. */
+/* Sets c->ssl: a TLS connection of ctx over c->fd (lc__ssl_on).  0 or
+ * LC_ENOMEM. */
 int lc__aconn_tls(lc__aconn *c, struct ssl_ctx_st *ctx);
 /* With c->ssl set on a connected fd: the client's TLS handshake, each
  * wait bounded by the timeout.  0 or negative. */
 int lc__aconn_handshake(lc__aconn *c);
-/* The oldest OpenSSL error as text in buf (the queue is then cleared);
- * NULL if there is none. */
-const char *lc__ssl_reason(char *buf, size_t n);
 /* The next line (without its "\r\n", NUL-terminated, valid until the next
  * call): 1, 0 at a clean end of the stream, or a negative code. */
 int lc__aconn_readline(lc__aconn *c, char **line);

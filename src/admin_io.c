@@ -3,10 +3,8 @@
  * wait (poll), so neither side of the admin channel waits forever.  The
  * same buffered lines carry remote mode over TLS (tls.c): with c->ssl set,
  * bytes go through OpenSSL on the non-blocking socket, and a wait is for
- * what OpenSSL asks (reading or writing, in either direction).  OpenSSL
- * reaches the socket through our own BIO, which sends with MSG_NOSIGNAL:
- * its socket BIO writes with write(2), and a peer that is gone would
- * raise SIGPIPE in the caller's process.
+ * what OpenSSL asks (reading or writing, in either direction), through
+ * tls_sock.c.
  */
 #include "admin.h"
 
@@ -14,7 +12,6 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,7 +20,6 @@
 void lc__aconn_init(lc__aconn *c, int fd, int timeout_ms) {
   c->fd = fd;
   c->ssl = NULL;
-  c->eof = 0;
   c->timeout_ms = timeout_ms;
   c->rpos = c->rlen = c->wlen = 0;
 }
@@ -32,19 +28,8 @@ static const char *where(const lc__aconn *c) {
   return c->ssl ? "server" : "admin socket";
 }
 
-/* Waits for fd to become readable (POLLIN) or writable (POLLOUT). */
 static int wait_fd(lc__aconn *c, short what) {
-  struct pollfd p = {.fd = c->fd, .events = what};
-  for (;;) {
-    int n = poll(&p, 1, c->timeout_ms);
-    if (n > 0) return 0;
-    if (n == 0)
-      return lc__fail(LC_ETIMEDOUT, "%s: no %s within %d ms", where(c),
-                      what == POLLIN ? "answer" : "room to write",
-                      c->timeout_ms);
-    if (errno != EINTR)
-      return lc__fail(LC_EREMOTE, "%s: poll: %s", where(c), strerror(errno));
-  }
+  return lc__poll_fd(c->fd, what, c->timeout_ms, where(c));
 }
 
 void lc__aconn_close(lc__aconn *c) {
@@ -57,88 +42,14 @@ void lc__aconn_close(lc__aconn *c) {
   c->fd = -1;
 }
 
-/* ---- the socket BIO: send(MSG_NOSIGNAL) and recv on c->fd */
-
-static ssize_t bio_io(BIO *b, int want, char *p, int n) {
-  lc__aconn *c = BIO_get_data(b);
-  BIO_clear_retry_flags(b);
-  ssize_t r = want ? send(c->fd, p, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT)
-                   : recv(c->fd, p, (size_t)n, MSG_DONTWAIT);
-  if (r == 0 && !want) c->eof = 1;
-  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    if (want)
-      BIO_set_retry_write(b);
-    else
-      BIO_set_retry_read(b);
-  }
-  return r;
-}
-
-static int bio_write(BIO *b, const char *p, int n) {
-  return (int)bio_io(b, 1, (char *)p, n);
-}
-
-static int bio_read(BIO *b, char *p, int n) { return (int)bio_io(b, 0, p, n); }
-
-static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
-  (void)num;
-  (void)ptr;
-  if (cmd == BIO_CTRL_FLUSH) return 1;
-  if (cmd == BIO_CTRL_EOF) return ((lc__aconn *)BIO_get_data(b))->eof;
-  return 0;
-}
-
-static BIO_METHOD *sock_method;
-static pthread_once_t sock_once = PTHREAD_ONCE_INIT;
-
-static void make_method(void) {
-  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
-                               "logcounter socket");
-  if (m && (BIO_meth_set_write(m, bio_write) != 1 ||
-            BIO_meth_set_read(m, bio_read) != 1 ||
-            BIO_meth_set_ctrl(m, bio_ctrl) != 1)) {
-    BIO_meth_free(m);
-    m = NULL;
-  }
-  sock_method = m;
+/* After an OpenSSL call on c returned ret: lc__ssl_wait's answer. */
+static int ssl_again(lc__aconn *c, int ret, const char *op) {
+  return lc__ssl_wait(SSL_get_error(c->ssl, ret), c->fd, c->timeout_ms,
+                      where(c), op);
 }
 
 int lc__aconn_tls(lc__aconn *c, struct ssl_ctx_st *ctx) {
-  pthread_once(&sock_once, make_method);
-  BIO *b = sock_method ? BIO_new(sock_method) : NULL;
-  if (b == NULL || (c->ssl = SSL_new(ctx)) == NULL) {
-    BIO_free(b);
-    return lc__fail(LC_ENOMEM, "TLS: cannot make a connection");
-  }
-  BIO_set_data(b, c);
-  BIO_set_init(b, 1);
-  SSL_set_bio(c->ssl, b, b);
-  return 0;
-}
-
-const char *lc__ssl_reason(char *buf, size_t n) {
-  unsigned long e = ERR_get_error();
-  if (e == 0) return NULL;
-  ERR_error_string_n(e, buf, n);
-  ERR_clear_error();
-  return buf;
-}
-
-/* After an OpenSSL call on c returned ret (op names it): 0 to call it
- * again (after waiting for what OpenSSL asked), 1 at a clean end of the
- * stream, or the failure. */
-static int ssl_again(lc__aconn *c, int ret, const char *op) {
-  int e = SSL_get_error(c->ssl, ret);
-  if (e == SSL_ERROR_ZERO_RETURN) return 1;
-  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-    return wait_fd(c, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT);
-  if (e == SSL_ERROR_SYSCALL && errno == EINTR) return 0;
-  char buf[160];
-  const char *why = lc__ssl_reason(buf, sizeof buf);
-  if (why == NULL)
-    why = e == SSL_ERROR_SYSCALL && errno ? strerror(errno)
-                                          : "the peer closed the connection";
-  return lc__fail(LC_EREMOTE, "%s: TLS %s: %s", where(c), op, why);
+  return (c->ssl = lc__ssl_on(ctx, c->fd)) ? 0 : LC_ENOMEM;
 }
 
 int lc__aconn_handshake(lc__aconn *c) {

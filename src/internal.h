@@ -271,6 +271,24 @@ typedef struct lc__tallies {
 void lc__tallies_init(lc__tallies *t);
 void lc__tallies_close(lc__tallies *t);
 
+/* ---- tls_sock.c: OpenSSL on our non-blocking sockets ---- */
+struct ssl_st;
+struct ssl_ctx_st;
+/* A TLS connection of ctx over fd, through a BIO that never blocks and
+ * never raises SIGPIPE; NULL (LC_ENOMEM's detail set). */
+struct ssl_st *lc__ssl_on(struct ssl_ctx_st *ctx, int fd);
+/* Waits up to timeout_ms for fd to be readable (POLLIN) or writable:
+ * 0, LC_ETIMEDOUT or LC_EREMOTE; who names the peer in the detail. */
+int lc__poll_fd(int fd, short what, int timeout_ms, const char *who);
+/* After an OpenSSL call on fd failed with SSL_get_error e (op names the
+ * call): 0 to call it again (after waiting for what OpenSSL asked), 1 at
+ * a clean end of the stream (close_notify), or the failure. */
+int lc__ssl_wait(int e, int fd, int timeout_ms, const char *who,
+                 const char *op);
+/* The oldest OpenSSL error as text in buf (the queue is then cleared);
+ * NULL if there is none. */
+const char *lc__ssl_reason(char *buf, size_t n);
+
 /* ---- tls.c: remote mode over TLS (lc_options.tls_ca) ---- */
 typedef struct lc__tls lc__tls;
 /* A pool of TLS connections to addr "HOST:PORT" (the options' CA, client

@@ -1,0 +1,117 @@
+/*
+ * tls_sock.c - OpenSSL on our own non-blocking sockets, for every TLS
+ * connection the library makes or takes (remote mode and its admin relay,
+ * tls.c and admin_io.c; replication, repl_wire.c): the BIO, the wait for
+ * what OpenSSL asks, and its error text.
+ *
+ * OpenSSL reaches the socket through our BIO, which sends with
+ * MSG_NOSIGNAL and never blocks: OpenSSL's socket BIO writes with
+ * write(2), and a peer that is gone would raise SIGPIPE in the caller's
+ * process.  A wait is a poll bounded by the caller's timeout.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static ssize_t bio_io(BIO *b, int want, char *p, int n) {
+  int fd = (int)(intptr_t)BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  ssize_t r = want ? send(fd, p, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT)
+                   : recv(fd, p, (size_t)n, MSG_DONTWAIT);
+  if (r == 0 && !want) BIO_set_flags(b, BIO_FLAGS_IN_EOF);
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    if (want)
+      BIO_set_retry_write(b);
+    else
+      BIO_set_retry_read(b);
+  }
+  return r;
+}
+
+static int bio_write(BIO *b, const char *p, int n) {
+  return (int)bio_io(b, 1, (char *)p, n);
+}
+
+static int bio_read(BIO *b, char *p, int n) { return (int)bio_io(b, 0, p, n); }
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  (void)num;
+  (void)ptr;
+  if (cmd == BIO_CTRL_FLUSH) return 1;
+  if (cmd == BIO_CTRL_EOF) return BIO_test_flags(b, BIO_FLAGS_IN_EOF) != 0;
+  return 0;
+}
+
+static BIO_METHOD *sock_method;
+static pthread_once_t sock_once = PTHREAD_ONCE_INIT;
+
+static void make_method(void) {
+  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
+                               "logcounter socket");
+  if (m && (BIO_meth_set_write(m, bio_write) != 1 ||
+            BIO_meth_set_read(m, bio_read) != 1 ||
+            BIO_meth_set_ctrl(m, bio_ctrl) != 1)) {
+    BIO_meth_free(m);
+    m = NULL;
+  }
+  sock_method = m;
+}
+
+SSL *lc__ssl_on(SSL_CTX *ctx, int fd) {
+  pthread_once(&sock_once, make_method);
+  BIO *b = sock_method ? BIO_new(sock_method) : NULL;
+  SSL *ssl = b ? SSL_new(ctx) : NULL;
+  if (ssl == NULL) {
+    BIO_free(b);
+    lc__fail(LC_ENOMEM, "TLS: cannot make a connection");
+    return NULL;
+  }
+  BIO_set_data(b, (void *)(intptr_t)fd);
+  BIO_set_init(b, 1);
+  SSL_set_bio(ssl, b, b);
+  return ssl;
+}
+
+int lc__poll_fd(int fd, short what, int timeout_ms, const char *who) {
+  struct pollfd p = {.fd = fd, .events = what};
+  for (;;) {
+    int n = poll(&p, 1, timeout_ms);
+    if (n > 0) return 0;
+    if (n == 0)
+      return lc__fail(LC_ETIMEDOUT, "%s: no %s within %d ms", who,
+                      what == POLLIN ? "answer" : "room to write",
+                      timeout_ms);
+    if (errno != EINTR)
+      return lc__fail(LC_EREMOTE, "%s: poll: %s", who, strerror(errno));
+  }
+}
+
+const char *lc__ssl_reason(char *buf, size_t n) {
+  unsigned long e = ERR_get_error();
+  if (e == 0) return NULL;
+  ERR_error_string_n(e, buf, n);
+  ERR_clear_error();
+  return buf;
+}
+
+int lc__ssl_wait(int e, int fd, int timeout_ms, const char *who,
+                 const char *op) {
+  if (e == SSL_ERROR_ZERO_RETURN) return 1;
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+    return lc__poll_fd(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
+                       timeout_ms, who);
+  if (e == SSL_ERROR_SYSCALL && errno == EINTR) return 0;
+  char buf[160];
+  const char *why = lc__ssl_reason(buf, sizeof buf);
+  if (why == NULL)
+    why = e == SSL_ERROR_SYSCALL && errno ? strerror(errno)
+                                          : "the peer closed the connection";
+  return lc__fail(LC_EREMOTE, "%s: TLS %s: %s", who, op, why);
+}
