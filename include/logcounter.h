@@ -238,7 +238,7 @@ typedef struct lc_options {
    * nonce (HMAC-SHA256) before a byte of the log is sent, so no stray
    * process can follow the primary or pose as it.  A side with the secret
    * refuses a side without.  Copied at lc_open, never logged or sent.
-   * The stream itself is not encrypted. */
+   * With tls_* below on a local handle the stream is mutual TLS. */
   const char *replication_secret;
   /* (0.7) Remote mode over TLS, to a logcounterd with --tls-cert: tls_ca
    * is the PEM file of the CAs the daemon's certificate must chain to,
@@ -246,7 +246,14 @@ typedef struct lc_options {
    * DNS name).  tls_cert and tls_key (PEM, both or neither) are this
    * client's certificate, for a daemon with --tls-verify require.  Read
    * at lc_open; a file that cannot be used is LC_EINVAL.  Not for a unix
-   * socket server. */
+   * socket server.  With a user, the log's calls (lc_void, lc_prune,
+   * iterators, lc_backup...) go over TLS too, to the daemon's admin
+   * socket through its "admin" relay (the user needs the admin right).
+   * On a local handle with replication_listen or standby_of, all three
+   * make replication mutual TLS: this log's certificate (tls_cert,
+   * tls_key) is shown to the other side, whose certificate must chain to
+   * tls_ca; a standby checks that the primary's names the host of
+   * standby_of. */
   const char *tls_ca;
   const char *tls_cert;
   const char *tls_key;

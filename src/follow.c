@@ -40,7 +40,22 @@ struct lc__follow {
   uint64_t primary_seq, primary_ops;
   int64_t primary_us, applied_us; /* the primary's clock */
   uint64_t snapshots, connects;
+  struct ssl_ctx_st *ctx; /* h->repl_tls[1]: TLS to the primary, or NULL */
+  char host[256];         /* the name its certificate must carry */
 };
+
+/* TLS to the primary: the context, and the host of standby_of. */
+static int follow_tls(lc__follow *f, const char *addr) {
+  const char *colon = strrchr(addr, ':');
+  size_t n = colon ? (size_t)(colon - addr) : 0;
+  if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') addr++, n -= 2;
+  if (n == 0 || n >= sizeof f->host)
+    return lc__fail(LC_EINVAL, "standby_of '%s': use HOST:PORT", addr);
+  memcpy(f->host, addr, n);
+  f->host[n] = '\0';
+  f->ctx = f->h->repl_tls[1];
+  return 0;
+}
 
 int lc__primary_only(lc_t *h) {
   if (h == NULL || !atomic_load(&h->standby)) return 0;
@@ -155,7 +170,7 @@ static int wipe(lc__follow *f) {
 }
 
 /* A full copy: 'k' frames up to 'e' (seq, ops). */
-static int take_copy(lc__follow *f, int fd, uint64_t epoch, lc__buf *in) {
+static int take_copy(lc__follow *f, lc__wire *w, uint64_t epoch, lc__buf *in) {
   pthread_mutex_lock(&f->mu);
   f->state = "snapshot";
   f->stale = true;
@@ -166,7 +181,7 @@ static int take_copy(lc__follow *f, int fd, uint64_t epoch, lc__buf *in) {
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   while (!rc) {
     char type;
-    if ((rc = lc__wire_recv(fd, &type, in, SILENCE_MS)) != 0) break;
+    if ((rc = lc__wire_recv(w, &type, in, SILENCE_MS)) != 0) break;
     if (type == 'e' && in->n == 16) {
       pthread_mutex_lock(&f->mu);
       f->epoch = epoch;
@@ -193,7 +208,7 @@ static int take_copy(lc__follow *f, int fd, uint64_t epoch, lc__buf *in) {
 }
 
 /* One 'b' frame: applied with the position, then acknowledged. */
-static int take_batch(lc__follow *f, int fd, const lc__buf *in,
+static int take_batch(lc__follow *f, lc__wire *w, const lc__buf *in,
                       leveldb_writebatch_t *b) {
   if (in->n < 25) return lc__fail(LC_EREMOTE, "replication: a short batch");
   const unsigned char *p = (const unsigned char *)in->p;
@@ -227,13 +242,13 @@ static int take_batch(lc__follow *f, int fd, const lc__buf *in,
   if (rc) return rc;
   unsigned char a[8];
   lc__be64_put(a, seq);
-  return lc__wire_send(fd, 'a', a, sizeof a, SILENCE_MS);
+  return lc__wire_send(w, 'a', a, sizeof a, SILENCE_MS);
 }
 
 /* With a replication secret, in holds the primary's 'c': its proof on our
  * nonce ns; then ours on its nonce (repl_auth.c), and type and in become
  * the next frame. */
-static int prove(lc__follow *f, int fd, const char *ns, char *type,
+static int prove(lc__follow *f, lc__wire *w, const char *ns, char *type,
                  lc__buf *in) {
   const char *secret = f->h->opt.replication_secret;
   char np[LC__REPL_HEX + 2] = "", mac[LC__REPL_HEX + 2] = "";
@@ -243,11 +258,11 @@ static int prove(lc__follow *f, int fd, const char *ns, char *type,
     return lc__fail(LC_EREMOTE, "replication: the primary did not prove the "
                                 "replication secret");
   lc__repl_mac(secret, "standby", np, ns, mac);
-  int rc = lc__wire_send(fd, 'v', mac, strlen(mac), HELLO_TIMEOUT_MS);
-  return rc ? rc : lc__wire_recv(fd, type, in, HELLO_TIMEOUT_MS);
+  int rc = lc__wire_send(w, 'v', mac, strlen(mac), HELLO_TIMEOUT_MS);
+  return rc ? rc : lc__wire_recv(w, type, in, HELLO_TIMEOUT_MS);
 }
 
-static int session(lc__follow *f, int fd) {
+static int session(lc__follow *f, lc__wire *w) {
   lc__buf in = {0};
   const char *secret = f->h->opt.replication_secret;
   char hello[64 + LC__REPL_HEX], ns[LC__REPL_HEX + 1] = "", type = 0;
@@ -258,10 +273,10 @@ static int session(lc__follow *f, int fd) {
            secret ? 2 : 1, f->epoch, f->seq, secret ? " " : "", ns);
   f->connects++;
   pthread_mutex_unlock(&f->mu);
-  rc = lc__wire_send(fd, 'h', hello, strlen(hello), HELLO_TIMEOUT_MS);
-  if (!rc) rc = lc__wire_recv(fd, &type, &in, HELLO_TIMEOUT_MS);
+  rc = lc__wire_send(w, 'h', hello, strlen(hello), HELLO_TIMEOUT_MS);
+  if (!rc) rc = lc__wire_recv(w, &type, &in, HELLO_TIMEOUT_MS);
   if (!rc && secret && type == 'c')
-    rc = prove(f, fd, ns, &type, &in);
+    rc = prove(f, w, ns, &type, &in);
   else if (!rc && secret && type != 'x') /* a primary without the secret */
     rc = lc__fail(LC_EREMOTE, "replication: the primary has no replication "
                               "secret");
@@ -284,7 +299,7 @@ static int session(lc__follow *f, int fd) {
     if (!f->required) f->stale = true; /* it may go on alone later */
     pthread_mutex_unlock(&f->mu);
     if (strcmp(kind, "full") == 0)
-      rc = take_copy(f, fd, epoch, &in);
+      rc = take_copy(f, w, epoch, &in);
     else if (!resume)
       rc = lc__fail(LC_EREMOTE, "replication: a resume from elsewhere");
     else if (mark)
@@ -293,9 +308,9 @@ static int session(lc__follow *f, int fd) {
   set_state(f, "catchup");
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   while (!rc) {
-    if ((rc = lc__wire_recv(fd, &type, &in, SILENCE_MS)) != 0) break;
+    if ((rc = lc__wire_recv(w, &type, &in, SILENCE_MS)) != 0) break;
     if (type == 'b') {
-      rc = take_batch(f, fd, &in, b);
+      rc = take_batch(f, w, &in, b);
     } else if (type == 'p' && in.n == 24) {
       pthread_mutex_lock(&f->mu);
       f->primary_seq = lc__be64_get((unsigned char *)in.p);
@@ -333,13 +348,16 @@ static void *follower(void *arg) {
     if (!rc) f->fd = fd;
     pthread_mutex_unlock(&f->mu);
     if (!rc) {
-      rc = session(f, fd);
+      lc__wire w;
+      lc__wire_init(&w, fd);
+      rc = f->ctx ? lc__wire_tls(&w, f->ctx, f->host, HELLO_TIMEOUT_MS) : 0;
+      if (!rc) rc = session(f, &w);
       pthread_mutex_lock(&f->mu);
       f->fd = -1;
       f->connected = false;
       f->in_sync = false;
       pthread_mutex_unlock(&f->mu);
-      close(fd);
+      lc__wire_close(&w);
     } else if (fd >= 0) {
       close(fd);
     }
@@ -364,6 +382,11 @@ int lc__follow_start(lc_t *h) {
       return lc__fail(LC_ENOMEM, "the standby's follower");
     f->h = h;
     f->fd = -1;
+    int rc = h->repl_tls[1] ? follow_tls(f, h->opt.standby_of) : 0;
+    if (rc) {
+      free(f);
+      return rc;
+    }
     pthread_mutex_init(&f->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -10,6 +10,7 @@
 #include "admin.h"
 #include "repl.h"
 
+#include <openssl/ssl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,8 @@ static void free_handle(lc_t *h) {
     explicit_bzero(h->repl_secret, strlen(h->repl_secret));
     free(h->repl_secret);
   }
+  for (int i = 0; i < 2; i++)
+    if (h->repl_tls[i]) SSL_CTX_free(h->repl_tls[i]);
   free(h->memcached);
   free(h->db_path);
   free(h->owner);
@@ -136,9 +139,14 @@ static int check_tls(const lc_options *o, bool remote) {
   bool ca = o->tls_ca && o->tls_ca[0], cert = o->tls_cert && o->tls_cert[0],
        key = o->tls_key && o->tls_key[0];
   if (!ca && !cert && !key) return 0;
-  if (!remote)
+  if (!remote && !(ca && cert && key &&
+                   ((o->replication_listen && o->replication_listen[0]) ||
+                    (o->standby_of && o->standby_of[0]))))
     return lc__fail(LC_EINVAL, "TLS options are for remote mode "
-                               "(lc_options.server)");
+                               "(lc_options.server), or for replication "
+                               "(tls_ca, tls_cert and tls_key together, with "
+                               "replication_listen or standby_of)");
+  if (!remote) return 0;
   if (!ca) return lc__fail(LC_EINVAL, "a client certificate needs tls_ca");
   if (cert != key)
     return lc__fail(LC_EINVAL, "give both tls_cert and tls_key, or neither");
@@ -220,6 +228,9 @@ int lc_open(const lc_options *o, lc_t **out) {
   rc = remote ? open_remote(h)
                   : lc__cache_open(&h->cache, h->memcached, h->opt.timeout_ms,
                                    h->opt.pool_size);
+  if (!rc && !remote && lc__repl_tls_on(&h->opt) &&
+      (rc = lc__tls_ctx(&h->opt, true, &h->repl_tls[0])) == 0)
+    rc = lc__tls_ctx(&h->opt, false, &h->repl_tls[1]); /* replication */
   h->opt.user = h->opt.password = NULL; /* copied into the caches */
   h->opt.tls_ca = h->opt.tls_cert = h->opt.tls_key = NULL; /* read */
   if (!rc && !remote) {

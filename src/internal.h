@@ -39,6 +39,9 @@
 #include <libmemcached/memcached.h>
 #include <libmemcached/util.h>
 
+struct ssl_st;     /* OpenSSL's SSL and SSL_CTX, for the TLS parts */
+struct ssl_ctx_st;
+
 /* Positive "not an error" results of internal calls. */
 #define LC__MISS 1   /* memcached does not have the key */
 #define LC__EXISTS 2 /* memcached add found the key present */
@@ -272,8 +275,6 @@ void lc__tallies_init(lc__tallies *t);
 void lc__tallies_close(lc__tallies *t);
 
 /* ---- tls_sock.c: OpenSSL on our non-blocking sockets ---- */
-struct ssl_st;
-struct ssl_ctx_st;
 /* A TLS connection of ctx over fd, through a BIO that never blocks and
  * never raises SIGPIPE; NULL (LC_ENOMEM's detail set). */
 struct ssl_st *lc__ssl_on(struct ssl_ctx_st *ctx, int fd);
@@ -288,9 +289,19 @@ int lc__ssl_wait(int e, int fd, int timeout_ms, const char *who,
 /* The oldest OpenSSL error as text in buf (the queue is then cleared);
  * NULL if there is none. */
 const char *lc__ssl_reason(char *buf, size_t n);
+/* A context from o's tls_ca (every peer's certificate must chain to it),
+ * tls_cert and tls_key (ours, if given); TLS 1.2 at least.  A server's
+ * requires the client's certificate.  0, LC_EINVAL (a file that does not
+ * load, OpenSSL's words) or LC_ENOMEM. */
+int lc__tls_ctx(const lc_options *o, bool server, struct ssl_ctx_st **out);
+/* A client's ssl checks that the server's certificate names host (an IP
+ * address or a DNS name, then also sent as SNI).  0 or LC_ENOMEM. */
+int lc__ssl_expect_host(struct ssl_st *ssl, const char *host);
 
 /* ---- tls.c: remote mode over TLS (lc_options.tls_ca) ---- */
 typedef struct lc__tls lc__tls;
+/* repl_tls.c: a local handle's replication is mutual TLS */
+bool lc__repl_tls_on(const lc_options *o);
 /* A pool of TLS connections to addr "HOST:PORT" (the options' CA, client
  * certificate, user, timeout and pool size); none is opened yet. */
 int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr);
@@ -401,6 +412,9 @@ struct lc {
    * standby or cannot be reached */
   lc__cache alt;
   lc__tls *tls[2]; /* with tls_ca: the pools used instead of cache, alt */
+  struct ssl_ctx_st *repl_tls[2]; /* local, replication over mutual TLS
+                                     (repl_tls.c): the primary's context,
+                                     the standby's; else NULL */
   bool has_alt;
   _Atomic int active;
   lc__log log;

@@ -57,9 +57,31 @@ int lc__wire_listen(const char *addr, int *fd);
 /* what names the connection in errors ("replication", "server"). */
 int lc__wire_connect(const char *what, const char *addr, int timeout_ms,
                      int *fd);
-/* One frame; LC_EREMOTE (closed, timed out, too long) with the detail. */
-int lc__wire_send(int fd, char type, const void *p, size_t n, int timeout_ms);
-int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms);
+/* One end of a replication connection: a socket, TLS on it or not. */
+typedef struct lc__wire {
+  int fd;
+  struct ssl_st *ssl; /* TLS (repl_tls.c), or NULL: plain */
+  pthread_mutex_t mu; /* TLS: one OpenSSL call at a time (the primary
+                         reads acknowledgments while it sends) */
+} lc__wire;
+/* One frame; LC_EREMOTE (closed, timed out, too long) with the detail.
+ * One sender and one receiver may use w at once. */
+int lc__wire_send(lc__wire *w, char type, const void *p, size_t n,
+                  int timeout_ms);
+int lc__wire_recv(lc__wire *w, char *type, lc__buf *payload, int timeout_ms);
+
+/* ---- repl_tls.c: replication over mutual TLS (a local handle's tls_ca,
+ * tls_cert and tls_key, with replication_listen or standby_of) */
+void lc__wire_init(lc__wire *w, int fd);
+/* The TLS handshake on w's connected socket: the primary's side (host
+ * NULL) or the standby's, which checks that the primary's certificate
+ * names host.  Each wait within timeout_ms; 0 or LC_EREMOTE. */
+int lc__wire_tls(lc__wire *w, struct ssl_ctx_st *ctx, const char *host,
+                 int timeout_ms);
+/* Sends (want 1) or receives all n bytes over w's TLS. */
+int lc__wire_tls_io(lc__wire *w, int want, char *p, size_t n, int timeout_ms);
+/* Ends TLS (close_notify when the socket takes it) and closes the fd. */
+void lc__wire_close(lc__wire *w);
 /* Appends one entry: a put of k, or its delete when v is NULL. */
 void lc__wire_put_entry(lc__buf *out, const char *k, size_t klen,
                         const char *v, size_t vlen);

@@ -1,6 +1,7 @@
 /*
  * repl_wire.c - the replication stream's frames (see repl.h) over a TCP
- * socket, with poll timeouts on every read and write, write batches
+ * socket (or over TLS, repl_tls.c), with poll timeouts on every read and
+ * write, write batches
  * turned into entries and back, and the walk over the whole log that a
  * copy (sending or wiping) takes.
  */
@@ -139,34 +140,39 @@ int lc__wire_connect(const char *what, const char *addr, int timeout_ms,
   return 0;
 }
 
-static int send_all(int fd, const char *p, size_t n, int timeout_ms) {
+static int send_all(lc__wire *w, const char *p, size_t n, int timeout_ms) {
+  if (w->ssl) return lc__wire_tls_io(w, 1, (char *)p, n, timeout_ms);
+  int fd = w->fd;
   while (n) {
-    ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w > 0) {
-      p += w;
-      n -= (size_t)w;
-    } else if (w < 0 && errno == EINTR) {
+    ssize_t sent = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent > 0) {
+      p += sent;
+      n -= (size_t)sent;
+    } else if (sent < 0 && errno == EINTR) {
       continue;
-    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    } else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       int rc = wait_fd(fd, POLLOUT, timeout_ms, "room to send", "replication");
       if (rc) return rc;
     } else {
       return lc__fail(LC_EREMOTE, "replication: send: %s",
-                      w < 0 ? strerror(errno) : "closed");
+                      sent < 0 ? strerror(errno) : "closed");
     }
   }
   return 0;
 }
 
-int lc__wire_send(int fd, char type, const void *p, size_t n, int timeout_ms) {
+int lc__wire_send(lc__wire *w, char type, const void *p, size_t n,
+                  int timeout_ms) {
   unsigned char hd[5] = {(unsigned char)type, (unsigned char)(n >> 24),
                          (unsigned char)(n >> 16), (unsigned char)(n >> 8),
                          (unsigned char)n};
-  int rc = send_all(fd, (const char *)hd, sizeof hd, timeout_ms);
-  return rc ? rc : send_all(fd, p, n, timeout_ms);
+  int rc = send_all(w, (const char *)hd, sizeof hd, timeout_ms);
+  return rc ? rc : send_all(w, p, n, timeout_ms);
 }
 
-static int recv_all(int fd, char *p, size_t n, int timeout_ms) {
+static int recv_all(lc__wire *w, char *p, size_t n, int timeout_ms) {
+  if (w->ssl) return lc__wire_tls_io(w, 0, p, n, timeout_ms);
+  int fd = w->fd;
   size_t got = 0;
   while (got < n) {
     ssize_t r = recv(fd, p + got, n - got, MSG_DONTWAIT);
@@ -187,9 +193,9 @@ static int recv_all(int fd, char *p, size_t n, int timeout_ms) {
   return 0;
 }
 
-int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms) {
+int lc__wire_recv(lc__wire *w, char *type, lc__buf *payload, int timeout_ms) {
   unsigned char hd[5];
-  int rc = recv_all(fd, (char *)hd, sizeof hd, timeout_ms);
+  int rc = recv_all(w, (char *)hd, sizeof hd, timeout_ms);
   if (rc) return rc;
   size_t n = (size_t)hd[1] << 24 | (size_t)hd[2] << 16 | (size_t)hd[3] << 8 |
              hd[4];
@@ -202,7 +208,7 @@ int lc__wire_recv(int fd, char *type, lc__buf *payload, int timeout_ms) {
     payload->cap = n + 1;
   }
   payload->n = 0;
-  if ((rc = recv_all(fd, payload->p, n, timeout_ms)) != 0) return rc;
+  if ((rc = recv_all(w, payload->p, n, timeout_ms)) != 0) return rc;
   payload->n = n;
   payload->p[n] = '\0'; /* text frames */
   *type = (char)hd[0];

@@ -70,6 +70,7 @@ struct lc__repl {
                    a standby is in sync again */
   bool stop;
   int lfd;
+  struct ssl_ctx_st *ctx; /* h->repl_tls[0]: TLS (repl_tls.c), or NULL */
   pthread_t listener;
   uint64_t ack_timeouts, snapshots, connects;
 };
@@ -281,7 +282,7 @@ void lc__repl_after(lc__repl *r, uint64_t seq, bool ok) {
 
 typedef struct session {
   lc__repl *r;
-  int fd;
+  lc__wire *w;
   uint64_t gen;
 } session;
 
@@ -306,7 +307,7 @@ static void *ack_reader(void *arg) {
   lc__buf in = {0};
   for (;;) {
     char type;
-    int rc = lc__wire_recv(s->fd, &type, &in, 3600 * 1000);
+    int rc = lc__wire_recv(s->w, &type, &in, 3600 * 1000);
     pthread_mutex_lock(&r->mu);
     bool ok = live(s) && !rc && type == 'a' && in.n == 8;
     if (ok) {
@@ -331,7 +332,7 @@ static int send_mode(session *s, const char *kind, uint64_t epoch,
   snprintf(m, sizeof m, "%s %016llx %llu %s", kind, (unsigned long long)epoch,
            (unsigned long long)seq,
            s->r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
-  return lc__wire_send(s->fd, 'm', m, strlen(m), IO_TIMEOUT_MS);
+  return lc__wire_send(s->w, 'm', m, strlen(m), IO_TIMEOUT_MS);
 }
 
 typedef struct copying {
@@ -352,7 +353,7 @@ static int copy_round(void *arg) { /* a 'k' frame, while still wanted */
   copying *c = arg;
   int rc = c->chunk.nomem ? lc__fail(LC_ENOMEM, "replication: a copy chunk")
            : c->chunk.n
-               ? lc__wire_send(c->s->fd, 'k', c->chunk.p, c->chunk.n,
+               ? lc__wire_send(c->s->w, 'k', c->chunk.p, c->chunk.n,
                                IO_TIMEOUT_MS)
                : 0;
   c->chunk.n = 0;
@@ -379,7 +380,7 @@ static int send_copy(session *s, uint64_t *seq) {
     unsigned char e[16];
     lc__be64_put(e, *seq);
     lc__be64_put(e + 8, c.ops);
-    rc = lc__wire_send(s->fd, 'e', e, sizeof e, IO_TIMEOUT_MS);
+    rc = lc__wire_send(s->w, 'e', e, sizeof e, IO_TIMEOUT_MS);
   }
   if (!rc) {
     pthread_mutex_lock(&r->mu);
@@ -391,7 +392,7 @@ static int send_copy(session *s, uint64_t *seq) {
 
 /* Refuses the standby (an 'x' frame, then the session ends). */
 static int refuse(session *s, const char *why) {
-  (void)lc__wire_send(s->fd, 'x', why, strlen(why), IO_TIMEOUT_MS);
+  (void)lc__wire_send(s->w, 'x', why, strlen(why), IO_TIMEOUT_MS);
   return lc__fail(LC_EREMOTE, "replication: refused a standby: %s", why);
 }
 
@@ -410,10 +411,10 @@ static int prove(session *s, int version, const char *ns) {
   if (rc) return rc;
   lc__repl_mac(secret, "primary", ns, np, mac);
   snprintf(msg, sizeof msg, "%s %s", np, mac);
-  rc = lc__wire_send(s->fd, 'c', msg, strlen(msg), IO_TIMEOUT_MS);
+  rc = lc__wire_send(s->w, 'c', msg, strlen(msg), IO_TIMEOUT_MS);
   lc__buf in = {0};
   char type;
-  if (!rc) rc = lc__wire_recv(s->fd, &type, &in, IO_TIMEOUT_MS);
+  if (!rc) rc = lc__wire_recv(s->w, &type, &in, IO_TIMEOUT_MS);
   if (!rc &&
       (type != 'v' || !lc__repl_mac_ok(secret, "standby", np, ns, in.p)))
     rc = refuse(s, "wrong replication secret");
@@ -426,7 +427,7 @@ static int handshake(session *s, uint64_t *from) {
   lc__repl *r = s->r;
   lc__buf in = {0};
   char type, ns[LC__REPL_HEX + 2] = "";
-  int rc = lc__wire_recv(s->fd, &type, &in, IO_TIMEOUT_MS);
+  int rc = lc__wire_recv(s->w, &type, &in, IO_TIMEOUT_MS);
   unsigned long long epoch = 0, seq = 0;
   int version = 0;
   if (!rc && (type != 'h' ||
@@ -468,7 +469,7 @@ static void stream(session *s, uint64_t pos) {
     if (e) {
       r->sending = e; /* pinned: not freed while sent */
       pthread_mutex_unlock(&r->mu);
-      rc = lc__wire_send(s->fd, 'b', e->p, e->n, IO_TIMEOUT_MS);
+      rc = lc__wire_send(s->w, 'b', e->p, e->n, IO_TIMEOUT_MS);
       pthread_mutex_lock(&r->mu);
       r->sending = NULL;
       pos = e->seq;
@@ -484,7 +485,7 @@ static void stream(session *s, uint64_t pos) {
     if (r->say_sync) {
       r->say_sync = false;
       pthread_mutex_unlock(&r->mu);
-      rc = lc__wire_send(s->fd, 'y', "", 0, IO_TIMEOUT_MS);
+      rc = lc__wire_send(s->w, 'y', "", 0, IO_TIMEOUT_MS);
       pthread_mutex_lock(&r->mu);
       continue;
     }
@@ -498,7 +499,7 @@ static void stream(session *s, uint64_t pos) {
       lc__be64_put(hb + 8, (uint64_t)lc__now_us());
       lc__be64_put(hb + 16, r->ops);
       pthread_mutex_unlock(&r->mu);
-      rc = lc__wire_send(s->fd, 'p', hb, sizeof hb, IO_TIMEOUT_MS);
+      rc = lc__wire_send(s->w, 'p', hb, sizeof hb, IO_TIMEOUT_MS);
       pthread_mutex_lock(&r->mu);
     }
   }
@@ -507,7 +508,9 @@ static void stream(session *s, uint64_t pos) {
 }
 
 static void serve(lc__repl *r, int fd) {
-  session s = {.r = r, .fd = fd};
+  lc__wire w;
+  lc__wire_init(&w, fd);
+  session s = {.r = r, .w = &w};
   pthread_mutex_lock(&r->mu);
   s.gen = ++r->gen;
   r->cfd = fd;
@@ -517,7 +520,8 @@ static void serve(lc__repl *r, int fd) {
   r->connects++;
   pthread_mutex_unlock(&r->mu);
   uint64_t from = 0;
-  int rc = handshake(&s, &from);
+  int rc = r->ctx ? lc__wire_tls(&w, r->ctx, NULL, IO_TIMEOUT_MS) : 0;
+  if (!rc) rc = handshake(&s, &from);
   pthread_t reader;
   bool reading = false;
   if (!rc) {
@@ -536,7 +540,7 @@ static void serve(lc__repl *r, int fd) {
   pthread_mutex_unlock(&r->mu);
   shutdown(fd, SHUT_RDWR);
   if (reading) pthread_join(reader, NULL);
-  close(fd);
+  lc__wire_close(&w);
 }
 
 static void *listener(void *arg) {
@@ -572,6 +576,7 @@ int lc__repl_start(lc_t *h) {
   pthread_cond_init(&r->cv, &ca);
   pthread_condattr_destroy(&ca);
   pthread_mutex_init(&r->mu, NULL);
+  r->ctx = h->repl_tls[0];
   int rc = lc__wire_listen(addr, &r->lfd);
   if (!rc && pthread_create(&r->listener, NULL, listener, r) != 0) {
     close(r->lfd);

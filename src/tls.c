@@ -24,8 +24,6 @@
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,33 +39,6 @@ struct lc__tls {
   pthread_cond_t cv;
   lc__aconn **idle;
 };
-
-/* Why OpenSSL failed, never NULL. */
-static const char *ssl_reason(char *buf, size_t n) {
-  const char *why = lc__ssl_reason(buf, n);
-  return why ? why : "no reason given";
-}
-
-static int load_ctx(lc__tls *t, const lc_options *o) {
-  char why[200];
-  if ((t->ctx = SSL_CTX_new(TLS_client_method())) == NULL)
-    return lc__fail(LC_ENOMEM, "TLS: %s", ssl_reason(why, sizeof why));
-  SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
-  SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
-  if (SSL_CTX_load_verify_locations(t->ctx, o->tls_ca, NULL) != 1)
-    return lc__fail(LC_EINVAL, "tls_ca '%s': %s", o->tls_ca,
-                    ssl_reason(why, sizeof why));
-  if (o->tls_cert && o->tls_cert[0] &&
-      SSL_CTX_use_certificate_chain_file(t->ctx, o->tls_cert) != 1)
-    return lc__fail(LC_EINVAL, "tls_cert '%s': %s", o->tls_cert,
-                    ssl_reason(why, sizeof why));
-  if (o->tls_key && o->tls_key[0] &&
-      (SSL_CTX_use_PrivateKey_file(t->ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
-       SSL_CTX_check_private_key(t->ctx) != 1))
-    return lc__fail(LC_EINVAL, "tls_key '%s': %s", o->tls_key,
-                    ssl_reason(why, sizeof why));
-  return 0;
-}
 
 static void close_idle(lc__tls *t);
 
@@ -110,7 +81,7 @@ int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr) {
   else if (!t->addr || !t->idle || (alen && !t->auth))
     rc = lc__fail(LC_ENOMEM, "cannot allocate a TLS pool");
   else
-    rc = load_ctx(t, o);
+    rc = lc__tls_ctx(o, false, &t->ctx);
   if (rc) {
     lc__tls_close(t);
     return rc;
@@ -124,14 +95,7 @@ int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr) {
 /* The handshake on c: the certificate is checked against the CA and the
  * host. */
 static int handshake(lc__tls *t, lc__aconn *c) {
-  unsigned char ip[16];
-  X509_VERIFY_PARAM *p = SSL_get0_param(c->ssl);
-  bool is_ip = inet_pton(AF_INET, t->host, ip) == 1 ||
-               inet_pton(AF_INET6, t->host, ip) == 1;
-  if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(p, t->host) != 1
-            : (SSL_set1_host(c->ssl, t->host) != 1 ||
-               SSL_set_tlsext_host_name(c->ssl, t->host) != 1))
-    return lc__fail(LC_ENOMEM, "TLS: cannot set the host to check");
+  if (lc__ssl_expect_host(c->ssl, t->host)) return LC_ENOMEM;
   int rc = lc__aconn_handshake(c);
   long v = SSL_get_verify_result(c->ssl);
   if (rc && rc != LC_ETIMEDOUT && v != X509_V_OK)

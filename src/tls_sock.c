@@ -11,9 +11,11 @@
  */
 #include "internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -114,4 +116,51 @@ int lc__ssl_wait(int e, int fd, int timeout_ms, const char *who,
     why = e == SSL_ERROR_SYSCALL && errno ? strerror(errno)
                                           : "the peer closed the connection";
   return lc__fail(LC_EREMOTE, "%s: TLS %s: %s", who, op, why);
+}
+
+/* Why OpenSSL failed, never NULL. */
+static const char *reason(char *buf, size_t n) {
+  const char *why = lc__ssl_reason(buf, n);
+  return why ? why : "no reason given";
+}
+
+int lc__tls_ctx(const lc_options *o, bool server, SSL_CTX **out) {
+  char why[200];
+  SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+  if (ctx == NULL) return lc__fail(LC_ENOMEM, "TLS: %s", reason(why, sizeof why));
+  int rc = 0;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
+                              (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+                     NULL);
+  if (SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) != 1)
+    rc = lc__fail(LC_EINVAL, "tls_ca '%s': %s", o->tls_ca,
+                  reason(why, sizeof why));
+  else if (o->tls_cert && o->tls_cert[0] &&
+           SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1)
+    rc = lc__fail(LC_EINVAL, "tls_cert '%s': %s", o->tls_cert,
+                  reason(why, sizeof why));
+  else if (o->tls_key && o->tls_key[0] &&
+           (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(ctx) != 1))
+    rc = lc__fail(LC_EINVAL, "tls_key '%s': %s", o->tls_key,
+                  reason(why, sizeof why));
+  if (rc) {
+    SSL_CTX_free(ctx);
+    return rc;
+  }
+  *out = ctx;
+  return 0;
+}
+
+int lc__ssl_expect_host(SSL *ssl, const char *host) {
+  unsigned char ip[16];
+  X509_VERIFY_PARAM *p = SSL_get0_param(ssl);
+  bool is_ip = inet_pton(AF_INET, host, ip) == 1 ||
+               inet_pton(AF_INET6, host, ip) == 1;
+  if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(p, host) != 1
+            : (SSL_set1_host(ssl, host) != 1 ||
+               SSL_set_tlsext_host_name(ssl, host) != 1))
+    return lc__fail(LC_ENOMEM, "TLS: cannot set the host to check");
+  return 0;
 }

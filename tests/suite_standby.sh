@@ -23,6 +23,8 @@
 #      back), and frozen (SIGSTOP) past --standby-timeout then resumed
 #      (required), lag 0, SIGKILL the primary, flush memcached, promote
 #      (preferred: --force if refused), verify, ids above all acknowledged
+#   8. the replication secret (sc) and mutual TLS (tl): a standby without
+#      either, or with another CA's certificate, never connects
 #   7. the standby's data port: incr/decr SERVER_ERROR ESTANDBY, get and
 #      stats work; the primary's stats say replication_standby sync
 #   clients: logcounter --server A,B (the library's remote mode on two
@@ -36,7 +38,7 @@
 # asserted.  LC_TEST_SCALE divides the id counts each phase waits for;
 # LC_TEST_KEEP=1 keeps the temporary directory (daemon logs, id files);
 # LC_STANDBY_ONLY="cp cr" runs only the scenarios named (h1 h2 h3 pt pp st
-# sr cp cr cf).  Ends with "standby: N passed, M failed".
+# sr cp cr cf sc tl).  Ends with "standby: N passed, M failed".
 # shellcheck disable=SC2034,SC2317
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -90,14 +92,14 @@ answers() {
 # lcd N DB ARGS...: starts logcounterd N (pid PID[N], data port PORT[N],
 # admin socket $TMP/N.sock, stderr >> $TMP/DB.log) on $TMP/DB; ready once
 # its port answers and its admin socket exists.  SAME_PORT=1 reuses
-# PORT[N].
+# PORT[N]; LPFX=notls: keeps the data port plain beside --tls-cert.
 lcd() {
   local n=$1 db=$2 port; shift 2
   if [ "${SAME_PORT:-0}" = 1 ] && [ -n "${PORT[$n]:-}" ]; then port=${PORT[$n]}
   else port=$(free_port) || return 1; fi
   rm -f "$TMP/$n.sock"   # left by a daemon that was killed
   echo "=== $(date -u +%T.%N) $DAEMON --db $TMP/$db -l 127.0.0.1:$port $*" >>"$TMP/$db.log"
-  "$DAEMON" --db "$TMP/$db" --memcached "$MC" -l "127.0.0.1:$port" \
+  "$DAEMON" --db "$TMP/$db" --memcached "$MC" -l "${LPFX:-}127.0.0.1:$port" \
     --admin-socket "$TMP/$n.sock" "$@" 2>>"$TMP/$db.log" &
   PID[$n]=$! PORT[$n]=$port
   for _ in $(seq 200); do
@@ -654,6 +656,50 @@ secret_scenario() {
   down_all
 }
 want sc && secret_scenario
+
+# Replication over mutual TLS (src/repl_tls.c): the daemons' --tls-cert,
+# --tls-key and --tls-ca.  A standby whose certificate another CA signed,
+# and one without TLS, never connect; one with a certificate of the CA
+# reaches sync, and what the primary allocated is above on the promoted
+# standby.
+tls_scenario() {
+  local tag=tl R; R=$(free_port) || { setup_fail "$tag: a port"; return; }
+  command -v openssl >/dev/null || { setup_fail "$tag: no openssl command"; return; }
+  . tests/tls_certs.sh
+  (TMP=$TMP/rogue && mkdir -p "$TMP" && make_certs rogue) && make_certs prim stby ||
+    { setup_fail "$tag: the test certificates"; return; }
+  local -a pt=(--tls-cert "$TMP/prim.pem" --tls-key "$TMP/prim.key" --tls-ca "$TMP/ca.pem")
+  LPFX=notls: lcd p "$tag-p" --replication-listen "127.0.0.1:$R" --standby-mode required \
+    "${pt[@]}" || { setup_fail "$tag: the primary starts"; return; }
+  LPFX=notls: lcd s "$tag-s1" --standby-of "127.0.0.1:$R" --tls-cert "$TMP/rogue/rogue.pem" \
+    --tls-key "$TMP/rogue/rogue.key" --tls-ca "$TMP/ca.pem" ||
+    { setup_fail "$tag: the rogue standby starts"; return; }
+  sleep 1.5
+  check "$tag: a standby whose certificate another CA signed never connects" \
+    stat_is s replication_connected 0
+  check "$tag: ... and the primary has no standby" stat_is p replication_state none
+  down s KILL
+  lcd s "$tag-s2" --standby-of "127.0.0.1:$R" || { setup_fail "$tag: the plain standby starts"; return; }
+  sleep 1.5
+  check "$tag: a standby without TLS never connects" stat_is s replication_connected 0
+  down s KILL
+  LPFX=notls: lcd s "$tag-s3" --standby-of "127.0.0.1:$R" --tls-cert "$TMP/stby.pem" \
+    --tls-key "$TMP/stby.key" --tls-ca "$TMP/ca.pem" ||
+    { setup_fail "$tag: the TLS standby starts"; return; }
+  check "$tag: a standby with a certificate of the CA reaches sync over TLS" \
+    wait_stat p replication_state sync 10
+  local i v=""
+  for i in 1 2 3 4 5; do ask p "incr tl-x 1"; v=$REPLY_LINE; done
+  check "$tag: the primary allocates with its TLS standby (5: $v)" test "$v" = 5
+  sleep 0.3
+  down p KILL
+  promote s
+  ask s "incr tl-x 1"
+  check "$tag: promoted, the standby allocates above the primary's ids ($REPLY_LINE)" \
+    eval '[ "$PRC" = 0 ] && [ "$REPLY_LINE" -gt 5 ] 2>/dev/null'
+  down_all
+}
+want tl && tls_scenario
 
 want cp && catchup preferred cp kill
 want cr && catchup required cr kill

@@ -383,6 +383,26 @@ static void test_remote_credentials_checked(void **state) {
   assert_true(strstr(lc_last_detail(), "secret") == NULL);
 }
 
+/* TLS on a local handle is for replication only, and mutual: all three
+ * files with a replication role; anything else is refused at lc_open. */
+static void test_local_tls_checked(void **state) {
+  fx_t *f = *state;
+  lc_t *h2 = NULL;
+  lc_options o;
+  lc_options_init(&o);
+  o.db_path = f->dir;
+  o.tls_ca = o.tls_cert = o.tls_key = "/nonexistent.pem";
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* no replication role */
+  assert_non_null(strstr(lc_last_detail(), "replication"));
+  o.replication_listen = "127.0.0.1:1";
+  o.tls_key = NULL;
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* not all three */
+  o.tls_key = "/nonexistent.pem";
+  assert_rc(lc_open(&o, &h2), LC_EINVAL); /* files that do not load */
+  assert_non_null(strstr(lc_last_detail(), "/nonexistent.pem"));
+  assert_null(h2);
+}
+
 static void test_null_args(void **state) {
   fx_t *f = *state;
   int64_t v = 42;
@@ -1031,6 +1051,7 @@ int main(void) {
       T(test_names),
       T(test_null_args),
       T(test_remote_credentials_checked),
+      T(test_local_tls_checked),
       T(test_bad_options),
       T(test_options_init),
       T(test_error_table),

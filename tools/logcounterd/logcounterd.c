@@ -243,8 +243,13 @@ static void usage(FILE *f) {
       "                          once per window of ids) reaches it, synced,\n"
       "                          before any id under it goes out; records\n"
       "                          stream behind (under --durability sync they\n"
-      "                          wait too).  The stream is not encrypted:\n"
-      "                          keep it off untrusted networks\n"
+      "                          wait too).  With --tls-cert, --tls-key and\n"
+      "                          --tls-ca the stream is mutual TLS (each side\n"
+      "                          shows its certificate, signed by that CA;\n"
+      "                          the standby checks the primary's names the\n"
+      "                          host of --standby-of); otherwise it is not\n"
+      "                          encrypted.  Not loopback: needs the secret\n"
+      "                          or mutual TLS (or --insecure-listen)\n"
       "  --replication-secret-file FILE  its first line is a secret the\n"
       "                          primary and its standby must share: each\n"
       "                          proves it on the other's fresh nonce\n"
@@ -537,6 +542,12 @@ static int parse_duration(const char *opt, const char *text, int64_t min_us,
                      (long long)(max_us / 1000000));
 }
 
+/* Replication (either role) over mutual TLS: the data ports' files. */
+static int repl_tls(const lcd_settings *set) {
+  return (set->replication_listen || set->standby_of) && set->tls_cert &&
+         set->tls_ca;
+}
+
 /* --socket-mode, --admin-socket-mode: octal permission bits. */
 static int socket_mode(int *mode, const char *opt, const char *text) {
   char *end;
@@ -723,6 +734,25 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
                      "anyone who reaches it can read the figures",
             open_to);
   }
+  /* replication: off loopback, the secret or mutual TLS proves the peer */
+  if (set->replication_listen && !set->repl_secret[0] && !repl_tls(set) &&
+      lcd_auth_public(set->replication_listen, open_to, sizeof open_to)) {
+    if (!set->insecure_listen)
+      return usage_error("refusing to serve replication on '%s', not a "
+                         "loopback address, without --replication-secret-file "
+                         "or mutual TLS (--tls-cert, --tls-key, --tls-ca): "
+                         "anyone who reaches it could follow the log (or "
+                         "--insecure-listen on a trusted network)",
+                         open_to);
+    lcd_log(NULL, 0, "WARNING: serving replication on %s, not a loopback "
+                     "address, without a secret or mutual TLS "
+                     "(--insecure-listen)",
+            open_to);
+  }
+  if ((set->replication_listen || set->standby_of) && set->tls_cert &&
+      !set->tls_ca)
+    lcd_log(NULL, 0, "WARNING: replication is not encrypted: TLS on it "
+                     "needs --tls-ca too (mutual TLS)");
   if (lcd_auth_init(set->auth_file, set->rights_file) != 0)
     return EXIT_USAGE;
   return 0;
@@ -826,6 +856,11 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.standby_of = s->set->standby_of;
   o.replication_secret = s->set->repl_secret[0] ? s->set->repl_secret : NULL;
   o.standby_mode = s->set->standby_mode;
+  if (repl_tls(s->set)) { /* replication over mutual TLS (repl_tls.c) */
+    o.tls_ca = s->set->tls_ca;
+    o.tls_cert = s->set->tls_cert;
+    o.tls_key = s->set->tls_key;
+  }
   o.standby_timeout_ms = (int)s->set->standby_timeout_ms;
   o.retain_records = s->set->retain_records;
   o.retain_age_us = s->set->retain_age_us;
