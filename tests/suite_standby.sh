@@ -669,6 +669,10 @@ tls_scenario() {
   (TMP=$TMP/rogue && mkdir -p "$TMP" && make_certs rogue) && make_certs prim stby ||
     { setup_fail "$tag: the test certificates"; return; }
   local -a pt=(--tls-cert "$TMP/prim.pem" --tls-key "$TMP/prim.key" --tls-ca "$TMP/ca.pem")
+  "$DAEMON" --db "$TMP/$tag-u" --memcached "$MC" --replication-listen "0.0.0.0:$R" \
+    >/dev/null 2>"$TMP/$tag-u.err"; local urc=$?
+  check "$tag: a non-loopback --replication-listen without secret or mutual TLS: exit 2" \
+    eval '[ "$urc" = 2 ] && grep -q "without --replication-secret-file or mutual TLS" "$TMP/$tag-u.err"'
   LPFX=notls: lcd p "$tag-p" --replication-listen "127.0.0.1:$R" --standby-mode required \
     "${pt[@]}" || { setup_fail "$tag: the primary starts"; return; }
   LPFX=notls: lcd s "$tag-s1" --standby-of "127.0.0.1:$R" --tls-cert "$TMP/rogue/rogue.pem" \
