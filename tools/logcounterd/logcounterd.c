@@ -63,7 +63,7 @@ static void settings_init(lcd_settings *set) {
   if (!set->memcached || !*set->memcached) set->memcached = DEFAULT_MEMCACHED;
   set->db = getenv("LOGCOUNTER_DB");
   set->durability = LC_DURABILITY_DEFAULT;
-  set->prefetch = 0; /* LOGCOUNTER_PREFETCH: parse_options */
+  set->prefetch = LC_PREFETCH_AUTO; /* LOGCOUNTER_PREFETCH: parse_options */
   set->timeout_ms = 1000;
   set->threads = default_threads();
   set->workers = 32;
@@ -185,7 +185,8 @@ static void usage(FILE *f) {
       "  --prefetch off|auto|N   hand ids out of prefetched segments of N\n"
       "                          values (auto: sized to last about a\n"
       "                          second); SIGTERM gives the unused rest back\n"
-      "                          (default: $LOGCOUNTER_PREFETCH, else off)\n"
+      "                          (default: $LOGCOUNTER_PREFETCH, else auto;\n"
+      "                          off: one memcached incr per request)\n"
       "  --timeout MS            memcached timeout, 1..600000 (default %d)\n"
       "  -t, --threads N         event-loop threads, 1..%d (default %d, the\n"
       "                          CPUs): each owns its connections, answers\n"
@@ -198,7 +199,9 @@ static void usage(FILE *f) {
       "                          share one synced write per worker wave)\n"
       "  --no-coalesce           do not merge them: every incr request costs\n"
       "                          its own memcached increment (to measure\n"
-      "                          what coalescing gains) (default: %s)\n"
+      "                          what coalescing gains; implies --prefetch\n"
+      "                          off unless --prefetch is given) (default:\n"
+      "                          %s)\n"
       "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
       "  --max-counters N        counters the daemon keeps state for (each\n"
       "                          name an incr has used), 1..10^9 (default\n"
@@ -678,6 +681,9 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
   }
   if (optind < argc)
     return usage_error("unexpected argument '%s'", argv[optind]);
+  /* --no-coalesce is the per-request path: without prefetch unless one
+   * is asked for */
+  if (!set->coalesce && !(prefetch && *prefetch)) set->prefetch = 0;
   if (prefetch && *prefetch && lc_prefetch_parse(prefetch, &set->prefetch))
     return usage_error("invalid prefetch '%s' for %s (must be off, auto or "
                        "a segment size 1..%llu)",
