@@ -105,9 +105,9 @@ static int set_refused_by(lc__counter *c, const char *text, size_t n) {
 
 /* claimed is read under mu by lc_next_n's callers. */
 static void set_claimed(lc__counter *c, bool claimed) {
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   c->claimed = claimed;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
 }
 
 static size_t claim_key(char *buf, const lc__counter *c) {
@@ -233,10 +233,10 @@ int lc__claim_release(lc_t *h, lc__counter *c, int64_t final) {
   snprintf(text, sizeof text, "%lld", (long long) final);
   int rc = put_refusal(h, c, RELEASED, text, final); /* exact, as close */
   if (rc) return rc;
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   c->reserved = final;
   if (final > c->floor) c->floor = final;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   return lc__claim_drop(h, c);
 }
 
@@ -258,9 +258,9 @@ int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation) {
   leveldb_writebatch_destroy(b);
   if (rc) return rc;
   if (pending) {
-    pthread_mutex_lock(&c->mu);
+    lc__counter_lock(c);
     c->pending = false;
-    pthread_mutex_unlock(&c->mu);
+    lc__counter_unlock(c);
   }
   atomic_store(&c->refusal, 0);
   free(c->refused_by);

@@ -96,12 +96,32 @@ static void counter_free(lc__counter *c) {
 
 /* Finds the counter, creating it when create (else *out may be NULL);
  * validates the name. */
+/* Each thread remembers the counters it found last, per handle (by uid,
+ * never reused), so a hot name is found without the table's mutex;
+ * counters are freed only by lc_close. */
+#define LC__TCACHE 16
+static _Thread_local struct {
+  uint64_t uid;
+  lc__counter *c;
+} tcache[LC__TCACHE];
+
+static unsigned name_slot(const char *name, size_t n) {
+  uint32_t x = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) x = (x ^ (unsigned char)name[i]) * 16777619u;
+  return x % LC__TCACHE;
+}
+
 static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   int rc = lc_check_name(name);
   if (rc)
     return lc__fail(
         rc, rc == LC_EINVAL ? "counter name is NULL" : "invalid counter name");
   size_t n = strlen(name);
+  unsigned slot = name_slot(name, n);
+  if (tcache[slot].uid == h->uid && strcmp(tcache[slot].c->name, name) == 0) {
+    *out = tcache[slot].c;
+    return 0;
+  }
   lc__table *t = &h->counters;
   pthread_mutex_lock(&t->mu);
   lc__counter *c = (lc__counter *)lc__names_find(&t->names, name, n);
@@ -122,6 +142,10 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
     }
   }
   pthread_mutex_unlock(&t->mu);
+  if (c) {
+    tcache[slot].uid = h->uid;
+    tcache[slot].c = c;
+  }
   *out = c;
   return 0;
 }
@@ -157,25 +181,25 @@ static void handoff(lc__counter *c) {
 
 /* Leader role for operations that are not batched: nothing in flight. */
 void lc__counter_acquire(lc__counter *c) {
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   c->excl_waiting++;
-  while (c->busy || c->inflight > 0) pthread_cond_wait(&c->cv, &c->mu);
+  while (c->busy || c->inflight > 0) lc__counter_wait(c, &c->cv);
   c->excl_waiting--;
   c->busy = true;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
 }
 
 void lc__counter_settle(lc__counter *c) {
   lc__counter_acquire(c);
-  pthread_mutex_lock(&c->mu);
-  while (c->committing > 0) pthread_cond_wait(&c->cv, &c->mu);
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_lock(c);
+  while (c->committing > 0) lc__counter_wait(c, &c->cv);
+  lc__counter_unlock(c);
 }
 
 void lc__counter_release(lc__counter *c) {
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   handoff(c);
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
 }
 
 int lc__counter_load(lc_t *h, lc__counter *c) {
@@ -188,7 +212,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   bool pending = false;
   if (!rc) rc = lc__pending_load(h, c->name, c->nlen, &pending);
   if (rc) return rc;
-  pthread_mutex_lock(&c->mu);               /* read under mu by lc_next_n */
+  lc__counter_lock(c);               /* read under mu by lc_next_n */
   c->pending = pending;
   c->proven = max > gapmax ? max : gapmax;
   c->gap_low = max > gapmax ? max : gapmax; /* ledger gaps are skipped */
@@ -200,7 +224,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
                             h->promoting ? LC_GAP_FAILOVER : LC_GAP_RESTART);
   if (rc) c->ngaps = 0; /* loaded again next time */
   c->loaded = rc == 0;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   return rc;
 }
 
@@ -412,7 +436,7 @@ static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
  * value in the log): wait for the one under way, then write only if the
  * block is still above what is reserved. */
 static void claim_reservation(lc_t *h, lc__counter *c, block *b) {
-  while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
+  while (c->res_writing) lc__counter_wait(c, &c->cv);
   if (b->last <= c->reserved) { /* covered meanwhile */
     b->reservation = 0;
     b->sync = h->opt.durability == LC_DURABILITY_SYNC;
@@ -436,14 +460,14 @@ static void release_reservation(lc__counter *c, int64_t written) {
 static int increment_alone(lc_t *h, lc__counter *c, uint64_t n, bool missing,
                            int64_t *last) {
   c->excl_waiting++;
-  while (c->busy || c->inflight > 0) pthread_cond_wait(&c->cv, &c->mu);
+  while (c->busy || c->inflight > 0) lc__counter_wait(c, &c->cv);
   c->excl_waiting--;
   c->busy = true;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   int64_t seeded;
   int rc = missing ? seed(h, c, &seeded) : 0;
   if (rc >= 0) rc = lc__counter_increment(h, c, n, last);
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   c->busy = false;
   return rc;
 }
@@ -474,10 +498,10 @@ static void send_batch(lc_t *h, lc__counter *c) {
     c->sent_floor[slot] = floor0;
     c->inflight++;
     wake(c); /* the next batch may go too */
-    pthread_mutex_unlock(&c->mu);
+    lc__counter_unlock(c);
     LC__STAT(h, increments, 1);
     rc = lc__cache_incr(&h->cache, c->key, c->klen, total, &v);
-    pthread_mutex_lock(&c->mu);
+    lc__counter_lock(c);
     c->inflight--;
     c->slots &= ~(1u << slot);
     if (rc == 0 && v > (uint64_t)LC_VALUE_MAX) {
@@ -496,7 +520,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
   bool committing = rc == 0;
   if (committing) c->committing++;
   wake(c);
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
 
   if (!rc) LC__SEAM_BEFORE_COMMIT(c->name);
   if (!rc) rc = commit(h, c, &b);
@@ -510,7 +534,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
       first += r->n;
     }
   }
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   if (committing && --c->committing == 0 && c->busy)
     pthread_cond_broadcast(&c->cv); /* lc__counter_settle */
   if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
@@ -546,16 +570,16 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
     int64_t last = 0;
     rc = lc__counter_increment(h, c, n, &last);
     if (!rc) {
-      pthread_mutex_lock(&c->mu);
+      lc__counter_lock(c);
       plan(h, c, last, n, &b);
       if (b.reservation == 0) b.reservation = last; /* sync durability */
       claim_reservation(h, c, &b);
       b.sync = true;
       b.reconciles = true;
-      pthread_mutex_unlock(&c->mu);
+      lc__counter_unlock(c);
       LC__SEAM_BEFORE_COMMIT(c->name);
       rc = commit(h, c, &b);
-      pthread_mutex_lock(&c->mu);
+      lc__counter_lock(c);
       if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
       if (rc) { /* burned: the ledger says so next time */
         lc__ledger_putback(c, b.gaps, b.ngaps);
@@ -564,7 +588,7 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
         c->pending = false;
         *first = last - (int64_t)(n - 1);
       }
-      pthread_mutex_unlock(&c->mu);
+      lc__counter_unlock(c);
     }
   }
   lc__counter_release(c);
@@ -585,8 +609,9 @@ static int count_call(lc_t *h, int rc, uint64_t n) {
   if (rc) {
     LC__STAT(h, errors, 1);
   } else {
-    LC__STAT(h, allocations, 1);
-    LC__STAT(h, ids, n);
+    struct lc__stripe *s = &h->calls[lc__stripe()];
+    atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->ids, n, memory_order_relaxed);
   }
   return rc;
 }
@@ -609,17 +634,22 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if ((rc = lc__primary_only(h)) != 0 ||
       (rc = lc__counter_lookup(h, name, &c)) != 0)
     return count_call(h, rc, n);
-  if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
+  if (h->opt.prefetch) {
+    if (lc__log_ok(&h->log) == 0 && !atomic_load(&c->refusal) &&
+        lc__seg_fast(c, n, first))
+      return count_call(h, 0, n);
+    return count_call(h, lc__seg_next(h, c, n, first), n);
+  }
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   for (bool queued = false; !r.done;) {
     if (!c->claimed) {
       /* first use (floor and reservation, then the claim), or the counter
        * was released or refused while this call waited: claim again (a
        * refusal then fails it), out of the queue meanwhile */
       unqueue(c, &r, &queued);
-      pthread_mutex_unlock(&c->mu);
+      lc__counter_unlock(c);
       lc__counter_acquire(c);
       rc = lc__counter_load(h, c);
       if (!rc && !c->claimed) rc = lc__counter_claim(h, c);
@@ -628,18 +658,18 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
         pthread_cond_destroy(&r.cv);
         return count_call(h, rc, n);
       }
-      pthread_mutex_lock(&c->mu);
+      lc__counter_lock(c);
       continue;
     }
     if (c->pending) { /* alone, out of the queue (see next_pending) */
       unqueue(c, &r, &queued);
-      pthread_mutex_unlock(&c->mu);
+      lc__counter_unlock(c);
       rc = next_pending(h, c, n, first);
       if (rc != LC__MISS) {
         pthread_cond_destroy(&r.cv);
         return count_call(h, rc, n);
       }
-      pthread_mutex_lock(&c->mu);
+      lc__counter_lock(c);
       continue;
     }
     if (!queued) {
@@ -653,9 +683,9 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     if (c->head == &r && can_send(c))
       send_batch(h, c); /* unlocks and relocks c->mu */
     else
-      pthread_cond_wait(&r.cv, &c->mu);
+      lc__counter_wait(c, &r.cv);
   }
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   pthread_cond_destroy(&r.cv);
   if (r.rc)
     lc__detail_set(r.detail);
@@ -672,9 +702,9 @@ int lc_next_quick(lc_t *h, const char *name) {
     lc__detail_clear();
     return 0;
   }
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   int quick = c->claimed && !c->pending; /* pending: a synced write */
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   return quick;
 }
 
@@ -759,8 +789,8 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
                      leveldb_writebatch_t *b) {
   lc__gap g[LC__GAPS + 1];
   int n = 0;
-  pthread_mutex_lock(&c->mu);
-  while (c->res_writing) pthread_cond_wait(&c->cv, &c->mu);
+  lc__counter_lock(c);
+  while (c->res_writing) lc__counter_wait(c, &c->cv);
   bool skip = target > c->floor, raise = target > c->reserved;
   c->res_writing = raise; /* a batch that finished its increment may
                              still be raising it after its write */
@@ -769,7 +799,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
     n = lc__ledger_take(&h->log, c, g);
     g[n] = (lc__gap){c->floor + 1, target, cause};
   }
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   lc__ledger_batch(b, c, g, n + skip);
   if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
   int64_t t0 = lc__mono_us();
@@ -777,7 +807,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
   if (raise) lc__lat_record(h, LC__LAT_RESERVATION, t0);
   LC__STAT(h, log_writes, 1);
   LC__STAT(h, log_syncs, 1);
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   if (raise) release_reservation(c, rc ? 0 : target);
   if (rc) {
     lc__ledger_putback(c, g, n);
@@ -786,7 +816,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
     c->gap_low = target;
     c->used = true;
   }
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   return rc;
 }
 
@@ -879,9 +909,9 @@ static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
   int rc = refusal || c->claimed ? 0 : lc__claim(h, c);
   if (rc) return rc;
   if (refusal) return lc__claim_refused(c);
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   int64_t held_up_to = c->floor; /* segments lie below */
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   rc = lc__seg_drop(h, c, held_up_to);
   int64_t final = 0;
   if (!rc) rc = op_restore(h, c, 0, &final); /* never below floor */
@@ -916,10 +946,10 @@ static int op_failover(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
   if (rc == 0 && v > (uint64_t)target)
     target = v > (uint64_t)LC_VALUE_MAX ? LC_VALUE_MAX : (int64_t)v;
   *out = target;
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   int64_t low = c->gap_low; /* nothing is in use: the handle serves none */
   c->floor = c->restart_to = low;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   if (target <= low) return 0;
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   rc = lc__counter_skip(h, c, target, LC_GAP_FAILOVER, b);

@@ -95,6 +95,9 @@ struct lc__counter {
   lc__counter *qnext;             /* the prefetcher's queue */
   pthread_cond_t seg_cv;          /* a fetch finished */
   int64_t handed;                 /* the last value handed out of a segment */
+  /* seg_fast.c: seg[0]'s lock-free window, open while mu is free */
+  _Atomic int64_t fast_next, fast_end, fast_sched;
+  int64_t fast_open; /* fast_next when it opened (mu) */
   uint64_t seg_size;              /* the next segment's size (auto: adapts) */
   int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
   /* ledger.c, under mu: every value <= gap_low is in a block or segment
@@ -201,6 +204,18 @@ void lc__seg_advanced(lc__counter *c, int64_t target);
 int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b);
 /* The last value handed out when segments are in use, else 0 (mu). */
 int64_t lc__seg_current(lc__counter *c);
+/* mu held: the oldest held segment is finished (segment.c). */
+void lc__seg_finish_oldest(lc__counter *c);
+/* seg_fast.c: the counter's mutex with its lock-free window kept exact:
+ * lock (the window closed), wait on cv (closed again after), unlock (the
+ * window opened on seg[0]).  Every holder of c->mu uses these. */
+void lc__counter_lock(lc__counter *c);
+void lc__counter_wait(lc__counter *c, pthread_cond_t *cv);
+void lc__counter_unlock(lc__counter *c);
+/* n ids from the open window without the mutex: true and *first, or
+ * false (closed, too few left, or past the point to fetch the next
+ * segment): then the locked way (lc__seg_next). */
+bool lc__seg_fast(lc__counter *c, uint64_t n, int64_t *first);
 void lc__seg_init(lc__counter *c);
 void lc__seg_destroy(lc__counter *c);
 

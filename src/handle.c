@@ -194,6 +194,8 @@ int lc_open(const lc_options *o, lc_t **out) {
   lc_t *h = calloc(1, sizeof *h);
   if (h == NULL) return lc__fail(LC_ENOMEM, "cannot allocate the handle");
   pthread_mutex_init(&h->promote_mu, NULL);
+  static atomic_uint_fast64_t uids;
+  h->uid = atomic_fetch_add(&uids, 1) + 1; /* 0: an empty cache slot */
   bool failed = false;
   h->opt = *o;
   h->memcached =
@@ -295,11 +297,24 @@ int lc_close(lc_t *h) {
   return rc;
 }
 
+unsigned lc__stripe(void) {
+  static atomic_uint next;
+  static _Thread_local unsigned mine; /* 0: none yet, else stripe + 1 */
+  if (mine == 0)
+    mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) %
+               LC__STRIPES + 1;
+  return mine - 1;
+}
+
 int lc_get_stats(lc_t *h, lc_stats *s) {
   if (h == NULL || s == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  s->allocations = s->ids = 0;
+  for (int i = 0; i < LC__STRIPES; i++) {
+    s->allocations += atomic_load_explicit(&h->calls[i].allocations,
+                                           memory_order_relaxed);
+    s->ids += atomic_load_explicit(&h->calls[i].ids, memory_order_relaxed);
+  }
 #define LC__LOAD(f) s->f = atomic_load_explicit(&h->st.f, memory_order_relaxed)
-  LC__LOAD(allocations);
-  LC__LOAD(ids);
   LC__LOAD(increments);
   LC__LOAD(restores);
   LC__LOAD(backwards);

@@ -39,6 +39,8 @@
 #include <libmemcached/memcached.h>
 #include <libmemcached/util.h>
 
+#define LC__STRIPES 16 /* h->calls */
+
 struct ssl_st;     /* OpenSSL's SSL and SSL_CTX, for the TLS parts */
 struct ssl_ctx_st;
 
@@ -437,8 +439,16 @@ struct lc {
     bool started, stop;
     pthread_t thread;
   } rec;
+  /* the calls counted per thread, in stripes of their own cache line (a
+   * thread keeps its stripe), summed by lc_get_stats: no shared atomic
+   * per allocation */
+  struct lc__stripe {
+    atomic_uint_fast64_t allocations, ids;
+    char pad[64 - 2 * sizeof(atomic_uint_fast64_t)]; /* a line apart */
+  } calls[LC__STRIPES];
+  uint64_t uid; /* unique per lc_open in this process (counter.c's cache) */
   struct {
-    atomic_uint_fast64_t allocations, ids, increments, restores, backwards,
+    atomic_uint_fast64_t increments, restores, backwards,
         log_writes, log_syncs, errors, segments, segment_waits;
     atomic_uint_fast64_t tally_adds, tally_flushes, tally_schedules,
         tally_schedule_failures, tally_losses, tally_seeds;
@@ -459,6 +469,8 @@ struct lc {
   pthread_mutex_t promote_mu; /* one promotion at a time */
   bool promoting;             /* the follower is stopped for good */
 };
+/* This thread's stripe of h->calls (handle.c). */
+unsigned lc__stripe(void);
 #define LC__STAT(h, field, n) \
   atomic_fetch_add_explicit(&(h)->st.field, (n), memory_order_relaxed)
 

@@ -5,7 +5,9 @@
  * A segment is a block of S values taken with one memcached "incr S" and
  * written to the log, synced, as an LC_RECORD_SEGMENT_OPEN record before
  * any of its values goes out.  lc_next_n then hands values out of the held
- * segments under the counter's mutex alone: no memcached, no LevelDB.
+ * segments, with no memcached and no LevelDB: most calls without a lock,
+ * through the current segment's window (seg_fast.c), the rest under the
+ * counter's mutex.
  * When the current segment is half used, the handle's prefetcher thread
  * fetches the next one (a double buffer), so in steady state no caller
  * waits; a caller that finds nothing to take (the first call, a burst
@@ -40,6 +42,7 @@
 
 void lc__seg_init(lc__counter *c) {
   pthread_cond_init(&c->seg_cv, NULL);
+  atomic_init(&c->fast_next, INT64_MAX); /* closed (seg_fast.c) */
 }
 
 void lc__seg_destroy(lc__counter *c) {
@@ -49,7 +52,7 @@ void lc__seg_destroy(lc__counter *c) {
 /* mu held: the oldest held segment is finished; it waits in closes for
  * its record to be rewritten (the oldest waiting one is dropped when full:
  * its record stays open, which is safe). */
-static void finish_oldest(lc__counter *c) {
+void lc__seg_finish_oldest(lc__counter *c) {
   if (c->nclose == LC__SEG_CLOSES) {
     memmove(c->closes, c->closes + 1,
             sizeof c->closes[0] * (LC__SEG_CLOSES - 1));
@@ -83,7 +86,7 @@ static bool take(lc__counter *c, uint64_t n, int64_t *first) {
     uint64_t t = seg_left(s) < left ? seg_left(s) : left;
     s->used += t;
     left -= t;
-    if (seg_left(s) == 0) finish_oldest(c);
+    if (seg_left(s) == 0) lc__seg_finish_oldest(c);
   }
   c->handed = *first + (int64_t)(n - 1);
   return true;
@@ -163,13 +166,13 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   int rc = lc__counter_load(h, c);
   if (!rc && !c->claimed) rc = lc__counter_claim(h, c);
   lc__seg closes[LC__SEG_CLOSES];
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   uint64_t size = next_size(h, c);
   if (size < need) size = need;
   int nclose = c->nclose;
   memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
   c->nclose = 0;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
 
   int64_t last = 0, now = lc__now_us();
   lc__gap gaps[LC__GAPS];
@@ -187,10 +190,10 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   if (!rc) {
     c->floor = last; /* handed out, held or burned: never again */
     c->used = true;
-    pthread_mutex_lock(&c->mu);
+    lc__counter_lock(c);
     lc__ledger_taken(c, last - (int64_t)(size - 1), last, last);
     ngaps = lc__ledger_take(&h->log, c, gaps);
-    pthread_mutex_unlock(&c->mu);
+    lc__counter_unlock(c);
     LC__SEAM_BEFORE_COMMIT(c->name);
     leveldb_writebatch_t *b = leveldb_writebatch_create();
     lc__log_batch_record(b, c->name, c->nlen, last, LC_RECORD_SEGMENT_OPEN,
@@ -213,16 +216,16 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
       LC__STAT(h, segments, 1);
       nclose = 0;
       if (reconciles) {
-        pthread_mutex_lock(&c->mu);
+        lc__counter_lock(c);
         if (last > c->reserved) c->reserved = last;
         c->pending = false;
-        pthread_mutex_unlock(&c->mu);
+        lc__counter_unlock(c);
       }
     }
   }
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   if (!rc) {
-    if (c->nseg == LC__SEGS) finish_oldest(c);
+    if (c->nseg == LC__SEGS) lc__seg_finish_oldest(c);
     c->seg[c->nseg++] = (lc__seg){last - (int64_t)(size - 1), last, now, 0};
   } else if (last) { /* burned: the ledger says so next time */
     lc__ledger_putback(c, gaps, ngaps);
@@ -240,7 +243,7 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   }
   c->fetching = false;
   pthread_cond_broadcast(&c->seg_cv);
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   lc__counter_release(c);
   return rc;
 }
@@ -276,7 +279,7 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
                     "counter %s is refused by this log (see "
                     "'logcounter adopt')",
                     c->name);
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   for (;;) {
     if (take(c, n, first)) {
       schedule(h, c);
@@ -285,23 +288,23 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
     if (fetched) {
       /* what is held before the new segment is not contiguous with it:
        * give it up (a gap), the new segment alone holds n */
-      while (c->nseg > 1) finish_oldest(c);
+      while (c->nseg > 1) lc__seg_finish_oldest(c);
       fetched = false;
       continue;
     }
     if (c->fetching && !unqueue(h, c)) { /* under way: wait for it */
       LC__STAT(h, segment_waits, 1);
-      pthread_cond_wait(&c->seg_cv, &c->mu);
+      lc__counter_wait(c, &c->seg_cv);
       continue;
     }
     c->fetching = true; /* ours now, queued or not */
-    pthread_mutex_unlock(&c->mu);
+    lc__counter_unlock(c);
     rc = fetch(h, c, n);
-    pthread_mutex_lock(&c->mu);
+    lc__counter_lock(c);
     if (rc) break;
     fetched = true;
   }
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   return rc;
 }
 
@@ -309,15 +312,15 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   lc__seg closes[LC__SEG_CLOSES];
   int nclose = 0;
   int64_t reserve = 0;
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   if (c->nseg > 0 && c->seg[0].first + (int64_t)c->seg[0].used <= below) {
-    while (c->nseg > 0) finish_oldest(c);
+    while (c->nseg > 0) lc__seg_finish_oldest(c);
     nclose = c->nclose;
     memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
     c->nclose = 0;
     reserve = below > c->reserved ? below : c->reserved;
   }
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   if (nclose == 0) return 0;
   /* The records cut to what went out, and the reservation at below in the
    * same synced write: after it no restore starts below below. */
@@ -331,20 +334,22 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   LC__STAT(h, log_writes, 1);
   LC__STAT(h, log_syncs, 1);
   if (rc) return rc;
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   if (reserve > c->reserved) c->reserved = reserve;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   return 0;
 }
 
 void lc__seg_advanced(lc__counter *c, int64_t target) {
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   if (c->handed && target > c->handed) c->handed = target;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
 }
 
 int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
-  while (c->nseg > 0) finish_oldest(c);
+  lc__counter_lock(c); /* the window's takes counted (seg_fast.c) */
+  while (c->nseg > 0) lc__seg_finish_oldest(c);
+  lc__counter_unlock(c); /* no segment: the window stays closed */
   if (c->nclose == 0 && !c->handed) return -1;
   /* Give back only the unused values contiguous below floor: from the
    * newest segment down, while each ends where the next one starts and
@@ -366,9 +371,9 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
 }
 
 int64_t lc__seg_current(lc__counter *c) {
-  pthread_mutex_lock(&c->mu);
+  lc__counter_lock(c);
   int64_t v = c->handed;
-  pthread_mutex_unlock(&c->mu);
+  lc__counter_unlock(c);
   return v;
 }
 
