@@ -2,7 +2,8 @@
 # run.sh - the benchmark driver behind `make bench` and `make bench-smoke`.
 # It starts a private memcached on a free loopback port (tests/memcached.sh)
 # and three logcounterd daemons on it ($BUILD/logcounterd, one with its
-# default coalescing, one --no-coalesce, one --prefetch auto, each with its
+# coalescing and --prefetch off (the per-request path; the daemon's default is
+# --prefetch auto), one --no-coalesce, one --prefetch auto, each with its
 # own log, on free 127.0.0.1 ports), with --peers also the peers (bench/peers.sh: two
 # redis-server, AOF everysec and always, and a PostgreSQL), runs the bench
 # against them, draws the charts with gnuplot, and stops the daemons, the
@@ -145,7 +146,7 @@ if command -v openssl >/dev/null 2>&1 && tport=$(free_port) &&
 fi
 tls_more=$listen_more listen_pre="" listen_more=""
 # shellcheck disable=SC2086
-plan_standby && start_daemon coalesce --max-counters 1000000000 \
+plan_standby && start_daemon coalesce --prefetch off --max-counters 1000000000 \
   "${ha_flags[@]}" ${BENCH_DAEMON_FLAGS:-} && follow coalesce
 export BENCH_DAEMON="--SERVER=127.0.0.1:$dport"
 start_daemon no-coalesce --no-coalesce
