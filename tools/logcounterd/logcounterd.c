@@ -551,6 +551,25 @@ static int repl_tls(const lcd_settings *set) {
          set->tls_ca;
 }
 
+/* A listener at addr that is not loopback, without what proves its
+ * peers (lacking): exit 2 saying so, or with --insecure-listen a WARNING. */
+static int public_check(const lcd_settings *set, const char *addr,
+                        const char *verb, const char *doing,
+                        const char *lacking, const char *risk,
+                        const char *fix) {
+  char open_to[LCD_ADDR_TEXT];
+  if (!lcd_auth_public(addr, open_to, sizeof open_to)) return 0;
+  if (!set->insecure_listen)
+    return usage_error("refusing to %s on '%s', not a loopback address, "
+                       "without %s: anyone who reaches it could %s (give %s, "
+                       "or --insecure-listen on a trusted network)",
+                       verb, open_to, lacking, risk, fix);
+  lcd_log(NULL, 0, "WARNING: %s on %s, not a loopback address, without %s "
+                   "(--insecure-listen): anyone who reaches it can %s",
+          doing, open_to, lacking, risk);
+  return 0;
+}
+
 /* --socket-mode, --admin-socket-mode: octal permission bits. */
 static int socket_mode(int *mode, const char *opt, const char *text) {
   char *end;
@@ -708,53 +727,28 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
   if (set->rights_file && !set->auth_file)
     return usage_error("--rights-file needs --auth-file (rights belong to "
                        "authenticated users)");
-  char open_to[LCD_ADDR_TEXT];
-  if (strcmp(set->listen, "none") != 0 && !set->auth_file &&
-      lcd_auth_public(set->listen, open_to, sizeof open_to)) {
-    if (!set->insecure_listen)
-      return usage_error("refusing to listen on '%s', not a loopback "
-                         "address, without --auth-file: anyone who reaches "
-                         "it could allocate and flood names (give "
-                         "--auth-file FILE, or --insecure-listen on a "
-                         "trusted network)",
-                         open_to);
-    lcd_log(NULL, 0, "WARNING: listening on %s, not a loopback address, "
-                     "without authentication (--insecure-listen): anyone "
-                     "who reaches it can allocate and create names",
-            open_to);
-  }
+  int pub = 0;
+  if (strcmp(set->listen, "none") != 0 && !set->auth_file)
+    pub = public_check(set, set->listen, "listen", "listening", "--auth-file",
+                      "allocate and flood names", "--auth-file FILE");
   /* /metrics has no auth file: off loopback only mutual TLS decides who
    * reads it (its figures hold no secret but show counter activity). */
-  if (set->metrics_listen &&
-      lcd_auth_public(set->metrics_listen, open_to, sizeof open_to) &&
-      !(lcd_metrics_https(set) && set->tls_verify == LCD_TLS_VERIFY_REQUIRE)) {
-    if (!set->insecure_listen)
-      return usage_error("refusing to serve /metrics on '%s', not a loopback "
-                         "address, without mutual TLS: anyone who reaches it "
-                         "could watch counter activity (give --tls-cert, "
-                         "--tls-key, --tls-ca and --tls-verify require, or "
-                         "--insecure-listen on a trusted network)",
-                         open_to);
-    lcd_log(NULL, 0, "WARNING: serving /metrics on %s, not a loopback "
-                     "address, without mutual TLS (--insecure-listen): "
-                     "anyone who reaches it can read the figures",
-            open_to);
-  }
+  if (!pub && set->metrics_listen &&
+      !(lcd_metrics_https(set) && set->tls_verify == LCD_TLS_VERIFY_REQUIRE))
+    pub = public_check(set, set->metrics_listen, "serve /metrics",
+                      "serving /metrics", "mutual TLS",
+                      "watch counter activity",
+                      "--tls-cert, --tls-key, --tls-ca and --tls-verify "
+                      "require");
   /* replication: off loopback, the secret or mutual TLS proves the peer */
-  if (set->replication_listen && !set->repl_secret[0] && !repl_tls(set) &&
-      lcd_auth_public(set->replication_listen, open_to, sizeof open_to)) {
-    if (!set->insecure_listen)
-      return usage_error("refusing to serve replication on '%s', not a "
-                         "loopback address, without --replication-secret-file "
-                         "or mutual TLS (--tls-cert, --tls-key, --tls-ca): "
-                         "anyone who reaches it could follow the log (or "
-                         "--insecure-listen on a trusted network)",
-                         open_to);
-    lcd_log(NULL, 0, "WARNING: serving replication on %s, not a loopback "
-                     "address, without a secret or mutual TLS "
-                     "(--insecure-listen)",
-            open_to);
-  }
+  if (!pub && set->replication_listen && !set->repl_secret[0] && !repl_tls(set))
+    pub = public_check(set, set->replication_listen, "serve replication",
+                      "serving replication",
+                      "--replication-secret-file or mutual TLS",
+                      "follow the log",
+                      "--replication-secret-file FILE, or --tls-cert, "
+                      "--tls-key and --tls-ca");
+  if (pub) return pub;
   if ((set->replication_listen || set->standby_of) && set->tls_cert &&
       !set->tls_ca)
     lcd_log(NULL, 0, "WARNING: replication is not encrypted: TLS on it "
