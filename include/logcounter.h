@@ -38,9 +38,9 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 7
+#define LC_VERSION_MINOR 8
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.7.0"
+#define LC_VERSION_STRING "0.8.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
  * 1: lc_prune_result grew (ledger_deleted), proto.c left the library.
  * 2: lc_options grew (the admin socket, retention).
