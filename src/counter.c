@@ -702,6 +702,9 @@ int lc_next_quick(lc_t *h, const char *name) {
     lc__detail_clear();
     return 0;
   }
+  if (atomic_load_explicit(&c->fast_next, memory_order_relaxed) !=
+      LC__FAST_CLOSED)
+    return 1; /* ids in memory: no lock taken (it would close the window) */
   lc__counter_lock(c);
   int quick = c->claimed && !c->pending; /* pending: a synced write */
   lc__counter_unlock(c);

@@ -216,6 +216,7 @@ void lc__counter_unlock(lc__counter *c);
  * false (closed, too few left, or past the point to fetch the next
  * segment): then the locked way (lc__seg_next). */
 bool lc__seg_fast(lc__counter *c, uint64_t n, int64_t *first);
+#define LC__FAST_CLOSED INT64_MAX /* fast_next of a closed window */
 void lc__seg_init(lc__counter *c);
 void lc__seg_destroy(lc__counter *c);
 

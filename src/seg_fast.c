@@ -26,8 +26,6 @@
 
 #include <stdint.h>
 
-#define LC__FAST_CLOSED INT64_MAX
-
 /* mu held: the window closed, what its takes used written back. */
 static void close_window(lc__counter *c) {
   if (atomic_load_explicit(&c->fast_next, memory_order_relaxed) ==

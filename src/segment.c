@@ -42,7 +42,7 @@
 
 void lc__seg_init(lc__counter *c) {
   pthread_cond_init(&c->seg_cv, NULL);
-  atomic_init(&c->fast_next, INT64_MAX); /* closed (seg_fast.c) */
+  atomic_init(&c->fast_next, LC__FAST_CLOSED); /* seg_fast.c */
 }
 
 void lc__seg_destroy(lc__counter *c) {
