@@ -1,7 +1,8 @@
 #!/bin/bash
 # suite_tlsadmin.sh - the admin commands over TCP with TLS (lcd_relay.c,
 # the library's h->admin_tls): a daemon with a TLS listener, --auth-file,
-# --rights-file (alice has the admin right, bob not) and --admin-socket,
+# --rights-file (alice has the admin right, bob not) and --admin-socket
+# (and --prefetch off, so that each allocation is a record of its own),
 # while an authenticated TLS client allocates all along:
 #   - logcounter --server HOST:PORT --tls-ca --user alice allocates over
 #     the data protocol and runs void, gaps, verify, dump and backup through
@@ -65,7 +66,7 @@ DPORT=$(free_port) && TPORT=$(free_port) && [ "$DPORT" != "$TPORT" ] ||
 SAME_PORT=1 start_daemon d1 -l "127.0.0.1:$TPORT,notls:127.0.0.1:$DPORT" \
   --tls-cert "$TMP/server.pem" --tls-key "$TMP/server.key" \
   --auth-file "$TMP/auth" --rights-file "$TMP/rights" --admin-socket "$ASOCK" \
-  --reply-timeout 2 || { failed=1; finish; }
+  --reply-timeout 2 --prefetch off || { failed=1; finish; }
 check "a daemon with TLS, auth, rights and an admin socket starts" [ -S "$ASOCK" ]
 
 TLS_LOAD_USER=alice "$PY" "$TC" load "$TPORT" "$CA" bgadm "$TMP/stop" >"$TMP/bg.out" 2>&1 &
