@@ -118,7 +118,8 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
         rc, rc == LC_EINVAL ? "counter name is NULL" : "invalid counter name");
   size_t n = strlen(name);
   unsigned slot = name_slot(name, n);
-  if (tcache[slot].uid == h->uid && strcmp(tcache[slot].c->name, name) == 0) {
+  if (h->uid && tcache[slot].uid == h->uid &&
+      strcmp(tcache[slot].c->name, name) == 0) {
     *out = tcache[slot].c;
     return 0;
   }
@@ -142,7 +143,7 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
     }
   }
   pthread_mutex_unlock(&t->mu);
-  if (c) {
+  if (c && h->uid) { /* 0: a handle not made by lc_open (the fuzzers') */
     tcache[slot].uid = h->uid;
     tcache[slot].c = c;
   }

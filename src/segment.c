@@ -274,11 +274,8 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   bool fetched = false;
   if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* not even what is held */
   if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
-                                     out any more */
-    return lc__fail(LC_EOWNED,
-                    "counter %s is refused by this log (see "
-                    "'logcounter adopt')",
-                    c->name);
+                                     out any more; the owner named */
+    return lc__claim_refused(c);
   lc__counter_lock(c);
   for (;;) {
     if (take(c, n, first)) {

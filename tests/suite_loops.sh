@@ -1,8 +1,8 @@
 #!/bin/bash
 # suite_loops.sh - logcounterd's event-loop threads, end to end:
 #   - --threads / --workers: bounds, usage errors, "stats settings";
-#   - many connections spread over 3 loops on one counter (with and
-#     without --prefetch auto): no id twice, each connection's answers
+#   - many connections spread over 3 loops on one counter (--prefetch off,
+#     then the default, auto): no id twice, each connection's answers
 #     increase, and the loops answered the warm counter themselves
 #     (jobs_inline) while its first use went to a worker (jobs_pooled);
 #   - a burst of new names over many connections: each answered once,
@@ -71,10 +71,10 @@ check "--help names --threads and --workers" eval 'grep -q -- "--threads N" "$TM
 
 # ---- three loops, one counter ----------------------------------------------
 N=$((20000 / SCALE))
-for mode in default prefetch; do
+for mode in off prefetch; do # the per-request path, then the default
   DB=$mode
   args=(--threads 3 --workers 2)
-  [ "$mode" = prefetch ] && args+=(--prefetch auto)
+  [ "$mode" = off ] && args+=(--prefetch off)
   start_daemon "$DB" "${args[@]}" || { failed=$((failed + 1)); finish; }
   conn; ask "stats settings"; s=""
   while [ "$REPLY_LINE" != END ] && [ $RC -eq 0 ]; do s+="$REPLY_LINE;"; hear; done

@@ -82,9 +82,10 @@ check "--help documents --metrics-listen" grep -q -- "--metrics-listen HOST:PORT
 check "a bad --metrics-listen address: exit 2, named" \
   eval '[ $rc = 2 ] && grep -q "invalid address .not-an-address. for --metrics-listen" "$TMP/out"'
 
-# ---- one daemon, two loops, a client allocating without pause --------------------
+# ---- one daemon, two loops, a client allocating without pause (--prefetch off:
+# the per-request path, whose reservation writes this part counts) ----------
 MPORT=$(free_port)
-start_daemon d0 --threads 2 --metrics-listen "127.0.0.1:$MPORT" || { failed=$((failed + 1)); finish; }
+start_daemon d0 --threads 2 --prefetch off --metrics-listen "127.0.0.1:$MPORT" || { failed=$((failed + 1)); finish; }
 PIDS+=("$DPID"); D0=$DPID D0PORT=$DPORT
 check "stats settings: metrics_listen 127.0.0.1:$MPORT" \
   [ "$(settings_value metrics_listen)" = "127.0.0.1:$MPORT" ]

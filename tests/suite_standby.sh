@@ -396,7 +396,7 @@ hostloss() {
     LOAD order "$ids@${PORT[p]}" -- "$ids@${PORT[s]}"
   check "$tag: verify passes on the new primary for all 20 counters" verify_all s "$names"
   local g so; g=$(failover_gaps s "$names")
-  if [[ " $* " == *" --prefetch "* ]]; then
+  if [[ " $* " != *" --prefetch off "* ]]; then # the default prefetches
     # With prefetch the old primary's skipped ids are the unused rest of
     # its open segments (explained as segment-open); the new primary goes
     # on above the last segment, so a failover gap may be empty.
@@ -418,9 +418,9 @@ hostloss() {
   down_all
 }
 
-want h1 && hostloss h1 0 1
+want h1 && hostloss h1 0 1 --prefetch off
 want h2 && hostloss h2 0 1 --prefetch auto
-want h3 && hostloss h3 1 0
+want h3 && hostloss h3 1 0 --prefetch off
 echo "# ($((SECONDS - T_START))s so far)"
 
 # ---- 3: partition --------------------------------------------------------
@@ -479,7 +479,7 @@ partition() {
   echo "# $tag: the old primary's last log lines:"; tail -n 3 "$TMP/$tag-p.log" | cut -c1-200 | sed 's/^/#   /'
   down_all
 }
-want pt && partition pt 3000
+want pt && partition pt 3000 --prefetch off
 # With prefetch the old primary still holds up to two segments it may
 # hand out after SIGCONT (all below the new primary's ids).
 want pp && partition pp 50000 --prefetch auto
