@@ -9,7 +9,8 @@
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
- *   segment.c  prefetched segments: ids handed out from memory
+ *   segment.c  prefetched segments: ids handed out from memory;
+ *              seg_fast.c their lock-free window and the counter's lock
  *   iter.c     reading a counter's records (and ledger) in order
  *   ledger.c   the gap ledger: why values are missing, and voids
  *   names.c    the hash table of names (counters and tallies)
@@ -17,7 +18,11 @@
  *              tally_flush.c, tally_list.c, tally_rec.c)
  *   backup.c   lc_backup (a copy of the log from one snapshot), restored
  *              logs and their pending counters
- *   remote.c   remote mode: the same calls, answered by a logcounterd
+ *   remote.c   remote mode: the same calls, answered by a logcounterd;
+ *              tls.c over TLS (and the admin relay), tls_sock.c the
+ *              OpenSSL socket layer every TLS connection shares
+ *   replicate.c, follow.c, promote.c, repl_*.c  the hot standby (repl.h;
+ *              repl_tls.c replication over mutual TLS)
  *   admin*.c   the admin socket: its server (admin_srv.c, admin_ops.c),
  *              its client (admin_cli.c), their line I/O (admin_io.c);
  *              admin.h
