@@ -54,7 +54,9 @@ void lc__counter_unlock(lc__counter *c) {
   if (c->nseg > 0) {
     const lc__seg *s = &c->seg[0];
     int64_t next = s->first + (int64_t)s->used;
-    if (next <= s->end) {
+    if (next <= s->end && s->end < LC__FAST_CLOSED) { /* the range's last
+        segment stays locked: its end + 1 would not fit, and
+        LC_VALUE_MAX is the closed mark */
       int64_t size = s->end - s->first + 1;
       c->fast_open = next;
       atomic_store_explicit(&c->fast_end, s->end, memory_order_relaxed);
