@@ -29,7 +29,7 @@ static const char *where(const lc__aconn *c) {
 }
 
 static int wait_fd(lc__aconn *c, short what) {
-  return lc__poll_fd(c->fd, what, c->timeout_ms, where(c));
+  return lc__poll_fd(c->fd, what, c->timeout_ms, where(c), NULL);
 }
 
 void lc__aconn_close(lc__aconn *c) {

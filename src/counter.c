@@ -94,8 +94,6 @@ static void counter_free(lc__counter *c) {
   free(c);
 }
 
-/* Finds the counter, creating it when create (else *out may be NULL);
- * validates the name. */
 /* Each thread remembers the counters it found last, per handle (by uid,
  * never reused), so a hot name is found without the table's mutex;
  * counters are freed only by lc_close. */
@@ -111,6 +109,8 @@ static unsigned name_slot(const char *name, size_t n) {
   return x % LC__TCACHE;
 }
 
+/* Finds the counter, creating it when create (else *out may be NULL);
+ * validates the name. */
 static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   int rc = lc_check_name(name);
   if (rc)
@@ -635,12 +635,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if ((rc = lc__primary_only(h)) != 0 ||
       (rc = lc__counter_lookup(h, name, &c)) != 0)
     return count_call(h, rc, n);
-  if (h->opt.prefetch) {
-    if (lc__log_ok(&h->log) == 0 && !atomic_load(&c->refusal) &&
-        lc__seg_fast(c, n, first))
-      return count_call(h, 0, n);
-    return count_call(h, lc__seg_next(h, c, n, first), n);
-  }
+  if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
   lc__counter_lock(c);

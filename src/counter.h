@@ -214,7 +214,7 @@ void lc__counter_wait(lc__counter *c, pthread_cond_t *cv);
 void lc__counter_unlock(lc__counter *c);
 /* n ids from the open window without the mutex: true and *first, or
  * false (closed, too few left, or past the point to fetch the next
- * segment): then the locked way (lc__seg_next). */
+ * segment); lc__seg_next tries it before the locked way. */
 bool lc__seg_fast(lc__counter *c, uint64_t n, int64_t *first);
 #define LC__FAST_CLOSED INT64_MAX /* fast_next of a closed window */
 void lc__seg_init(lc__counter *c);

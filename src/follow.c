@@ -44,19 +44,6 @@ struct lc__follow {
   char host[256];         /* the name its certificate must carry */
 };
 
-/* TLS to the primary: the context, and the host of standby_of. */
-static int follow_tls(lc__follow *f, const char *addr) {
-  const char *colon = strrchr(addr, ':');
-  size_t n = colon ? (size_t)(colon - addr) : 0;
-  if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') addr++, n -= 2;
-  if (n == 0 || n >= sizeof f->host)
-    return lc__fail(LC_EINVAL, "standby_of '%s': use HOST:PORT", addr);
-  memcpy(f->host, addr, n);
-  f->host[n] = '\0';
-  f->ctx = f->h->repl_tls[1];
-  return 0;
-}
-
 int lc__primary_only(lc_t *h) {
   if (h == NULL || !atomic_load(&h->standby)) return 0;
   return lc__fail(LC_ESTANDBY, "it follows %s",
@@ -382,7 +369,10 @@ int lc__follow_start(lc_t *h) {
       return lc__fail(LC_ENOMEM, "the standby's follower");
     f->h = h;
     f->fd = -1;
-    int rc = h->repl_tls[1] ? follow_tls(f, h->opt.standby_of) : 0;
+    f->ctx = h->repl_tls[1];
+    int rc = f->ctx ? lc__addr_host("standby_of", h->opt.standby_of, f->host,
+                                    sizeof f->host, NULL)
+                    : 0;
     if (rc) {
       free(f);
       return rc;

@@ -286,8 +286,10 @@ void lc__tallies_close(lc__tallies *t);
  * never raises SIGPIPE; NULL (LC_ENOMEM's detail set). */
 struct ssl_st *lc__ssl_on(struct ssl_ctx_st *ctx, int fd);
 /* Waits up to timeout_ms for fd to be readable (POLLIN) or writable:
- * 0, LC_ETIMEDOUT or LC_EREMOTE; who names the peer in the detail. */
-int lc__poll_fd(int fd, short what, int timeout_ms, const char *who);
+ * 0, LC_ETIMEDOUT or LC_EREMOTE; who names the peer in the detail, what
+ * the thing awaited (NULL: "answer" or "room to write"). */
+int lc__poll_fd(int fd, short ev, int timeout_ms, const char *who,
+                const char *what);
 /* After an OpenSSL call on fd failed with SSL_get_error e (op names the
  * call): 0 to call it again (after waiting for what OpenSSL asked), 1 at
  * a clean end of the stream (close_notify), or the failure. */

@@ -52,6 +52,10 @@ void lc__buf_put(lc__buf *b, const void *p, size_t n);
 void lc__buf_u64(lc__buf *b, uint64_t v);
 void lc__buf_free(lc__buf *b);
 
+/* The HOST of "HOST:PORT" ("[v6]:PORT" too; the last colon) into host,
+ * and where the port starts (port may be NULL); LC_EINVAL naming what. */
+int lc__addr_host(const char *what, const char *addr, char *host,
+                  size_t size, const char **port);
 /* TCP: "HOST:PORT" (numeric or a name; IPv4 or IPv6). */
 int lc__wire_listen(const char *addr, int *fd);
 /* what names the connection in errors ("replication", "server"). */

@@ -47,27 +47,35 @@ void lc__buf_free(lc__buf *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* Splits "HOST:PORT" (the last colon; "[v6]:PORT" too). */
-static int resolve(const char *what, const char *addr, bool passive,
-                   struct addrinfo **out) {
+int lc__addr_host(const char *what, const char *addr, char *host,
+                  size_t size, const char **port) {
   const char *colon = addr ? strrchr(addr, ':') : NULL;
   if (colon == NULL || colon == addr || colon[1] == '\0')
     return lc__fail(LC_EINVAL, "%s address '%s': use HOST:PORT", what,
                     addr ? addr : "(null)");
-  char host[256];
+  const char *h = addr;
   size_t n = (size_t)(colon - addr);
-  if (addr[0] == '[' && n >= 2 && addr[n - 1] == ']') {
-    addr++;
+  if (h[0] == '[' && n >= 2 && h[n - 1] == ']') {
+    h++;
     n -= 2;
   }
-  if (n >= sizeof host)
-    return lc__fail(LC_EINVAL, "%s address '%s': host too long", what,
-                    addr);
-  memcpy(host, addr, n);
+  if (n >= size)
+    return lc__fail(LC_EINVAL, "%s address '%s': host too long", what, addr);
+  memcpy(host, h, n);
   host[n] = '\0';
+  if (port) *port = colon + 1;
+  return 0;
+}
+
+static int resolve(const char *what, const char *addr, bool passive,
+                   struct addrinfo **out) {
+  char host[256];
+  const char *port;
+  int rc = lc__addr_host(what, addr, host, sizeof host, &port);
+  if (rc) return rc;
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
                            .ai_flags = passive ? AI_PASSIVE : 0};
-  int e = getaddrinfo(host, colon + 1, &hints, out);
+  int e = getaddrinfo(host, port, &hints, out);
   if (e)
     return lc__fail(LC_EINVAL, "%s address '%s': %s", what, addr,
                     gai_strerror(e));
@@ -92,18 +100,11 @@ int lc__wire_listen(const char *addr, int *fd) {
   return rc;
 }
 
+/* lc__poll_fd, with a timeout counted as the stream's failure. */
 static int wait_fd(int fd, short ev, int timeout_ms, const char *what,
                    const char *who) {
-  struct pollfd p = {.fd = fd, .events = ev};
-  for (;;) {
-    int n = poll(&p, 1, timeout_ms);
-    if (n > 0) return 0;
-    if (n == 0)
-      return lc__fail(LC_EREMOTE, "%s: no %s within %d ms", who, what,
-                      timeout_ms);
-    if (errno != EINTR)
-      return lc__fail(LC_EREMOTE, "%s: poll: %s", who, strerror(errno));
-  }
+  int rc = lc__poll_fd(fd, ev, timeout_ms, who, what);
+  return rc == LC_ETIMEDOUT ? LC_EREMOTE : rc;
 }
 
 int lc__wire_connect(const char *what, const char *addr, int timeout_ms,

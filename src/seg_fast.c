@@ -77,7 +77,7 @@ bool lc__seg_fast(lc__counter *c, uint64_t n, int64_t *first) {
     if (cur == LC__FAST_CLOSED) return false;
     int64_t end = atomic_load_explicit(&c->fast_end, memory_order_relaxed);
     int64_t sched = atomic_load_explicit(&c->fast_sched, memory_order_relaxed);
-    if ((uint64_t)(end - cur) < n - 1 || end < cur ||
+    if (end < cur || (uint64_t)(end - cur) < n - 1 ||
         cur + (int64_t)n >= sched)
       return false;
     if (atomic_compare_exchange_weak_explicit(&c->fast_next, &cur,

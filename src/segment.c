@@ -276,6 +276,7 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
                                      out any more; the owner named */
     return lc__claim_refused(c);
+  if (lc__seg_fast(c, n, first)) return 0; /* most calls: no lock */
   lc__counter_lock(c);
   for (;;) {
     if (take(c, n, first)) {

@@ -58,16 +58,14 @@ void lc__tls_close(lc__tls *t) {
 }
 
 int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr) {
-  const char *colon = strrchr(addr, ':');
-  if (addr[0] == '/' || colon == NULL || colon == addr)
-    return lc__fail(LC_EINVAL, "server '%s': TLS needs HOST:PORT", addr);
+  char host[sizeof ((lc__tls *)0)->host];
+  int rc = lc__addr_host("server", addr, host, sizeof host, NULL);
+  if (rc) return rc;
   lc__tls *t = calloc(1, sizeof *t);
   if (t == NULL) return lc__fail(LC_ENOMEM, "cannot allocate a TLS pool");
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
-  size_t n = (size_t)(colon - addr);
-  const char *h = addr;
-  if (h[0] == '[' && n >= 2 && h[n - 1] == ']') h++, n -= 2;
+  memcpy(t->host, host, sizeof host);
   t->timeout_ms = o->timeout_ms;
   t->max = o->pool_size;
   t->addr = strdup(addr);
@@ -75,10 +73,7 @@ int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr) {
   size_t alen = o->user ? strlen(o->user) + strlen(o->password) + 2 : 0;
   if (alen && (t->auth = malloc(alen)) != NULL)
     snprintf(t->auth, alen, "%s %s", o->user, o->password);
-  int rc = 0;
-  if (n >= sizeof t->host)
-    rc = lc__fail(LC_EINVAL, "server '%s': host too long", addr);
-  else if (!t->addr || !t->idle || (alen && !t->auth))
+  if (!t->addr || !t->idle || (alen && !t->auth))
     rc = lc__fail(LC_ENOMEM, "cannot allocate a TLS pool");
   else
     rc = lc__tls_ctx(o, false, &t->ctx);
@@ -86,8 +81,6 @@ int lc__tls_open(lc__tls **out, const lc_options *o, const char *addr) {
     lc__tls_close(t);
     return rc;
   }
-  memcpy(t->host, h, n);
-  t->host[n] = '\0';
   *out = t;
   return 0;
 }

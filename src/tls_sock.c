@@ -2,7 +2,8 @@
  * tls_sock.c - OpenSSL on our own non-blocking sockets, for every TLS
  * connection the library makes or takes (remote mode and its admin relay,
  * tls.c and admin_io.c; replication, repl_wire.c): the BIO, the wait for
- * what OpenSSL asks, and its error text.
+ * what OpenSSL asks, and its error text; the poll with a timeout is every
+ * socket's, TLS or not (admin_io.c, repl_wire.c).
  *
  * OpenSSL reaches the socket through our BIO, which sends with
  * MSG_NOSIGNAL and never blocks: OpenSSL's socket BIO writes with
@@ -81,14 +82,15 @@ SSL *lc__ssl_on(SSL_CTX *ctx, int fd) {
   return ssl;
 }
 
-int lc__poll_fd(int fd, short what, int timeout_ms, const char *who) {
-  struct pollfd p = {.fd = fd, .events = what};
+int lc__poll_fd(int fd, short ev, int timeout_ms, const char *who,
+                const char *what) {
+  struct pollfd p = {.fd = fd, .events = ev};
   for (;;) {
     int n = poll(&p, 1, timeout_ms);
     if (n > 0) return 0;
     if (n == 0)
       return lc__fail(LC_ETIMEDOUT, "%s: no %s within %d ms", who,
-                      what == POLLIN ? "answer" : "room to write",
+                      what ? what : ev == POLLIN ? "answer" : "room to write",
                       timeout_ms);
     if (errno != EINTR)
       return lc__fail(LC_EREMOTE, "%s: poll: %s", who, strerror(errno));
@@ -108,7 +110,7 @@ int lc__ssl_wait(int e, int fd, int timeout_ms, const char *who,
   if (e == SSL_ERROR_ZERO_RETURN) return 1;
   if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
     return lc__poll_fd(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
-                       timeout_ms, who);
+                       timeout_ms, who, NULL);
   if (e == SSL_ERROR_SYSCALL && errno == EINTR) return 0;
   char buf[160];
   const char *why = lc__ssl_reason(buf, sizeof buf);

@@ -43,31 +43,8 @@ PY=/usr/bin/python3 TC=tests/daemon/tls_clients.py
 SUITE=tls
 . tests/check.sh
 
-for bin in "$DAEMON" "$CLI" "$B/tests/lc_remote"; do
-  [ -x "$bin" ] || { echo "suite_tls: $bin not built" >&2; failed=1; finish; }
-done
-command -v openssl >/dev/null ||
-  { echo "suite_tls: no openssl command (tests/deps.sh installs openssl)" >&2; failed=1; finish; }
-"$PY" -c 'import pymemcache' 2>/dev/null ||
-  { echo "suite_tls: $PY lacks pymemcache (python3-pymemcache)" >&2; failed=1; finish; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/suite_tls.XXXXXX") || exit 1
-DPID="" LOADPIDS=""
-cleanup() {
-  [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
-  for p in $LOADPIDS; do kill -9 "$p" 2>/dev/null; done
-  tests/memcached.sh stop "$TMP" 2>/dev/null
-  [ "$failed" -gt 0 ] && cp "$TMP/daemon.log" "${TMPDIR:-/tmp}/suite_tls.failed.log" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-MCPORT=$(tests/memcached.sh start "$TMP") || { echo "suite_tls: no memcached" >&2; failed=1; finish; }
-MC="--SERVER=127.0.0.1:$MCPORT"
-. tests/daemon.sh
-
-# ---- certificates (throwaway, in $TMP) ----------------------------------
-. tests/tls_certs.sh
-make_certs lc-server-1 lc-server-2 lc-client ||
-  { echo "suite_tls: cannot make the test certificates" >&2; failed=1; finish; }
+TLS_NEED=("$DAEMON" "$CLI" "$B/tests/lc_remote") TLS_CERTS="lc-server-1 lc-server-2 lc-client"
+. tests/tls_suite.sh
 cp "$TMP/lc-server-1.pem" "$TMP/server.pem" && cp "$TMP/lc-server-1.key" "$TMP/server.key"
 CA=$TMP/ca.pem
 TLSOPTS=(--tls-cert "$TMP/server.pem" --tls-key "$TMP/server.key")

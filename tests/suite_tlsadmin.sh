@@ -27,29 +27,8 @@ PY=/usr/bin/python3 TA=tests/daemon/tls_admin.py TC=tests/daemon/tls_clients.py
 SUITE=tlsadmin
 . tests/check.sh
 
-for bin in "$DAEMON" "$CLI"; do
-  [ -x "$bin" ] || { echo "suite_tlsadmin: $bin not built" >&2; failed=1; finish; }
-done
-command -v openssl >/dev/null ||
-  { echo "suite_tlsadmin: no openssl command (tests/deps.sh installs openssl)" >&2; failed=1; finish; }
-"$PY" -c 'import pymemcache' 2>/dev/null ||
-  { echo "suite_tlsadmin: $PY lacks pymemcache (python3-pymemcache)" >&2; failed=1; finish; }
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/suite_tlsadmin.XXXXXX") || exit 1
-DPID="" LOADPIDS=""
-cleanup() {
-  [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
-  for p in $LOADPIDS; do kill -9 "$p" 2>/dev/null; done
-  tests/memcached.sh stop "$TMP" 2>/dev/null
-  [ "$failed" -gt 0 ] && cp "$TMP/daemon.log" "${TMPDIR:-/tmp}/suite_tlsadmin.failed.log" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-MCPORT=$(tests/memcached.sh start "$TMP") || { echo "suite_tlsadmin: no memcached" >&2; failed=1; finish; }
-MC="--SERVER=127.0.0.1:$MCPORT"
-. tests/daemon.sh
-. tests/tls_certs.sh
-make_certs server ||
-  { echo "suite_tlsadmin: cannot make the test certificates" >&2; failed=1; finish; }
+TLS_NEED=("$DAEMON" "$CLI") TLS_CERTS=server
+. tests/tls_suite.sh
 CA=$TMP/ca.pem
 
 AUTH_ALICE="a$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
