@@ -38,16 +38,17 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 8
+#define LC_VERSION_MINOR 9
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.8.0"
+#define LC_VERSION_STRING "0.9.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
  * 1: lc_prune_result grew (ledger_deleted), proto.c left the library.
  * 2: lc_options grew (the admin socket, retention).
  * 3: lc_options grew (replication).
  * 4: lc_options grew (user and password for remote mode).
- * 5: lc_options grew (TLS for remote mode). */
-#define LC_SOVERSION 5
+ * 5: lc_options grew (TLS for remote mode).
+ * 6: lc_options and lc_stats grew (idle eviction). */
+#define LC_SOVERSION 6
 
 #define LC_VALUE_MAX INT64_MAX /* the largest value ever handed out */
 #define LC_NAME_MAX 200        /* longest counter name, in bytes */
@@ -257,6 +258,16 @@ typedef struct lc_options {
   const char *tls_ca;
   const char *tls_cert;
   const char *tls_key;
+  /* (0.9) Idle eviction: a counter no call has used for idle_evict_ms
+   * (at most half as long again) is closed as lc_close closes it (its
+   * segments given back, its exact reservation and pending ledger entries
+   * written, synced) and dropped from memory; its next use loads it from
+   * the log again, as after a clean restart.  So max_counters bounds the
+   * counters in use at once, not the names ever used.  0 (the default):
+   * never.  Evictions run in a thread of the handle; while one runs
+   * (one synced write and, with prefetch, a memcached operation per
+   * counter evicted) the handle's calls wait. */
+  int64_t idle_evict_ms;
 } lc_options;
 
 #define LC_STANDBY_REQUIRED 0
@@ -495,6 +506,11 @@ typedef struct lc_stats {
    * (see max_counters, max_tallies). */
   uint64_t counters;
   uint64_t tallies;
+  /* (0.9) Idle eviction (lc_options.idle_evict_ms): counters dropped
+   * from memory, and eviction passes given up because a call did not
+   * finish in time (tried again at the next pass). */
+  uint64_t evictions;
+  uint64_t eviction_skips;
 } lc_stats;
 
 /* A snapshot of the handle's counters since lc_open. */

@@ -95,11 +95,13 @@ static void counter_free(lc__counter *c) {
 }
 
 /* Each thread remembers the counters it found last, per handle (by uid,
- * never reused), so a hot name is found without the table's mutex;
- * counters are freed only by lc_close. */
+ * never reused), so a hot name is found without the table's mutex.
+ * Counters are freed by lc_close and by eviction passes (evict.c), which
+ * run with no call inside and bump ev.gen: an entry of an older gen is
+ * not used. */
 #define LC__TCACHE 16
 static _Thread_local struct {
-  uint64_t uid;
+  uint64_t uid, gen;
   lc__counter *c;
 } tcache[LC__TCACHE];
 
@@ -109,8 +111,16 @@ static unsigned name_slot(const char *name, size_t n) {
   return x % LC__TCACHE;
 }
 
+/* c, marked used for the eviction passes (a load, and a store only
+ * when a pass cleared the mark). */
+static lc__counter *touch(lc_t *h, lc__counter *c) {
+  if (h->ev.on && !atomic_load_explicit(&c->touched, memory_order_relaxed))
+    atomic_store_explicit(&c->touched, true, memory_order_relaxed);
+  return c;
+}
+
 /* Finds the counter, creating it when create (else *out may be NULL);
- * validates the name. */
+ * validates the name.  Inside the gate (evict.c). */
 static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   int rc = lc_check_name(name);
   if (rc)
@@ -118,9 +128,10 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
         rc, rc == LC_EINVAL ? "counter name is NULL" : "invalid counter name");
   size_t n = strlen(name);
   unsigned slot = name_slot(name, n);
-  if (h->uid && tcache[slot].uid == h->uid &&
+  uint64_t gen = atomic_load_explicit(&h->ev.gen, memory_order_relaxed);
+  if (h->uid && tcache[slot].uid == h->uid && tcache[slot].gen == gen &&
       strcmp(tcache[slot].c->name, name) == 0) {
-    *out = tcache[slot].c;
+    *out = touch(h, tcache[slot].c);
     return 0;
   }
   lc__table *t = &h->counters;
@@ -145,9 +156,10 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   pthread_mutex_unlock(&t->mu);
   if (c && h->uid) { /* 0: a handle not made by lc_open (the fuzzers') */
     tcache[slot].uid = h->uid;
+    tcache[slot].gen = gen;
     tcache[slot].c = c;
   }
-  *out = c;
+  *out = c ? touch(h, c) : NULL;
   return 0;
 }
 
@@ -617,10 +629,19 @@ static int count_call(lc_t *h, int rc, uint64_t n) {
   return rc;
 }
 
+static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
+
 int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__detail_clear();
   if (h == NULL || first == NULL)
     return lc__fail(LC_EINVAL, "NULL handle or result pointer");
+  LC__GATE_IN(h);
+  int rc = next_n(h, name, n, first);
+  LC__GATE_OUT(h);
+  return rc;
+}
+
+static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if (n == 0 || n > LC_BLOCK_MAX)
     return count_call(
         h, lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n), n);
@@ -690,9 +711,7 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   return count_call(h, r.rc, n);
 }
 
-int lc_next_quick(lc_t *h, const char *name) {
-  if (h == NULL || h->remote || atomic_load(&h->standby)) return 0;
-  if (h->opt.durability == LC_DURABILITY_SYNC && !h->opt.prefetch) return 0;
+static int next_quick(lc_t *h, const char *name) {
   lc__counter *c = NULL;
   if (find(h, name, false, &c) != 0 || c == NULL) {
     lc__detail_clear();
@@ -704,6 +723,15 @@ int lc_next_quick(lc_t *h, const char *name) {
   lc__counter_lock(c);
   int quick = c->claimed && !c->pending; /* pending: a synced write */
   lc__counter_unlock(c);
+  return quick;
+}
+
+int lc_next_quick(lc_t *h, const char *name) {
+  if (h == NULL || h->remote || atomic_load(&h->standby)) return 0;
+  if (h->opt.durability == LC_DURABILITY_SYNC && !h->opt.prefetch) return 0;
+  LC__GATE_IN(h);
+  int quick = next_quick(h, name);
+  LC__GATE_OUT(h);
   return quick;
 }
 
@@ -723,7 +751,12 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
   lc__counter *c;
   int rc = LC__LOCAL_ONLY(h);
   if (!rc && op != op_current && op != op_failover) rc = lc__primary_only(h);
-  if (!rc) rc = lc__counter_lookup(h, name, &c);
+  if (rc) {
+    LC__STAT(h, errors, 1);
+    return rc;
+  }
+  LC__GATE_IN(h);
+  rc = lc__counter_lookup(h, name, &c);
   if (!rc && op != op_current) rc = lc__log_ok(&h->log);
   if (!rc) {
     lc__counter_acquire(c);
@@ -732,6 +765,7 @@ static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
     if (!rc) rc = op(h, c, arg, out);
     lc__counter_release(c);
   }
+  LC__GATE_OUT(h);
   if (rc) LC__STAT(h, errors, 1);
   return rc;
 }
@@ -855,8 +889,14 @@ int lc_current(lc_t *h, const char *name, int64_t *value) {
   if (h == NULL) return exclusive(h, name, 0, value, op_current, false);
   lc__detail_clear();
   lc__counter *c;
+  LC__GATE_IN(h); /* so that c, found, stays until exclusive finds it */
   int rc = find(h, name, false, &c);
-  if (!rc && c) return exclusive(h, name, 0, value, op_current, false);
+  if (!rc && c) {
+    rc = exclusive(h, name, 0, value, op_current, false);
+    LC__GATE_OUT(h);
+    return rc;
+  }
+  LC__GATE_OUT(h);
   if (!rc) {
     /* Not used by this handle: read it without keeping any state, so
      * that reading many names (a daemon's "get NAME") costs no memory. */
@@ -991,6 +1031,9 @@ typedef struct closing {
   lc__cache *cache;
   bool any;     /* b holds something to write */
   bool written; /* the first write succeeded: lower memcached */
+  lc__names *evict; /* eviction: only the counters marked evicting, taken
+                       out of this table when freed */
+  int freed;
 } closing;
 
 /* First pass: each counter's rewritten segment records, exact reservation
@@ -998,6 +1041,7 @@ typedef struct closing {
 static void close_write(lc__named *e, void *arg) {
   lc__counter *c = (lc__counter *)e;
   closing *k = arg;
+  if (k->evict && !c->evicting) return;
   int64_t stands = lc__seg_close(c, k->b);
   if (stands < 0)
     stands = c->floor;
@@ -1025,17 +1069,63 @@ static void close_write(lc__named *e, void *arg) {
 static void close_lower(lc__named *e, void *arg) {
   lc__counter *c = (lc__counter *)e;
   closing *k = arg;
+  if (k->evict && (!c->evicting || !k->written)) {
+    c->evicting = false; /* stays, as it is */
+    return;
+  }
   if (k->written && c->used && c->reserved < c->floor) {
     int lowered = lc__cache_lower(k->cache, c->key, c->klen, (uint64_t)c->floor,
                                   (uint64_t)c->reserved);
     if (lowered != 0 && lowered != LC__MISS) {
       lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
+      if (k->evict) {
+        /* not evicted: the gap rides along with its next write, and the
+         * floor stays where memcached is */
+        lc__counter_lock(c);
+        lc__ledger_gap(c, g.first, g.last, g.cause);
+        lc__counter_unlock(c);
+        c->evicting = false;
+        return;
+      }
       lc__ledger_batch(k->b, c, &g, 1);
       lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
       k->any = true;
     }
   }
+  if (k->evict) lc__names_remove(k->evict, &c->node);
+  k->freed++;
   counter_free(c);
+}
+
+/* mu held: nothing uses c, nor has since the pass's scan (evict.c). */
+static bool evictable(lc__counter *c) {
+  return !atomic_load_explicit(&c->touched, memory_order_relaxed) &&
+         !c->busy && c->excl_waiting == 0 && c->head == NULL &&
+         c->inflight == 0 && c->committing == 0 && !c->res_writing &&
+         !c->fetching && !c->queued && !c->pending && !c->recheck;
+}
+
+int lc__counters_evict(lc_t *h, lc__counter **v, size_t n) {
+  closing k = {.cache = &h->cache, .log = &h->log,
+               .evict = &h->counters.names};
+  size_t marked = 0;
+  for (size_t i = 0; i < n; i++) {
+    lc__counter_lock(v[i]);
+    v[i]->evicting = evictable(v[i]);
+    marked += v[i]->evicting;
+    lc__counter_unlock(v[i]);
+  }
+  if (marked == 0) return 0;
+  int rc = 0;
+  k.b = leveldb_writebatch_create();
+  for (size_t i = 0; i < n; i++) close_write(&v[i]->node, &k);
+  if (k.any) rc = lc__log_write(k.log, k.b, true);
+  k.written = rc == 0;
+  pthread_mutex_lock(&h->counters.mu);
+  for (size_t i = 0; i < n; i++) close_lower(&v[i]->node, &k);
+  pthread_mutex_unlock(&h->counters.mu);
+  leveldb_writebatch_destroy(k.b);
+  return rc ? rc : k.freed;
 }
 
 int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {

@@ -111,6 +111,12 @@ struct lc__counter {
   int ngaps;
   bool recheck; /* a write failed: it may have reached the log after all,
                    so the pending gaps are checked against it first */
+  /* evict.c: set by every call that finds the counter (when eviction is
+   * on); cleared, and the passes that found it clear counted, by each
+   * eviction pass */
+  _Atomic bool touched;
+  unsigned char idle_passes;
+  bool evicting; /* lc__counters_evict: chosen by this pass */
   size_t nlen, klen;
   char *name; /* points into key, past the prefix */
   char key[]; /* "lc:" NAME */

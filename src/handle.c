@@ -106,6 +106,7 @@ static void unwind(lc_t *h, int started) {
     /* fallthrough */
   case 2: lc__retain_stop(h); /* fallthrough */
   case 1:
+    lc__evict_stop(h);
     lc__prefetcher_stop(h);
     lc__recover_stop(h);
     lc__log_close(&h->log);
@@ -168,6 +169,9 @@ int lc_open(const lc_options *o, lc_t **out) {
     return lc__fail(LC_EINVAL, "unknown durability %d", (int)o->durability);
   if (o->timeout_ms < 0 || o->lock_wait_ms < 0 || o->pool_size < 0)
     return lc__fail(LC_EINVAL, "negative timeout, lock wait or pool size");
+  if (o->idle_evict_ms < 0)
+    return lc__fail(LC_EINVAL, "negative idle_evict_ms %lld",
+                    (long long)o->idle_evict_ms);
   if (remote && o->admin_socket && o->admin_socket[0])
     return lc__fail(LC_EINVAL, "an admin socket is served where the log is, "
                                "not by a remote handle");
@@ -253,6 +257,8 @@ int lc_open(const lc_options *o, lc_t **out) {
    * following (each stop is safe after its own failed start) */
   int started = rc || remote ? 0 : 1;
   if (started && h->opt.prefetch) rc = lc__prefetcher_start(h);
+  h->ev.on = started && h->opt.idle_evict_ms > 0;
+  if (started && !rc) rc = lc__evict_start(h);
   if (started && !rc) {
     started = 2;
     rc = lc__retain_start(h);
@@ -281,6 +287,7 @@ int lc_close(lc_t *h) {
   lc__admin_stop(h); /* first: its calls use everything below */
   lc__follow_free(h); /* a standby's writer */
   if (!h->remote) lc__retain_stop(h); /* it uses the log and the table */
+  lc__evict_stop(h);
   lc__prefetcher_stop(h);
   if (!h->remote) {
     /* a failed log gets one more reopen, so that the exact reservations
@@ -333,6 +340,8 @@ int lc_get_stats(lc_t *h, lc_stats *s) {
   pthread_mutex_lock(&h->counters.mu);
   s->counters = h->counters.names.count;
   pthread_mutex_unlock(&h->counters.mu);
+  s->evictions = atomic_load_explicit(&h->ev.evictions, memory_order_relaxed);
+  s->eviction_skips = atomic_load_explicit(&h->ev.skips, memory_order_relaxed);
   pthread_mutex_lock(&h->tallies.mu);
   s->tallies = h->tallies.names.count;
   pthread_mutex_unlock(&h->tallies.mu);

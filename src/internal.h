@@ -237,6 +237,8 @@ typedef struct lc__names {
 lc__named *lc__names_find(const lc__names *t, const char *name, size_t n);
 /* Adds e (name and nlen set, not present); false when out of memory. */
 bool lc__names_add(lc__names *t, lc__named *e);
+/* Takes e (present) out of the table. */
+void lc__names_remove(lc__names *t, lc__named *e);
 /* Calls fn on every entry (fn may free it). */
 void lc__names_each(const lc__names *t, void (*fn)(lc__named *e, void *arg),
                     void *arg);
@@ -250,6 +252,11 @@ typedef struct lc__table {
   lc__names names; /* the counters, by name */
 } lc__table;
 void lc__table_init(lc__table *t);
+/* evict.c, with no call inside: closes each of v[0..n) that nothing uses
+ * (untouched since the scan, nothing under way) as lc__table_close does,
+ * takes it out of the table and frees it; returns how many, or a negative
+ * code (the write failed: none was). */
+int lc__counters_evict(lc_t *h, lc__counter **v, size_t n);
 /* Writes each counter's exact reservation (one synced batch), with the
  * records of its prefetched segments cut to what went out, lowers
  * memcached to match where it still holds what this handle left there,
@@ -451,8 +458,21 @@ struct lc {
    * per allocation */
   struct lc__stripe {
     atomic_uint_fast64_t allocations, ids;
-    char pad[64 - 2 * sizeof(atomic_uint_fast64_t)]; /* a line apart */
+    atomic_long inside; /* evict.c: calls under way (with eviction on) */
+    char pad[64 - 2 * sizeof(atomic_uint_fast64_t) - sizeof(atomic_long)];
   } calls[LC__STRIPES];
+  struct {                /* evict.c: idle eviction (opt.idle_evict_ms) */
+    bool on;              /* set at lc_open: the calls pass the gate */
+    atomic_bool stop;     /* a pass runs: calls wait at the gate */
+    atomic_uint_fast64_t gen; /* bumped by each pass that freed counters
+                                 (counter.c's per-thread cache) */
+    pthread_mutex_t mu;   /* the gate's wait, the thread's sleep */
+    pthread_cond_t cv;    /* the gate open again; the thread's quit */
+    pthread_mutex_t pass; /* one pass at a time */
+    bool inited, started, quit;
+    pthread_t thread;
+    atomic_uint_fast64_t evictions, skips;
+  } ev;
   uint64_t uid; /* unique per lc_open in this process (counter.c's cache) */
   struct {
     atomic_uint_fast64_t increments, restores, backwards,
@@ -476,8 +496,21 @@ struct lc {
   pthread_mutex_t promote_mu; /* one promotion at a time */
   bool promoting;             /* the follower is stopped for good */
 };
+/* evict.c: the gate every call that uses a counter's state passes while
+ * eviction is on (h->ev.on): lc__gate_enter waits while a pass runs, and
+ * a pass runs only once no call is inside.  Nested calls of one thread
+ * on one handle pass once. */
+void lc__gate_enter(lc_t *h);
+void lc__gate_leave(lc_t *h);
+int lc__evict_start(lc_t *h);
+void lc__evict_stop(lc_t *h);
+/* Runs one pass now (tests): evicts what has been idle for idle_passes
+ * passes; returns the number evicted or a negative code. */
+int lc__evict_pass(lc_t *h);
 /* This thread's stripe of h->calls (handle.c). */
 unsigned lc__stripe(void);
+#define LC__GATE_IN(h) ((h)->ev.on ? lc__gate_enter(h) : (void)0)
+#define LC__GATE_OUT(h) ((h)->ev.on ? lc__gate_leave(h) : (void)0)
 #define LC__STAT(h, field, n) \
   atomic_fetch_add_explicit(&(h)->st.field, (n), memory_order_relaxed)
 

@@ -48,9 +48,11 @@ static int iter_make(lc_t *h, const char *name, bool ledger, lc_iter **out,
    * calls take the gate under its mutex): no write of it is under way, so
    * a live snapshot shows no hole that such a write would fill */
   lc__counter *c = NULL;
+  LC__GATE_IN(h); /* c stays until released (evict.c) */
   if (name && lc__counter_find(h, name, &c) == 0 && c) lc__counter_settle(c);
   if ((rc = lc__log_enter(&h->log)) != 0) {
     if (c) lc__counter_release(c);
+    LC__GATE_OUT(h);
     leveldb_readoptions_destroy(i->read);
     free(i);
     return rc;
@@ -72,6 +74,7 @@ static int iter_make(lc_t *h, const char *name, bool ledger, lc_iter **out,
   pthread_mutex_unlock(&h->log.fmu);
   lc__log_leave(&h->log);
   if (c) lc__counter_release(c);
+  LC__GATE_OUT(h);
   *out = i;
   return 0;
 }

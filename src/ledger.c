@@ -393,14 +393,17 @@ static int record_of(lc__log *l, const char *name, size_t nlen, int64_t value,
 /* Whether this handle holds value in a segment, not handed out yet. */
 static bool held_unissued(lc_t *h, const char *name, int64_t value) {
   lc__counter *c = NULL;
-  if (lc__counter_find(h, name, &c) != 0 || c == NULL) return false;
-  lc__counter_lock(c);
   bool held = false; /* in a segment, held or finished, above its used */
-  for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
-    const lc__seg *g = i < c->nseg ? &c->seg[i] : &c->closes[i - c->nseg];
-    held = value >= g->first + (int64_t)g->used && value <= g->end;
+  LC__GATE_IN(h);
+  if (lc__counter_find(h, name, &c) == 0 && c) {
+    lc__counter_lock(c);
+    for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
+      const lc__seg *g = i < c->nseg ? &c->seg[i] : &c->closes[i - c->nseg];
+      held = value >= g->first + (int64_t)g->used && value <= g->end;
+    }
+    lc__counter_unlock(c);
   }
-  lc__counter_unlock(c);
+  LC__GATE_OUT(h);
   return held;
 }
 

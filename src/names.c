@@ -55,6 +55,13 @@ bool lc__names_add(lc__names *t, lc__named *e) {
   return true;
 }
 
+void lc__names_remove(lc__names *t, lc__named *e) {
+  lc__named **link = &t->buckets[hash(e->name, e->nlen) & (t->nbuckets - 1)];
+  while (*link != e) link = &(*link)->next;
+  *link = e->next;
+  t->count--;
+}
+
 void lc__names_each(const lc__names *t, void (*fn)(lc__named *e, void *arg),
                     void *arg) {
   for (size_t i = 0; i < t->nbuckets; i++)

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ typedef struct th {
   long n, got;  /* calls to make; values received */
   int64_t *v;   /* every value received, in order */
   int rc;       /* the first error */
+  bool yield;   /* give the CPU up now and then (so a racer runs) */
 } th;
 
 static void *th_main(void *p) {
@@ -53,21 +55,28 @@ static void *th_main(void *p) {
       break;
     }
     for (uint64_t j = 0; j < k; j++) a->v[a->got++] = first + (int64_t)j;
+    if (a->yield && i % 512 == 511) sched_yield();
   }
   return NULL;
 }
 
 /* Starts t threads of n calls each on name; all[] gets room for 5n each. */
-static th *start(lc_t *h, const char *name, int t, long n, int64_t **all) {
+static th *start_yielding(lc_t *h, const char *name, int t, long n,
+                          int64_t **all, bool yield) {
   th *a = calloc((size_t)t, sizeof *a);
   *all = malloc(sizeof **all * (size_t)(5 * n * t));
   assert_non_null(a);
   assert_non_null(*all);
   for (int i = 0; i < t; i++) {
-    a[i] = (th){.h = h, .name = name, .n = n, .v = *all + 5 * n * i};
+    a[i] = (th){.h = h, .name = name, .n = n, .v = *all + 5 * n * i,
+                .yield = yield};
     assert_int_equal(pthread_create(&a[i].t, NULL, th_main, &a[i]), 0);
   }
   return a;
+}
+
+static th *start(lc_t *h, const char *name, int t, long n, int64_t **all) {
+  return start_yielding(h, name, t, n, all, false);
 }
 
 /* Joins them; the values gathered at the front of all (their count) and
@@ -139,9 +148,12 @@ static void test_race_release(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, LC_PREFETCH_AUTO, &f->h));
   enum { T = 16 };
-  long n = scaled(20000, 1000);
+  long n = scaled(60000, 2000);
   int64_t *all, max, final = 0;
-  th *a = start(f->h, "fr", T, n, &all);
+  /* they yield now and then, so that this thread gets the CPU while they
+   * still run (with 16 busy threads on 2 CPUs it could come back only
+   * after all had finished, and the release would race nothing) */
+  th *a = start_yielding(f->h, "fr", T, n, &all, true);
   lc_stats st = {0}; /* release while they run: once ids have gone out */
   while (st.ids < 1000) {
     assert_ok(lc_get_stats(f->h, &st));

@@ -135,6 +135,10 @@ struct evbuffer;
 #define LCD_LISTEN_MAX 8 /* TCP addresses in --listen */
 
 /* Every setting, with its default in lcd_settings_init. */
+/* --max-counters' default: with --idle-evict bounding what stays, room
+ * for a million counters in use at once (about 1.3 GB at most). */
+#define LCD_COUNTERS_DEFAULT 1000000ULL
+
 typedef struct lcd_settings {
   const char *listen;         /* TCP ADDR:PORT[,ADDR:PORT...] (at most
                                LCD_LISTEN_MAX), each TLS when --tls-cert is
@@ -174,8 +178,11 @@ typedef struct lcd_settings {
                                one memcached increment; 0 (--no-coalesce):
                                one increment per request, for comparison
                                (default 1) */
-  uint64_t max_counters;      /* lc_options.max_counters (default the
-                               library's, LC_MAX_COUNTERS_DEFAULT) */
+  uint64_t max_counters;      /* lc_options.max_counters (default
+                               LCD_COUNTERS_DEFAULT: with idle eviction the
+                               counters in use at once, ~1.3 KB each) */
+  int64_t idle_evict_us;      /* lc_options.idle_evict_ms; 0: never
+                               (default 600 s) */
   uint64_t max_tallies;       /* lc_options.max_tallies (the same) */
   int flush_interval;         /* seconds between tally flushes; 0: none
                                while running, only at shutdown (default 1) */

@@ -113,6 +113,7 @@ static void put_settings(lcd_server *s, emit *o) {
   stat_i(o, "workers", set->workers);
   stat_i(o, "max_connections", set->max_connections);
   stat_u(o, "max_counters", set->max_counters);
+  stat_i(o, "idle_evict_us", (long long)set->idle_evict_us);
   stat_u(o, "max_tallies", set->max_tallies);
   stat_i(o, "idle_timeout", set->idle_timeout);
   stat_i(o, "line_timeout", set->line_timeout);
@@ -321,6 +322,10 @@ static void put_library(lcd_server *s, emit *o) {
   count(o, "segment_waits", ls.segment_waits,
         "Calls that found no segment and waited.");
   gauge_u(o, "counters", ls.counters, "Counters the daemon keeps state for.");
+  count(o, "evictions", ls.evictions,
+        "Idle counters dropped from memory (--idle-evict).");
+  count(o, "eviction_skips", ls.eviction_skips,
+        "Eviction passes given up: a call did not finish in time.");
   gauge_u(o, "tallies", ls.tallies, "Tallies the daemon keeps state for.");
   count(o, "tally_adds", ls.tally_adds, "Successful tally changes.");
   count(o, "tally_flushes", ls.tally_flushes,

@@ -76,7 +76,8 @@ static void settings_init(lcd_settings *set) {
   set->verbose = 0;
   set->pidfile = NULL;
   set->coalesce = 1;
-  set->max_counters = LC_MAX_COUNTERS_DEFAULT;
+  set->max_counters = LCD_COUNTERS_DEFAULT;
+  set->idle_evict_us = 600 * 1000000LL;
   set->max_tallies = LC_MAX_TALLIES_DEFAULT;
   set->flush_interval = 1;
   set->sweep_interval = 60;
@@ -203,10 +204,15 @@ static void usage(FILE *f) {
       "                          off unless --prefetch is given) (default:\n"
       "                          %s)\n"
       "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
-      "  --max-counters N        counters the daemon keeps state for (each\n"
-      "                          name an incr has used), 1..10^9 (default\n"
-      "                          %llu); a new name beyond it gets\n"
-      "                          SERVER_ERROR ELIMIT and creates nothing\n"
+      "  --max-counters N        counters the daemon keeps state for at\n"
+      "                          once (each name an incr has used and not\n"
+      "                          evicted), 1..10^9 (default %llu); a new\n"
+      "                          name beyond it gets SERVER_ERROR ELIMIT\n"
+      "                          and creates nothing\n"
+      "  --idle-evict DURATION   drop a counter unused this long from\n"
+      "                          memory (closed as at a clean shutdown,\n"
+      "                          loaded from the log at its next use), 0:\n"
+      "                          never, else 10ms..1w (default %llds)\n"
       "  --max-tallies N         the same for tallies (default %llu)\n"
       "  --idle-timeout SECONDS  close clients idle this long, 0: never\n"
       "                          (default %d)\n"
@@ -350,7 +356,7 @@ static void usage(FILE *f) {
       lc_durability_name(d.durability), d.timeout_ms, LCD_THREADS_MAX,
       d.threads, d.workers, d.coalesce ? "coalescing on" : "off",
       d.max_connections, (unsigned long long)d.max_counters,
-      (unsigned long long)d.max_tallies, d.idle_timeout, d.line_timeout,
+      (long long)(d.idle_evict_us / 1000000), (unsigned long long)d.max_tallies, d.idle_timeout, d.line_timeout,
       d.drain_timeout, LCD_OUTPUT_MAX / 1024, d.reply_timeout,
       LCD_INPUT_MAX / 1024, d.flush_interval, d.sweep_interval,
       (long long)(d.retain_interval_ms / 1000), LCD_AUTH_FAIL_WINDOW,
@@ -403,6 +409,7 @@ enum {
   O_ADMIN_MODE,
   O_RETAIN_RECORDS,
   O_RETAIN_AGE,
+  O_IDLE_EVICT,
   O_RETAIN_INTERVAL,
   O_REPL_LISTEN,
   O_STANDBY_OF,
@@ -444,6 +451,7 @@ static const struct option long_options[] = {
     {"sweep-interval", required_argument, NULL, O_SWEEP},
     {"retain-records", required_argument, NULL, O_RETAIN_RECORDS},
     {"retain-age", required_argument, NULL, O_RETAIN_AGE},
+    {"idle-evict", required_argument, NULL, O_IDLE_EVICT},
     {"retain-interval", required_argument, NULL, O_RETAIN_INTERVAL},
     {"no-coalesce", no_argument, NULL, O_NO_COALESCE},
     {"replication-listen", required_argument, NULL, O_REPL_LISTEN},
@@ -630,6 +638,13 @@ static int parse_options(lcd_settings *set, int argc, char **argv) {
       break;
     case O_ADMIN_MODE:
       rc = socket_mode(&set->admin_mode, "--admin-socket-mode", optarg);
+      break;
+    case O_IDLE_EVICT:
+      rc = parse_duration("--idle-evict", optarg, 0, 604800000000LL,
+                          &set->idle_evict_us);
+      if (!rc && set->idle_evict_us > 0 && set->idle_evict_us < 10000)
+        rc = usage_error("--idle-evict %s: give 0 (never) or at least 10ms",
+                         optarg);
       break;
     case O_RETAIN_AGE:
       rc = parse_duration("--retain-age", optarg, 1000, INT64_MAX,
@@ -850,6 +865,7 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
   o.timeout_ms = s->set->timeout_ms;
   o.max_counters = s->set->max_counters;
   o.max_tallies = s->set->max_tallies;
+  o.idle_evict_ms = s->set->idle_evict_us / 1000;
   o.admin_socket = s->set->admin_socket;
   o.admin_socket_mode = (unsigned)s->set->admin_mode;
   o.replication_listen = s->set->replication_listen;

@@ -1,0 +1,207 @@
+/*
+ * evict.c - idle eviction (lc_options.idle_evict_ms): counters that no
+ * call has used for a while are closed and dropped from memory, so that
+ * a handle's memory follows the counters in use, not every name it ever
+ * served.
+ *
+ * The idea: an evicted counter is exactly a counter after lc_close.  Its
+ * close writes what a clean close writes (segment records cut to what
+ * went out, the exact reservation, the pending ledger entries; one synced
+ * batch) and sets memcached back where segments left it ahead, and its
+ * next use loads it from the log as a clean restart does.  Every promise
+ * then holds for the same reasons as across a clean restart, which the
+ * suite already checks.
+ *
+ * Safety: calls hold counter pointers without any lock (the per-thread
+ * cache, the lock-free window), so a counter may be freed only when no
+ * call is inside.  With eviction on, every call that uses a counter's
+ * state passes a gate: it counts itself in its thread's stripe of
+ * h->calls (no shared cache line per call), then checks ev.stop.  A pass
+ * sets ev.stop, waits until every stripe counts zero (at most STOP_WAIT;
+ * else it gives up until the next pass), evicts, bumps ev.gen (so the
+ * per-thread caches forget what they held) and opens the gate again.
+ * Without eviction nothing of this runs: the gate is one predictable
+ * branch.
+ *
+ * What is idle: each call sets its counter's touched flag; each pass,
+ * every ev interval (a quarter of idle_evict_ms), clears it and counts
+ * the passes in a row that found it clear.  At IDLE_PASSES the counter
+ * is a candidate, evicted if, under its mutex, it is still untouched and
+ * nothing is under way on it (counter.c's lc__counters_evict decides).
+ * The prefetcher thread does not pass the gate: a counter it works on is
+ * marked fetching, and such a counter is never evicted.
+ */
+#include "internal.h"
+#include "counter.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define IDLE_PASSES 5       /* passes in a row that found a counter idle */
+#define STOP_WAIT_US 100000 /* a pass waits this long for calls to leave */
+#define PASS_MAX 4096       /* counters evicted per pass at most */
+
+static _Thread_local struct {
+  lc_t *h; /* the handle this thread's outermost call is inside */
+  unsigned depth;
+} in;
+
+void lc__gate_enter(lc_t *h) {
+  if (in.h == h) {
+    in.depth++;
+    return;
+  }
+  atomic_long *inside = &h->calls[lc__stripe()].inside;
+  for (;;) {
+    atomic_fetch_add(inside, 1); /* seq_cst: before the check of stop */
+    if (!atomic_load(&h->ev.stop)) break;
+    atomic_fetch_sub(inside, 1);
+    pthread_mutex_lock(&h->ev.mu);
+    while (atomic_load(&h->ev.stop)) pthread_cond_wait(&h->ev.cv, &h->ev.mu);
+    pthread_mutex_unlock(&h->ev.mu);
+  }
+  if (in.h == NULL) {
+    in.h = h;
+    in.depth = 1;
+  }
+}
+
+void lc__gate_leave(lc_t *h) {
+  if (in.h == h) {
+    if (--in.depth > 0) return;
+    in.h = NULL;
+  }
+  atomic_fetch_sub(&h->calls[lc__stripe()].inside, 1);
+}
+
+static bool nobody_inside(lc_t *h) {
+  long n = 0;
+  for (int i = 0; i < LC__STRIPES; i++) n += atomic_load(&h->calls[i].inside);
+  return n == 0;
+}
+
+/* Closes the gate and waits for the calls inside to leave; false (the
+ * gate open again) when they did not within STOP_WAIT_US. */
+static bool stop_calls(lc_t *h) {
+  atomic_store(&h->ev.stop, true); /* seq_cst: before the reads below */
+  int64_t until = lc__mono_us() + STOP_WAIT_US;
+  while (!nobody_inside(h)) {
+    if (lc__mono_us() > until) return false;
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
+  return true;
+}
+
+static void start_calls(lc_t *h) {
+  pthread_mutex_lock(&h->ev.mu);
+  atomic_store(&h->ev.stop, false);
+  pthread_cond_broadcast(&h->ev.cv);
+  pthread_mutex_unlock(&h->ev.mu);
+}
+
+typedef struct scan {
+  lc__counter **v;
+  size_t n;
+} scan;
+
+/* Under the table's mutex: counts c's idle passes; a candidate at
+ * IDLE_PASSES. */
+static void look(lc__named *e, void *arg) {
+  lc__counter *c = (lc__counter *)e;
+  scan *s = arg;
+  if (atomic_exchange_explicit(&c->touched, false, memory_order_relaxed)) {
+    c->idle_passes = 0;
+    return;
+  }
+  if (c->idle_passes < IDLE_PASSES) c->idle_passes++;
+  if (c->idle_passes >= IDLE_PASSES && s->n < PASS_MAX) s->v[s->n++] = c;
+}
+
+int lc__evict_pass(lc_t *h) {
+  if (!h->ev.on || atomic_load(&h->standby) || lc__log_ok(&h->log) != 0)
+    return 0;
+  scan s = {malloc(PASS_MAX * sizeof *s.v), 0};
+  if (s.v == NULL) return lc__fail(LC_ENOMEM, "cannot run an eviction pass");
+  pthread_mutex_lock(&h->ev.pass); /* the thread's and a test's */
+  pthread_mutex_lock(&h->counters.mu);
+  lc__names_each(&h->counters.names, look, &s);
+  pthread_mutex_unlock(&h->counters.mu);
+  int rc = 0;
+  if (s.n > 0) {
+    if (!stop_calls(h)) {
+      atomic_fetch_add(&h->ev.skips, 1);
+    } else {
+      rc = lc__counters_evict(h, s.v, s.n);
+      if (rc > 0) {
+        atomic_fetch_add(&h->ev.gen, 1); /* before the gate opens */
+        atomic_fetch_add(&h->ev.evictions, (uint64_t)rc);
+      }
+    }
+    start_calls(h);
+  }
+  pthread_mutex_unlock(&h->ev.pass);
+  free(s.v);
+  return rc;
+}
+
+static void *evictor(void *arg) {
+  lc_t *h = arg;
+  int64_t every = h->opt.idle_evict_ms / 4;
+  if (every < 10) every = 10;
+  if (every > 60000) every = 60000;
+  pthread_mutex_lock(&h->ev.mu);
+  while (!h->ev.quit) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + every % 1000 * 1000000;
+    ts.tv_sec += (time_t)(every / 1000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&h->ev.cv, &h->ev.mu, &ts);
+    if (h->ev.quit) break;
+    pthread_mutex_unlock(&h->ev.mu);
+    lc__evict_pass(h); /* a failure is the log's: its calls report it */
+    pthread_mutex_lock(&h->ev.mu);
+  }
+  pthread_mutex_unlock(&h->ev.mu);
+  return NULL;
+}
+
+int lc__evict_start(lc_t *h) {
+  pthread_condattr_t ca;
+  pthread_mutex_init(&h->ev.mu, NULL);
+  pthread_mutex_init(&h->ev.pass, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&h->ev.cv, &ca);
+  pthread_condattr_destroy(&ca);
+  h->ev.started = h->ev.quit = false;
+  h->ev.inited = true;
+  if (!h->ev.on) return 0;
+  sigset_t all, old; /* the application's threads take the signals */
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(&h->ev.thread, NULL, evictor, h);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) return lc__fail(LC_ENOMEM, "cannot start the eviction thread");
+  h->ev.started = true;
+  return 0;
+}
+
+void lc__evict_stop(lc_t *h) {
+  if (h->ev.started) {
+    pthread_mutex_lock(&h->ev.mu);
+    h->ev.quit = true;
+    pthread_cond_broadcast(&h->ev.cv);
+    pthread_mutex_unlock(&h->ev.mu);
+    pthread_join(h->ev.thread, NULL);
+    h->ev.started = false;
+  }
+  if (h->ev.inited) {
+    pthread_cond_destroy(&h->ev.cv);
+    pthread_mutex_destroy(&h->ev.pass);
+    pthread_mutex_destroy(&h->ev.mu);
+    h->ev.inited = false;
+  }
+}

@@ -1,0 +1,335 @@
+/*
+ * test_evict.c - idle eviction (lc_options.idle_evict_ms, src/evict.c)
+ * against a real memcached; run under ThreadSanitizer by .ci/run:
+ *  - idle counters, with and without prefetch, are evicted (lc_stats
+ *    counts them, none is left in memory), memcached stands exactly at
+ *    their last value, and each goes on at exactly last + 1, loaded from
+ *    the log, with nothing unexplained in its ledger;
+ *  - after eviction and a memcached flush, a counter is restored from the
+ *    log above everything handed out;
+ *  - 8 threads on 64 names whose working set moves, so that names go idle,
+ *    are evicted and come back while others allocate, with a racer that
+ *    advances them and flushes memcached: per name no value repeats,
+ *    each thread's values of a name increase, evictions happened, and
+ *    after lc_close a new handle goes on above all of them;
+ *  - the same without the racer: every gap of every name is explained;
+ *  - a process killed while names are evicted and reloaded: a new handle
+ *    goes on above everything it handed out, every gap explained;
+ *  - a negative idle_evict_ms is refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mcd.h"
+
+#define NAMES 64
+
+static int open_evict(const char *dir, uint64_t prefetch, int64_t idle_ms,
+                      lc_t **out) {
+  lc_options o;
+  char path[TU_PATH_MAX];
+  tu_options(&o, &mc, dir, path);
+  o.prefetch = prefetch;
+  o.idle_evict_ms = idle_ms;
+  return lc_open(&o, out);
+}
+
+/* Waits (up to 10 s) until at least n evictions have happened. */
+static void wait_evictions(lc_t *h, uint64_t n) {
+  lc_stats st = {0};
+  for (int i = 0; i < 1000; i++) {
+    assert_ok(lc_get_stats(h, &st));
+    if (st.evictions >= n) return;
+    sleep_ms(10);
+  }
+  fail_msg("%llu evictions after 10 s, expected %llu",
+           (unsigned long long)st.evictions, (unsigned long long)n);
+}
+
+static void name_of(char *buf, size_t n, int i) {
+  snprintf(buf, n, "ev%02d", i);
+}
+
+static void check_explained(lc_t *h, const char *name) {
+  tu_ledger l;
+  assert_ok(tu_explain(h, name, &l));
+  if (l.values[0] != 0 || l.conflicts != 0)
+    fail_msg("%s: %llu values unexplained, %llu conflicts", name,
+             (unsigned long long)l.values[0], (unsigned long long)l.conflicts);
+}
+
+static void exact(void **state, uint64_t prefetch) {
+  fx_t *f = *state;
+  enum { N = 40 };
+  int64_t last[N];
+  char name[32];
+  assert_ok(open_evict(f->dir, prefetch, 40, &f->h));
+  for (int i = 0; i < N; i++) {
+    name_of(name, sizeof name, i);
+    for (int j = 0; j <= i; j++) last[i] = tu_next1(f->h, name);
+  }
+  wait_evictions(f->h, N);
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.counters, 0);
+  for (int i = 0; i < N; i++) {
+    name_of(name, sizeof name, i);
+    assert_i64_eq(mcd_counter_value(&mc, name), last[i]); /* set back */
+    assert_i64_eq(tu_next1(f->h, name), last[i] + 1);     /* reloaded */
+    check_explained(f->h, name);
+  }
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.counters, N);
+}
+
+static void test_exact_prefetch(void **state) {
+  exact(state, LC_PREFETCH_AUTO);
+}
+
+static void test_exact_per_id(void **state) { exact(state, 0); }
+
+static void test_reload_after_flush(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 40, &f->h));
+  int64_t v = 0;
+  for (int i = 0; i < 500; i++) v = tu_next1(f->h, "flushed");
+  wait_evictions(f->h, 1);
+  assert_ok(mcd_flush_all(&mc));
+  assert_i64_op(tu_next1(f->h, "flushed"), >, v);
+  check_explained(f->h, "flushed");
+}
+
+/* ---- threads on a moving working set ---- */
+
+typedef struct th {
+  pthread_t t;
+  lc_t *h;
+  int id;
+  long n;
+  int rc;
+  int64_t *v[NAMES]; /* values received, per name, in order */
+  size_t got[NAMES], cap[NAMES];
+} th;
+
+static void *th_main(void *p) {
+  th *a = p;
+  unsigned seed = (unsigned)a->id * 7919u + 1;
+  char name[32];
+  for (long i = 0; i < a->n; i++) {
+    /* 8 names at a time, the window moving by one every n/64 calls: names
+     * fall idle behind it and come back when it wraps */
+    int base = (int)(i * NAMES / a->n) * 2;
+    int k = (base + (int)(rand_r(&seed) % 8)) % NAMES;
+    uint64_t count = 1 + (uint64_t)(rand_r(&seed) % 3);
+    int64_t first;
+    name_of(name, sizeof name, k);
+    int rc = lc_next_n(a->h, name, count, &first);
+    if (rc) {
+      a->rc = rc;
+      break;
+    }
+    for (uint64_t j = 0; j < count; j++) {
+      if (a->got[k] == a->cap[k]) {
+        a->cap[k] = a->cap[k] ? 2 * a->cap[k] : 256;
+        a->v[k] = realloc(a->v[k], a->cap[k] * sizeof *a->v[k]);
+      }
+      a->v[k][a->got[k]++] = first + (int64_t)j;
+    }
+    if (i % 64 == 0) sleep_ms(1); /* let names go idle */
+  }
+  return NULL;
+}
+
+typedef struct racer {
+  lc_t *h;
+  atomic_bool stop;
+  int advances, flushes, rc;
+} racer;
+
+static void *race_main(void *p) {
+  racer *r = p;
+  unsigned seed = 99;
+  char name[32];
+  for (int i = 0; !atomic_load(&r->stop); i++) {
+    sleep_ms(3);
+    name_of(name, sizeof name, (int)(rand_r(&seed) % NAMES));
+    int64_t cur = 0;
+    int rc = lc_current(r->h, name, &cur);
+    if (!rc) rc = lc_advance(r->h, name, cur + 50);
+    if (rc && !r->rc) r->rc = rc;
+    r->advances += rc == 0;
+    if (i % 20 == 19 && mcd_flush_all(&mc) == 0) r->flushes++;
+  }
+  return NULL;
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static void moving(void **state, uint64_t prefetch, bool race) {
+  fx_t *f = *state;
+  enum { T = 8 };
+  assert_ok(open_evict(f->dir, prefetch, 20, &f->h));
+  th *a = calloc(T, sizeof *a);
+  assert_non_null(a);
+  for (int i = 0; i < T; i++) {
+    a[i].h = f->h;
+    a[i].id = i;
+    a[i].n = scaled(6000, 600);
+    assert_int_equal(pthread_create(&a[i].t, NULL, th_main, &a[i]), 0);
+  }
+  racer r = {.h = f->h};
+  pthread_t rt;
+  if (race) assert_int_equal(pthread_create(&rt, NULL, race_main, &r), 0);
+  for (int i = 0; i < T; i++) pthread_join(a[i].t, NULL);
+  if (race) {
+    atomic_store(&r.stop, true);
+    pthread_join(rt, NULL);
+    assert_ok(r.rc);
+    assert_true(r.advances > 0);
+  }
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  print_message("%llu evictions, %llu skipped passes\n",
+                (unsigned long long)st.evictions,
+                (unsigned long long)st.eviction_skips);
+  assert_true(st.evictions >= NAMES); /* names evicted while others ran */
+  int64_t max[NAMES] = {0};
+  char name[32];
+  for (int k = 0; k < NAMES; k++) {
+    size_t n = 0;
+    for (int i = 0; i < T; i++) n += a[i].got[k];
+    int64_t *all = malloc((n + 1) * sizeof *all);
+    assert_non_null(all);
+    n = 0;
+    for (int i = 0; i < T; i++) {
+      assert_ok(a[i].rc);
+      if (first_non_increasing(a[i].v[k], a[i].got[k]) != (size_t)-1)
+        fail_msg("thread %d: ev%02d went down", i, k);
+      memcpy(all + n, a[i].v[k], a[i].got[k] * sizeof *all);
+      n += a[i].got[k];
+    }
+    qsort(all, n, sizeof *all, cmp64);
+    for (size_t j = 1; j < n; j++)
+      if (all[j] == all[j - 1])
+        fail_msg("ev%02d: %lld handed out twice", k, (long long)all[j]);
+    max[k] = n ? all[n - 1] : 0;
+    free(all);
+    if (!race) {
+      name_of(name, sizeof name, k);
+      check_explained(f->h, name);
+    }
+  }
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  assert_ok(open_evict(f->dir, prefetch, 20, &f->h));
+  for (int k = 0; k < NAMES; k++) {
+    name_of(name, sizeof name, k);
+    assert_i64_op(tu_next1(f->h, name), >, max[k]);
+  }
+  for (int i = 0; i < T; i++)
+    for (int k = 0; k < NAMES; k++) free(a[i].v[k]);
+  free(a);
+}
+
+static void test_moving_race_prefetch(void **state) {
+  moving(state, LC_PREFETCH_AUTO, true);
+}
+
+static void test_moving_race_per_id(void **state) { moving(state, 0, true); }
+
+static void test_moving_explained(void **state) {
+  moving(state, LC_PREFETCH_AUTO, false);
+}
+
+/* ---- a crash while names are evicted ---- */
+
+static void child(const char *dir, int fd) {
+  lc_t *h;
+  if (open_evict(dir, LC_PREFETCH_AUTO, 15, &h)) _exit(3);
+  char name[32];
+  for (long i = 0;; i++) {
+    int k = (int)(i / 200 % 16); /* each name idles while the others run */
+    name_of(name, sizeof name, k);
+    int64_t v;
+    if (lc_next(h, name, &v)) _exit(4);
+    int64_t rec[2] = {k, v};
+    if (write(fd, rec, sizeof rec) != (ssize_t)sizeof rec) _exit(5);
+    if (i % 100 == 0) usleep(2000);
+  }
+}
+
+static void test_crash_while_evicting(void **state) {
+  fx_t *f = *state;
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    child(f->dir, p[1]);
+  }
+  close(p[1]);
+  int64_t max[16] = {0}, rec[2];
+  long n = 0;
+  while (n < 6000 && read(p[0], rec, sizeof rec) == (ssize_t)sizeof rec) {
+    assert_true(rec[0] >= 0 && rec[0] < 16);
+    if (rec[1] <= max[rec[0]]) fail_msg("ev%02lld went down", (long long)rec[0]);
+    max[rec[0]] = rec[1];
+    n++;
+  }
+  assert_int_equal(kill(pid, SIGKILL), 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status)); /* killed, not failed */
+  close(p[0]);
+  assert_int_equal(n, 6000);
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 15, &f->h));
+  lc_stats st;
+  char name[32];
+  for (int k = 0; k < 16; k++) {
+    name_of(name, sizeof name, k);
+    assert_i64_op(tu_next1(f->h, name), >, max[k]);
+    check_explained(f->h, name);
+  }
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.errors, 0);
+}
+
+static void test_negative_refused(void **state) {
+  fx_t *f = *state;
+  lc_t *h = NULL;
+  assert_rc(open_evict(f->dir, 0, -1, &h), LC_EINVAL);
+  assert_null(h);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup_dir, tu_teardown)
+      T(test_exact_prefetch),
+      T(test_exact_per_id),
+      T(test_reload_after_flush),
+      T(test_moving_race_prefetch),
+      T(test_moving_race_per_id),
+      T(test_moving_explained),
+      T(test_crash_while_evicting),
+      T(test_negative_refused),
+#undef T
+  };
+  return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
+}
