@@ -186,6 +186,14 @@ bench-smoke: deps
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(DAEMON)
 	@BUILD=$(BUILD) bench/run.sh --smoke
 
+# make bench-memory  $(BUILD)/bench-memory (bench/mem/memory.c): RSS, log
+#                    size, reload and restart time with many names
+.PHONY: bench-memory
+bench-memory: $(BUILD)/bench-memory
+$(BUILD)/bench-memory: bench/mem/memory.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
 # ---- daemon (tools/logcounterd/) --------------------------
 # build/logcounterd, the service speaking the memcached text protocol; its
 # request parser is tools/logcounterd/lcd_proto.c (unit-tested by

@@ -36,11 +36,15 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <time.h>
 
 #define IDLE_PASSES 5       /* passes in a row that found a counter idle */
 #define STOP_WAIT_US 100000 /* a pass waits this long for calls to leave */
 #define PASS_MAX 4096       /* counters evicted per pass at most */
+#define TRIM_AFTER 1024     /* a pass that freed this many trims the heap */
 
 static _Thread_local struct {
   lc_t *h; /* the handle this thread's outermost call is inside */
@@ -143,6 +147,9 @@ int lc__evict_pass(lc_t *h) {
   }
   pthread_mutex_unlock(&h->ev.pass);
   free(s.v);
+#ifdef __GLIBC__
+  if (rc >= TRIM_AFTER) malloc_trim(0); /* the freed pages back to the OS */
+#endif
   return rc;
 }
 
