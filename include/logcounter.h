@@ -264,9 +264,11 @@ typedef struct lc_options {
    * written, synced) and dropped from memory; its next use loads it from
    * the log again, as after a clean restart.  So max_counters bounds the
    * counters in use at once, not the names ever used.  0 (the default):
-   * never.  Evictions run in a thread of the handle; while one runs
-   * (one synced write and, with prefetch, a memcached operation per
-   * counter evicted) the handle's calls wait. */
+   * never.  Evictions run in a thread of the handle, up to 512 counters
+   * a pass; while a pass closes them (one synced write and, with
+   * prefetch, two memcached round trips per counter) the handle's calls
+   * wait.  A counter whose segment memcached could not take back stays,
+   * its skipped rest in the ledger (LC_GAP_SEGMENT). */
   int64_t idle_evict_ms;
 } lc_options;
 

@@ -1034,6 +1034,7 @@ typedef struct closing {
   lc__names *evict; /* eviction: only the counters marked evicting, taken
                        out of this table when freed */
   int freed;
+  bool lower_failed; /* memcached failed a lowering */
 } closing;
 
 /* First pass: each counter's rewritten segment records, exact reservation
@@ -1074,8 +1075,14 @@ static void close_lower(lc__named *e, void *arg) {
     return;
   }
   if (k->written && c->used && c->reserved < c->floor) {
-    int lowered = lc__cache_lower(k->cache, c->key, c->klen, (uint64_t)c->floor,
-                                  (uint64_t)c->reserved);
+    /* an eviction stops trying after memcached failed once (each try
+     * could wait the timeout, and calls wait for the pass) */
+    int lowered = k->evict && k->lower_failed
+                      ? LC_EMEMCACHED
+                      : lc__cache_lower(k->cache, c->key, c->klen,
+                                        (uint64_t)c->floor,
+                                        (uint64_t)c->reserved);
+    if (lowered < 0) k->lower_failed = true;
     if (lowered != 0 && lowered != LC__MISS) {
       lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
       if (k->evict) {

@@ -28,6 +28,8 @@
  * the passes in a row that found it clear.  At IDLE_PASSES the counter
  * is a candidate, evicted if, under its mutex, it is still untouched and
  * nothing is under way on it (counter.c's lc__counters_evict decides).
+ * A pass takes at most PASS_MAX, so that calls never wait long; a full
+ * pass is followed by another AGAIN_MS later (not counting idleness).
  * The prefetcher thread does not pass the gate: a counter it works on is
  * marked fetching, and such a counter is never evicted.
  */
@@ -43,8 +45,10 @@
 
 #define IDLE_PASSES 5       /* passes in a row that found a counter idle */
 #define STOP_WAIT_US 100000 /* a pass waits this long for calls to leave */
-#define PASS_MAX 4096       /* counters evicted per pass at most */
-#define TRIM_AFTER 1024     /* a pass that freed this many trims the heap */
+#define PASS_MAX 512 /* counters per pass at most (with prefetch each costs
+                        two memcached round trips while calls wait) */
+#define TRIM_AFTER 512 /* a pass that freed this many trims the heap */
+#define AGAIN_MS 10    /* a full pass is followed by another this soon */
 
 static _Thread_local struct {
   lc_t *h; /* the handle this thread's outermost call is inside */
@@ -108,6 +112,8 @@ static void start_calls(lc_t *h) {
 typedef struct scan {
   lc__counter **v;
   size_t n;
+  bool count; /* a periodic pass: counts idle passes (not one that follows
+                 a full pass: the count measures time) */
 } scan;
 
 /* Under the table's mutex: counts c's idle passes; a candidate at
@@ -119,14 +125,16 @@ static void look(lc__named *e, void *arg) {
     c->idle_passes = 0;
     return;
   }
-  if (c->idle_passes < IDLE_PASSES) c->idle_passes++;
+  if (s->count && c->idle_passes < IDLE_PASSES) c->idle_passes++;
   if (c->idle_passes >= IDLE_PASSES && s->n < PASS_MAX) s->v[s->n++] = c;
 }
 
-int lc__evict_pass(lc_t *h) {
+/* Returns the number evicted (PASS_MAX: there may be more), or a negative
+ * code. */
+static int pass(lc_t *h, bool count) {
   if (!h->ev.on || atomic_load(&h->standby) || lc__log_ok(&h->log) != 0)
     return 0;
-  scan s = {malloc(PASS_MAX * sizeof *s.v), 0};
+  scan s = {malloc(PASS_MAX * sizeof *s.v), 0, count};
   if (s.v == NULL) return lc__fail(LC_ENOMEM, "cannot run an eviction pass");
   pthread_mutex_lock(&h->ev.pass); /* the thread's and a test's */
   pthread_mutex_lock(&h->counters.mu);
@@ -153,11 +161,14 @@ int lc__evict_pass(lc_t *h) {
   return rc;
 }
 
+int lc__evict_pass(lc_t *h) { return pass(h, true); }
+
 static void *evictor(void *arg) {
   lc_t *h = arg;
-  int64_t every = h->opt.idle_evict_ms / 4;
-  if (every < 10) every = 10;
-  if (every > 60000) every = 60000;
+  int64_t period = h->opt.idle_evict_ms / 4;
+  if (period < 10) period = 10;
+  if (period > 60000) period = 60000;
+  int64_t every = period;
   pthread_mutex_lock(&h->ev.mu);
   while (!h->ev.quit) {
     struct timespec ts;
@@ -168,7 +179,8 @@ static void *evictor(void *arg) {
     pthread_cond_timedwait(&h->ev.cv, &h->ev.mu, &ts);
     if (h->ev.quit) break;
     pthread_mutex_unlock(&h->ev.mu);
-    lc__evict_pass(h); /* a failure is the log's: its calls report it */
+    /* a failure is the log's: its calls report it */
+    every = pass(h, every == period) == PASS_MAX ? AGAIN_MS : period;
     pthread_mutex_lock(&h->ev.mu);
   }
   pthread_mutex_unlock(&h->ev.mu);
