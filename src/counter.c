@@ -1031,7 +1031,7 @@ typedef struct closing {
   lc__cache *cache;
   bool any;     /* b holds something to write */
   bool written; /* the first write succeeded: lower memcached */
-  lc__names *evict; /* eviction: only the counters marked evicting, taken
+  lc__table *evict; /* eviction: only the counters marked evicting, taken
                        out of this table when freed */
   int freed;
   bool lower_failed; /* memcached failed a lowering */
@@ -1099,7 +1099,11 @@ static void close_lower(lc__named *e, void *arg) {
       k->any = true;
     }
   }
-  if (k->evict) lc__names_remove(k->evict, &c->node);
+  if (k->evict) {
+    pthread_mutex_lock(&k->evict->mu);
+    lc__names_remove(&k->evict->names, &c->node);
+    pthread_mutex_unlock(&k->evict->mu);
+  }
   k->freed++;
   counter_free(c);
 }
@@ -1113,8 +1117,7 @@ static bool evictable(lc__counter *c) {
 }
 
 int lc__counters_evict(lc_t *h, lc__counter **v, size_t n) {
-  closing k = {.cache = &h->cache, .log = &h->log,
-               .evict = &h->counters.names};
+  closing k = {.cache = &h->cache, .log = &h->log, .evict = &h->counters};
   size_t marked = 0;
   for (size_t i = 0; i < n; i++) {
     lc__counter_lock(v[i]);
@@ -1128,9 +1131,7 @@ int lc__counters_evict(lc_t *h, lc__counter **v, size_t n) {
   for (size_t i = 0; i < n; i++) close_write(&v[i]->node, &k);
   if (k.any) rc = lc__log_write(k.log, k.b, true);
   k.written = rc == 0;
-  pthread_mutex_lock(&h->counters.mu);
   for (size_t i = 0; i < n; i++) close_lower(&v[i]->node, &k);
-  pthread_mutex_unlock(&h->counters.mu);
   leveldb_writebatch_destroy(k.b);
   return rc ? rc : k.freed;
 }

@@ -7,12 +7,15 @@
  *    the log, with nothing unexplained in its ledger;
  *  - after eviction and a memcached flush, a counter is restored from the
  *    log above everything handed out;
+ *  - a released counter, evicted and loaded again, is still released
+ *    until lc_adopt;
  *  - memcached frozen during passes: the counters whose segments could
  *    not be given back stay, and go on above their last value after the
  *    thaw with every gap explained, then are evicted;
  *  - 8 threads on 64 names whose working set moves, so that names go idle,
  *    are evicted and come back while others allocate, with a racer that
- *    advances them and flushes memcached: per name no value repeats,
+ *    advances or restores them and flushes memcached: per name no value
+ *    repeats,
  *    each thread's values of a name increase, evictions happened, and
  *    after lc_close a new handle goes on above all of them;
  *  - the same without the racer: every gap of every name is explained;
@@ -146,6 +149,23 @@ static void test_frozen_memcached(void **state) {
   wait_evictions(f->h, N); /* and, memcached back, they are evicted */
 }
 
+/* A released counter, evicted, stays released when loaded again (the
+ * refusal is in the log): EOWNED until lc_adopt, then above its final
+ * value. */
+static void test_released_stays(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 40, &f->h));
+  int64_t v = 0, final = 0;
+  for (int i = 0; i < 100; i++) v = tu_next1(f->h, "rel");
+  assert_ok(lc_release(f->h, "rel", &final));
+  assert_i64_op(final, >=, v);
+  wait_evictions(f->h, 1);
+  assert_rc(lc_next(f->h, "rel", &v), LC_EOWNED);
+  assert_ok(lc_adopt(f->h, "rel", final));
+  assert_i64_op(tu_next1(f->h, "rel"), >, final);
+  check_explained(f->h, "rel");
+}
+
 /* ---- threads on a moving working set ---- */
 
 typedef struct th {
@@ -202,7 +222,8 @@ static void *race_main(void *p) {
     name_of(name, sizeof name, (int)(rand_r(&seed) % NAMES));
     int64_t cur = 0;
     int rc = lc_current(r->h, name, &cur);
-    if (!rc) rc = lc_advance(r->h, name, cur + 50);
+    if (!rc) rc = i % 2 ? lc_advance(r->h, name, cur + 50)
+                        : lc_restore(r->h, name, &cur);
     if (rc && !r->rc) r->rc = rc;
     r->advances += rc == 0;
     if (i % 20 == 19 && mcd_flush_all(&mc) == 0) r->flushes++;
@@ -360,6 +381,7 @@ int main(void) {
       T(test_exact_per_id),
       T(test_reload_after_flush),
       T(test_frozen_memcached),
+      T(test_released_stays),
       T(test_moving_race_prefetch),
       T(test_moving_race_per_id),
       T(test_moving_explained),
