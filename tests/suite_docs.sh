@@ -22,13 +22,14 @@
 # Needs $BUILD/logcounter, $BUILD/logcounterd, $BUILD/liblogcounter.a,
 # the man pages (make), memcached and python3.  Talks to 127.0.0.1 only.
 # Ends with "docs: N passed, M failed".
+# shellcheck disable=SC2016,SC2317
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/port.sh
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) B=$BUILD ;; *) B=$PWD/$BUILD ;; esac
 MAN=${LC_DOCS_MAN:-$B/man}
-CHECK="python3 tests/docs/docs_check.py"
+CHECK=(python3 tests/docs/docs_check.py)
 SUITE=docs
 . tests/check.sh
 
@@ -61,19 +62,19 @@ check "no document speaks of issues" \
 
 # ---- links and anchors -----------------------------------------------------
 for f in "${ALL[@]}"; do
-  check "links and anchors in $f resolve" $CHECK links "$f"
+  check "links and anchors in $f resolve" "${CHECK[@]}" links "$f"
 done
 
 # ---- man pages against --help ----------------------------------------------
 check "logcounter(1) names what logcounter --help names" \
-  $CHECK man "$B/logcounter" "$MAN/logcounter.1"
+  "${CHECK[@]}" man "$B/logcounter" "$MAN/logcounter.1"
 check "logcounterd(8) names what logcounterd --help names" \
-  $CHECK man "$B/logcounterd" "$MAN/logcounterd.8"
+  "${CHECK[@]}" man "$B/logcounterd" "$MAN/logcounterd.8"
 
 # ---- C programs --------------------------------------------------------------
 LIBS="-lmemcachedutil -lmemcached -lleveldb -lssl -lcrypto -pthread"
 for f in "${DOCS[@]}"; do
-  for c in $($CHECK cprogs "$f" "$TMP/c"); do
+  for c in $("${CHECK[@]}" cprogs "$f" "$TMP/c"); do
     where=$(head -n 1 "$c" | sed 's|^/\* \(.*\) \*/$|\1|')
     # shellcheck disable=SC2086
     check "the C program at $where compiles" \
@@ -119,7 +120,7 @@ run_block() {
 }
 nblocks=0
 for f in "${DOCS[@]}"; do
-  for s in $($CHECK blocks "$f" "$TMP/blocks"); do
+  for s in $("${CHECK[@]}" blocks "$f" "$TMP/blocks"); do
     nblocks=$((nblocks + 1))
     check "the runnable block at $(head -n 1 "$s" | cut -c3-) runs" run_block "$s"
   done
