@@ -26,10 +26,17 @@ import re
 import subprocess
 import sys
 
-FENCE = re.compile(r'^\s{0,3}(```|~~~)(.*)$')
+FENCE = re.compile(r'^\s{0,3}(`{3,}|~{3,})(.*)$')
 HEADING = re.compile(r'^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$')
 LINK = re.compile(r'!?\[((?:[^\[\]]|\[[^\]]*\])*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)')
 CODESPAN = re.compile(r'(`+)(.+?)\1')
+
+
+def closes(m, fence):
+    """Whether fence line m closes a block opened by fence: the same
+    character, at least as many, and no info string (CommonMark)."""
+    run = m.group(1)
+    return run[0] == fence[0] and len(run) >= len(fence) and not m.group(2).strip()
 
 
 def prose_lines(path):
@@ -43,7 +50,7 @@ def prose_lines(path):
                 if fence is None:
                     fence = m.group(1)
                     continue
-                if m.group(1) == fence and not m.group(2).strip():
+                if closes(m, fence):
                     fence = None
                     continue
             if fence is None:
@@ -121,7 +128,7 @@ def fenced(path, want):
                 if m:
                     fence = (m.group(1), m.group(2).strip(), n, [])
                 continue
-            if m and m.group(1) == fence[0] and not m.group(2).strip():
+            if m and closes(m, fence[0]):
                 if want(fence[1]):
                     out.append((fence[2], ''.join(fence[3])))
                 fence = None
