@@ -9,6 +9,7 @@
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
+ *   evict.c    idle eviction: the calls' gate, the passes and their thread
  *   segment.c  prefetched segments: ids handed out from memory;
  *              seg_fast.c their lock-free window and the counter's lock
  *   iter.c     reading a counter's records (and ledger) in order
