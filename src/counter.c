@@ -529,9 +529,13 @@ static void send_batch(lc_t *h, lc__counter *c) {
       if (!rc) plan(h, c, last, total, &b);
     }
   }
-  if (!rc && b.reservation) claim_reservation(h, c, &b);
+  /* committing from here: a batch waiting for the reservation write under
+   * way is on its way to the log too (lc__counter_settle waits for it: a
+   * snapshot meanwhile would show its values as a hole, while a later
+   * batch's record, not waiting, is there) */
   bool committing = rc == 0;
   if (committing) c->committing++;
+  if (!rc && b.reservation) claim_reservation(h, c, &b);
   wake(c);
   lc__counter_unlock(c);
 

@@ -40,6 +40,8 @@ static int open_service(afx *f, unsigned mode, lc_t **out) {
   tu_options(&o, &mc, f->dir, f->db);
   o.admin_socket = f->sock;
   o.admin_socket_mode = mode;
+  o.reserve = 3; /* a reservation write every few ids: batches wait for
+                     one another's (test_beside_allocation's snapshots) */
   return lc_open(&o, out);
 }
 
