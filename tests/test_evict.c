@@ -12,7 +12,8 @@
  *  - memcached frozen during passes: the counters whose segments could
  *    not be given back stay, and go on above their last value after the
  *    thaw with every gap explained, then are evicted;
- *  - 8 threads on 64 names whose working set moves, so that names go idle,
+ *  - 8 threads on 64 names whose working set moves (by the clock), so that
+ *    names go idle,
  *    are evicted and come back while others allocate, with a racer that
  *    advances or restores them and flushes memcached: per name no value
  *    repeats,
@@ -172,7 +173,9 @@ typedef struct th {
   pthread_t t;
   lc_t *h;
   int id;
-  long n;
+  long n;             /* calls at least; then on until *enough */
+  atomic_bool *enough;
+  int64_t t0;         /* mono_us() at the start: the window's clock */
   int rc;
   int64_t *v[NAMES]; /* values received, per name, in order */
   size_t got[NAMES], cap[NAMES];
@@ -182,10 +185,11 @@ static void *th_main(void *p) {
   th *a = p;
   unsigned seed = (unsigned)a->id * 7919u + 1;
   char name[32];
-  for (long i = 0; i < a->n; i++) {
-    /* 8 names at a time, the window moving by one every n/64 calls: names
-     * fall idle behind it and come back when it wraps */
-    int base = (int)(i * NAMES / a->n) * 2;
+  for (long i = 0; i < a->n || !atomic_load(a->enough); i++) {
+    /* 8 names at a time, the window moving by two every 10 ms: each name
+     * is used for 40 ms, then idle for 280 ms (evicted: idle_evict_ms is
+     * 20), and comes back when the window wraps */
+    int base = (int)((mono_us() - a->t0) / 10000 * 2 % NAMES);
     int k = (base + (int)(rand_r(&seed) % 8)) % NAMES;
     uint64_t count = 1 + (uint64_t)(rand_r(&seed) % 3);
     int64_t first;
@@ -241,16 +245,28 @@ static void moving(void **state, uint64_t prefetch, bool race) {
   enum { T = 8 };
   assert_ok(open_evict(f->dir, prefetch, 20, &f->h));
   th *a = calloc(T, sizeof *a);
+  atomic_bool enough = false;
+  int64_t t0 = mono_us();
   assert_non_null(a);
   for (int i = 0; i < T; i++) {
     a[i].h = f->h;
     a[i].id = i;
     a[i].n = scaled(6000, 600);
+    a[i].enough = &enough;
+    a[i].t0 = t0;
     assert_int_equal(pthread_create(&a[i].t, NULL, th_main, &a[i]), 0);
   }
   racer r = {.h = f->h};
   pthread_t rt;
   if (race) assert_int_equal(pthread_create(&rt, NULL, race_main, &r), 0);
+  /* the threads go on (past their calls) until names have been evicted
+   * while they ran: a short run (a sanitizer's scale) might see none */
+  lc_stats st0 = {0};
+  for (int i = 0; i < 2000 && st0.evictions < NAMES; i++) {
+    sleep_ms(10);
+    assert_ok(lc_get_stats(f->h, &st0));
+  }
+  atomic_store(&enough, true);
   for (int i = 0; i < T; i++) pthread_join(a[i].t, NULL);
   if (race) {
     atomic_store(&r.stop, true);
