@@ -190,9 +190,9 @@ bench-smoke: deps
 #                    size, reload and restart time with many names
 .PHONY: bench-memory
 bench-memory: $(BUILD)/bench-memory
-$(BUILD)/bench-memory: bench/mem/memory.c $(LIB_A)
+$(BUILD)/bench-memory: bench/mem/memory.c $(COMMON_SRC) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) -Icommon -o $@ $< $(COMMON_SRC) $(LIB_A) $(LIBS)
 
 # ---- daemon (tools/logcounterd/) --------------------------
 # build/logcounterd, the service speaking the memcached text protocol; its

@@ -37,7 +37,6 @@
 #include "counter.h"
 
 #include <signal.h>
-#include <stdlib.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -132,11 +131,9 @@ static void look(lc__named *e, void *arg) {
 /* Returns the number evicted (PASS_MAX: there may be more), or a negative
  * code. */
 static int pass(lc_t *h, bool count) {
-  if (!h->ev.on || atomic_load(&h->standby) || lc__log_ok(&h->log) != 0)
-    return 0;
-  scan s = {malloc(PASS_MAX * sizeof *s.v), 0, count};
-  if (s.v == NULL) return lc__fail(LC_ENOMEM, "cannot run an eviction pass");
-  pthread_mutex_lock(&h->ev.pass); /* the thread's and a test's */
+  if (atomic_load(&h->standby) || lc__log_ok(&h->log) != 0) return 0;
+  lc__counter *v[PASS_MAX];
+  scan s = {v, 0, count};
   pthread_mutex_lock(&h->counters.mu);
   lc__names_each(&h->counters.names, look, &s);
   pthread_mutex_unlock(&h->counters.mu);
@@ -153,15 +150,11 @@ static int pass(lc_t *h, bool count) {
     }
     start_calls(h);
   }
-  pthread_mutex_unlock(&h->ev.pass);
-  free(s.v);
 #ifdef __GLIBC__
   if (rc >= TRIM_AFTER) malloc_trim(0); /* the freed pages back to the OS */
 #endif
   return rc;
 }
-
-int lc__evict_pass(lc_t *h) { return pass(h, true); }
 
 static void *evictor(void *arg) {
   lc_t *h = arg;
@@ -190,7 +183,6 @@ static void *evictor(void *arg) {
 int lc__evict_start(lc_t *h) {
   pthread_condattr_t ca;
   pthread_mutex_init(&h->ev.mu, NULL);
-  pthread_mutex_init(&h->ev.pass, NULL);
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&h->ev.cv, &ca);
@@ -219,7 +211,6 @@ void lc__evict_stop(lc_t *h) {
   }
   if (h->ev.inited) {
     pthread_cond_destroy(&h->ev.cv);
-    pthread_mutex_destroy(&h->ev.pass);
     pthread_mutex_destroy(&h->ev.mu);
     h->ev.inited = false;
   }

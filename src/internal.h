@@ -469,7 +469,6 @@ struct lc {
                                  (counter.c's per-thread cache) */
     pthread_mutex_t mu;   /* the gate's wait, the thread's sleep */
     pthread_cond_t cv;    /* the gate open again; the thread's quit */
-    pthread_mutex_t pass; /* one pass at a time */
     bool inited, started, quit;
     pthread_t thread;
     atomic_uint_fast64_t evictions, skips;
@@ -505,9 +504,6 @@ void lc__gate_enter(lc_t *h);
 void lc__gate_leave(lc_t *h);
 int lc__evict_start(lc_t *h);
 void lc__evict_stop(lc_t *h);
-/* Runs one pass now (tests): evicts what has been idle for idle_passes
- * passes; returns the number evicted or a negative code. */
-int lc__evict_pass(lc_t *h);
 /* This thread's stripe of h->calls (handle.c). */
 unsigned lc__stripe(void);
 #define LC__GATE_IN(h) ((h)->ev.on ? lc__gate_enter(h) : (void)0)

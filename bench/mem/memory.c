@@ -24,6 +24,7 @@
  * "key value".
  */
 #include "internal.h"
+#include "common.h"
 
 #include <leveldb/c.h>
 #include <pthread.h>
@@ -31,14 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double now_s(void) { return (double)common_mono_ns() / 1e9; }
 
 /* Resident anonymous memory (the heap: counters, LevelDB's caches) in
  * KiB; RssFile (LevelDB's tables, mapped) is page cache, not counted. */
