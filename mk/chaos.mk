@@ -2,7 +2,7 @@
 # make chaos   many clients (library threads; processes and connections
 #              through logcounterd) against a few counters and tallies while
 #              a nemesis injects faults on a seeded schedule, then a checker's
-#              report (see README, "Chaos testing").  Settings:
+#              report (see docs/testing.md, "Chaos testing").  Settings:
 #                CHAOS_SECONDS  at least this long (default 180)
 #                CHAOS_MIN_IDS  and until this many ids were acknowledged
 #                               (default 1000000)

@@ -190,15 +190,15 @@ scrape_configs:
 EOF
 "$PROMTOOL" check config "$TMP/prometheus.yml" >"$TMP/promtool.out" 2>&1
 check "promtool check config passes on the suite's scrape config" [ $? = 0 ]
-# the README's yaml block that starts with scrape_configs (others are not
-# Prometheus's)
+# the yaml block of docs/operations.md that starts with scrape_configs (others
+# are not Prometheus's)
 awk '/^```yaml$/ { inb = 1; n = 0; next }
      /^```$/ { inb = 0; next }
      inb && n++ == 0 { keep = ($0 == "scrape_configs:") }
-     inb && keep' README.md >"$TMP/readme.yml"
+     inb && keep' docs/operations.md >"$TMP/readme.yml"
 "$PROMTOOL" check config "$TMP/readme.yml" >"$TMP/promtool.out" 2>&1; rc=$?
 [ $rc = 0 ] || cat "$TMP/promtool.out"
-check "promtool check config passes on README.md's scrape config" \
+check "promtool check config passes on docs/operations.md's scrape config" \
   eval '[ $rc = 0 ] && grep -q logcounterd "$TMP/readme.yml"'
 "$PROMETHEUS" --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/prom-data" \
   --web.listen-address="127.0.0.1:$PPORT" >"$TMP/prometheus.log" 2>&1 &

@@ -202,7 +202,7 @@ kill -9 "$PID_p1"; wait "$PID_p1" 2>/dev/null
 PIDS=("$PID_p0" "$PID_p2")   # cleanup must not signal a reused pid
 py down px "$NPORT" "$MCPORT" "$PID_p1" "$TIMEOUT_MS" "$STATE"
 check "p1 killed: its counters fail (SERVER_ERROR) within the timeout, the others go on, no repeat" [ $? = 0 ]
-# The same config with auto_eject_hosts: true (what the README forbids):
+# The same config with auto_eject_hosts: true (what docs/operations.md forbids):
 # the dead daemon is ejected and its counters re-hashed to the others.
 start_proxy eject 's/auto_eject_hosts: false/auto_eject_hosts: true/' ||
   { failed=$((failed + 1)); finish; }

@@ -618,7 +618,7 @@ catchup() {
   check "$tag: memcached flushed: the standby's log is the only floor" mc_flush
   promote s
   if [ "$mode" = preferred ]; then
-    # The README: a standby of a preferred primary that has lost it cannot
+    # docs/operations.md: a standby of a preferred primary that has lost it cannot
     # know whether it went on alone; it is promoted with --force (and
     # here without --above: its log, caught up, must cover every id).
     [ "$PRC" = 1 ] && promote s --force
