@@ -250,6 +250,9 @@ leveldb_t *db_open(const char *path, size_t write_buffer);
 /* A memcached_st for config with TCP_NODELAY and 1 s timeouts, like the
  * library's; NULL with a message on stderr. */
 memcached_st *mc_open(const char *config);
+/* A TCP connection (TCP_NODELAY) to 127.0.0.1 at the port of a
+ * "--SERVER=127.0.0.1:PORT" config; the socket, or -1. */
+int config_connect(const char *config);
 /* The largest value under a record prefix: one reverse seek (0: none). */
 uint64_t db_max(leveldb_t *db, const char *prefix, size_t plen);
 double median(double *v, int n);

@@ -119,12 +119,6 @@ static int64_t daemon_op(void *shared, void *state, char *err, size_t n) {
   return 1;
 }
 
-/* 127.0.0.1:PORT from a "--SERVER=127.0.0.1:PORT" config: the port. */
-static int config_port(const char *config) {
-  const char *colon = strrchr(config, ':');
-  return colon ? atoi(colon + 1) : 0;
-}
-
 static void pipe_thread_close(void *state) {
   pipe_thread *t = state;
   if (t->ssl) SSL_shutdown(t->ssl);
@@ -153,18 +147,11 @@ static int pipe_thread_open(void *shared, void **state, char *err, size_t n) {
     snprintf(err, n, "out of memory");
     return -1;
   }
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_port = htons((uint16_t)config_port(s->config))};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  int one = 1;
-  t->fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (t->fd < 0 || connect(t->fd, (struct sockaddr *)&a, sizeof a) != 0) {
+  if ((t->fd = config_connect(s->config)) < 0) {
     snprintf(err, n, "cannot connect to the daemon (%s)", s->config);
-    if (t->fd >= 0) close(t->fd);
     free(t);
     return -1;
   }
-  setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (s->tls) {
     t->ctx = SSL_CTX_new(TLS_client_method());
     t->ssl = t->ctx ? SSL_new(t->ctx) : NULL;

@@ -6,8 +6,13 @@
  *                           shared by all threads: the log read, the
  *                           ownership claim, the seed in memcached and the
  *                           synced reservation of a new counter
+ *   new-counters each100    lc_next_each of 100 never-used names per call
+ *                           (their first uses batched: src/first.c)
  *   new-counters daemon     "incr NAME 1" of a never-used name through the
  *                           logcounterd with coalescing (BENCH_DAEMON)
+ *   new-counters daemon-pipe100
+ *                           100 such lines pipelined per call on one
+ *                           connection per thread, then their 100 answers
  *
  * Names are "nc-" RUN "-" THREAD "-" I, with RUN different for every run
  * and thread state, so that no name is ever reused.  Each answer must be
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct nc_priv {
   lc_t *h;
@@ -26,22 +32,39 @@ typedef struct nc_priv {
   const char *daemon_config;
 } nc_priv;
 
+#define NC_BATCH 100 /* names per call: each100, daemon-pipe100 */
+
 typedef struct nc_thread {
   memcached_st *mc; /* daemon mode */
+  int fd;           /* daemon-pipe100 */
   unsigned run;
   uint64_t i;
+  char names[NC_BATCH][48];
+  char in[8192];
+  size_t in_len;
 } nc_thread;
+
+/* The thread's next never-used name, into buf; its length. */
+static int nc_name(nc_thread *t, char *buf, size_t n) {
+  return snprintf(buf, n, "nc-%u-%llu", t->run, (unsigned long long)t->i++);
+}
 
 static atomic_uint runs;
 
 static int nc_open(void *shared, void **state, char *err, size_t n,
-                   bool daemon) {
+                   int daemon) {
   nc_priv *p = shared;
   nc_thread *t = calloc(1, sizeof *t);
   if (t == NULL ||
-      (daemon && (t->mc = memcached_clone(NULL, p->daemon)) == NULL)) {
+      (daemon == 1 && (t->mc = memcached_clone(NULL, p->daemon)) == NULL)) {
     free(t);
     snprintf(err, n, "out of memory");
+    return -1;
+  }
+  t->fd = daemon == 2 ? config_connect(p->daemon_config) : -1;
+  if (daemon == 2 && t->fd < 0) {
+    free(t);
+    snprintf(err, n, "cannot connect to the daemon (%s)", p->daemon_config);
     return -1;
   }
   t->run = atomic_fetch_add(&runs, 1);
@@ -50,25 +73,94 @@ static int nc_open(void *shared, void **state, char *err, size_t n,
 }
 
 static int nc_open_embedded(void *shared, void **state, char *err, size_t n) {
-  return nc_open(shared, state, err, n, false);
+  return nc_open(shared, state, err, n, 0);
 }
 
 static int nc_open_daemon(void *shared, void **state, char *err, size_t n) {
-  return nc_open(shared, state, err, n, true);
+  return nc_open(shared, state, err, n, 1);
+}
+
+static int nc_open_pipe(void *shared, void **state, char *err, size_t n) {
+  return nc_open(shared, state, err, n, 2);
 }
 
 static void nc_close(void *state) {
   nc_thread *t = state;
   if (t->mc) memcached_free(t->mc);
+  if (t->fd >= 0) close(t->fd);
   free(t);
+}
+
+/* each100: one lc_next_each of NC_BATCH new names, each answered 1. */
+static int64_t nc_each(void *shared, void *state, char *err, size_t n) {
+  nc_priv *p = shared;
+  nc_thread *t = state;
+  lc_each e[NC_BATCH];
+  for (int k = 0; k < NC_BATCH; k++) {
+    nc_name(t, t->names[k], sizeof t->names[k]);
+    e[k] = (lc_each){.name = t->names[k], .n = 1};
+  }
+  int rc = lc_next_each(p->h, e, NC_BATCH);
+  for (int k = 0; k < NC_BATCH; k++)
+    if (rc || e[k].first != 1) {
+      snprintf(err, n, "%s: %s (%s), first %lld", e[k].name,
+               lc_err_name(e[k].rc), lc_last_detail(), (long long)e[k].first);
+      return -1;
+    }
+  return NC_BATCH;
+}
+
+/* daemon-pipe100: NC_BATCH "incr NAME 1" lines in one write, then their
+ * answers, each 1. */
+static int64_t nc_pipe(void *shared, void *state, char *err, size_t n) {
+  (void)shared;
+  nc_thread *t = state;
+  char req[NC_BATCH * 64];
+  size_t len = 0;
+  for (int k = 0; k < NC_BATCH; k++) {
+    char name[48];
+    nc_name(t, name, sizeof name);
+    len += (size_t)snprintf(req + len, sizeof req - len, "incr %s 1\r\n", name);
+  }
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(t->fd, req + off, len - off);
+    if (w <= 0) {
+      snprintf(err, n, "write to the daemon failed");
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  for (int answers = 0; answers < NC_BATCH;) {
+    char *eol = memchr(t->in, '\n', t->in_len);
+    if (eol == NULL) {
+      ssize_t r = t->in_len < sizeof t->in
+                      ? read(t->fd, t->in + t->in_len, sizeof t->in - t->in_len)
+                      : -1;
+      if (r <= 0) {
+        snprintf(err, n, "the daemon closed the connection");
+        return -1;
+      }
+      t->in_len += (size_t)r;
+      continue;
+    }
+    if (strncmp(t->in, "1\r\n", 3) != 0) {
+      snprintf(err, n, "a new counter answered '%.*s', not 1",
+               (int)(eol - t->in), t->in);
+      return -1;
+    }
+    answers++;
+    size_t used = (size_t)(eol + 1 - t->in);
+    memmove(t->in, eol + 1, t->in_len - used);
+    t->in_len -= used;
+  }
+  return NC_BATCH;
 }
 
 static int64_t nc_op(void *shared, void *state, char *err, size_t n) {
   nc_priv *p = shared;
   nc_thread *t = state;
   char name[48];
-  int len = snprintf(name, sizeof name, "nc-%u-%llu", t->run,
-                     (unsigned long long)t->i++);
+  int len = nc_name(t, name, sizeof name);
   uint64_t v = 0;
   if (t->mc) {
     memcached_return_t rc =
@@ -105,16 +197,22 @@ int newcounters_cases_open(const bench_cfg *cfg, case_set *cs) {
   if (bench_fresh_dir(cfg, "new-counters", path, sizeof path) ||
       (p->h = bench_open(cfg, path, LC_DURABILITY_DEFAULT)) == NULL)
     return -1;
-  if (cs->n + 2 > BENCH_LINES_MAX) {
+  if (cs->n + 4 > BENCH_LINES_MAX) {
     fprintf(stderr, "bench: too many case lines\n");
     return -1;
   }
   cs->w[cs->n++] =
       (workload){"new-counters", "embedded", 1, p, nc_open_embedded,
                  nc_close,       nc_op,      0, 0, 0};
-  if (cfg->daemon && (p->daemon = mc_open(cfg->daemon)) != NULL)
+  cs->w[cs->n++] = (workload){"new-counters", "each100", NC_BATCH, p,
+                              nc_open_embedded, nc_close, nc_each, 0, 0, 0};
+  if (cfg->daemon && (p->daemon = mc_open(cfg->daemon)) != NULL) {
+    p->daemon_config = cfg->daemon;
     cs->w[cs->n++] = (workload){"new-counters", "daemon", 1, p, nc_open_daemon,
                                 nc_close,       nc_op,    0, 0, 0};
+    cs->w[cs->n++] = (workload){"new-counters", "daemon-pipe100", NC_BATCH,
+                                p, nc_open_pipe, nc_close, nc_pipe, 0, 0, 0};
+  }
   return 0;
 }
 

@@ -38,9 +38,9 @@ extern "C" {
 #endif
 
 #define LC_VERSION_MAJOR 0
-#define LC_VERSION_MINOR 9
+#define LC_VERSION_MINOR 10
 #define LC_VERSION_PATCH 0
-#define LC_VERSION_STRING "0.9.0"
+#define LC_VERSION_STRING "0.10.0"
 /* Bumped on incompatible ABI changes; it is the shared library's soname.
  * 1: lc_prune_result grew (ledger_deleted), proto.c left the library.
  * 2: lc_options grew (the admin socket, retention).
@@ -309,6 +309,24 @@ LC_EXTERN int lc_next(lc_t *h, const char *name, int64_t *value);
  * one memcached increment and one record: the block is
  * [*first, *first + n - 1]. */
 LC_EXTERN int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
+/* One request of lc_next_each: n values (1..LC_BLOCK_MAX) of counter name;
+ * answered with rc (0 or an LC_E* code) and, when 0, first: the block is
+ * [first, first + n - 1]. */
+typedef struct lc_each {
+  const char *name;
+  uint64_t n;
+  int64_t first;
+  int rc;
+} lc_each;
+/* lc_next_n for each of v[0..count), as if one after another in array
+ * order (a name given twice gets two blocks, the later one higher), with
+ * every promise of lc_next_n.  Made for bursts of new names: the first
+ * uses of counters among them share their memcached round trips (one
+ * pipelined round of seeds and claims, one of increments) and one synced
+ * log write, instead of three round trips and a sync each.  Returns 0 if
+ * every request succeeded, else the code of the first that failed, whose
+ * reason lc_last_detail() gives; each v[i].rc says how each went. */
+LC_EXTERN int lc_next_each(lc_t *h, lc_each *v, size_t count);
 /* A hint for event loops (logcounterd uses it to decide what to answer on
  * its own thread): 1 when the next lc_next_n of this counter should take
  * no longer than about one memcached round trip, because the counter is

@@ -110,10 +110,19 @@ static void set_claimed(lc__counter *c, bool claimed) {
   lc__counter_unlock(c);
 }
 
-static size_t claim_key(char *buf, const lc__counter *c) {
+size_t lc__claim_key(char *buf, const lc__counter *c) {
   memcpy(buf, CLAIM_PREFIX, sizeof CLAIM_PREFIX - 1);
   memcpy(buf + sizeof CLAIM_PREFIX - 1, c->name, c->nlen);
   return sizeof CLAIM_PREFIX - 1 + c->nlen;
+}
+
+bool lc__claim_ours(const lc_t *h, const char *held) {
+  return strncmp(held, h->log_id, LC__ID_LEN) == 0 &&
+         (held[LC__ID_LEN] == ' ' || held[LC__ID_LEN] == '\0');
+}
+
+void lc__claim_mark(lc__counter *c) {
+  set_claimed(c, true);
 }
 
 static size_t refusal_key(char *buf, const char *name, size_t nlen) {
@@ -190,7 +199,7 @@ static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
 int lc__claim(lc_t *h, lc__counter *c) {
   if (atomic_load(&c->refusal)) return lc__claim_refused(c);
   char key[LC_NAME_MAX + 8], held[CLAIM_MAX + 1];
-  size_t klen = claim_key(key, c);
+  size_t klen = lc__claim_key(key, c);
   for (int attempt = 0; attempt < 3; attempt++) {
     int rc = lc__cache_add_text(&h->cache, c->key, c->klen, key, klen, h->claim,
                                 strlen(h->claim), 0);
@@ -203,8 +212,7 @@ int lc__claim(lc_t *h, lc__counter *c) {
                             sizeof held);
     if (rc == LC__MISS) continue; /* released meanwhile: again */
     if (rc) return rc;
-    if (strncmp(held, h->log_id, LC__ID_LEN) == 0 &&
-        (held[LC__ID_LEN] == ' ' || held[LC__ID_LEN] == '\0')) {
+    if (lc__claim_ours(h, held)) {
       set_claimed(c, true); /* ours (an earlier process) */
       return 0;
     }
@@ -217,7 +225,7 @@ int lc__claim(lc_t *h, lc__counter *c) {
 
 int lc__claim_drop(lc_t *h, lc__counter *c) {
   char key[LC_NAME_MAX + 8], held[CLAIM_MAX + 1];
-  size_t klen = claim_key(key, c);
+  size_t klen = lc__claim_key(key, c);
   int rc = lc__cache_get_text(&h->cache, c->key, c->klen, key, klen, held,
                               sizeof held);
   if (rc == LC__MISS) return 0;

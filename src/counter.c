@@ -307,16 +307,7 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
                   c->key, MAX_ATTEMPTS);
 }
 
-/* A block accepted from memcached, on its way to the log. */
-typedef struct block {
-  int64_t last;
-  uint64_t n;
-  int64_t reservation; /* a new reservation to write with it, or 0 */
-  bool sync;
-  lc__gap gaps[LC__GAPS]; /* ledger entries riding along */
-  int ngaps;
-  bool reconciles; /* a pending counter's first block: with its mark */
-} block;
+typedef lc__block block;
 
 /* mu held: the lowest floor an answer still in flight was sent with (the
  * floor itself when none is). */
@@ -402,16 +393,22 @@ static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
   return true;
 }
 
-/* Writes the block's record, with its reservation and ledger entries if
- * any. */
-static int commit(lc_t *h, lc__counter *c, const block *b) {
-  leveldb_writebatch_t *wb = leveldb_writebatch_create();
+/* Adds the block's record to wb, with its reservation and ledger entries
+ * if any. */
+static void batch_block(leveldb_writebatch_t *wb, const lc__counter *c,
+                        const block *b) {
   lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_BLOCK, b->n,
                        lc__now_us());
   if (b->reservation)
     lc__log_batch_reservation(wb, c->name, c->nlen, b->reservation);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
   if (b->reconciles) lc__batch_reconciled(wb, c->name, c->nlen, b->last);
+}
+
+/* Writes the block's record (batch_block). */
+static int commit(lc_t *h, lc__counter *c, const block *b) {
+  leveldb_writebatch_t *wb = leveldb_writebatch_create();
+  batch_block(wb, c, b);
   int64_t t0 = lc__mono_us();
   int rc = lc__log_write(&h->log, wb, b->sync);
   if (b->reservation) lc__lat_record(h, LC__LAT_RESERVATION, t0);
@@ -622,7 +619,51 @@ static void unqueue(lc__counter *c, req *r, bool *queued) {
   wake(c);
 }
 
-static int count_call(lc_t *h, int rc, uint64_t n) {
+/* ---- first.c's batch of first uses --------------------------------- */
+
+bool lc__counter_try_first(lc_t *h, lc__counter *c) {
+  lc__counter_lock(c);
+  bool ok = !c->busy && c->inflight == 0 && c->excl_waiting == 0 &&
+            c->head == NULL && !c->loaded && !c->claimed &&
+            !(h->opt.prefetch && c->fetching);
+  if (ok) {
+    c->busy = true;
+    if (h->opt.prefetch) c->fetching = true; /* seg_next callers wait */
+  }
+  lc__counter_unlock(c);
+  return ok;
+}
+
+void lc__counter_end_first(lc_t *h, lc__counter *c) {
+  lc__counter_lock(c);
+  if (h->opt.prefetch) {
+    c->fetching = false;
+    pthread_cond_broadcast(&c->seg_cv);
+  }
+  handoff(c);
+  lc__counter_unlock(c);
+}
+
+void lc__counter_first_block(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
+                             lc__block *b, leveldb_writebatch_t *wb) {
+  lc__counter_lock(c);
+  plan(h, c, last, n, b);
+  if (b->reservation) claim_reservation(h, c, b);
+  lc__counter_unlock(c);
+  batch_block(wb, c, b);
+}
+
+void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc) {
+  lc__counter_lock(c);
+  if (b->reservation) release_reservation(c, rc ? 0 : b->reservation);
+  if (rc) { /* burned: the ledger says so next time */
+    lc__ledger_putback(c, b->gaps, b->ngaps);
+    lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
+  }
+  lc__counter_unlock(c);
+}
+
+int lc__count_call(lc_t *h, int rc, uint64_t n) {
   if (rc) {
     LC__STAT(h, errors, 1);
   } else {
@@ -634,6 +675,10 @@ static int count_call(lc_t *h, int rc, uint64_t n) {
 }
 
 static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
+
+int lc__counter_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
+  return next_n(h, name, n, first);
+}
 
 int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__detail_clear();
@@ -647,20 +692,20 @@ int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
 
 static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if (n == 0 || n > LC_BLOCK_MAX)
-    return count_call(
+    return lc__count_call(
         h, lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n), n);
   int rc;
   if (h->remote) {
     rc = lc_check_name(name);
     rc = rc ? lc__fail(rc, "invalid counter name")
             : lc__remote_next(h, name, n, first);
-    return count_call(h, rc, n);
+    return lc__count_call(h, rc, n);
   }
   lc__counter *c;
   if ((rc = lc__primary_only(h)) != 0 ||
       (rc = lc__counter_lookup(h, name, &c)) != 0)
-    return count_call(h, rc, n);
-  if (h->opt.prefetch) return count_call(h, lc__seg_next(h, c, n, first), n);
+    return lc__count_call(h, rc, n);
+  if (h->opt.prefetch) return lc__count_call(h, lc__seg_next(h, c, n, first), n);
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
   lc__counter_lock(c);
@@ -677,7 +722,7 @@ static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       lc__counter_release(c);
       if (rc) {
         pthread_cond_destroy(&r.cv);
-        return count_call(h, rc, n);
+        return lc__count_call(h, rc, n);
       }
       lc__counter_lock(c);
       continue;
@@ -688,7 +733,7 @@ static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       rc = next_pending(h, c, n, first);
       if (rc != LC__MISS) {
         pthread_cond_destroy(&r.cv);
-        return count_call(h, rc, n);
+        return lc__count_call(h, rc, n);
       }
       lc__counter_lock(c);
       continue;
@@ -712,7 +757,7 @@ static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     lc__detail_set(r.detail);
   else
     *first = r.first;
-  return count_call(h, r.rc, n);
+  return lc__count_call(h, r.rc, n);
 }
 
 static int next_quick(lc_t *h, const char *name) {

@@ -122,7 +122,35 @@ struct lc__counter {
   char key[]; /* "lc:" NAME */
 };
 
+/* A block accepted from memcached, on its way to the log. */
+typedef struct lc__block {
+  int64_t last;
+  uint64_t n;
+  int64_t reservation; /* a new reservation to write with it, or 0 */
+  bool sync;
+  lc__gap gaps[LC__GAPS]; /* ledger entries riding along */
+  int ngaps;
+  bool reconciles; /* a pending counter's first block: with its mark */
+  int64_t time_us; /* a segment's: its record's time (first.c) */
+} lc__block;
+
 /* counter.c */
+/* lc_next_n inside the gate (the calls of first.c). */
+int lc__counter_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
+/* Counts a call's result in the handle's stats; returns rc. */
+int lc__count_call(lc_t *h, int rc, uint64_t n);
+/* first.c's batch: takes the leader role of c only if c is a first use
+ * in this handle (not loaded, not claimed) and nobody else works on it
+ * (with prefetch, marks it fetching too); lc__counter_end_first gives
+ * both back.  lc__counter_first_block plans the block last-n+1..last
+ * accepted from memcached (floor, reservation, ledger) and adds its
+ * record to wb; lc__counter_first_done settles it after wb's write (rc:
+ * the write's result; on failure the block is burned). */
+bool lc__counter_try_first(lc_t *h, lc__counter *c);
+void lc__counter_end_first(lc_t *h, lc__counter *c);
+void lc__counter_first_block(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
+                             lc__block *b, leveldb_writebatch_t *wb);
+void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc);
 int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out);
 /* The counter if this handle has it (*out NULL otherwise); no state made. */
 int lc__counter_find(lc_t *h, const char *name, lc__counter **out);
@@ -157,6 +185,12 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last);
 #define LC__RELEASED 2
 /* Reads a refusal or release recorded in the log for c (at load). */
 int lc__claim_load(lc_t *h, lc__counter *c);
+/* first.c's batch sends the claims itself: the claim's key for c (buf
+ * of LC_NAME_MAX + 8 bytes; returns its length), whether a claim's text
+ * is this log's, and c marked claimed. */
+size_t lc__claim_key(char *buf, const lc__counter *c);
+bool lc__claim_ours(const lc_t *h, const char *held);
+void lc__claim_mark(lc__counter *c);
 /* Claims c in memcached (see claim.c); 0, LC_EOWNED or another code. */
 int lc__claim(lc_t *h, lc__counter *c);
 /* LC_EOWNED with the reason c is refused. */
@@ -201,6 +235,16 @@ int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first);
  * held segment (advance), writing what went out of each; 0 or the write's
  * error. */
 int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below);
+/* first.c's batch, as leader of a first use with c->fetching set: the
+ * size of its first segment (at least need unless the counter is near its
+ * end); then, for the segment b (b->last, b->n, b->time_us), its record added to wb (floor moves past it); then,
+ * after wb's write (rc), the segment installed and n ids taken from it
+ * (*first), or burned. */
+uint64_t lc__seg_first_size(lc_t *h, lc__counter *c, uint64_t need);
+void lc__seg_first_block(lc_t *h, lc__counter *c, lc__block *b,
+                         leveldb_writebatch_t *wb);
+void lc__seg_first_done(lc_t *h, lc__counter *c, const lc__block *b, int rc,
+                        uint64_t n, int64_t *first);
 /* lc_advance to target+1 succeeded: the counter stands at least there. */
 void lc__seg_advanced(lc__counter *c, int64_t target);
 /* At close (no other thread left): adds to b the rewritten records of

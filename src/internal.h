@@ -5,7 +5,8 @@
  * records, ledger entries, tallies) is in format.h.  The pieces:
  *   errors.c   the error table and the thread-local failure detail
  *   keys.c     counter names, memcached keys, LevelDB keys and record codecs
- *   cache.c    memcached through libmemcachedutil's pool, with timeouts
+ *   cache.c    memcached through libmemcachedutil's pool, with timeouts;
+ *              cache_pipe.c many commands in one round trip (first.c)
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
@@ -108,6 +109,23 @@ typedef void (*lc__cache_got)(void *arg, const char *key, size_t klen,
                               const char *val, size_t vlen);
 int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,
                    size_t n, lc__cache_got fn, void *arg);
+/* cache_pipe.c: commands sent together, each to the server of its master
+ * key, replies read in order.  Each op's rc: 0; LC__EXISTS (add: not
+ * stored); LC__MISS (incr: no such key; get: none); or negative.  The
+ * call returns 0 when it ran (each op has its rc), LC__MISS when the
+ * config is not one this speaks (not TCP, a namespace, binary protocol,
+ * authentication: go one command at a time), or negative. */
+enum { LC__OP_ADD, LC__OP_INCR, LC__OP_GET };
+typedef struct lc__op {
+  int kind;
+  const char *master, *key, *val; /* val: ADD's value */
+  size_t mlen, klen, vlen;
+  uint64_t delta; /* INCR */
+  int rc;
+  uint64_t num;   /* INCR: the new value */
+  char text[128]; /* GET: the value, NUL-terminated (cut) */
+} lc__op;
+int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n);
 /* memcached's decimal counter text (maybe space-padded) as a number. */
 bool lc__cache_parse_u64(const char *v, size_t n, uint64_t *out);
 

@@ -248,6 +248,47 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   return rc;
 }
 
+/* ---- first.c's batch of first uses (the caller is leader, fetching) -- */
+
+uint64_t lc__seg_first_size(lc_t *h, lc__counter *c, uint64_t need) {
+  lc__counter_lock(c);
+  uint64_t size = next_size(h, c);
+  lc__counter_unlock(c);
+  if (size < need) size = need;
+  uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
+  return size > room ? room : size;
+}
+
+void lc__seg_first_block(lc_t *h, lc__counter *c, lc__block *b,
+                         leveldb_writebatch_t *wb) {
+  c->floor = b->last; /* handed out, held or burned: never again */
+  c->used = true;
+  lc__counter_lock(c);
+  lc__ledger_taken(c, b->last - (int64_t)(b->n - 1), b->last, b->last);
+  b->ngaps = lc__ledger_take(&h->log, c, b->gaps);
+  lc__counter_unlock(c);
+  lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_SEGMENT_OPEN,
+                       b->n, b->time_us);
+  lc__ledger_batch(wb, c, b->gaps, b->ngaps);
+}
+
+void lc__seg_first_done(lc_t *h, lc__counter *c, const lc__block *b, int rc,
+                        uint64_t n, int64_t *first) {
+  lc__counter_lock(c);
+  if (!rc) {
+    LC__STAT(h, segments, 1);
+    c->seg[c->nseg++] = (lc__seg){b->last - (int64_t)(b->n - 1), b->last,
+                                  b->time_us, 0};
+    take(c, n, first); /* b->n >= n */
+    schedule(h, c);
+  } else { /* burned: the ledger says so next time */
+    lc__ledger_putback(c, b->gaps, b->ngaps);
+    lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
+    c->seg_size = 0;
+  }
+  lc__counter_unlock(c);
+}
+
 /* mu held: takes c off the prefetcher's queue if its fetch has not
  * started; true if it was there (the caller then fetches itself, rather
  * than wait behind other counters' fetches). */

@@ -6,7 +6,9 @@ tests/suite_evict.sh.  Only connects to 127.0.0.1.
       While two pymemcache threads allocate without pause on hot counters
       (each value above the one before), a burst of N new names arrives
       as one pipeline of "incr NAME 1 noreply" on a raw socket, and is
-      read back with get_many (each 1).  Once the daemon's stats count N
+      read back with get_many (each 1); their first uses were batched
+      (the stats: served by lc_next_each, far fewer synced writes than
+      names).  Once the daemon's stats count N
       evictions more (the names idle past --idle-evict), each name is
       incremented again through pylibmc and answers exactly 2: an evicted
       counter goes on at its last value + 1, loaded from the log.  The hot
@@ -85,7 +87,8 @@ def burst(port, prefix, n):
     hot = [Hot(port, "%shot%d" % (prefix, i)) for i in range(2)]
     for h in hot:
         h.start()
-    before = int(stats(port)["evictions"])
+    st0 = stats(port)
+    before = int(st0["evictions"])
     names = ["%s%d" % (prefix, i) for i in range(n)]
     pipeline(port, [b"incr %s 1 noreply\r\n" % x.encode() for x in names])
     c = PmClient(("127.0.0.1", port), timeout=5)
@@ -98,6 +101,16 @@ def burst(port, prefix, n):
         fail("after the burst %d names are not 1: %s=%r" %
              (len(bad), bad[0], got.get(bad[0])))
     ok("a burst of %d new names in one noreply pipeline, each at 1" % n)
+    st1 = stats(port)
+    batched = (int(st1["incr_batched_counters"]) -
+               int(st0["incr_batched_counters"]))
+    syncs = int(st1["log_syncs"]) - int(st0["log_syncs"])
+    if batched == 0 or syncs > n // 3:
+        fail("the burst's first uses were not batched: %d counters in "
+             "batched calls, %d synced writes for %d names" %
+             (batched, syncs, n))
+    ok("the burst's first uses shared synced writes: %d synced writes for "
+       "%d names (%d served in batched calls)" % (syncs, n, batched))
     low, deadline = None, time.time() + 30
     while time.time() < deadline:
         st = stats(port)

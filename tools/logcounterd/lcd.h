@@ -128,6 +128,9 @@ struct evbuffer;
 #define LCD_THREADS_MAX 64
 /* Library calls a loop makes itself per iteration (lcd_pool.c). */
 #define LCD_INLINE_CALLS 4
+/* Most counters' INCR chains a worker serves with one lc_next_each (a
+ * burst of new names: lcd_pool.c's run_each). */
+#define LCD_EACH_MAX 256
 /* A library call on the loop thread longer than this sends the loop's
  * jobs to the workers for LCD_BACKOFF_US (lcd_pool.c). */
 #define LCD_STALL_US 20000
@@ -322,6 +325,8 @@ typedef struct lcd_workers {
   size_t queued;
   int idle; /* workers waiting on cv */
   int stop;
+  /* run_each: lc_next_each calls, and the counters' chains they served */
+  _Atomic uint64_t each_calls, each_chains;
   pthread_t *threads;
   int nthreads;
 } lcd_workers;

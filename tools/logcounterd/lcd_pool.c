@@ -273,6 +273,46 @@ static void give_back(lcd_job *j) {
   if (wake) event_active(l->done_ev, EV_READ, 0);
 }
 
+/* Chains of INCR jobs of several counters, ONE lc_next_each: the first
+ * uses among them (a burst of new names) share their memcached round
+ * trips and one synced write (the library's first.c). */
+static void run_each(lc_t *lc, lcd_job **chains, int n, lcd_hist *lat) {
+  lc_each e[LCD_EACH_MAX];
+  for (int i = 0; i < n; i++) {
+    e[i] = (lc_each){.name = chains[i]->names, .n = 0};
+    for (lcd_job *k = chains[i]; k; k = k->next) e[i].n += k->total;
+  }
+  int64_t t0 = lat ? now_us() : 0;
+  int first_rc = lc_next_each(lc, e, (size_t)n);
+  if (lat) lcd_hist_record(lat, now_us() - t0);
+  char detail[sizeof chains[0]->detail] = "";
+  if (first_rc) copy_detail(detail);
+  for (int i = 0; i < n; i++) {
+    int64_t first = e[i].first;
+    for (lcd_job *k = chains[i]; k; k = k->next) {
+      k->rc = e[i].rc;
+      k->first = first;
+      first += (int64_t)k->total;
+      /* the reason is known for the first failure's code */
+      if (e[i].rc == first_rc && first_rc)
+        memcpy(k->detail, detail, sizeof k->detail);
+      else
+        k->detail[0] = '\0';
+    }
+  }
+}
+
+/* May the worker that took chain j take more (run_each)?  INCR chains
+ * only, with coalescing, and only while the queue holds more than the
+ * idle workers can take one by one (each worker then takes its share, so
+ * a burst is still spread over every worker). */
+static int takes_more(const lcd_server *s, const lcd_job *j) {
+  const lcd_workers *p = &s->pool;
+  return s->set->coalesce && s->set->durability != LC_DURABILITY_SYNC &&
+         j->kind == LCD_JOB_INCR && !j->meta.has_init &&
+         p->queued > (size_t)p->idle;
+}
+
 static void *worker(void *arg) {
   lcd_server *s = arg;
   lcd_workers *p = &s->pool;
@@ -287,17 +327,34 @@ static void *worker(void *arg) {
       pthread_mutex_unlock(&p->mu);
       return NULL;
     }
-    lcd_job *j = take_chain(&p->head, &p->tail, &p->queued, s->set->coalesce);
+    lcd_job *chains[LCD_EACH_MAX];
+    int n = 0;
+    chains[n++] =
+        take_chain(&p->head, &p->tail, &p->queued, s->set->coalesce);
+    if (takes_more(s, chains[0])) {
+      size_t share = p->queued / (size_t)(p->idle + 1);
+      while (n < LCD_EACH_MAX && (size_t)n <= share && p->head &&
+             p->head->kind == LCD_JOB_INCR && !p->head->meta.has_init)
+        chains[n++] = take_chain(&p->head, &p->tail, &p->queued, 1);
+    }
     if (p->head && p->idle > 0) /* more work: pass the wake-up on */
       pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 
-    run_jobs(s->lc, j, lcd_metrics_alloc_hist(s, -1));
-    while (j) { /* the chain may span loops */
-      lcd_job *n = j->next;
-      give_back(j);
-      j = n;
+    lcd_hist *lat = lcd_metrics_alloc_hist(s, -1);
+    if (n > 1) {
+      run_each(s->lc, chains, n, lat);
+      atomic_fetch_add(&p->each_calls, 1);
+      atomic_fetch_add(&p->each_chains, (uint64_t)n);
+    } else {
+      run_jobs(s->lc, chains[0], lat);
     }
+    for (int i = 0; i < n; i++)
+      for (lcd_job *j = chains[i]; j;) { /* a chain may span loops */
+        lcd_job *next = j->next;
+        give_back(j);
+        j = next;
+      }
   }
 }
 
