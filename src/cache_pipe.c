@@ -153,6 +153,10 @@ static void parse(server *s, lc__op *ops, const unsigned *order) {
     } else if (op->kind == LC__OP_INCR) {
       if (strncmp(l, "NOT_FOUND\r", 10) == 0)
         op->rc = LC__MISS;
+      else if (strncmp(l, "CLIENT_ERROR", 12) == 0) /* not a number */
+        op->rc = lc__fail(LC_EBADVALUE, "memcached holds a value that is "
+                                        "not a number for %.*s",
+                          (int)op->klen, op->key);
       else if (!lc__cache_parse_u64(l, n - 2, &op->num))
         op->rc = reply_error(s, l, n);
       else
@@ -302,8 +306,10 @@ int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n) {
   for (size_t i = 0; i < n; i++) ops[i].rc = LC_EMEMCACHED;
   if (!rc) rc = route(c, ops, n, sv, &nsv, order, which);
   for (int k = 0; k < nsv && !rc; k++) sv[k].err = connect_to(&sv[k]);
+  /* each wait at most the timeout, the whole call at most twice it */
   int timeout_ms = (int)(c->fetch_wait.tv_sec * 1000 +
                          c->fetch_wait.tv_nsec / 1000000);
+  int64_t deadline = lc__mono_us() + 2000 * (int64_t)timeout_ms;
   while (!rc) {
     struct pollfd pf[SERVERS];
     int live = 0, map[SERVERS];
@@ -315,7 +321,10 @@ int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n) {
       map[live++] = k;
     }
     if (live == 0) break;
-    int p = poll(pf, (nfds_t)live, timeout_ms);
+    int64_t left = (deadline - lc__mono_us()) / 1000;
+    int p = left <= 0 ? 0
+                      : poll(pf, (nfds_t)live,
+                             left < timeout_ms ? (int)left : timeout_ms);
     if (p < 0 && errno == EINTR) continue;
     if (p <= 0) { /* every server still owing a reply has timed out */
       for (int i = 0; i < live; i++)

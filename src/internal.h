@@ -10,6 +10,7 @@
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
  *   prune.c    deleting old records in batches and compacting the range
  *   counter.c  per-counter state, batching of concurrent callers, restore
+ *   first.c    lc_next_each: many counters at once, first uses batched
  *   evict.c    idle eviction: the calls' gate, the passes and their thread
  *   segment.c  prefetched segments: ids handed out from memory;
  *              seg_fast.c their lock-free window and the counter's lock

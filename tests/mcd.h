@@ -156,6 +156,14 @@ int tu_teardown(void **state);
                (long long)b_);                                                \
   } while (0)
 #define assert_i64_eq(a, b) assert_i64_op(a, ==, b)
+/* Fails the test unless every gap of name is explained (tu_explain). */
+static inline void tu_check_explained(lc_t *h, const char *name) {
+  tu_ledger l;
+  assert_ok(tu_explain(h, name, &l));
+  if (l.values[0] != 0 || l.conflicts != 0)
+    fail_msg("%s: %llu values unexplained, %llu conflicts", name,
+             (unsigned long long)l.values[0], (unsigned long long)l.conflicts);
+}
 /* One lc_next that must succeed; its value. */
 static inline int64_t tu_next1(lc_t *h, const char *name) {
   int64_t v = -1;

@@ -69,14 +69,6 @@ static void name_of(char *buf, size_t n, int i) {
   snprintf(buf, n, "ev%02d", i);
 }
 
-static void check_explained(lc_t *h, const char *name) {
-  tu_ledger l;
-  assert_ok(tu_explain(h, name, &l));
-  if (l.values[0] != 0 || l.conflicts != 0)
-    fail_msg("%s: %llu values unexplained, %llu conflicts", name,
-             (unsigned long long)l.values[0], (unsigned long long)l.conflicts);
-}
-
 static void exact(void **state, uint64_t prefetch) {
   fx_t *f = *state;
   enum { N = 40 };
@@ -95,7 +87,7 @@ static void exact(void **state, uint64_t prefetch) {
     name_of(name, sizeof name, i);
     assert_i64_eq(mcd_counter_value(&mc, name), last[i]); /* set back */
     assert_i64_eq(tu_next1(f->h, name), last[i] + 1);     /* reloaded */
-    check_explained(f->h, name);
+    tu_check_explained(f->h, name);
   }
 }
 
@@ -113,7 +105,7 @@ static void test_reload_after_flush(void **state) {
   wait_evictions(f->h, 1);
   assert_ok(mcd_flush_all(&mc));
   assert_i64_op(tu_next1(f->h, "flushed"), >, v);
-  check_explained(f->h, "flushed");
+  tu_check_explained(f->h, "flushed");
 }
 
 /* memcached frozen while a pass evicts: the lowering fails (once, then
@@ -144,7 +136,7 @@ static void test_frozen_memcached(void **state) {
     int64_t v = tu_next1(f->h, name);
     assert_i64_op(v, >, last[i]);
     jumped += v > last[i] + 1;
-    check_explained(f->h, name);
+    tu_check_explained(f->h, name);
   }
   assert_true(jumped > 0); /* the pass did meet the frozen memcached */
   wait_evictions(f->h, N); /* and, memcached back, they are evicted */
@@ -164,7 +156,7 @@ static void test_released_stays(void **state) {
   assert_rc(lc_next(f->h, "rel", &v), LC_EOWNED);
   assert_ok(lc_adopt(f->h, "rel", final));
   assert_i64_op(tu_next1(f->h, "rel"), >, final);
-  check_explained(f->h, "rel");
+  tu_check_explained(f->h, "rel");
 }
 
 /* ---- threads on a moving working set ---- */
@@ -304,7 +296,7 @@ static void moving(void **state, uint64_t prefetch, bool race) {
     free(all);
     if (!race) {
       name_of(name, sizeof name, k);
-      check_explained(f->h, name);
+      tu_check_explained(f->h, name);
     }
   }
   assert_ok(lc_close(f->h));
@@ -377,7 +369,7 @@ static void test_crash_while_evicting(void **state) {
   for (int k = 0; k < 16; k++) {
     name_of(name, sizeof name, k);
     assert_i64_op(tu_next1(f->h, name), >, max[k]);
-    check_explained(f->h, name);
+    tu_check_explained(f->h, name);
   }
   assert_ok(lc_get_stats(f->h, &st));
   assert_int_equal(st.errors, 0);

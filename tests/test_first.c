@@ -41,14 +41,6 @@ static int open_first(const char *dir, const mcd_t *m, uint64_t prefetch,
   return lc_open(&o, out);
 }
 
-static void check_explained(lc_t *h, const char *name) {
-  tu_ledger l;
-  assert_ok(tu_explain(h, name, &l));
-  if (l.values[0] != 0 || l.conflicts != 0)
-    fail_msg("%s: %llu values unexplained, %llu conflicts", name,
-             (unsigned long long)l.values[0], (unsigned long long)l.conflicts);
-}
-
 /* count entries named PREFIX-i, one id each. */
 static lc_each *entries(const char *prefix, size_t count, char **names) {
   lc_each *v = calloc(count, sizeof *v);
@@ -98,9 +90,9 @@ static void burst(void **state, uint64_t prefetch) {
   assert_ok(open_first(f->dir, &mc, prefetch, 0, &f->h));
   for (size_t i = 0; i < total; i += total / 16) {
     assert_i64_op(tu_next1(f->h, v[i].name), >=, i % (total / 16) ? 2 : 3);
-    check_explained(f->h, v[i].name);
+    tu_check_explained(f->h, v[i].name);
   }
-  check_explained(f->h, v[total - 1].name);
+  tu_check_explained(f->h, v[total - 1].name);
   free(v);
   free(names);
 }
@@ -293,7 +285,7 @@ static void race(void **state, uint64_t prefetch) {
                                          (long long)all[j]);
     char name[16];
     snprintf(name, sizeof name, "race-%d", k);
-    check_explained(f->h, name);
+    tu_check_explained(f->h, name);
   }
 }
 
