@@ -205,6 +205,11 @@ lc_t *bench_open_prefetch(const bench_cfg *cfg, const char *path,
   /* new-counters makes a name per call: the harness measures speed, so
    * its handles keep state for every name (no LC_ELIMIT) */
   o.max_counters = o.max_tallies = UINT64_MAX;
+  /* a pooled memcached connection for every thread calling at once */
+  for (int i = 0; i < cfg->nthreads; i++)
+    if (cfg->threads[i] > o.pool_size) o.pool_size = cfg->threads[i];
+  for (int i = 0; i < cfg->nwide; i++)
+    if (cfg->wide[i] > o.pool_size) o.pool_size = cfg->wide[i];
   lc_t *h = NULL;
   int rc = lc_open(&o, &h);
   if (rc)

@@ -218,7 +218,14 @@ typedef struct lcd_settings {
   int tls_verify;         /* LCD_TLS_VERIFY_* (lcd_tls.h; default none) */
 } lcd_settings;
 
-typedef enum { LCD_JOB_INCR, LCD_JOB_GET, LCD_JOB_TALLY } lcd_job_kind;
+/* MANY: incr of several counters' first uses, pipelined one after another
+ * (lcd_jobs.c), served by one lc_next_each. */
+typedef enum {
+  LCD_JOB_INCR,
+  LCD_JOB_GET,
+  LCD_JOB_TALLY,
+  LCD_JOB_MANY
+} lcd_job_kind;
 
 typedef struct lcd_conn lcd_conn;
 typedef struct lcd_server lcd_server;
@@ -235,7 +242,10 @@ typedef struct lcd_job {
   /* Names, each NUL-terminated, one after another. */
   char names[LCD_PROTO_LINE_MAX + 2];
   uint16_t name_off[LCD_PROTO_MAX_KEYS];
-  /* INCR: nreq requests of count[i] ids each (total in all). */
+  /* INCR: nreq requests of count[i] ids each (total in all).  MANY: nreq
+   * requests, of counter names + name_off[i], count[i] ids each,
+   * answered from values[i] (the block's first id) or failed with trc[i]
+   * (detail: for the code in rc, the first failure's). */
   int nreq;
   uint64_t count[LCD_RUN_MAX];
   unsigned char noreply[LCD_RUN_MAX];
@@ -325,7 +335,8 @@ typedef struct lcd_workers {
   size_t queued;
   int idle; /* workers waiting on cv */
   int stop;
-  /* run_each: lc_next_each calls, and the counters' chains they served */
+  /* lc_next_each calls (run_each, MANY jobs), and the counters' requests
+   * they served */
   _Atomic uint64_t each_calls, each_chains;
   pthread_t *threads;
   int nthreads;
@@ -495,6 +506,10 @@ void lcd_conn_close_all(lcd_loop *l);
  * buffered yet. */
 int lcd_gate_request(lcd_conn *c, struct evbuffer *in, size_t line_len,
                      lcd_proto_req *req, lcd_proto_cmd *kind);
+/* 1 if lcd_gate_request would let req through as it is (lcd_jobs.c
+ * asks before it takes a buffered line into a job). */
+int lcd_gate_allows(lcd_conn *c, const lcd_proto_req *req,
+                    lcd_proto_cmd kind);
 /* A line too long to frame: 1 if it was an unauthenticated failure. */
 int lcd_gate_long(lcd_conn *c, struct evbuffer *in);
 /* NULL if c may read every key of req, else why. */

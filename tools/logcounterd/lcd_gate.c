@@ -207,6 +207,12 @@ int lcd_gate_request(lcd_conn *c, struct evbuffer *in, size_t line_len,
   return 0;
 }
 
+int lcd_gate_allows(lcd_conn *c, const lcd_proto_req *req,
+                    lcd_proto_cmd kind) {
+  if (lcd_auth_enabled() && !c->authed) return 0;
+  return !lcd_rights_enabled() || check(c, req, kind) == NULL;
+}
+
 int lcd_gate_long(lcd_conn *c, struct evbuffer *in) {
   if (!lcd_auth_enabled() || c->authed) return 0;
   fail(c, in, "unauthenticated");

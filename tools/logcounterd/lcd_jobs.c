@@ -137,11 +137,15 @@ int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
                   size_t len) {
   if (c->njobs == 0) return 1;
   if (kind == LCD_JOB_GET || c->njobs >= LCD_CONN_JOBS) return 0;
-  for (const lcd_job *j = c->jobs; j; j = j->cnext)
-    if (j->kind == LCD_JOB_GET ||
-        (j->kind == kind && strncmp(j->names, name, len) == 0 &&
-         j->names[len] == '\0'))
-      return 0;
+  for (const lcd_job *j = c->jobs; j; j = j->cnext) {
+    if (j->kind == LCD_JOB_GET) return 0;
+    int many = j->kind == LCD_JOB_MANY && kind == LCD_JOB_INCR;
+    if (!many && j->kind != kind) continue;
+    for (int i = 0; i < (many ? j->nreq : 1); i++) {
+      const char *k = j->names + (many ? j->name_off[i] : 0);
+      if (strncmp(k, name, len) == 0 && k[len] == '\0') return 0;
+    }
+  }
   return 1;
 }
 
@@ -218,8 +222,50 @@ static void count_tally_change(lcd_counters *st, int64_t delta) {
     st->cmd_tally_decr++;
 }
 
+/* A one-request incr job j of a counter's first use: the buffered lines
+ * that follow and are plain incr of other counters' first uses (which
+ * may start: none in flight on c, rights allowing) join it, and it
+ * becomes a MANY job, served by one lc_next_each (their first uses share
+ * their memcached round trips and one synced write): a burst of new
+ * names from one pipelining client takes a few jobs, not one each.  Not
+ * with --no-coalesce or sync durability (there every call syncs anyway,
+ * and one after another would be slower than the workers side by
+ * side). */
+static void take_first_uses(lcd_conn *c, struct evbuffer *in,
+                            lcd_proto_req *req, lcd_job *j) {
+  lcd_loop *l = c->loop;
+  if (!l->set->coalesce || l->set->durability == LC_DURABILITY_SYNC ||
+      j->nreq != 1 || j->meta.on || lc_next_quick(l->lc, j->names))
+    return;
+  size_t used = strlen(j->names) + 1, len;
+  int n = 1;
+  j->name_off[0] = 0;
+  while (n < LCD_RUN_MAX && next_line(in, req, &len) == LCD_PROTO_INCR &&
+         !req->meta.on && used + req->keys[0].len + 1 <= sizeof j->names) {
+    const lcd_proto_token *k = &req->keys[0];
+    char *name = j->names + used;
+    memcpy(name, k->s, k->len);
+    name[k->len] = '\0';
+    if (lc_next_quick(l->lc, name) || !lcd_may_start(c, LCD_JOB_INCR, k->s, k->len) ||
+        !lcd_gate_allows(c, req, LCD_PROTO_INCR))
+      break;
+    j->name_off[n] = (uint16_t)used;
+    j->count[n] = req->count;
+    j->noreply[n] = (unsigned char)req->noreply;
+    j->total += req->count;
+    used += k->len + 1;
+    n++;
+    evbuffer_drain(in, len);
+  }
+  if (n > 1) {
+    j->kind = LCD_JOB_MANY;
+    j->nreq = n;
+  }
+}
+
 /* incr: the line is req (in the input, line_len bytes).  Buffered lines
- * that follow and are incr of the same counter join the same job. */
+ * that follow and are incr of the same counter join the same job; else
+ * those of other counters' first uses may (take_first_uses). */
 void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
                     size_t line_len) {
   lcd_job *j = job_start(c, in, line_len, LCD_JOB_INCR, &req->keys[0],
@@ -245,6 +291,7 @@ void lcd_start_incr(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
     c->loop->st.cmd_meta += (uint64_t)req->meta.on; /* as handle_line */
     evbuffer_drain(in, len);
   }
+  take_first_uses(c, in, req, j);
   c->loop->st.cmd_incr += (uint64_t)j->nreq;
   submit(c, j);
 }
@@ -360,6 +407,19 @@ static void account(lcd_loop *s, const lcd_job *j) {
     else
       s->st.incr_errors += (uint64_t)j->nreq;
   }
+  if (j->kind == LCD_JOB_MANY) {
+    s->st.incr_calls++;
+    for (int i = 0; i < j->nreq; i++) {
+      if (j->trc[i] == 0) {
+        s->st.incr_ids += j->count[i];
+      } else {
+        s->st.incr_errors++;
+        s->st.server_errors++;
+      }
+    }
+    if (j->rc) log_failure(s, "incr", j);
+    return;
+  }
   if (j->rc) {
     s->st.server_errors++;
     log_failure(s, j->kind == LCD_JOB_INCR ? "incr" : "get", j);
@@ -408,7 +468,16 @@ static void answer(lcd_conn *c, const lcd_job *j) {
     }
     return;
   }
-  if (j->kind == LCD_JOB_INCR) {
+  if (j->kind == LCD_JOB_MANY) {
+    for (int i = 0; i < j->nreq; i++) {
+      if (j->noreply[i]) continue;
+      if (j->trc[i]) /* the reason is known for the code in rc */
+        lcd_put_error(c, "SERVER_ERROR", j->trc[i],
+                      j->trc[i] == j->rc ? j->detail : "");
+      else
+        put_value_line(c, j->values[i] + (int64_t)j->count[i] - 1);
+    }
+  } else if (j->kind == LCD_JOB_INCR) {
     int64_t end = j->first - 1;
     for (int i = 0; i < j->nreq; i++) {
       end += (int64_t)j->count[i];

@@ -183,6 +183,20 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
     }
     return;
   }
+  if (j->kind == LCD_JOB_MANY) {
+    lc_each e[LCD_RUN_MAX];
+    for (int i = 0; i < j->nreq; i++)
+      e[i] = (lc_each){.name = j->names + j->name_off[i], .n = j->count[i]};
+    int64_t t0 = lat ? now_us() : 0;
+    j->rc = lc_next_each(lc, e, (size_t)j->nreq);
+    if (lat) lcd_hist_record(lat, now_us() - t0);
+    if (j->rc) keep_detail(j);
+    for (int i = 0; i < j->nreq; i++) {
+      j->trc[i] = e[i].rc;
+      j->values[i] = e[i].first;
+    }
+    return;
+  }
   if (j->kind == LCD_JOB_TALLY) {
     run_tally(lc, j);
     return;
@@ -342,12 +356,14 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&p->mu);
 
     lcd_hist *lat = lcd_metrics_alloc_hist(s, -1);
-    if (n > 1) {
+    if (n > 1)
       run_each(s->lc, chains, n, lat);
-      atomic_fetch_add(&p->each_calls, 1);
-      atomic_fetch_add(&p->each_chains, (uint64_t)n);
-    } else {
+    else
       run_jobs(s->lc, chains[0], lat);
+    int many = chains[0]->kind == LCD_JOB_MANY ? chains[0]->nreq : 0;
+    if (n > 1 || many) {
+      atomic_fetch_add(&p->each_calls, 1);
+      atomic_fetch_add(&p->each_chains, (uint64_t)(many ? many : n));
     }
     for (int i = 0; i < n; i++)
       for (lcd_job *j = chains[i]; j;) { /* a chain may span loops */
@@ -449,6 +465,7 @@ static int64_t now_us(void) {
  * stall. */
 static int runs_inline(lcd_loop *l, const lcd_job *j, int64_t now) {
   if (!l->set->coalesce || now < l->inline_off_until) return 0;
+  if (j->kind == LCD_JOB_MANY) return 0; /* first uses: they sync */
   return j->kind != LCD_JOB_INCR || lc_next_quick(l->lc, j->names);
 }
 

@@ -265,10 +265,10 @@ static void put_daemon(lcd_server *s, emit *o) {
   for (int k = 0; k < LOOP_FIGS; k++)
     count(o, loop_figs[k].name, loop_value(&d, k), loop_figs[k].help);
   count(o, "incr_batched_calls", atomic_load(&s->pool.each_calls),
-        "lc_next_each calls: a worker serving several counters' incr "
-        "requests at once (a burst of new names shares a synced write).");
+        "lc_next_each calls: several counters' incr requests served at "
+        "once (a burst of new names shares its synced writes).");
   count(o, "incr_batched_counters", atomic_load(&s->pool.each_chains),
-        "Counters served by those calls.");
+        "Counters' requests served by those calls.");
   /* What memcached's exporters read: storage and cas commands are refused
    * (none stores or compares), so cmd_set counts refusals and the cas
    * figures stay 0; an incr of a new name creates it (no miss). */
