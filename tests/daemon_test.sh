@@ -196,6 +196,35 @@ for _ in 1 2 3 4 5 6 7 8; do hear; got+="$REPLY_LINE,"; done
 check "pipelined replies in order" [ "$got" = "1,3,1,6,VALUE p 0 1,6,END,8," ]
 conn_close
 
+# Pipelined first uses of many names share jobs (one lc_next_each each):
+# a name twice, blocks of several ids, noreply, a name the library
+# refuses and a bad count in the middle (refused by the parser), each
+# answered in order.  One write, so that the daemon finds the lines
+# buffered together.
+long=$(printf 'n%.0s' $(seq 1 220)) # a memcached key, too long a name
+b0=$(stats_value incr_batched_counters)
+conn
+buf=$(printf 'incr fu1 1\r\nincr fu2 5\r\nincr fu1 1\r\nincr fu3 1 noreply\r\nincr %s 1\r\nincr fu4 0\r\nincr fu5 2\r\nincr fu3 1' "$long")
+printf '%s\r\n' "$buf" >&3
+got=""
+for _ in 1 2 3 4 5 6 7; do hear; got+="${REPLY_LINE%% *},"; done
+check "pipelined first uses: each answered in order (a name twice: 1 then 2)" \
+  [ "$got" = "1,5,2,CLIENT_ERROR,CLIENT_ERROR,2,2," ]
+conn_close
+b1=$(stats_value incr_batched_counters)
+check "pipelined first uses: served by batched calls ($((b1 - b0)) requests)" \
+  eval '[ $((b1 - b0)) -ge 4 ]'
+# A run of 300 new names, noreply but the last: one job per 64.
+conn
+for i in $(seq 1 300); do printf 'incr run%d 1 noreply\r\n' "$i"; done >&3
+say "incr run300 1"; hear
+check "300 pipelined new names, noreply: the last goes on at 2" reply_is 2
+say "get run1 run150 run299"; got=""
+for _ in 1 2 3 4 5 6 7; do hear; got+="$REPLY_LINE,"; done
+check "300 pipelined new names: each at 1" \
+  [ "$got" = "VALUE run1 0 1,1,VALUE run150 0 1,1,VALUE run299 0 1,1,END," ]
+conn_close
+
 # ==== other clients ==========================================================
 
 "$CLIENT" libmc "$DPORT" libmc >"$TMP/out" 2>&1

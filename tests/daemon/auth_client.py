@@ -358,6 +358,15 @@ def rights(port):
     if b.ask("incr orders-9 1") != deny:
         fail("bob inside alice's prefix")
     ok("bob still creates 20 new names; he is refused alice's prefix")
+    # new names pipelined in one write (the daemon serves such runs
+    # together): the one outside his prefixes is refused in its place
+    b.send("incr tb-m1 1\r\nincr tb-m2 1\r\nincr orders-m 1\r\n"
+           "incr tb-m3 1\r\nincr tb-m1 1\r\n")
+    got = [b.line() for _ in range(5)]
+    if got != ["1", "1", deny, "1", "2"]:
+        fail("bob's pipelined new names: %r" % got)
+    ok("bob's pipelined new names: the one in alice's prefix refused in "
+       "its place, the rest answered in order")
     bg.finish()
     if len(sys.argv) > 4:  # PID RIGHTSFILE: revoke bob's tenant42: at SIGHUP
         pid, path = int(sys.argv[3]), sys.argv[4]
