@@ -98,6 +98,7 @@ static bool names_option(const char *config, const char *opt) {
 int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
                    int pool_size) {
   memset(c, 0, sizeof *c);
+  pthread_mutex_init(&c->pipe_mu, NULL);
   char err[256] = "";
   if (libmemcached_check_configuration(config, strlen(config), err,
                                        sizeof err) != MEMCACHED_SUCCESS)
@@ -150,6 +151,8 @@ int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
 }
 
 void lc__cache_close(lc__cache *c) {
+  lc__cache_pipe_close(c);
+  pthread_mutex_destroy(&c->pipe_mu);
   if (c->pool) memcached_pool_destroy(c->pool);
   if (c->master) memcached_free(c->master);
   if (c->auth) {

@@ -16,7 +16,8 @@
  * Only where nothing changes the keys or the protocol on the wire
  * (lc__cache_pipe returns LC__MISS otherwise, and the caller goes one
  * command at a time): TCP servers, no namespace, the text protocol, no
- * authentication.  Connections are opened per call and closed after.
+ * authentication.  Connections are kept for the next call (up to
+ * LC__PIPES, closed after any failure) and closed by lc__cache_close.
  */
 #include "internal.h"
 
@@ -91,8 +92,53 @@ static bool plain_config(memcached_st *m) {
          (ns == NULL || ns[0] == '\0');
 }
 
+/* A connection kept from an earlier call to s's server, or -1.  One that
+ * has anything to read (the server closed it: a restart) is closed. */
+static int reuse(lc__cache *c, const server *s) {
+  for (;;) {
+    int fd = -1;
+    pthread_mutex_lock(&c->pipe_mu);
+    for (int i = 0; i < c->npipe; i++)
+      if (c->pipes[i].port == s->port &&
+          strcmp(c->pipes[i].host, s->host) == 0) {
+        fd = c->pipes[i].fd;
+        c->pipes[i] = c->pipes[--c->npipe];
+        break;
+      }
+    pthread_mutex_unlock(&c->pipe_mu);
+    struct pollfd p = {fd, POLLIN, 0};
+    if (fd < 0 || poll(&p, 1, 0) == 0) return fd;
+    close(fd);
+  }
+}
+
+/* After a call: s's connection kept for the next (if it ended clean,
+ * every reply read) or closed.  Kept, because a connection per call
+ * would leave a TIME_WAIT socket per call. */
+static void keep(lc__cache *c, server *s) {
+  if (s->fd < 0) return;
+  if (s->err == 0 && s->left == 0 && s->ilen == 0) {
+    pthread_mutex_lock(&c->pipe_mu);
+    if (c->npipe < LC__PIPES) {
+      c->pipes[c->npipe].fd = s->fd;
+      c->pipes[c->npipe].port = s->port;
+      memcpy(c->pipes[c->npipe].host, s->host, sizeof s->host);
+      c->npipe++;
+      s->fd = -1;
+    }
+    pthread_mutex_unlock(&c->pipe_mu);
+  }
+  if (s->fd >= 0) close(s->fd);
+}
+
+void lc__cache_pipe_close(lc__cache *c) {
+  for (int i = 0; i < c->npipe; i++) close(c->pipes[i].fd);
+  c->npipe = 0;
+}
+
 /* A non-blocking TCP connection to s, begun (connect in progress). */
-static int connect_to(server *s) {
+static int connect_to(lc__cache *c, server *s) {
+  if ((s->fd = reuse(c, s)) >= 0) return 0;
   char port[8];
   snprintf(port, sizeof port, "%u", (unsigned)s->port);
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -305,7 +351,7 @@ int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n) {
   int rc = order && which ? 0 : lc__fail(LC_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) ops[i].rc = LC_EMEMCACHED;
   if (!rc) rc = route(c, ops, n, sv, &nsv, order, which);
-  for (int k = 0; k < nsv && !rc; k++) sv[k].err = connect_to(&sv[k]);
+  for (int k = 0; k < nsv && !rc; k++) sv[k].err = connect_to(c, &sv[k]);
   /* each wait at most the timeout, the whole call at most twice it */
   int timeout_ms = (int)(c->fetch_wait.tv_sec * 1000 +
                          c->fetch_wait.tv_nsec / 1000000);
@@ -340,9 +386,9 @@ int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n) {
   }
   for (int k = 0; k < nsv; k++) {
     server *s = &sv[k];
+    keep(c, s);
     for (; s->left > 0; s->left--, s->next++) /* unanswered: the failure */
       ops[order[s->next]].rc = s->err ? s->err : LC_EMEMCACHED;
-    if (s->fd >= 0) close(s->fd);
     free(s->out);
     free(s->in);
   }

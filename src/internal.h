@@ -65,6 +65,7 @@ void lc__detail_clear(void);
 void lc__detail_set(const char *text);
 
 /* ---- cache.c ---- */
+#define LC__PIPES 16 /* cache_pipe.c's idle connections kept */
 typedef struct lc__cache {
   memcached_pool_st *pool;
   memcached_st *master;
@@ -72,6 +73,13 @@ typedef struct lc__cache {
   char *auth; /* remote mode: "USER PASSWORD", sent first on each
                  connection (lc__cache_set_auth); NULL: none */
   size_t auth_len;
+  pthread_mutex_t pipe_mu; /* cache_pipe.c: its idle connections */
+  struct {
+    char host[128];
+    unsigned port;
+    int fd;
+  } pipes[LC__PIPES];
+  int npipe;
 } lc__cache;
 
 int lc__cache_open(lc__cache *c, const char *config, int timeout_ms,
@@ -127,6 +135,7 @@ typedef struct lc__op {
   char text[128]; /* GET: the value, NUL-terminated (cut) */
 } lc__op;
 int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n);
+void lc__cache_pipe_close(lc__cache *c); /* its kept connections */
 /* memcached's decimal counter text (maybe space-padded) as a number. */
 bool lc__cache_parse_u64(const char *v, size_t n, uint64_t *out);
 

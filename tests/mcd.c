@@ -399,6 +399,21 @@ int mcd_get(const mcd_t *m, const char *key, char *out, size_t len) {
   return ret;
 }
 
+long mcd_stat(const mcd_t *m, const char *name) {
+  static const char *const ends[] = {"END\r\n", "ERROR\r\n", NULL};
+  char *buf = malloc(65536);
+  if (!buf) return -1;
+  long v = -1;
+  if (roundtrip(m->port, "stats\r\n", 7, buf, 65536, ends) >= 0) {
+    char want[128];
+    snprintf(want, sizeof want, "STAT %s ", name);
+    char *p = strstr(buf, want);
+    if (p) v = strtol(p + strlen(want), NULL, 10);
+  }
+  free(buf);
+  return v;
+}
+
 /* One reply line on fd into buf (without its "\r\n"); its length or -1.
  * For one request at a time: nothing follows the line. */
 static int read_line(int fd, char *buf, size_t cap) {

@@ -61,6 +61,8 @@ int mcd_set(const mcd_t *m, const char *key, const char *value);
 int mcd_delete(const mcd_t *m, const char *key); /* 0 also when missing */
 /* 1 and the value in buf when found, 0 when missing, -1 on error. */
 int mcd_get(const mcd_t *m, const char *key, char *buf, size_t len);
+/* A figure of memcached's "stats" (total_connections...), or -1. */
+long mcd_stat(const mcd_t *m, const char *name);
 /* Fills a -M server: over one connection, sets 100 kB values until one is
  * refused (its memory is all handed out), then 2-byte values (the
  * smallest slab class, where a counter's few digits live) until one is

@@ -14,6 +14,8 @@
  *  - one of two memcached servers frozen halfway through a burst: the
  *    names on it fail with a timeout and have no record, the others go
  *    on; after the thaw every failed name succeeds, no value twice;
+ *  - the pipelined rounds keep their connections (the open descriptors
+ *    do not grow), and after a memcached restart a call goes on;
  *  - threads calling lc_next_each on the same new names while others call
  *    lc_next on them: per name no value twice, each thread's increasing.
  */
@@ -22,6 +24,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -217,6 +220,37 @@ static void test_frozen_halfway(void **state) {
   free(names);
 }
 
+static int open_fds(void) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  assert_non_null(d);
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
+}
+
+/* The pipelined rounds keep their connections (no socket per call), and
+ * one that memcached closed (a restart) is not used again. */
+static void test_connections_kept(void **state) {
+  fx_t *f = *state;
+  assert_ok(open_first(f->dir, &mc, 0, 0, &f->h));
+  char *names;
+  lc_each *v = entries("kept", 2000, &names);
+  assert_ok(lc_next_each(f->h, v, 20)); /* connections made */
+  int fds = open_fds();
+  long conns = mcd_stat(&mc, "total_connections");
+  for (size_t i = 20; i < 1000; i += 20) assert_ok(lc_next_each(f->h, v + i, 20));
+  assert_i64_op(open_fds(), <=, fds);
+  /* 49 calls of 3 rounds: a few new connections at most (the pool's),
+   * not one per round; the stats call itself is one */
+  assert_i64_op(mcd_stat(&mc, "total_connections") - conns, <=, 4);
+  assert_int_equal(mcd_restart(&mc), 0);
+  assert_ok(lc_next_each(f->h, v + 1000, 1000)); /* fresh connections */
+  for (size_t i = 0; i < 2000; i++) assert_i64_eq(v[i].first, 1);
+  free(v);
+  free(names);
+}
+
 /* Threads on the same new names: lc_next_each bursts and lc_next. */
 #define RNAMES 64
 typedef struct racer {
@@ -296,7 +330,8 @@ int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup_dir, tu_teardown)
   const struct CMUnitTest tests[] = {
       T(test_burst_prefetch),  T(test_burst_per_id), T(test_mixed),
-      T(test_owned_elsewhere), T(test_frozen_halfway), T(test_race_prefetch),
+      T(test_owned_elsewhere), T(test_frozen_halfway), T(test_connections_kept),
+      T(test_race_prefetch),
       T(test_race_per_id),
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
