@@ -166,8 +166,8 @@ static int connect_to(lc__cache *c, server *s) {
   return rc;
 }
 
-/* One reply line of s (without its CR LF) at s->in, or NULL if it is not
- * all here; *used: its length with the CR LF. */
+/* The reply line of s at s->in + from, or NULL if it is not all here;
+ * *len: its length with the CR LF. */
 static const char *line(const server *s, size_t from, size_t *len) {
   const char *p = s->in + from;
   size_t n = s->ilen - from;
@@ -387,7 +387,9 @@ int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n) {
   for (int k = 0; k < nsv; k++) {
     server *s = &sv[k];
     keep(c, s);
-    for (; s->left > 0; s->left--, s->next++) /* unanswered: the failure */
+    /* unanswered: the failure (not when routing failed: then order may
+     * not be filled, and the caller reads only the call's result) */
+    for (; !rc && s->left > 0; s->left--, s->next++)
       ops[order[s->next]].rc = s->err ? s->err : LC_EMEMCACHED;
     free(s->out);
     free(s->in);
