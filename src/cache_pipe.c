@@ -141,28 +141,35 @@ static int connect_to(lc__cache *c, server *s) {
   if ((s->fd = reuse(c, s)) >= 0) return 0;
   char port[8];
   snprintf(port, sizeof port, "%u", (unsigned)s->port);
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_ADDRCONFIG},
+                  *ai = NULL;
   if (getaddrinfo(s->host, port, &hints, &ai) != 0 || ai == NULL)
     return lc__fail(LC_EMEMCACHED, "memcached %s:%s: cannot resolve", s->host,
                     port);
-  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                  ai->ai_protocol);
   int rc = 0;
-  if (fd < 0) {
-    rc = lc__fail(LC_EMEMCACHED, "memcached %s:%s: socket: %s", s->host, port,
-                  strerror(errno));
-  } else {
+  /* each address in turn, as libmemcached does, while one fails at once
+   * (a connect still in progress is the one used) */
+  for (struct addrinfo *a = ai; a && s->fd < 0; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    a->ai_protocol);
+    if (fd < 0) {
+      rc = lc__fail(LC_EMEMCACHED, "memcached %s:%s: socket: %s", s->host,
+                    port, strerror(errno));
+      continue;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
       rc = lc__fail(LC_EMEMCACHED, "memcached %s:%s: connect: %s", s->host,
                     port, strerror(errno));
       close(fd);
-      fd = -1;
+      continue;
     }
+    s->fd = fd;
+    rc = 0;
   }
   freeaddrinfo(ai);
-  s->fd = fd;
   return rc;
 }
 
@@ -192,6 +199,10 @@ static void parse(server *s, lc__op *ops, const unsigned *order) {
     const char *l = line(s, at, &n);
     if (l == NULL) break;
     size_t used = n;
+    if (n < 2 || l[n - 2] != '\r') { /* not memcached's: give up on s */
+      s->err = reply_error(s, l, n);
+      break;
+    }
     if (op->kind == LC__OP_ADD) {
       op->rc = strncmp(l, "STORED\r", 7) == 0       ? 0
                : strncmp(l, "NOT_STORED\r", 11) == 0 ? LC__EXISTS
@@ -213,9 +224,16 @@ static void parse(server *s, lc__op *ops, const unsigned *order) {
       } else {
         unsigned flags;
         size_t bytes = 0;
-        if (strncmp(l, "VALUE ", 6) != 0 ||
-            sscanf(l + 6 + op->klen, " %u %zu", &flags, &bytes) != 2) {
-          op->rc = reply_error(s, l, n);
+        char head[300]; /* the VALUE line, NUL-terminated */
+        size_t hn = n - 2 < sizeof head - 1 ? n - 2 : sizeof head - 1;
+        memcpy(head, l, hn);
+        head[hn] = '\0';
+        if (strncmp(head, "VALUE ", 6) != 0 || hn < 6 + op->klen ||
+            memcmp(head + 6, op->key, op->klen) != 0 ||
+            sscanf(head + 6 + op->klen, " %u %zu", &flags, &bytes) != 2) {
+          /* not the reply to this get: what follows cannot be matched */
+          s->err = reply_error(s, l, n);
+          break;
         } else {
           size_t need = n + bytes + 2 + 5; /* data CR LF "END" CR LF */
           if (s->ilen - at < need) break;

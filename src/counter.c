@@ -770,7 +770,9 @@ static int next_quick(lc_t *h, const char *name) {
       LC__FAST_CLOSED)
     return 1; /* ids in memory: no lock taken (it would close the window) */
   lc__counter_lock(c);
-  int quick = c->claimed && !c->pending; /* pending: a synced write */
+  /* pending: a synced write; busy: an exclusive operation (a batched
+   * first use, first.c; a restore, raise or fetch), which ends in one */
+  int quick = c->claimed && !c->pending && !c->busy;
   lc__counter_unlock(c);
   return quick;
 }

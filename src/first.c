@@ -82,10 +82,11 @@ static void fail(batch *bt, cand *x, int rc) {
 
 /* Runs ops[0..n) (cache_pipe.c); LC__MISS: the config is not one it
  * speaks, every live candidate goes to lc_next_n; negative: each fails. */
-static int pipe_ops(batch *bt, size_t n) {
+static int pipe_ops(batch *bt, size_t n, bool unclaimed_only) {
   int rc = lc__cache_pipe(&bt->h->cache, bt->ops, n);
   for (size_t k = 0; rc && k < bt->n; k++)
-    if (bt->cd[k].state == LIVE) {
+    if (bt->cd[k].state == LIVE &&
+        !(unclaimed_only && bt->cd[k].c->claimed)) {
       if (rc == LC__MISS)
         bt->cd[k].state = LATER;
       else
@@ -132,7 +133,7 @@ static void claim(batch *bt) {
     bt->ops[n].val = h->claim;
     bt->ops[n++].vlen = strlen(h->claim);
   }
-  if (n == 0 || pipe_ops(bt, n)) return;
+  if (n == 0 || pipe_ops(bt, n, false)) return;
   size_t g = 0;
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
@@ -152,7 +153,7 @@ static void claim(batch *bt) {
       x->claim = (int)g++;
     }
   }
-  if (g == 0 || pipe_ops(bt, g)) return;
+  if (g == 0 || pipe_ops(bt, g, true)) return;
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE || x->c->claimed) continue;
@@ -184,9 +185,8 @@ static void increment(batch *bt) {
     bt->ops[n] = op(LC__OP_INCR, x->c, x->c->key, x->c->klen);
     bt->ops[n++].delta = x->delta;
   }
-  if (n == 0) return;
+  if (n == 0 || pipe_ops(bt, n, false)) return;
   LC__STAT(h, increments, n);
-  if (pipe_ops(bt, n)) return;
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE) continue;
@@ -286,8 +286,9 @@ static int each(lc_t *h, lc_each *v, size_t count) {
   batch bt = {.h = h, .v = v, .failed_at = count};
   /* remote, a standby, one entry: lc_next_n says it all */
   if (count > 1 && !h->remote && lc__primary_only(h) == 0) {
-    bt.cd = malloc(CHUNK * sizeof *bt.cd);
-    bt.ops = malloc(2 * CHUNK * sizeof *bt.ops);
+    size_t most = count < CHUNK ? count : CHUNK;
+    bt.cd = malloc(most * sizeof *bt.cd);
+    bt.ops = malloc(2 * most * sizeof *bt.ops);
   }
   for (size_t from = 0; from < count; from += CHUNK) {
     size_t to = count - from > CHUNK ? from + CHUNK : count;

@@ -279,8 +279,7 @@ void lc__seg_first_done(lc_t *h, lc__counter *c, const lc__block *b, int rc,
     LC__STAT(h, segments, 1);
     c->seg[c->nseg++] = (lc__seg){b->last - (int64_t)(b->n - 1), b->last,
                                   b->time_us, 0};
-    take(c, n, first); /* b->n >= n */
-    schedule(h, c);
+    take(c, n, first); /* b->n >= n (the next use schedules a fetch) */
   } else { /* burned: the ledger says so next time */
     lc__ledger_putback(c, b->gaps, b->ngaps);
     lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);

@@ -316,15 +316,22 @@ static void run_each(lc_t *lc, lcd_job **chains, int n, lcd_hist *lat) {
   }
 }
 
-/* May the worker that took chain j take more (run_each)?  INCR chains
- * only, with coalescing, and only while the queue holds more than the
- * idle workers can take one by one (each worker then takes its share, so
- * a burst is still spread over every worker). */
-static int takes_more(const lcd_server *s, const lcd_job *j) {
-  const lcd_workers *p = &s->pool;
+/* May chain j join (or lead) a run_each?  INCR chains of first uses
+ * only (lc_next_quick: 0), with coalescing, not with sync durability:
+ * what lc_next_each would serve one after another is faster side by side
+ * on the workers. */
+static int joins_each(const lcd_server *s, const lcd_job *j) {
   return s->set->coalesce && s->set->durability != LC_DURABILITY_SYNC &&
          j->kind == LCD_JOB_INCR && !j->meta.has_init &&
-         p->queued > (size_t)p->idle;
+         !lc_next_quick(s->lc, j->names);
+}
+
+/* May the worker that took chain j take more?  Only while the queue
+ * holds more than the idle workers can take one by one (each worker then
+ * takes its share, so a burst is still spread over every worker). */
+static int takes_more(const lcd_server *s, const lcd_job *j) {
+  const lcd_workers *p = &s->pool;
+  return p->queued > (size_t)p->idle && joins_each(s, j);
 }
 
 static void *worker(void *arg) {
@@ -348,7 +355,7 @@ static void *worker(void *arg) {
     if (takes_more(s, chains[0])) {
       size_t share = p->queued / (size_t)(p->idle + 1);
       while (n < LCD_EACH_MAX && (size_t)n <= share && p->head &&
-             p->head->kind == LCD_JOB_INCR && !p->head->meta.has_init)
+             joins_each(s, p->head))
         chains[n++] = take_chain(&p->head, &p->tail, &p->queued, 1);
     }
     if (p->head && p->idle > 0) /* more work: pass the wake-up on */
