@@ -1,12 +1,14 @@
 /*
  * counter.h - one counter's state, shared by counter.c (allocation by
- * memcached increment, restore, advance) and segment.c (prefetched
- * segments).  Private to those two files.
+ * memcached increment, restore, advance), segment.c (prefetched
+ * segments), first.c (batched first uses), and the claim, ledger and
+ * eviction code they call.  Private to the library.
  *
  * Locking: mu guards the request queue, the in-flight count and the
  * accepted blocks, floor and reserved, the exclusive flag (busy) and every
  * segment field.  An exclusive operation (restore, advance, a raise, a
- * segment fetch: lc__counter_acquire) runs with nothing in flight and
+ * segment fetch: lc__counter_acquire; a batched first use:
+ * lc__counter_try_first, which never waits) runs with nothing in flight and
  * nothing sent meanwhile, and may then use floor, reserved and loaded
  * without mu.
  */

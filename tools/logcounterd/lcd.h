@@ -71,9 +71,11 @@
  * --reply-timeout seconds is closed and logged.  So one connection never
  * holds more than about LCD_INPUT_MAX + LCD_OUTPUT_MAX bytes and
  * LCD_CONN_JOBS jobs, and never delays another.
- * --no-coalesce (settings.coalesce = 0) turns off all three merges (the
- * pipelined run, the worker's same-counter take, and the library's, with
- * lc_options.batch_max = 1): every request costs its own memcached incr.
+ * --no-coalesce (settings.coalesce = 0) turns off every merge (the
+ * pipelined run of one counter, the pipelined run of first uses (MANY
+ * jobs), the worker's same-counter take, its batch of first uses
+ * (run_each), and the library's, with lc_options.batch_max = 1): every
+ * request costs its own memcached incr.
  *
  * Tallies: "incr/decr tally:NAME D" is a job; like incr, a buffered run
  * of changes of one tally becomes one job and a worker takes every queued
