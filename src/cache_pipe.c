@@ -141,8 +141,10 @@ static int connect_to(lc__cache *c, server *s) {
   if ((s->fd = reuse(c, s)) >= 0) return 0;
   char port[8];
   snprintf(port, sizeof port, "%u", (unsigned)s->port);
+  /* no AI_ADDRCONFIG: it opens a netlink socket, which the systemd
+   * unit's RestrictAddressFamilies refuses; every address is tried */
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_ADDRCONFIG},
+                           .ai_flags = AI_NUMERICSERV},
                   *ai = NULL;
   if (getaddrinfo(s->host, port, &hints, &ai) != 0 || ai == NULL)
     return lc__fail(LC_EMEMCACHED, "memcached %s:%s: cannot resolve", s->host,
