@@ -70,19 +70,6 @@ static bool appendf(server *s, size_t *cap, const char *fmt, ...) {
   }
 }
 
-static bool append(server *s, size_t *cap, const char *p, size_t n) {
-  if (s->olen + n > *cap) {
-    size_t want = (*cap + n) * 2;
-    char *q = realloc(s->out, want);
-    if (q == NULL) return false;
-    s->out = q;
-    *cap = want;
-  }
-  memcpy(s->out + s->olen, p, n);
-  s->olen += n;
-  return true;
-}
-
 /* Is what goes on the wire memcached's text protocol over TCP? */
 static bool plain_config(memcached_st *m) {
   memcached_return_t r;
@@ -347,9 +334,8 @@ static int route(lc__cache *c, lc__op *ops, size_t n, server *sv, int *nsv,
       const lc__op *op = &ops[order[j]];
       bool ok;
       if (op->kind == LC__OP_ADD)
-        ok = appendf(s, &cap, "add %.*s 0 0 %zu\r\n", (int)op->klen, op->key,
-                     op->vlen) &&
-             append(s, &cap, op->val, op->vlen) && append(s, &cap, "\r\n", 2);
+        ok = appendf(s, &cap, "add %.*s 0 0 %zu\r\n%.*s\r\n", (int)op->klen,
+                     op->key, op->vlen, (int)op->vlen, op->val);
       else if (op->kind == LC__OP_INCR)
         ok = appendf(s, &cap, "incr %.*s %llu\r\n", (int)op->klen, op->key,
                      (unsigned long long)op->delta);

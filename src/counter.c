@@ -463,6 +463,17 @@ static void release_reservation(lc__counter *c, int64_t written) {
   pthread_cond_broadcast(&c->cv);
 }
 
+/* mu held: block b's write is over (rc its result): its reservation
+ * write released, and on a failure the block burned (the ledger says so
+ * next time). */
+static void block_written(lc__counter *c, const block *b, int rc) {
+  if (b->reservation) release_reservation(c, rc ? 0 : b->reservation);
+  if (rc && b->last) {
+    lc__ledger_putback(c, b->gaps, b->ngaps);
+    lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
+  }
+}
+
 /* mu held, returns with it held: the increment of an answer that could
  * not be accepted (or of a lost key: missing, seeded first), made alone:
  * with nothing else in flight it restores or raises the key exactly past
@@ -551,11 +562,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
   lc__counter_lock(c);
   if (committing && --c->committing == 0 && c->busy)
     pthread_cond_broadcast(&c->cv); /* lc__counter_settle */
-  if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
-  if (rc && b.last) { /* burned: the ledger says so next time */
-    lc__ledger_putback(c, b.gaps, b.ngaps);
-    lc__ledger_gap(c, b.last - (int64_t)(b.n - 1), b.last, LC_GAP_BURNED);
-  }
+  block_written(c, &b, rc);
   for (req *r = batch, *next; r; r = next) {
     next = r->next; /* r may vanish once done is seen */
     r->done = true;
@@ -594,11 +601,8 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
       LC__SEAM_BEFORE_COMMIT(c->name);
       rc = commit(h, c, &b);
       lc__counter_lock(c);
-      if (b.reservation) release_reservation(c, rc ? 0 : b.reservation);
-      if (rc) { /* burned: the ledger says so next time */
-        lc__ledger_putback(c, b.gaps, b.ngaps);
-        lc__ledger_gap(c, last - (int64_t)(n - 1), last, LC_GAP_BURNED);
-      } else {
+      block_written(c, &b, rc);
+      if (!rc) {
         c->pending = false;
         *first = last - (int64_t)(n - 1);
       }
@@ -655,11 +659,7 @@ void lc__counter_first_block(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
 
 void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc) {
   lc__counter_lock(c);
-  if (b->reservation) release_reservation(c, rc ? 0 : b->reservation);
-  if (rc) { /* burned: the ledger says so next time */
-    lc__ledger_putback(c, b->gaps, b->ngaps);
-    lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
-  }
+  block_written(c, b, rc);
   lc__counter_unlock(c);
 }
 

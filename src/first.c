@@ -38,7 +38,7 @@ typedef struct cand {
   lc__counter *c;
   size_t i;   /* its entry */
   int state;  /* below */
-  int claim;  /* its claim op's index */
+  int op;     /* its op's index in the round under way */
   uint64_t delta;
   lc__block b;
   char ckey[LC_NAME_MAX + 8];
@@ -57,22 +57,24 @@ typedef struct batch {
   char detail[LC__DETAIL_MAX];
 } batch;
 
-static void fail_entry(batch *bt, size_t i, int rc) {
-  bt->v[i].rc = lc__count_call(bt->h, rc, bt->v[i].n);
+/* Entry i has failed just now: its detail is kept if it is the first. */
+static void note_failure(batch *bt, size_t i) {
   if (i < bt->failed_at) {
     bt->failed_at = i;
     memcpy(bt->detail, lc_last_detail(), sizeof bt->detail);
   }
 }
 
+static void fail_entry(batch *bt, size_t i, int rc) {
+  bt->v[i].rc = lc__count_call(bt->h, rc, bt->v[i].n);
+  note_failure(bt, i);
+}
+
 /* Entry i the one-name way (lc_next_n, which counts it). */
 static void one(batch *bt, size_t i) {
   lc_each *e = &bt->v[i];
   e->rc = lc__counter_next(bt->h, e->name, e->n, &e->first);
-  if (e->rc && i < bt->failed_at) {
-    bt->failed_at = i;
-    memcpy(bt->detail, lc_last_detail(), sizeof bt->detail);
-  }
+  if (e->rc) note_failure(bt, i);
 }
 
 static void fail(batch *bt, cand *x, int rc) {
@@ -118,7 +120,7 @@ static void load(batch *bt) {
  * (the one-name path then writes the refusal). */
 static void claim(batch *bt) {
   lc_t *h = bt->h;
-  size_t n = 0;
+  size_t n = 0, tlen = strlen(h->claim);
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE) continue;
@@ -128,36 +130,35 @@ static void claim(batch *bt) {
       bt->ops[n++].vlen = 1;
     }
     x->cklen = lc__claim_key(x->ckey, x->c);
-    x->claim = (int)n;
+    x->op = (int)n;
     bt->ops[n] = op(LC__OP_ADD, x->c, x->ckey, x->cklen);
     bt->ops[n].val = h->claim;
-    bt->ops[n++].vlen = strlen(h->claim);
+    bt->ops[n++].vlen = tlen;
   }
   if (n == 0 || pipe_ops(bt, n, false)) return;
   size_t g = 0;
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE) continue;
-    const lc__op *seed = x->c->floor == 0 ? &bt->ops[x->claim - 1] : NULL;
-    int rc = bt->ops[x->claim].rc;
-    if (seed && seed->rc < 0) {
-      fail(bt, x, seed->rc);
-    } else if (rc < 0) {
-      fail(bt, x, rc);
-    } else if (rc == 0) {
-      if (seed && seed->rc == 0) LC__STAT(h, restores, 1);
+    const lc__op *seed = x->c->floor == 0 ? &bt->ops[x->op - 1] : NULL;
+    int rc = bt->ops[x->op].rc;
+    if ((seed && seed->rc < 0) || rc < 0) {
+      fail(bt, x, seed && seed->rc < 0 ? seed->rc : rc);
+      continue;
+    }
+    if (seed && seed->rc == 0) LC__STAT(h, restores, 1);
+    if (rc == 0) {
       lc__claim_mark(x->c);
     } else { /* present: read it (ops before g are done with) */
-      if (seed && seed->rc == 0) LC__STAT(h, restores, 1);
       bt->ops[g] = op(LC__OP_GET, x->c, x->ckey, x->cklen);
-      x->claim = (int)g++;
+      x->op = (int)g++;
     }
   }
   if (g == 0 || pipe_ops(bt, g, true)) return;
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE || x->c->claimed) continue;
-    const lc__op *o = &bt->ops[x->claim];
+    const lc__op *o = &bt->ops[x->op];
     if (o->rc < 0)
       fail(bt, x, o->rc);
     else if (o->rc == 0 && lc__claim_ours(h, o->text))
@@ -181,7 +182,7 @@ static void increment(batch *bt) {
       x->state = LATER; /* near the end: it says so */
       continue;
     }
-    x->claim = (int)n;
+    x->op = (int)n;
     bt->ops[n] = op(LC__OP_INCR, x->c, x->c->key, x->c->klen);
     bt->ops[n++].delta = x->delta;
   }
@@ -190,7 +191,7 @@ static void increment(batch *bt) {
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE) continue;
-    const lc__op *o = &bt->ops[x->claim];
+    const lc__op *o = &bt->ops[x->op];
     uint64_t v = o->num;
     if (o->rc < 0) {
       fail(bt, x, o->rc);

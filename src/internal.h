@@ -127,7 +127,7 @@ int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,
 enum { LC__OP_ADD, LC__OP_INCR, LC__OP_GET };
 typedef struct lc__op {
   int kind;
-  const char *master, *key, *val; /* val: ADD's value */
+  const char *master, *key, *val; /* val: ADD's value (text, no NUL) */
   size_t mlen, klen, vlen;
   uint64_t delta; /* INCR */
   int rc;

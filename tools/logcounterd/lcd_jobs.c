@@ -235,13 +235,18 @@ static void take_first_uses(lcd_conn *c, struct evbuffer *in,
                             lcd_proto_req *req, lcd_job *j) {
   lcd_loop *l = c->loop;
   if (!l->set->coalesce || l->set->durability == LC_DURABILITY_SYNC ||
-      j->nreq != 1 || j->meta.on || lc_next_quick(l->lc, j->names))
+      j->nreq != 1 || j->meta.on)
     return;
   size_t used = strlen(j->names) + 1, len;
+  /* a plain incr line must follow before the library is asked (most
+   * jobs have none: no lookup for them) */
+  int more = next_line(in, req, &len) == LCD_PROTO_INCR && !req->meta.on;
+  if (!more || lc_next_quick(l->lc, j->names)) return;
   int n = 1;
   j->name_off[0] = 0;
-  while (n < LCD_RUN_MAX && next_line(in, req, &len) == LCD_PROTO_INCR &&
-         !req->meta.on && used + req->keys[0].len + 1 <= sizeof j->names) {
+  for (; more && n < LCD_RUN_MAX &&
+         used + req->keys[0].len + 1 <= sizeof j->names;
+       more = next_line(in, req, &len) == LCD_PROTO_INCR && !req->meta.on) {
     const lcd_proto_token *k = &req->keys[0];
     char *name = j->names + used;
     memcpy(name, k->s, k->len);
