@@ -29,7 +29,10 @@
  * is a candidate, evicted if, under its mutex, it is still untouched and
  * nothing is under way on it (counter.c's lc__counters_evict decides).
  * A pass takes at most PASS_MAX, so that calls never wait long; a full
- * pass is followed by another AGAIN_MS later (not counting idleness).
+ * pass is followed by another AGAIN_MS later (not counting idleness),
+ * which walks on from where the last one filled up, so that evicting N
+ * counters walks the table about once, not N / PASS_MAX times.  Walks
+ * hold the table's mutex for WALK_CHUNK entries at a time.
  * The prefetcher thread does not pass the gate: a counter it works on is
  * marked fetching, and such a counter is never evicted.
  */
@@ -48,6 +51,7 @@
                         two memcached round trips while calls wait) */
 #define TRIM_AFTER 512 /* a pass that freed this many trims the heap */
 #define AGAIN_MS 10    /* a full pass is followed by another this soon */
+#define WALK_CHUNK 4096 /* entries looked at per hold of the table's mutex */
 
 static _Thread_local struct {
   lc_t *h; /* the handle this thread's outermost call is inside */
@@ -116,16 +120,39 @@ typedef struct scan {
 } scan;
 
 /* Under the table's mutex: counts c's idle passes; a candidate at
- * IDLE_PASSES. */
-static void look(lc__named *e, void *arg) {
+ * IDLE_PASSES.  False stops a follow-up pass's walk once it is full. */
+static bool look(lc__named *e, void *arg) {
   lc__counter *c = (lc__counter *)e;
   scan *s = arg;
   if (atomic_exchange_explicit(&c->touched, false, memory_order_relaxed)) {
     c->idle_passes = 0;
-    return;
+    return true;
   }
   if (s->count && c->idle_passes < IDLE_PASSES) c->idle_passes++;
-  if (c->idle_passes >= IDLE_PASSES && s->n < PASS_MAX) s->v[s->n++] = c;
+  if (c->idle_passes < IDLE_PASSES) return true;
+  if (s->n == PASS_MAX) return s->count; /* a counting pass sees them all */
+  s->v[s->n++] = c;
+  return true;
+}
+
+/* Walks the table WALK_CHUNK entries at a time (new names are not held
+ * up by one long walk): a counting pass all of it, a follow-up from where
+ * the last pass filled up, until it is full. */
+static void walk(lc_t *h, scan *s) {
+  size_t at = s->count ? 0 : h->ev.resume, resume = 0, end = SIZE_MAX;
+  do {
+    size_t from = at;
+    bool full = s->n == PASS_MAX;
+    pthread_mutex_lock(&h->counters.mu);
+    if (end != SIZE_MAX && end != h->counters.names.nbuckets)
+      s->count = false; /* it grew: entries moved, some would count twice */
+    end = h->counters.names.nbuckets;
+    at = lc__names_walk(&h->counters.names, at, WALK_CHUNK, look, s);
+    pthread_mutex_unlock(&h->counters.mu);
+    if (!s->count) resume = at;    /* where it filled up */
+    else if (!full) resume = from; /* the chunk it filled up in */
+  } while (at < end && (s->count || s->n < PASS_MAX));
+  h->ev.resume = resume;
 }
 
 /* Returns the number evicted (PASS_MAX: there may be more), or a negative
@@ -134,9 +161,7 @@ static int pass(lc_t *h, bool count) {
   if (atomic_load(&h->standby) || lc__log_ok(&h->log) != 0) return 0;
   lc__counter *v[PASS_MAX];
   scan s = {v, 0, count};
-  pthread_mutex_lock(&h->counters.mu);
-  lc__names_each(&h->counters.names, look, &s);
-  pthread_mutex_unlock(&h->counters.mu);
+  walk(h, &s);
   int rc = 0;
   if (s.n > 0) {
     if (!stop_calls(h)) {

@@ -271,6 +271,13 @@ void lc__names_remove(lc__names *t, lc__named *e);
 /* Calls fn on every entry (fn may free it). */
 void lc__names_each(const lc__names *t, void (*fn)(lc__named *e, void *arg),
                     void *arg);
+/* Calls fn on the entries of whole buckets from `from` on, until at least
+ * budget entries were seen (returns the next bucket) or fn returns false
+ * (returns fn's bucket, to be walked again); nbuckets at the end.  fn may
+ * not free the entry.  A walk over a table that grew meanwhile may miss
+ * entries. */
+size_t lc__names_walk(const lc__names *t, size_t from, size_t budget,
+                      bool (*fn)(lc__named *e, void *arg), void *arg);
 /* Forgets every entry (free them first, with lc__names_each). */
 void lc__names_clear(lc__names *t);
 
@@ -500,6 +507,7 @@ struct lc {
     bool inited, started, quit;
     pthread_t thread;
     atomic_uint_fast64_t evictions, skips;
+    size_t resume; /* the evictor thread's: where a follow-up pass starts */
   } ev;
   uint64_t uid; /* unique per lc_open in this process (counter.c's cache) */
   struct {

@@ -71,6 +71,17 @@ void lc__names_each(const lc__names *t, void (*fn)(lc__named *e, void *arg),
     }
 }
 
+size_t lc__names_walk(const lc__names *t, size_t from, size_t budget,
+                      bool (*fn)(lc__named *e, void *arg), void *arg) {
+  size_t seen = 0;
+  for (size_t i = from; i < t->nbuckets; i++) {
+    for (lc__named *e = t->buckets[i]; e; e = e->next, seen++)
+      if (!fn(e, arg)) return i;
+    if (seen >= budget) return i + 1;
+  }
+  return t->nbuckets;
+}
+
 void lc__names_clear(lc__names *t) {
   free(t->buckets);
   t->buckets = NULL;

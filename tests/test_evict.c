@@ -22,6 +22,9 @@
  *  - the same without the racer: every gap of every name is explained;
  *  - a process killed while names are evicted and reloaded: a new handle
  *    goes on above everything it handed out, every gap explained;
+ *  - many counters at once (more than ten passes' worth, first used in
+ *    batches by lc_next_each): every one is evicted, and each, reloaded in
+ *    batches again, goes on at exactly last + 1;
  *  - a negative idle_evict_ms is refused.
  */
 #include <setjmp.h>
@@ -375,6 +378,32 @@ static void test_crash_while_evicting(void **state) {
   assert_int_equal(st.errors, 0);
 }
 
+/* Passes take at most 512 counters each and walk on from where the last
+ * one filled up: none may be left behind. */
+static void test_many_evicted(void **state) {
+  fx_t *f = *state;
+  enum { N = 6000, PER = 100 };
+  static char names[N][16];
+  static lc_each v[N];
+  static int64_t last[N];
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 40, &f->h));
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof names[i], "many%d", i);
+    v[i] = (lc_each){.name = names[i], .n = (uint64_t)(i % 3 + 1)};
+  }
+  for (int i = 0; i < N; i += PER) assert_ok(lc_next_each(f->h, v + i, PER));
+  for (int i = 0; i < N; i++) last[i] = v[i].first + (int64_t)v[i].n - 1;
+  wait_evictions(f->h, N);
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.counters, 0);
+  for (int i = 0; i < N; i++) v[i] = (lc_each){.name = names[i], .n = 1};
+  for (int i = 0; i < N; i += PER) assert_ok(lc_next_each(f->h, v + i, PER));
+  for (int i = 0; i < N; i++) assert_i64_eq(v[i].first, last[i] + 1);
+  tu_check_explained(f->h, names[0]);
+  tu_check_explained(f->h, names[N - 1]);
+}
+
 static void test_negative_refused(void **state) {
   fx_t *f = *state;
   lc_t *h = NULL;
@@ -395,6 +424,7 @@ int main(void) {
       T(test_moving_race_per_id),
       T(test_moving_explained),
       T(test_crash_while_evicting),
+      T(test_many_evicted),
       T(test_negative_refused),
 #undef T
   };

@@ -12,8 +12,9 @@
  *       Prints the log's size and the time taken.
  *   bench-memory run DIR N THREADS EVICT_MS
  *       Opens DIR (the restart time; the log may hold more names than
- *       N), then THREADS threads use names m0..m(N-1) once each (each a first use: loaded from the log,
- *       claimed, seeded, one synced write), and RSS is printed; then,
+ *       N), then THREADS threads use names m0..m(N-1) once each, 100
+ *       at a time through lc_next_each (first uses: loaded from the log,
+ *       claimed, seeded; one synced write per 100), and RSS is printed; then,
  *       with EVICT_MS > 0, it waits until all are evicted, prints RSS
  *       again, and times one call on each of the first 10,000 (the
  *       reload after eviction: the log's reads, the claim, an increment,
@@ -124,15 +125,23 @@ typedef struct part {
   char why[256];
 } part;
 
+/* Uses names m<from>, m<from+step>, ... once each, BATCH at a time
+ * through lc_next_each (first uses sharing their round trips and synced
+ * write, as a burst of new names would). */
+#define BATCH 100
 static void *use(void *arg) {
   part *p = arg;
-  char name[32];
-  int64_t v;
-  for (long i = p->from; i < p->n && !p->rc; i += p->step) {
-    snprintf(name, sizeof name, "m%ld", i);
-    p->rc = lc_next(p->h, name, &v);
+  char names[BATCH][32];
+  lc_each v[BATCH];
+  for (long i = p->from; i < p->n && !p->rc;) {
+    size_t k = 0;
+    for (; k < BATCH && i < p->n; k++, i += p->step) {
+      snprintf(names[k], sizeof names[k], "m%ld", i);
+      v[k] = (lc_each){.name = names[k], .n = 1};
+    }
+    p->rc = lc_next_each(p->h, v, k);
   }
-  if (p->rc) snprintf(p->why, sizeof p->why, "%s: %s", name, lc_last_detail());
+  if (p->rc) snprintf(p->why, sizeof p->why, "lc_next_each: %s", lc_last_detail());
   return NULL;
 }
 
