@@ -252,20 +252,18 @@ int64_t lc__claim_final(const lc__counter *c) {
   return c->refused_by ? strtoll(c->refused_by, NULL, 10) : 0;
 }
 
-int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation) {
+void lc__claim_forget_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                            int64_t reservation) {
   char key[LC_NAME_MAX + 2];
   size_t klen = refusal_key(key, c->name, c->nlen);
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
   leveldb_writebatch_delete(b, key, klen);
   /* a pending counter (backup.c) is reconciled by this write: the
    * operator vouches that no id above `reservation` went out */
-  bool pending = c->pending;
-  if (pending) lc__batch_reconciled(b, c->name, c->nlen, reservation);
-  /* with the values up to reservation skipped on purpose */
-  int rc = lc__counter_skip(h, c, reservation, LC_GAP_ADVANCE, b);
-  leveldb_writebatch_destroy(b);
-  if (rc) return rc;
-  if (pending) {
+  if (c->pending) lc__batch_reconciled(b, c->name, c->nlen, reservation);
+}
+
+void lc__claim_forgotten(lc__counter *c) {
+  if (c->pending) {
     lc__counter_lock(c);
     c->pending = false;
     lc__counter_unlock(c);
@@ -273,5 +271,4 @@ int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation) {
   atomic_store(&c->refusal, 0);
   free(c->refused_by);
   c->refused_by = NULL;
-  return 0;
 }

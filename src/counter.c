@@ -1,7 +1,12 @@
 /*
- * counter.c - allocation: memcached increment, log append, restore.
+ * counter.c - a counter's state and the primitives every way of
+ * allocating shares: the name table, the leader role (acquire/release),
+ * load, claim, seed, increment, restore, skip, close and eviction; and
+ * allocation without prefetch: memcached increment, log append, restore.
+ * It drives the leaves (segment.c, ledger.c, claim.c) and is driven by
+ * next.c, first.c, prefetch.c and counter_ops.c; it calls none of them.
  *
- * Callers of lc_next_n queue their requests.  The first queued caller
+ * Callers of lc_next_n (without prefetch) queue their requests.  The first queued caller
  * sends a batch: it takes every request queued so far, sends ONE increment
  * by their total, writes ONE record for the whole block, and splits the
  * block among them in arrival order.  Up to LC__INFLIGHT batches of one
@@ -37,8 +42,6 @@
  *    counter's reconciled mark in one synced write.
  */
 #include "counter.h"
-#include "admin.h"
-#include "repl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +72,7 @@ void lc__table_init(lc__table *t) {
 }
 
 /* A new counter's state, not in any table; NULL when out of memory. */
-static lc__counter *counter_new(const char *name, size_t n) {
+lc__counter *lc__counter_new(const char *name, size_t n) {
   size_t plen = strlen(LC__MC_PREFIX);
   lc__counter *c = calloc(1, sizeof *c + plen + n + 1);
   if (c == NULL) return NULL;
@@ -86,7 +89,7 @@ static lc__counter *counter_new(const char *name, size_t n) {
   return c;
 }
 
-static void counter_free(lc__counter *c) {
+void lc__counter_free(lc__counter *c) {
   lc__seg_destroy(c);
   free(c->refused_by);
   pthread_cond_destroy(&c->cv);
@@ -146,10 +149,10 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
                       name, (unsigned long long)t->names.count + 1,
                       (unsigned long long)t->names.max);
     }
-    c = counter_new(name, n);
+    c = lc__counter_new(name, n);
     if (c == NULL || !lc__names_add(&t->names, &c->node)) {
       pthread_mutex_unlock(&t->mu);
-      if (c) counter_free(c);
+      if (c) lc__counter_free(c);
       return lc__fail(LC_ENOMEM, "cannot allocate counter state");
     }
   }
@@ -632,7 +635,7 @@ bool lc__counter_try_first(lc_t *h, lc__counter *c) {
             !(h->opt.prefetch && c->fetching);
   if (ok) {
     c->busy = true;
-    if (h->opt.prefetch) c->fetching = true; /* seg_next callers wait */
+    if (h->opt.prefetch) c->fetching = true; /* prefetch_next callers wait */
   }
   lc__counter_unlock(c);
   return ok;
@@ -663,49 +666,8 @@ void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc) {
   lc__counter_unlock(c);
 }
 
-int lc__count_call(lc_t *h, int rc, uint64_t n) {
-  if (rc) {
-    LC__STAT(h, errors, 1);
-  } else {
-    struct lc__stripe *s = &h->calls[lc__stripe()];
-    atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->ids, n, memory_order_relaxed);
-  }
-  return rc;
-}
-
-static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
-
-int lc__counter_next(lc_t *h, const char *name, uint64_t n, int64_t *first) {
-  return next_n(h, name, n, first);
-}
-
-int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
-  lc__detail_clear();
-  if (h == NULL || first == NULL)
-    return lc__fail(LC_EINVAL, "NULL handle or result pointer");
-  LC__GATE_IN(h);
-  int rc = next_n(h, name, n, first);
-  LC__GATE_OUT(h);
-  return rc;
-}
-
-static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
-  if (n == 0 || n > LC_BLOCK_MAX)
-    return lc__count_call(
-        h, lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n), n);
+int lc__counter_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc;
-  if (h->remote) {
-    rc = lc_check_name(name);
-    rc = rc ? lc__fail(rc, "invalid counter name")
-            : lc__remote_next(h, name, n, first);
-    return lc__count_call(h, rc, n);
-  }
-  lc__counter *c;
-  if ((rc = lc__primary_only(h)) != 0 ||
-      (rc = lc__counter_lookup(h, name, &c)) != 0)
-    return lc__count_call(h, rc, n);
-  if (h->opt.prefetch) return lc__count_call(h, lc__seg_next(h, c, n, first), n);
   req r = {.n = n};
   pthread_cond_init(&r.cv, NULL);
   lc__counter_lock(c);
@@ -722,7 +684,7 @@ static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       lc__counter_release(c);
       if (rc) {
         pthread_cond_destroy(&r.cv);
-        return lc__count_call(h, rc, n);
+        return rc;
       }
       lc__counter_lock(c);
       continue;
@@ -733,7 +695,7 @@ static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
       rc = next_pending(h, c, n, first);
       if (rc != LC__MISS) {
         pthread_cond_destroy(&r.cv);
-        return lc__count_call(h, rc, n);
+        return rc;
       }
       lc__counter_lock(c);
       continue;
@@ -757,91 +719,14 @@ static int next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     lc__detail_set(r.detail);
   else
     *first = r.first;
-  return lc__count_call(h, r.rc, n);
+  return r.rc;
 }
 
-static int next_quick(lc_t *h, const char *name) {
-  lc__counter *c = NULL;
-  if (find(h, name, false, &c) != 0 || c == NULL) {
-    lc__detail_clear();
-    return 0;
-  }
-  if (atomic_load_explicit(&c->fast_next, memory_order_relaxed) !=
-      LC__FAST_CLOSED)
-    return 1; /* ids in memory: no lock taken (it would close the window) */
-  lc__counter_lock(c);
-  /* pending: a synced write; busy: an exclusive operation (a batched
-   * first use, first.c; a restore, raise or fetch), which ends in one */
-  int quick = c->claimed && !c->pending && !c->busy;
-  lc__counter_unlock(c);
-  return quick;
-}
-
-int lc_next_quick(lc_t *h, const char *name) {
-  if (h == NULL || h->remote || atomic_load(&h->standby)) return 0;
-  if (h->opt.durability == LC_DURABILITY_SYNC && !h->opt.prefetch) return 0;
-  LC__GATE_IN(h);
-  int quick = next_quick(h, name);
-  LC__GATE_OUT(h);
-  return quick;
-}
-
-int lc_next(lc_t *h, const char *name, int64_t *value) {
-  return lc_next_n(h, name, 1, value);
-}
-
-/* Runs op as the counter's leader, with its state loaded (and, when
- * claim, the counter claimed by this log). */
-static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out);
-static int op_failover(lc_t *h, lc__counter *c, int64_t arg, int64_t *out);
-static int exclusive(lc_t *h, const char *name, int64_t arg, int64_t *out,
-                     int (*op)(lc_t *, lc__counter *, int64_t, int64_t *),
-                     bool claim) {
-  lc__detail_clear();
-  if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
-  lc__counter *c;
-  int rc = LC__LOCAL_ONLY(h);
-  if (!rc && op != op_current && op != op_failover) rc = lc__primary_only(h);
-  if (rc) {
-    LC__STAT(h, errors, 1);
-    return rc;
-  }
-  LC__GATE_IN(h);
-  rc = lc__counter_lookup(h, name, &c);
-  if (!rc && op != op_current) rc = lc__log_ok(&h->log);
-  if (!rc) {
-    lc__counter_acquire(c);
-    rc = lc__counter_load(h, c);
-    if (!rc && claim && !c->claimed) rc = lc__counter_claim(h, c);
-    if (!rc) rc = op(h, c, arg, out);
-    lc__counter_release(c);
-  }
-  LC__GATE_OUT(h);
-  if (rc) LC__STAT(h, errors, 1);
-  return rc;
-}
-
-static int op_current(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
-  (void)arg;
-  int64_t handed = lc__seg_current(c);
-  if (handed) { /* memcached and floor run ahead of it */
-    *out = handed;
-    return 0;
-  }
-  uint64_t v = 0;
-  int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
-  if (rc < 0) return rc;
-  int64_t cur = c->floor;
-  if (rc == 0 && v > (uint64_t)cur)
-    cur = v > (uint64_t)LC_VALUE_MAX ? LC_VALUE_MAX : (int64_t)v;
-  *out = cur;
-  return 0;
-}
 
 /* Restores a lost key (seed) and raises one below floor; a pending
  * counter's key is never seeded, and raised only from at or above what
  * the log shows taken (c->proven). */
-static int restore(lc_t *h, lc__counter *c, int64_t *out) {
+int lc__counter_restore(lc_t *h, lc__counter *c, int64_t *out) {
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     uint64_t v = 0;
     int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
@@ -862,11 +747,6 @@ static int restore(lc_t *h, lc__counter *c, int64_t *out) {
     if (rc < 0) return rc;
   }
   return lc__fail(LC_EAGAIN, "memcached kept changing %s", c->key);
-}
-
-static int op_restore(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
-  (void)arg;
-  return restore(h, c, out);
 }
 
 int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
@@ -902,177 +782,6 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
   }
   lc__counter_unlock(c);
   return rc;
-}
-
-static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
-  (void)out;
-  int64_t target = min_next - 1; /* the value the counter must stand at */
-  int rc;
-  if (c->pending) { /* before anything is written: memcached must hold it
-                       at or above what the log shows taken */
-    uint64_t v = 0;
-    rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
-    if (rc == LC__MISS) return lc__behind(c->name, -1, c->proven);
-    if (rc) return rc;
-    if (v < (uint64_t)c->proven)
-      return lc__behind(c->name, (int64_t)v, c->proven);
-  }
-  rc = lc__seg_drop(h, c, target); /* held values below min_next */
-  if (!rc && target > c->floor) {
-    leveldb_writebatch_t *b = leveldb_writebatch_create();
-    rc = lc__counter_skip(h, c, target, LC_GAP_ADVANCE, b);
-    leveldb_writebatch_destroy(b);
-  }
-  int64_t now;
-  if (!rc) rc = restore(h, c, &now); /* raises memcached to floor */
-  if (!rc) lc__seg_advanced(c, target);
-  return rc;
-}
-
-int lc_current(lc_t *h, const char *name, int64_t *value) {
-  if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  if (h && h->remote) {
-    lc__detail_clear();
-    int rc = lc_check_name(name);
-    return rc ? lc__fail(rc, "invalid counter name")
-              : lc__remote_current(h, name, value);
-  }
-  if (h == NULL) return exclusive(h, name, 0, value, op_current, false);
-  lc__detail_clear();
-  lc__counter *c;
-  LC__GATE_IN(h); /* so that c, found, stays until exclusive finds it */
-  int rc = find(h, name, false, &c);
-  if (!rc && c) {
-    rc = exclusive(h, name, 0, value, op_current, false);
-    LC__GATE_OUT(h);
-    return rc;
-  }
-  LC__GATE_OUT(h);
-  if (!rc) {
-    /* Not used by this handle: read it without keeping any state, so
-     * that reading many names (a daemon's "get NAME") costs no memory. */
-    if ((c = counter_new(name, strlen(name))) == NULL) {
-      rc = lc__fail(LC_ENOMEM, "cannot allocate counter state");
-    } else {
-      rc = lc__counter_load(h, c);
-      if (atomic_load(&h->standby))
-        c->floor = c->gap_low; /* a standby's: the primary's reservation
-                                  runs ahead of what went out */
-      if (!rc) rc = op_current(h, c, 0, value);
-      counter_free(c);
-    }
-  }
-  if (rc) LC__STAT(h, errors, 1);
-  return rc;
-}
-
-int lc_restore(lc_t *h, const char *name, int64_t *value) {
-  if (value == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "restore", name, NULL, value, 1);
-  return exclusive(h, name, 0, value, op_restore, true);
-}
-
-int lc_advance(lc_t *h, const char *name, int64_t min_next) {
-  if (min_next < 1)
-    return lc__fail(LC_EINVAL, "advance to %lld", (long long)min_next);
-  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "advance", name, &min_next, NULL, 0);
-  return exclusive(h, name, min_next, NULL, op_advance, true);
-}
-
-/* The counter is this log's (claimed): no value goes out any more; the
- * final value (the highest handed out or taken from memcached) is
- * recorded with the release, and the claim dropped. */
-/* Released already (a retry, say after memcached failed the first time):
- * the recorded final value (the reservation), the claim dropped again.
- * Refused: LC_EOWNED.  Else claimed here: no value goes out any more (the
- * held segments are given up, their values up to floor), and the final
- * value (the highest handed out or taken from memcached) is recorded with
- * the release, and the claim dropped. */
-static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
-  (void)arg;
-  int refusal = atomic_load(&c->refusal);
-  if (refusal == LC__RELEASED) {
-    int rc = lc__claim_drop(h, c);
-    if (!rc) *out = lc__claim_final(c);
-    return rc;
-  }
-  int rc = refusal || c->claimed ? 0 : lc__claim(h, c);
-  if (rc) return rc;
-  if (refusal) return lc__claim_refused(c);
-  lc__counter_lock(c);
-  int64_t held_up_to = c->floor; /* segments lie below */
-  lc__counter_unlock(c);
-  rc = lc__seg_drop(h, c, held_up_to);
-  int64_t final = 0;
-  if (!rc) rc = op_restore(h, c, 0, &final); /* never below floor */
-  if (!rc) rc = lc__claim_release(h, c, final);
-  if (!rc) *out = final;
-  return rc;
-}
-
-/* The refusal (if any) is forgotten together with a reservation at
- * `above`, in one synced write: even if the claim then fails, no restore
- * starts below it. */
-static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
-  (void)out;
-  int rc = atomic_load(&c->refusal) || above > c->reserved || c->pending
-               ? lc__claim_forget(h, c, above) /* ends pending too */
-               : 0;
-  if (!rc) rc = lc__claim(h, c);
-  if (!rc && above > 0) rc = op_advance(h, c, above + 1, NULL);
-  return rc;
-}
-
-/* Promotion (promote.c): the counter goes on above the largest of its
- * floor (the last replicated reservation or segment, its records and
- * ledger), memcached's value and above; what lies between its highest
- * record or ledger entry and that is one gap, cause LC_GAP_FAILOVER
- * (some of it may have gone out of the old primary, unreplicated). */
-static int op_failover(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
-  int64_t target = c->floor > above ? c->floor : above;
-  uint64_t v = 0;
-  int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
-  if (rc < 0) return rc;
-  if (rc == 0 && v > (uint64_t)target)
-    target = v > (uint64_t)LC_VALUE_MAX ? LC_VALUE_MAX : (int64_t)v;
-  *out = target;
-  lc__counter_lock(c);
-  int64_t low = c->gap_low; /* nothing is in use: the handle serves none */
-  c->floor = c->restart_to = low;
-  lc__counter_unlock(c);
-  if (target <= low) return 0;
-  leveldb_writebatch_t *b = leveldb_writebatch_create();
-  rc = lc__counter_skip(h, c, target, LC_GAP_FAILOVER, b);
-  leveldb_writebatch_destroy(b);
-  return rc;
-}
-
-int lc__counter_failover(lc_t *h, const char *name, int64_t above,
-                         int64_t *to) {
-  return exclusive(h, name, above, to, op_failover, false);
-}
-
-int lc_release(lc_t *h, const char *name, int64_t *final) {
-  if (final == NULL) return lc__fail(LC_EINVAL, "NULL result pointer");
-  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "release", name, NULL, final, 1);
-  return exclusive(h, name, 0, final, op_release, false);
-}
-
-int lc_adopt(lc_t *h, const char *name, int64_t above) {
-  if (above < 0 || above >= LC_VALUE_MAX)
-    return lc__fail(LC_EINVAL, "adopt above %lld", (long long)above);
-  if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "adopt", name, &above, NULL, 0);
-  return exclusive(h, name, above, NULL, op_adopt, false);
-}
-
-int lc_reservation(lc_t *h, const char *name, int64_t *value) {
-  lc__detail_clear();
-  if (h == NULL || value == NULL) return lc__fail(LC_EINVAL, "NULL argument");
-  if (LC__ADMIN_WAY(h)) return lc__admin_op(h, "reservation", name, NULL, value, 1);
-  int rc = LC__LOCAL_ONLY(h);
-  if (!rc && (rc = lc_check_name(name)) != 0)
-    return lc__fail(rc, "invalid counter name");
-  return rc ? rc : lc__log_get_reservation(&h->log, name, strlen(name), value);
 }
 
 /* lc__table_close's passes over the counters. */
@@ -1156,7 +865,7 @@ static void close_lower(lc__named *e, void *arg) {
     pthread_mutex_unlock(&k->evict->mu);
   }
   k->freed++;
-  counter_free(c);
+  lc__counter_free(c);
 }
 
 /* mu held: nothing uses c, nor has since the pass's scan (evict.c). */

@@ -1,8 +1,8 @@
 /*
- * counter.h - one counter's state, shared by counter.c (allocation by
- * memcached increment, restore, advance), segment.c (prefetched
- * segments), first.c (batched first uses), and the claim, ledger and
- * eviction code they call.  Private to the library.
+ * counter.h - one counter's state, shared by the files that work on
+ * counters: next.c, first.c, counter_ops.c, prefetch.c and counter.c
+ * above; segment.c, ledger.c and claim.c, the leaves, below (internal.h
+ * has the map).  Private to the library.
  *
  * Locking: mu guards the request queue, the in-flight count and the
  * accepted blocks, floor and reserved, the exclusive flag (busy) and every
@@ -136,11 +136,16 @@ typedef struct lc__block {
   int64_t time_us; /* a segment's: its record's time (first.c) */
 } lc__block;
 
-/* counter.c */
+/* next.c */
 /* lc_next_n inside the gate (the calls of first.c). */
-int lc__counter_next(lc_t *h, const char *name, uint64_t n, int64_t *first);
+int lc__next_n(lc_t *h, const char *name, uint64_t n, int64_t *first);
 /* Counts a call's result in the handle's stats; returns rc. */
 int lc__count_call(lc_t *h, int rc, uint64_t n);
+
+/* counter.c */
+/* lc_next_n without prefetch: c's callers queue, and their leader sends
+ * one increment for the batch and writes its record (see counter.c). */
+int lc__counter_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first);
 /* first.c's batch: takes the leader role of c only if c is a first use
  * in this handle (not loaded, not claimed) and nobody else works on it
  * (with prefetch, marks it fetching too); lc__counter_end_first gives
@@ -153,6 +158,10 @@ void lc__counter_end_first(lc_t *h, lc__counter *c);
 void lc__counter_first_block(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
                              lc__block *b, leveldb_writebatch_t *wb);
 void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc);
+/* A new counter's state, not in any table (NULL when out of memory), and
+ * its end (lc_current reads a counter it does not keep with one). */
+lc__counter *lc__counter_new(const char *name, size_t n);
+void lc__counter_free(lc__counter *c);
 int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out);
 /* The counter if this handle has it (*out NULL otherwise); no state made. */
 int lc__counter_find(lc_t *h, const char *name, lc__counter **out);
@@ -171,9 +180,14 @@ int lc__counter_claim(lc_t *h, lc__counter *c);
  * the reservation when target passes it; floor then stands at target. */
 int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
                      leveldb_writebatch_t *b);
-/* promote.c: the counter raised past the old primary (op_failover). */
+/* counter_ops.c, for promote.c: the counter raised past the old primary
+ * (op_failover). */
 int lc__counter_failover(lc_t *h, const char *name, int64_t above,
                          int64_t *to);
+/* Leader only: restores a lost key (seeds it) or raises one below
+ * floor; *out: where memcached then stands.  A pending counter's key is
+ * never seeded, and raised only from at or above c->proven. */
+int lc__counter_restore(lc_t *h, lc__counter *c, int64_t *out);
 /* Leader only: floor and reserved from the log on first use. */
 int lc__counter_load(lc_t *h, lc__counter *c);
 /* Leader only: a block of n values wholly above floor from memcached
@@ -204,10 +218,13 @@ int lc__claim_release(lc_t *h, lc__counter *c, int64_t final);
 int64_t lc__claim_final(const lc__counter *c);
 /* Deletes c's claim in memcached if it is this log's. */
 int lc__claim_drop(lc_t *h, lc__counter *c);
-/* Deletes the refusal or release of c from the log (adopt), skipping the
- * values up to `reservation` in the same synced write (lc__counter_skip);
- * a pending counter is reconciled by that write. */
-int lc__claim_forget(lc_t *h, lc__counter *c, int64_t reservation);
+/* adopt: the refusal or release of c deleted from the log, added to b
+ * (to be written with the values up to `reservation` skipped,
+ * lc__counter_skip; a pending counter is reconciled by that write); once
+ * b is written, c's state forgets them too. */
+void lc__claim_forget_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                            int64_t reservation);
+void lc__claim_forgotten(lc__counter *c);
 
 /* ledger.c (all with mu held, or as the only thread) */
 /* first..last were taken by this handle (a block accepted, a segment
@@ -229,24 +246,48 @@ int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause);
 /* Adds the entries of g[0..n) to b. */
 void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
                       const lc__gap *g, int n);
+/* lc_void, told whether this handle holds value in a segment, unissued
+ * (lc__seg_holds): then, if its record is a segment still open, the void
+ * is refused (LC_ENOTISSUED). */
+int lc__ledger_void(lc_t *h, const char *name, int64_t value,
+                    const char *reason, bool held);
 
-/* segment.c */
-/* lc_next_n for a handle with prefetch on. */
-int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first);
+/* prefetch.c: lc_next_n for a handle with prefetch on. */
+int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first);
+
+/* segment.c (a leaf: it calls nothing of counter.c's) */
 /* Leader, mu not held: if the next held value is <= below, gives up every
  * held segment (advance), writing what went out of each; 0 or the write's
  * error. */
 int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below);
-/* first.c's batch, as leader of a first use with c->fetching set: the
- * size of its first segment (at least need unless the counter is near its
- * end); then, for the segment b (b->last, b->n, b->time_us), its record added to wb (floor moves past it); then,
- * after wb's write (rc), the segment installed and n ids taken from it
- * (*first), or burned. */
-uint64_t lc__seg_first_size(lc_t *h, lc__counter *c, uint64_t need);
-void lc__seg_first_block(lc_t *h, lc__counter *c, lc__block *b,
-                         leveldb_writebatch_t *wb);
-void lc__seg_first_done(lc_t *h, lc__counter *c, const lc__block *b, int rc,
-                        uint64_t n, int64_t *first);
+/* mu held: takes n values from the held segments when they hold n
+ * contiguous values from the next one on; false otherwise. */
+bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first);
+/* mu held: true when the next segment is due (none held, or only one and
+ * that one half used). */
+bool lc__seg_low(const lc__counter *c);
+/* A fetch's pieces, for its leader (c->fetching set; prefetch.c, and
+ * first.c's batch): the size of the next segment (at least need unless
+ * the counter is near its end: then what is left, maybe 0); for the
+ * segment b (b->last, b->n, b->time_us) taken from memcached, its record
+ * and the pending gaps added to wb (floor moves past it); after wb's
+ * write (rc), the segment installed and, when first is not NULL, n ids
+ * taken from it (*first); or, when rc failed, burned. */
+uint64_t lc__seg_size(lc_t *h, lc__counter *c, uint64_t need);
+void lc__seg_block(lc_t *h, lc__counter *c, lc__block *b,
+                   leveldb_writebatch_t *wb);
+void lc__seg_install(lc_t *h, lc__counter *c, const lc__block *b, int rc,
+                     uint64_t n, int64_t *first);
+/* The finished segments whose records wait to be rewritten: taken out
+ * (returns how many), their rewrites added to a batch, and put back in
+ * front when that batch was not written. */
+int lc__seg_closes_take(lc__counter *c, lc__seg out[LC__SEG_CLOSES]);
+void lc__seg_closes_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                          const lc__seg *v, int n);
+void lc__seg_closes_putback(lc__counter *c, const lc__seg *v, int n);
+/* Whether value lies in a segment of c, held or finished, and did not go
+ * out (lc_void refuses it). */
+bool lc__seg_holds(lc__counter *c, int64_t value);
 /* lc_advance to target+1 succeeded: the counter stands at least there. */
 void lc__seg_advanced(lc__counter *c, int64_t target);
 /* At close (no other thread left): adds to b the rewritten records of
@@ -266,7 +307,7 @@ void lc__counter_wait(lc__counter *c, pthread_cond_t *cv);
 void lc__counter_unlock(lc__counter *c);
 /* n ids from the open window without the mutex: true and *first, or
  * false (closed, too few left, or past the point to fetch the next
- * segment); lc__seg_next tries it before the locked way. */
+ * segment); lc__prefetch_next tries it before the locked way. */
 bool lc__seg_fast(lc__counter *c, uint64_t n, int64_t *first);
 #define LC__FAST_CLOSED INT64_MAX /* fast_next of a closed window */
 void lc__seg_init(lc__counter *c);

@@ -73,7 +73,7 @@ static void fail_entry(batch *bt, size_t i, int rc) {
 /* Entry i the one-name way (lc_next_n, which counts it). */
 static void one(batch *bt, size_t i) {
   lc_each *e = &bt->v[i];
-  e->rc = lc__counter_next(bt->h, e->name, e->n, &e->first);
+  e->rc = lc__next_n(bt->h, e->name, e->n, &e->first);
   if (e->rc) note_failure(bt, i);
 }
 
@@ -177,7 +177,7 @@ static void increment(batch *bt) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE) continue;
     uint64_t want = bt->v[x->i].n;
-    x->delta = h->opt.prefetch ? lc__seg_first_size(h, x->c, want) : want;
+    x->delta = h->opt.prefetch ? lc__seg_size(h, x->c, want) : want;
     if (x->delta < want || want > (uint64_t)(LC_VALUE_MAX - x->c->floor)) {
       x->state = LATER; /* near the end: it says so */
       continue;
@@ -215,7 +215,7 @@ static void write_out(batch *bt) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE) continue;
     if (h->opt.prefetch)
-      lc__seg_first_block(h, x->c, &x->b, wb);
+      lc__seg_block(h, x->c, &x->b, wb);
     else
       lc__counter_first_block(h, x->c, x->b.last, x->b.n, &x->b, wb);
     LC__SEAM_BEFORE_COMMIT(x->c->name);
@@ -236,7 +236,7 @@ static void write_out(batch *bt) {
     if (x->state != LIVE) continue;
     lc_each *e = &bt->v[x->i];
     if (h->opt.prefetch) {
-      lc__seg_first_done(h, x->c, &x->b, rc, e->n, &e->first);
+      lc__seg_install(h, x->c, &x->b, rc, e->n, &e->first);
     } else {
       lc__counter_first_done(x->c, &x->b, rc);
       e->first = x->b.last - (int64_t)(e->n - 1);

@@ -9,13 +9,25 @@
  *              cache_pipe.c many commands in one round trip (first.c)
  *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
  *   prune.c    deleting old records in batches and compacting the range
- *   counter.c  per-counter state, batching of concurrent callers, restore
+ *   The counters, in layers (each calls only those below it):
  *   first.c    lc_next_each: many counters at once, first uses batched
- *   evict.c    idle eviction: the calls' gate, the passes and their thread
- *   segment.c  prefetched segments: ids handed out from memory;
+ *   next.c     lc_next_n's way in: to remote.c, prefetch.c or counter.c
+ *   counter_ops.c  the operations that run alone: current, restore,
+ *              advance, release, adopt, failover, void
+ *   prefetch.c with prefetch: ids from held segments, the fetches, the
+ *              prefetcher thread
+ *   counter.c  per-counter state and the name table, the leader role,
+ *              load, claim, seed, increment, restore, skip; batching of
+ *              concurrent callers without prefetch; close and eviction
+ *   the leaves, which take the counter they work on and call none of
+ *   the above:
+ *   segment.c  prefetched segments' state: take, size, record, install;
  *              seg_fast.c their lock-free window and the counter's lock
- *   iter.c     reading a counter's records (and ledger) in order
  *   ledger.c   the gap ledger: why values are missing, and voids
+ *   claim.c    one owning log per counter, enforced in memcached
+ *   and beside them:
+ *   evict.c    idle eviction: the calls' gate, the passes and their thread
+ *   iter.c     reading a counter's records (and ledger) in order
  *   names.c    the hash table of names (counters and tallies)
  *   tally*.c   tallies: write-behind counts (tally.c: add, get, state;
  *              tally_flush.c, tally_list.c, tally_rec.c)
@@ -298,7 +310,7 @@ int lc__counters_evict(lc_t *h, lc__counter **v, size_t n);
  * memcached to match where it still holds what this handle left there,
  * and frees. */
 int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache);
-/* segment.c: the prefetcher thread of a handle with prefetch on. */
+/* prefetch.c: the prefetcher thread of a handle with prefetch on. */
 int lc__prefetcher_start(lc_t *h);
 void lc__prefetcher_stop(lc_t *h);
 /* Test seam, only in the library that tests and chaos link (built with
@@ -475,7 +487,7 @@ struct lc {
   char log_id[LC__ID_LEN + 1]; /* claim.c: this log's identity */
   bool restored;               /* backup.c: the log is a restored backup */
   char claim[LC__ID_LEN + 96]; /* "ID HOST PID": what a claim holds */
-  struct {                     /* segment.c: the prefetcher (prefetch on) */
+  struct {                     /* prefetch.c: the prefetcher (prefetch on) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     lc__counter *head, *tail; /* counters waiting for a segment */

@@ -354,7 +354,7 @@ int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause) {
   return 0;
 }
 
-/* ---- lc_void ------------------------------------------------------------ */
+/* ---- lc_void (counter_ops.c says whether this handle holds the value) -- */
 
 /* Serialises lc_void's check-then-write within the process (the log is
  * the process's alone). */
@@ -390,23 +390,6 @@ static int record_of(lc__log *l, const char *name, size_t nlen, int64_t value,
   return rc;
 }
 
-/* Whether this handle holds value in a segment, not handed out yet. */
-static bool held_unissued(lc_t *h, const char *name, int64_t value) {
-  lc__counter *c = NULL;
-  bool held = false; /* in a segment, held or finished, above its used */
-  LC__GATE_IN(h);
-  if (lc__counter_find(h, name, &c) == 0 && c) {
-    lc__counter_lock(c);
-    for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
-      const lc__seg *g = i < c->nseg ? &c->seg[i] : &c->closes[i - c->nseg];
-      held = value >= g->first + (int64_t)g->used && value <= g->end;
-    }
-    lc__counter_unlock(c);
-  }
-  LC__GATE_OUT(h);
-  return held;
-}
-
 static int check_reason(const char *reason, size_t *rlen) {
   if (reason == NULL) return lc__fail(LC_EINVAL, "NULL reason");
   *rlen = strlen(reason);
@@ -420,13 +403,13 @@ static int check_reason(const char *reason, size_t *rlen) {
 }
 
 static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
-                   size_t rlen) {
+                   size_t rlen, bool held) {
   size_t nlen = strlen(name);
   lc_record rec;
   int rc = record_of(&h->log, name, nlen, value, &rec);
   if (rc < 0) return rc;
   if (rc == 0 ||
-      (rec.version == LC_RECORD_SEGMENT_OPEN && held_unissued(h, name, value)))
+      (rec.version == LC_RECORD_SEGMENT_OPEN && held))
     return lc__fail(LC_ENOTISSUED, "%s %lld has not been handed out", name,
                     (long long)value);
   char key[LC_NAME_MAX + 10];
@@ -456,7 +439,8 @@ static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
   return rc;
 }
 
-int lc_void(lc_t *h, const char *name, int64_t value, const char *reason) {
+int lc__ledger_void(lc_t *h, const char *name, int64_t value,
+                    const char *reason, bool held) {
   lc__detail_clear();
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
   int rc = lc_check_name(name);
@@ -470,7 +454,7 @@ int lc_void(lc_t *h, const char *name, int64_t value, const char *reason) {
                           (long long)value, reason);
   if ((rc = LC__LOCAL_ONLY(h)) != 0) return rc;
   pthread_mutex_lock(&void_mu);
-  rc = do_void(h, name, value, reason, rlen);
+  rc = do_void(h, name, value, reason, rlen, held);
   pthread_mutex_unlock(&void_mu);
   if (rc) LC__STAT(h, errors, 1);
   return rc;

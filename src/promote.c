@@ -7,7 +7,7 @@
  * forced.  Then, with allocations still refused, the log takes back its
  * own identity (the primary's, copied), every counter in it is raised
  * above its last floor, memcached's value and the operator's above (a
- * gap of cause failover, counter.c's op_failover), and only then does
+ * gap of cause failover, counter_ops.c's op_failover), and only then does
  * the handle hand out ids.  The old primary needs this standby's
  * acknowledgment for every floor, and it gets none any more: whatever it
  * hands out lies under a floor counted here.

@@ -1,42 +1,31 @@
 /*
- * segment.c - prefetched segments (lc_options.prefetch): ids handed out
- * from memory.
+ * segment.c - prefetched segments (lc_options.prefetch): their state and
+ * bookkeeping, a leaf of the library (it calls nothing of counter.c's;
+ * taking a segment from memcached and the prefetcher thread are
+ * prefetch.c's, which drives these pieces).
  *
  * A segment is a block of S values taken with one memcached "incr S" and
  * written to the log, synced, as an LC_RECORD_SEGMENT_OPEN record before
- * any of its values goes out.  lc_next_n then hands values out of the held
- * segments, with no memcached and no LevelDB: most calls without a lock,
- * through the current segment's window (seg_fast.c), the rest under the
- * counter's mutex.
- * When the current segment is half used, the handle's prefetcher thread
- * fetches the next one (a double buffer), so in steady state no caller
- * waits; a caller that finds nothing to take (the first call, a burst
- * faster than a fetch, n larger than what is held) fetches a segment of at
- * least n itself, or waits for the fetch under way.
+ * any of its values goes out (lc__seg_block, then lc__seg_install after
+ * the write).  Values then go out of the held segments with no memcached
+ * and no LevelDB: most through the current segment's lock-free window
+ * (seg_fast.c), the rest under the counter's mutex (lc__seg_take).
  *
  * Invariants, per counter:
  *  - held segments lie above everything handed out and above each other
- *    (a fetch goes through lc__counter_increment, whose block lies above
- *    floor, and floor moves to the segment's end), so values strictly
- *    increase per handle;
- *  - a segment is installed while its fetcher still holds the leader role,
- *    so an lc_advance (also a leader) sees it and can drop it;
+ *    (each is a block wholly above floor, and lc__seg_block moves floor
+ *    to its end), so values strictly increase per handle;
  *  - every finished segment (used up, dropped, or held at lc_close) gets
  *    its record rewritten with exactly what went out (LC_RECORD_SEGMENT,
  *    keyed by the last value handed out; no record if none), riding along
  *    with the next fetch's synced write or lc_close's; a crash leaves them
  *    LC_RECORD_SEGMENT_OPEN, which verify reports as a prefetch gap, and
  *    the restart starts above them (never reissues);
- *  - a failed fetch write burns the block (floor moved); nothing of it
- *    goes out.
- *  - a pending counter (a restored log, backup.c) gets its first segment
- *    only from a memcached that holds it at or above floor
- *    (lc__counter_increment, else LC_EBEHIND); that segment's synced
- *    write also holds a reservation at its end and the reconciled mark.
+ *  - a segment whose write failed is burned (floor moved, a ledger gap);
+ *    nothing of it goes out.
  */
 #include "counter.h"
 
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -71,9 +60,7 @@ static uint64_t seg_left(const lc__seg *s) {
   return seg_size(s) - s->used;
 }
 
-/* mu held: takes n values from the held segments when they hold n
- * contiguous values from the next one on; false otherwise. */
-static bool take(lc__counter *c, uint64_t n, int64_t *first) {
+bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
   uint64_t have = 0;
   for (int k = 0; k < c->nseg && have < n; k++) {
     if (k > 0 && c->seg[k].first - 1 != c->seg[k - 1].end) break;
@@ -92,25 +79,9 @@ static bool take(lc__counter *c, uint64_t n, int64_t *first) {
   return true;
 }
 
-/* mu held: queues a background fetch once the last held segment is half
- * used. */
-static void schedule(lc_t *h, lc__counter *c) {
-  if (c->fetching || c->nseg > 1 || !h->pf.started) return;
-  if (c->nseg == 1) {
-    const lc__seg *s = &c->seg[0];
-    if (seg_left(s) > seg_size(s) / 2) return;
-  }
-  c->fetching = true;
-  pthread_mutex_lock(&h->pf.mu);
-  c->queued = true;
-  c->qnext = NULL;
-  if (h->pf.tail)
-    h->pf.tail->qnext = c;
-  else
-    h->pf.head = c;
-  h->pf.tail = c;
-  pthread_cond_signal(&h->pf.cv);
-  pthread_mutex_unlock(&h->pf.mu);
+bool lc__seg_low(const lc__counter *c) {
+  return c->nseg == 0 ||
+         (c->nseg == 1 && seg_left(&c->seg[0]) <= seg_size(&c->seg[0]) / 2);
 }
 
 /* mu held: the size of the next segment.  Auto: the rate since the last
@@ -155,102 +126,9 @@ static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
                          LC_RECORD_SEGMENT, s->used, s->time_us);
 }
 
-/*
- * Takes a segment of at least need values (0: the usual size) as leader,
- * writes its record (synced, with the rewrites of finished segments) and
- * installs it.  The caller has set c->fetching; it is cleared here and
- * waiters are woken.
- */
-static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
-  lc__counter_acquire(c);
-  int rc = lc__counter_load(h, c);
-  if (!rc && !c->claimed) rc = lc__counter_claim(h, c);
-  lc__seg closes[LC__SEG_CLOSES];
-  lc__counter_lock(c);
-  uint64_t size = next_size(h, c);
-  if (size < need) size = need;
-  int nclose = c->nclose;
-  memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
-  c->nclose = 0;
-  lc__counter_unlock(c);
+/* ---- a fetch's pieces (prefetch.c, first.c) --------------------------- */
 
-  int64_t last = 0, now = lc__now_us();
-  lc__gap gaps[LC__GAPS];
-  int ngaps = 0;
-  if (!rc) {
-    uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
-    if (room == 0 || room < need)
-      rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
-                    (long long)c->floor);
-    else if (size > room)
-      size = room; /* never past the end */
-  }
-  if (!rc) rc = lc__log_ok(&h->log); /* nothing taken from memcached */
-  if (!rc) rc = lc__counter_increment(h, c, size, &last);
-  if (!rc) {
-    c->floor = last; /* handed out, held or burned: never again */
-    c->used = true;
-    lc__counter_lock(c);
-    lc__ledger_taken(c, last - (int64_t)(size - 1), last, last);
-    ngaps = lc__ledger_take(&h->log, c, gaps);
-    lc__counter_unlock(c);
-    LC__SEAM_BEFORE_COMMIT(c->name);
-    leveldb_writebatch_t *b = leveldb_writebatch_create();
-    lc__log_batch_record(b, c->name, c->nlen, last, LC_RECORD_SEGMENT_OPEN,
-                         size, now);
-    for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i], LC_VALUE_MAX);
-    lc__ledger_batch(b, c, gaps, ngaps);
-    bool reconciles = c->pending; /* leader: nothing else writes it */
-    if (reconciles) {
-      if (last > c->reserved)
-        lc__log_batch_reservation(b, c->name, c->nlen, last);
-      lc__batch_reconciled(b, c->name, c->nlen, last);
-    }
-    int64_t t0 = lc__mono_us();
-    rc = lc__log_write(&h->log, b, true);
-    lc__lat_record(h, LC__LAT_SEGMENT, t0);
-    leveldb_writebatch_destroy(b);
-    LC__STAT(h, log_writes, 1);
-    LC__STAT(h, log_syncs, 1);
-    if (!rc) {
-      LC__STAT(h, segments, 1);
-      nclose = 0;
-      if (reconciles) {
-        lc__counter_lock(c);
-        if (last > c->reserved) c->reserved = last;
-        c->pending = false;
-        lc__counter_unlock(c);
-      }
-    }
-  }
-  lc__counter_lock(c);
-  if (!rc) {
-    if (c->nseg == LC__SEGS) lc__seg_finish_oldest(c);
-    c->seg[c->nseg++] = (lc__seg){last - (int64_t)(size - 1), last, now, 0};
-  } else if (last) { /* burned: the ledger says so next time */
-    lc__ledger_putback(c, gaps, ngaps);
-    lc__ledger_gap(c, last - (int64_t)(size - 1), last, LC_GAP_BURNED);
-    c->seg_size = 0; /* auto: start small again, so that a write
-                                 outage does not burn a large segment per
-                                 attempt */
-  }
-  /* rewrites not written: back in front (their records stay open if
-   * they do not fit, which is safe) */
-  while (nclose > 0 && c->nclose < LC__SEG_CLOSES) {
-    memmove(c->closes + 1, c->closes, sizeof c->closes[0] * (size_t)c->nclose);
-    c->closes[0] = closes[--nclose];
-    c->nclose++;
-  }
-  c->fetching = false;
-  pthread_cond_broadcast(&c->seg_cv);
-  lc__counter_unlock(c);
-  lc__counter_release(c);
-  return rc;
-}
-
-/* ---- first.c's batch of first uses (the caller is leader, fetching) -- */
-
-uint64_t lc__seg_first_size(lc_t *h, lc__counter *c, uint64_t need) {
+uint64_t lc__seg_size(lc_t *h, lc__counter *c, uint64_t need) {
   lc__counter_lock(c);
   uint64_t size = next_size(h, c);
   lc__counter_unlock(c);
@@ -259,8 +137,8 @@ uint64_t lc__seg_first_size(lc_t *h, lc__counter *c, uint64_t need) {
   return size > room ? room : size;
 }
 
-void lc__seg_first_block(lc_t *h, lc__counter *c, lc__block *b,
-                         leveldb_writebatch_t *wb) {
+void lc__seg_block(lc_t *h, lc__counter *c, lc__block *b,
+                   leveldb_writebatch_t *wb) {
   c->floor = b->last; /* handed out, held or burned: never again */
   c->used = true;
   lc__counter_lock(c);
@@ -272,78 +150,47 @@ void lc__seg_first_block(lc_t *h, lc__counter *c, lc__block *b,
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
 }
 
-void lc__seg_first_done(lc_t *h, lc__counter *c, const lc__block *b, int rc,
-                        uint64_t n, int64_t *first) {
+void lc__seg_install(lc_t *h, lc__counter *c, const lc__block *b, int rc,
+                     uint64_t n, int64_t *first) {
   lc__counter_lock(c);
   if (!rc) {
     LC__STAT(h, segments, 1);
+    if (c->nseg == LC__SEGS) lc__seg_finish_oldest(c);
     c->seg[c->nseg++] = (lc__seg){b->last - (int64_t)(b->n - 1), b->last,
                                   b->time_us, 0};
-    take(c, n, first); /* b->n >= n (the next use schedules a fetch) */
+    if (first) lc__seg_take(c, n, first); /* b->n >= n */
   } else { /* burned: the ledger says so next time */
     lc__ledger_putback(c, b->gaps, b->ngaps);
     lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
-    c->seg_size = 0;
+    c->seg_size = 0; /* auto: start small again, so that a write outage
+                        does not burn a large segment per attempt */
   }
   lc__counter_unlock(c);
 }
 
-/* mu held: takes c off the prefetcher's queue if its fetch has not
- * started; true if it was there (the caller then fetches itself, rather
- * than wait behind other counters' fetches). */
-static bool unqueue(lc_t *h, lc__counter *c) {
-  bool found = false;
-  pthread_mutex_lock(&h->pf.mu);
-  if (c->queued) {
-    lc__counter **link = &h->pf.head, *prev = NULL;
-    while (*link != c) {
-      prev = *link;
-      link = &(*link)->qnext;
-    }
-    *link = c->qnext;
-    if (h->pf.tail == c) h->pf.tail = prev;
-    c->queued = false;
-    found = true;
-  }
-  pthread_mutex_unlock(&h->pf.mu);
-  return found;
-}
-
-int lc__seg_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
-  int rc = 0;
-  bool fetched = false;
-  if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* not even what is held */
-  if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
-                                     out any more; the owner named */
-    return lc__claim_refused(c);
-  if (lc__seg_fast(c, n, first)) return 0; /* most calls: no lock */
+int lc__seg_closes_take(lc__counter *c, lc__seg out[LC__SEG_CLOSES]) {
   lc__counter_lock(c);
-  for (;;) {
-    if (take(c, n, first)) {
-      schedule(h, c);
-      break;
-    }
-    if (fetched) {
-      /* what is held before the new segment is not contiguous with it:
-       * give it up (a gap), the new segment alone holds n */
-      while (c->nseg > 1) lc__seg_finish_oldest(c);
-      fetched = false;
-      continue;
-    }
-    if (c->fetching && !unqueue(h, c)) { /* under way: wait for it */
-      LC__STAT(h, segment_waits, 1);
-      lc__counter_wait(c, &c->seg_cv);
-      continue;
-    }
-    c->fetching = true; /* ours now, queued or not */
-    lc__counter_unlock(c);
-    rc = fetch(h, c, n);
-    lc__counter_lock(c);
-    if (rc) break;
-    fetched = true;
+  int n = c->nclose;
+  memcpy(out, c->closes, sizeof out[0] * (size_t)n);
+  c->nclose = 0;
+  lc__counter_unlock(c);
+  return n;
+}
+
+void lc__seg_closes_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                          const lc__seg *v, int n) {
+  for (int i = 0; i < n; i++) rewrite(b, c, &v[i], LC_VALUE_MAX);
+}
+
+void lc__seg_closes_putback(lc__counter *c, const lc__seg *v, int n) {
+  /* back in front; their records stay open if they do not fit (safe) */
+  lc__counter_lock(c);
+  while (n > 0 && c->nclose < LC__SEG_CLOSES) {
+    memmove(c->closes + 1, c->closes, sizeof c->closes[0] * (size_t)c->nclose);
+    c->closes[0] = v[--n];
+    c->nclose++;
   }
   lc__counter_unlock(c);
-  return rc;
 }
 
 int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
@@ -363,7 +210,7 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   /* The records cut to what went out, and the reservation at below in the
    * same synced write: after it no restore starts below below. */
   leveldb_writebatch_t *b = leveldb_writebatch_create();
-  for (int i = 0; i < nclose; i++) rewrite(b, c, &closes[i], LC_VALUE_MAX);
+  lc__seg_closes_batch(b, c, closes, nclose);
   lc__log_batch_reservation(b, c->name, c->nlen, reserve);
   int64_t t0 = lc__mono_us();
   int rc = lc__log_write(&h->log, b, true);
@@ -408,6 +255,17 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
   return to > c->handed ? to : c->handed;
 }
 
+bool lc__seg_holds(lc__counter *c, int64_t value) {
+  bool held = false; /* in a segment, held or finished, above its used */
+  lc__counter_lock(c);
+  for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
+    const lc__seg *g = i < c->nseg ? &c->seg[i] : &c->closes[i - c->nseg];
+    held = value >= g->first + (int64_t)g->used && value <= g->end;
+  }
+  lc__counter_unlock(c);
+  return held;
+}
+
 int64_t lc__seg_current(lc__counter *c) {
   lc__counter_lock(c);
   int64_t v = c->handed;
@@ -415,54 +273,3 @@ int64_t lc__seg_current(lc__counter *c) {
   return v;
 }
 
-/* ---- the prefetcher thread -------------------------------------------- */
-
-static void *prefetcher(void *arg) {
-  lc_t *h = arg;
-  pthread_mutex_lock(&h->pf.mu);
-  for (;;) {
-    while (!h->pf.head && !h->pf.stop) pthread_cond_wait(&h->pf.cv, &h->pf.mu);
-    if (h->pf.stop) break;
-    lc__counter *c = h->pf.head;
-    h->pf.head = c->qnext;
-    if (!h->pf.head) h->pf.tail = NULL;
-    c->queued = false;
-    pthread_mutex_unlock(&h->pf.mu);
-    /* A failure is left for the next caller that finds nothing held: it
-     * fetches itself and gets the error. */
-    fetch(h, c, 0);
-    pthread_mutex_lock(&h->pf.mu);
-  }
-  pthread_mutex_unlock(&h->pf.mu);
-  return NULL;
-}
-
-int lc__prefetcher_start(lc_t *h) {
-  pthread_mutex_init(&h->pf.mu, NULL);
-  pthread_cond_init(&h->pf.cv, NULL);
-  /* The application's threads take the signals, not this one. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  int rc = pthread_create(&h->pf.thread, NULL, prefetcher, h);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    pthread_cond_destroy(&h->pf.cv);
-    pthread_mutex_destroy(&h->pf.mu);
-    return lc__fail(LC_ENOMEM, "cannot start the prefetch thread");
-  }
-  h->pf.started = true;
-  return 0;
-}
-
-void lc__prefetcher_stop(lc_t *h) {
-  if (!h->pf.started) return;
-  pthread_mutex_lock(&h->pf.mu);
-  h->pf.stop = true;
-  pthread_cond_signal(&h->pf.cv);
-  pthread_mutex_unlock(&h->pf.mu);
-  pthread_join(h->pf.thread, NULL);
-  pthread_cond_destroy(&h->pf.cv);
-  pthread_mutex_destroy(&h->pf.mu);
-  h->pf.started = false;
-}
