@@ -7,7 +7,9 @@
  *   keys.c     counter names, memcached keys, LevelDB keys and record codecs
  *   cache.c    memcached through libmemcachedutil's pool, with timeouts;
  *              cache_pipe.c many commands in one round trip (first.c)
- *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration
+ *   log.c      the LevelDB log: open/lock, append, reverse seek, iteration;
+ *              log_write.c its writes (one group at a time; the first
+ *              failed write is the last), recover.c reopening a failed log
  *   prune.c    deleting old records in batches and compacting the range
  *   The counters, in layers (each calls only those below it):
  *   first.c    lc_next_each: many counters at once, first uses batched

@@ -18,8 +18,13 @@
 #     library;
 #   - the man pages ($BUILD/man, or LC_DOCS_MAN) name exactly the options
 #     (and, for the CLI, the commands and each command's options) that
-#     the built programs' --help name (tests/docs/docs_check.py man).
-# Needs $BUILD/logcounter, $BUILD/logcounterd, $BUILD/liblogcounter.a,
+#     the built programs' --help name (tests/docs/docs_check.py man);
+#   - the library's layers hold: the leaves (segment.c, seg_fast.c,
+#     ledger.c, claim.c) use no symbol that the counter files above them
+#     define (nm on $BUILD/obj), and internal.h's module map names every
+#     src/*.c.
+# Needs $BUILD/logcounter, $BUILD/logcounterd, $BUILD/liblogcounter.a
+# and its objects,
 # the man pages (make), memcached and python3.  Talks to 127.0.0.1 only.
 # Ends with "docs: N passed, M failed".
 # shellcheck disable=SC2016,SC2317
@@ -70,6 +75,40 @@ check "logcounter(1) names what logcounter --help names" \
   "${CHECK[@]}" man "$B/logcounter" "$MAN/logcounter.1"
 check "logcounterd(8) names what logcounterd --help names" \
   "${CHECK[@]}" man "$B/logcounterd" "$MAN/logcounterd.8"
+
+# ---- the library's layers ---------------------------------------------------
+UPPER=(counter counter_ops next prefetch first)
+defined_above() {
+  for o in "${UPPER[@]}"; do nm --defined-only "$B/obj/$o.o"; done |
+    awk '$2 ~ /^[TD]$/ {print $3}' | sort -u
+}
+leaf_calls_up() { # prints what leaf $1 uses of the files above
+  [ -f "$B/obj/$1.o" ] || { echo "no $B/obj/$1.o"; return 1; }
+  nm -u "$B/obj/$1.o" | awk '{print $2}' | sort -u >"$TMP/uses"
+  defined_above >"$TMP/above"
+  [ -s "$TMP/above" ] || { echo "no symbols found above"; return 1; }
+  comm -12 "$TMP/uses" "$TMP/above" | tee "$TMP/up"
+  [ ! -s "$TMP/up" ]
+}
+for leaf in segment seg_fast ledger claim; do
+  check "src/$leaf.c is a leaf (calls nothing of ${UPPER[*]})" \
+    leaf_calls_up "$leaf"
+done
+map_names_all() { # the map's names, patterns (tally*.c) included
+  local missing=0 f tok found toks
+  mapfile -t toks < <(sed -n '1,/\*\//p' src/internal.h |
+    grep -o '[a-z_]*[*]\{0,1\}[a-z_]*\.c')
+  for f in src/*.c; do
+    f=${f#src/} found=0
+    for tok in "${toks[@]}"; do
+      # shellcheck disable=SC2053
+      [[ $f == $tok ]] && found=1
+    done
+    [ "$found" = 1 ] || { echo "internal.h's map does not name $f"; missing=1; }
+  done
+  return "$missing"
+}
+check "internal.h's module map names every src/*.c" map_names_all
 
 # ---- C programs --------------------------------------------------------------
 LIBS="-lmemcachedutil -lmemcached -lleveldb -lssl -lcrypto -pthread"
