@@ -8,7 +8,10 @@
  * a call (up to CHUNK at a time) share them: the log reads, ONE pipelined
  * round of seeds and claims (cache_pipe.c), one of gets for the claims
  * already present, ONE of increments, and ONE synced write holding every
- * record (with its reservation, or as a prefetched segment).
+ * record (with its reservation, or as a prefetched segment).  Keys that
+ * memcached lost since this log used them (a memcached restart under a
+ * log of many counters) cost one more round of seeds (add at floor) and
+ * one of increments, together.
  *
  * Each step works exactly as the one-name path does, only for many names
  * at once: the batch holds each counter's leader role (lc__counter_try_
@@ -18,8 +21,9 @@
  * write.  Anything off the common path leaves the batch for the
  * one-name path (lc_next_n), which knows every case: a counter already
  * in use, a claim another log holds (the refusal is written there), a
- * restored log's pending counter, a key memcached lost or holds below
- * floor, a config cache_pipe.c does not speak.  A name that fails keeps
+ * restored log's pending counter, a key memcached holds below floor (or
+ * lost again right after its seed), a config cache_pipe.c does not
+ * speak.  A name that fails keeps
  * no half-made state: at worst it is loaded and claimed, as after a
  * one-name call that failed at its increment, and its next call goes on
  * from there.
@@ -27,6 +31,7 @@
 #include "counter.h"
 #include "repl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +45,8 @@ typedef struct cand {
   int state;  /* below */
   int op;     /* its op's index in the round under way */
   uint64_t delta;
+  bool missed; /* memcached did not hold its key: seeded, then again */
+  char num[24]; /* its seed's text */
   lc__block b;
   char ckey[LC_NAME_MAX + 8];
   size_t cklen;
@@ -168,29 +175,28 @@ static void claim(batch *bt) {
   }
 }
 
-/* One round of increments: a block above floor is accepted; a key
- * missing or below floor goes the one-name way (it seeds or raises). */
-static void increment(batch *bt) {
+/* Sends an increment for each live candidate that wants one (all on the
+ * first round; on the second those whose key memcached had lost, seeded
+ * meanwhile) and judges the answers: a block above floor is accepted, a
+ * missing key is marked for a seed, a key below floor goes the one-name
+ * way (it raises).  False when the round could not be sent. */
+static bool increments(batch *bt, bool again) {
   lc_t *h = bt->h;
   size_t n = 0;
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
-    if (x->state != LIVE) continue;
-    uint64_t want = bt->v[x->i].n;
-    x->delta = h->opt.prefetch ? lc__seg_size(h, x->c, want) : want;
-    if (x->delta < want || want > (uint64_t)(LC_VALUE_MAX - x->c->floor)) {
-      x->state = LATER; /* near the end: it says so */
-      continue;
-    }
+    x->op = -1;
+    if (x->state != LIVE || (again && !x->missed)) continue;
+    x->missed = false;
     x->op = (int)n;
     bt->ops[n] = op(LC__OP_INCR, x->c, x->c->key, x->c->klen);
     bt->ops[n++].delta = x->delta;
   }
-  if (n == 0 || pipe_ops(bt, n, false)) return;
+  if (n == 0 || pipe_ops(bt, n, false)) return false;
   LC__STAT(h, increments, n);
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
-    if (x->state != LIVE) continue;
+    if (x->state != LIVE || x->op < 0) continue;
     const lc__op *o = &bt->ops[x->op];
     uint64_t v = o->num;
     if (o->rc < 0) {
@@ -199,11 +205,59 @@ static void increment(batch *bt) {
                (int64_t)(v - x->delta) >= x->c->floor) {
       x->b = (lc__block){.last = (int64_t)v, .n = x->delta,
                          .time_us = lc__now_us()};
+    } else if (o->rc == LC__MISS && !again) {
+      x->missed = true;
     } else {
       if (o->rc == 0) LC__STAT(h, backwards, 1);
       x->state = LATER;
     }
   }
+  return true;
+}
+
+/* The keys memcached lost (it restarted since this log used them), seeded
+ * in one round as the one-name path seeds them: add (never set) at floor,
+ * the counter claimed already.  True when there is any to increment
+ * again. */
+static bool seed_missing(batch *bt) {
+  size_t n = 0;
+  for (size_t k = 0; k < bt->n; k++) {
+    cand *x = &bt->cd[k];
+    x->op = -1;
+    if (x->state != LIVE || !x->missed) continue;
+    x->op = (int)n;
+    bt->ops[n] = op(LC__OP_ADD, x->c, x->c->key, x->c->klen);
+    bt->ops[n].val = x->num;
+    bt->ops[n++].vlen = (size_t)snprintf(x->num, sizeof x->num, "%lld",
+                                         (long long)x->c->floor);
+  }
+  if (n == 0 || pipe_ops(bt, n, false)) return false;
+  for (size_t k = 0; k < bt->n; k++) {
+    cand *x = &bt->cd[k];
+    if (x->state != LIVE || x->op < 0) continue;
+    int rc = bt->ops[x->op].rc;
+    if (rc < 0)
+      fail(bt, x, rc);
+    else if (rc == 0) /* LC__EXISTS: seeded by someone else meanwhile */
+      LC__STAT(bt->h, restores, 1);
+  }
+  return true;
+}
+
+/* The increments, with one round of seeds and one more of increments for
+ * the keys memcached lost. */
+static void increment(batch *bt) {
+  lc_t *h = bt->h;
+  for (size_t k = 0; k < bt->n; k++) {
+    cand *x = &bt->cd[k];
+    if (x->state != LIVE) continue;
+    uint64_t want = bt->v[x->i].n;
+    x->delta = h->opt.prefetch ? lc__seg_size(h, x->c, want) : want;
+    x->missed = false;
+    if (x->delta < want || want > (uint64_t)(LC_VALUE_MAX - x->c->floor))
+      x->state = LATER; /* near the end: it says so */
+  }
+  if (increments(bt, false) && seed_missing(bt)) increments(bt, true);
 }
 
 /* Every accepted block in one synced write, then handed out. */
