@@ -3,7 +3,8 @@
  *
  * libmemcached answers one command at a time (its buffered mode gives no
  * reply per command).  A batch of first uses (first.c) needs the replies
- * of hundreds of adds and increments at once, so this file speaks
+ * of hundreds of adds and increments at once (and a close or an eviction
+ * pass the gets and cas of hundreds of lowerings), so this file speaks
  * memcached's text protocol (doc/protocol.txt) itself, on connections of
  * its own, to the servers libmemcached would choose: each command goes to
  * the server of its master key (memcached_server_by_key on a pooled
@@ -196,6 +197,11 @@ static void parse(server *s, lc__op *ops, const unsigned *order) {
       op->rc = strncmp(l, "STORED\r", 7) == 0       ? 0
                : strncmp(l, "NOT_STORED\r", 11) == 0 ? LC__EXISTS
                                                      : reply_error(s, l, n);
+    } else if (op->kind == LC__OP_CAS) {
+      op->rc = strncmp(l, "STORED\r", 7) == 0          ? 0
+               : strncmp(l, "EXISTS\r", 7) == 0 ||
+                       strncmp(l, "NOT_FOUND\r", 10) == 0 ? LC__EXISTS
+                                                        : reply_error(s, l, n);
     } else if (op->kind == LC__OP_INCR) {
       if (strncmp(l, "NOT_FOUND\r", 10) == 0)
         op->rc = LC__MISS;
@@ -207,7 +213,7 @@ static void parse(server *s, lc__op *ops, const unsigned *order) {
         op->rc = reply_error(s, l, n);
       else
         op->rc = 0;
-    } else { /* GET: VALUE key flags bytes, the data, END; or END */
+    } else { /* GET(S): VALUE key flags bytes [cas], the data, END; or END */
       if (strncmp(l, "END\r", 4) == 0) {
         op->rc = LC__MISS;
       } else {
@@ -217,9 +223,12 @@ static void parse(server *s, lc__op *ops, const unsigned *order) {
         size_t hn = n - 2 < sizeof head - 1 ? n - 2 : sizeof head - 1;
         memcpy(head, l, hn);
         head[hn] = '\0';
+        unsigned long long cas = 0;
+        int want = op->kind == LC__OP_GETS ? 3 : 2;
         if (strncmp(head, "VALUE ", 6) != 0 || hn < 6 + op->klen ||
             memcmp(head + 6, op->key, op->klen) != 0 ||
-            sscanf(head + 6 + op->klen, " %u %zu", &flags, &bytes) != 2) {
+            sscanf(head + 6 + op->klen, " %u %zu %llu", &flags, &bytes,
+                   &cas) < want) {
           /* not the reply to this get: what follows cannot be matched */
           s->err = reply_error(s, l, n);
           break;
@@ -229,6 +238,7 @@ static void parse(server *s, lc__op *ops, const unsigned *order) {
           size_t k = bytes < sizeof op->text - 1 ? bytes : sizeof op->text - 1;
           memcpy(op->text, l + n, k);
           op->text[k] = '\0';
+          op->cas = cas;
           op->rc = 0;
           used = need;
         }
@@ -339,8 +349,14 @@ static int route(lc__cache *c, lc__op *ops, size_t n, server *sv, int *nsv,
       else if (op->kind == LC__OP_INCR)
         ok = appendf(s, &cap, "incr %.*s %llu\r\n", (int)op->klen, op->key,
                      (unsigned long long)op->delta);
+      else if (op->kind == LC__OP_CAS)
+        ok = appendf(s, &cap, "cas %.*s 0 0 %zu %llu\r\n%.*s\r\n",
+                     (int)op->klen, op->key, op->vlen,
+                     (unsigned long long)op->cas, (int)op->vlen, op->val);
       else
-        ok = appendf(s, &cap, "get %.*s\r\n", (int)op->klen, op->key);
+        ok = appendf(s, &cap, "%s %.*s\r\n",
+                     op->kind == LC__OP_GETS ? "gets" : "get", (int)op->klen,
+                     op->key);
       if (!ok) rc = lc__fail(LC_ENOMEM, "memcached commands: out of memory");
     }
   }

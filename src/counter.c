@@ -43,6 +43,7 @@
  */
 #include "counter.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -823,41 +824,102 @@ static void close_write(lc__named *e, void *arg) {
   }
 }
 
-/* Second pass: segments left memcached at floor, ahead of what went out;
- * set it back (only if untouched since) so that a restart goes on at the
- * next value.  Not possible: a gap, in the ledger, and the reservation at
- * floor (a restart then never reissues it).  Then the counter is freed. */
-static void close_lower(lc__named *e, void *arg) {
-  lc__counter *c = (lc__counter *)e;
-  closing *k = arg;
+#define NOT_LOWERED 3 /* lower_all: c needs no lowering */
+#define LOWER_CHUNK 512 /* lowerings pipelined at once */
+
+static bool wants_lower(const closing *k, const lc__counter *c) {
+  return (!k->evict || c->evicting) && k->written && c->used &&
+         c->reserved < c->floor;
+}
+
+/* Second pass, first half: segments left memcached at floor, ahead of what
+ * went out; each key is set back to reserved where it still holds floor
+ * (gets, then cas), so that a restart goes on at the next value.  res[i]:
+ * 0 lowered, LC__MISS, LC__EXISTS (it moved on), negative, or NOT_LOWERED.
+ * LOWER_CHUNK at a time in two pipelined rounds (cache_pipe.c), or one
+ * counter at a time (lc__cache_lower) where that is not spoken.  An
+ * eviction stops trying after memcached failed once (each try could wait
+ * the timeout, and calls wait for the pass). */
+static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
+  lc__op *ops = malloc(sizeof *ops * LOWER_CHUNK);
+  size_t idx[LOWER_CHUNK];
+  for (size_t from = 0; from < n; from += LOWER_CHUNK) {
+    size_t to = n - from < LOWER_CHUNK ? n : from + LOWER_CHUNK, m = 0;
+    for (size_t i = from; i < to; i++) {
+      lc__counter *c = v[i];
+      res[i] = NOT_LOWERED;
+      if (!wants_lower(k, c)) continue;
+      if (k->evict && k->lower_failed) {
+        res[i] = LC_EMEMCACHED;
+        continue;
+      }
+      idx[m] = i;
+      if (ops)
+        ops[m] = (lc__op){.kind = LC__OP_GETS, .master = c->key,
+                          .mlen = c->klen, .key = c->key, .klen = c->klen};
+      m++;
+    }
+    int rc = m && ops ? lc__cache_pipe(k->cache, ops, m) : LC__MISS;
+    size_t cas = 0;
+    for (size_t j = 0; j < m; j++) {
+      lc__counter *c = v[idx[j]];
+      int *r = &res[idx[j]];
+      uint64_t x;
+      if (rc == LC__MISS) /* one at a time */
+        *r = k->evict && k->lower_failed
+                 ? LC_EMEMCACHED
+                 : lc__cache_lower(k->cache, c->key, c->klen,
+                                   (uint64_t)c->floor, (uint64_t)c->reserved);
+      else if (rc < 0 || ops[j].rc < 0)
+        *r = rc < 0 ? rc : ops[j].rc;
+      else if (ops[j].rc == LC__MISS)
+        *r = LC__MISS;
+      else if (!lc__cache_parse_u64(ops[j].text, strlen(ops[j].text), &x) ||
+               x != (uint64_t)c->floor)
+        *r = LC__EXISTS;
+      else { /* still at floor: set it back (ops before cas are done) */
+        lc__op *o = &ops[cas];
+        uint64_t unique = ops[j].cas;
+        *o = (lc__op){.kind = LC__OP_CAS, .master = c->key, .mlen = c->klen,
+                      .key = c->key, .klen = c->klen, .cas = unique};
+        o->vlen = (size_t)snprintf(o->text, sizeof o->text, "%lld",
+                                   (long long)c->reserved);
+        o->val = o->text;
+        idx[cas++] = idx[j];
+      }
+      if (*r < 0) k->lower_failed = true;
+    }
+    rc = cas ? lc__cache_pipe(k->cache, ops, cas) : 0;
+    for (size_t j = 0; j < cas; j++) {
+      res[idx[j]] = rc < 0 ? rc : rc == LC__MISS ? LC__EXISTS : ops[j].rc;
+      if (res[idx[j]] < 0) k->lower_failed = true;
+    }
+  }
+  free(ops);
+}
+
+/* Second pass, second half: where memcached could not be set back, a
+ * gap, in the ledger, and the reservation at floor (a restart then never
+ * reissues it).  Then the counter is freed. */
+static void close_lower(lc__counter *c, closing *k, int lowered) {
   if (k->evict && (!c->evicting || !k->written)) {
     c->evicting = false; /* stays, as it is */
     return;
   }
-  if (k->written && c->used && c->reserved < c->floor) {
-    /* an eviction stops trying after memcached failed once (each try
-     * could wait the timeout, and calls wait for the pass) */
-    int lowered = k->evict && k->lower_failed
-                      ? LC_EMEMCACHED
-                      : lc__cache_lower(k->cache, c->key, c->klen,
-                                        (uint64_t)c->floor,
-                                        (uint64_t)c->reserved);
-    if (lowered < 0) k->lower_failed = true;
-    if (lowered != 0 && lowered != LC__MISS) {
-      lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
-      if (k->evict) {
-        /* not evicted: the gap rides along with its next write, and the
-         * floor stays where memcached is */
-        lc__counter_lock(c);
-        lc__ledger_gap(c, g.first, g.last, g.cause);
-        lc__counter_unlock(c);
-        c->evicting = false;
-        return;
-      }
-      lc__ledger_batch(k->b, c, &g, 1);
-      lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
-      k->any = true;
+  if (lowered != NOT_LOWERED && lowered != 0 && lowered != LC__MISS) {
+    lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
+    if (k->evict) {
+      /* not evicted: the gap rides along with its next write, and the
+       * floor stays where memcached is */
+      lc__counter_lock(c);
+      lc__ledger_gap(c, g.first, g.last, g.cause);
+      lc__counter_unlock(c);
+      c->evicting = false;
+      return;
     }
+    lc__ledger_batch(k->b, c, &g, 1);
+    lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
+    k->any = true;
   }
   if (k->evict) {
     pthread_mutex_lock(&k->evict->mu);
@@ -866,6 +928,23 @@ static void close_lower(lc__named *e, void *arg) {
   }
   k->freed++;
   lc__counter_free(c);
+}
+
+/* The second pass over v[0..n): the lowerings, then each counter closed
+ * (one at a time when out of memory). */
+static void lower_and_close(closing *k, lc__counter **v, size_t n) {
+  int *res = malloc(sizeof *res * (n ? n : 1));
+  for (size_t i = 0; i < n; i++) {
+    if (res == NULL) {
+      int one;
+      lower_all(k, &v[i], 1, &one);
+      close_lower(v[i], k, one);
+    } else {
+      if (i == 0) lower_all(k, v, n, res);
+      close_lower(v[i], k, res[i]);
+    }
+  }
+  free(res);
 }
 
 /* mu held: nothing uses c, nor has since the pass's scan (evict.c). */
@@ -891,9 +970,24 @@ int lc__counters_evict(lc_t *h, lc__counter **v, size_t n) {
   for (size_t i = 0; i < n; i++) close_write(&v[i]->node, &k);
   if (k.any) rc = lc__log_write(k.log, k.b, true);
   k.written = rc == 0;
-  for (size_t i = 0; i < n; i++) close_lower(&v[i]->node, &k);
+  lower_and_close(&k, v, n);
   leveldb_writebatch_destroy(k.b);
   return rc ? rc : k.freed;
+}
+
+typedef struct gather {
+  lc__counter **v;
+  size_t n;
+  closing *k; /* v is NULL (out of memory): each closed at once */
+} gather;
+
+static void gather_one(lc__named *e, void *arg) {
+  gather *g = arg;
+  lc__counter *c = (lc__counter *)e;
+  if (g->v)
+    g->v[g->n++] = c;
+  else
+    lower_and_close(g->k, &c, 1);
 }
 
 int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
@@ -907,7 +1001,10 @@ int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
     k.any = false;
     k.written = rc == 0;
   }
-  lc__names_each(&t->names, close_lower, &k);
+  gather g = {.v = malloc(sizeof *g.v * (t->names.count + 1)), .k = &k};
+  lc__names_each(&t->names, gather_one, &g);
+  if (g.v) lower_and_close(&k, g.v, g.n);
+  free(g.v);
   if (k.any) rc = lc__log_write(log, k.b, true);
   if (k.b) leveldb_writebatch_destroy(k.b);
   lc__names_clear(&t->names);

@@ -138,15 +138,19 @@ int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,
  * call returns 0 when it ran (each op has its rc), LC__MISS when the
  * config is not one this speaks (not TCP, a namespace, binary protocol,
  * authentication: go one command at a time), or negative. */
-enum { LC__OP_ADD, LC__OP_INCR, LC__OP_GET };
+/* ADD: 0 stored, LC__EXISTS.  INCR: 0 and num, LC__MISS.  GET, GETS: 0
+ * and text (and GETS's cas), LC__MISS.  CAS (val if the key's cas is
+ * still cas): 0 stored, LC__EXISTS when it changed or is gone. */
+enum { LC__OP_ADD, LC__OP_INCR, LC__OP_GET, LC__OP_GETS, LC__OP_CAS };
 typedef struct lc__op {
   int kind;
-  const char *master, *key, *val; /* val: ADD's value (text, no NUL) */
+  const char *master, *key, *val; /* val: ADD's, CAS's value (text, no NUL) */
   size_t mlen, klen, vlen;
   uint64_t delta; /* INCR */
   int rc;
   uint64_t num;   /* INCR: the new value */
-  char text[128]; /* GET: the value, NUL-terminated (cut) */
+  uint64_t cas;   /* GETS: the key's cas unique; CAS: the one expected */
+  char text[128]; /* GET, GETS: the value, NUL-terminated (cut) */
 } lc__op;
 int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n);
 void lc__cache_pipe_close(lc__cache *c); /* its kept connections */

@@ -172,8 +172,11 @@ static int run(const char *dir, long n, int threads, int64_t evict_ms) {
   double first = now_s() - t0;
   lc_stats st;
   lc_get_stats(h, &st);
-  printf("first_use_per_s %.0f\nrss_kb_all_used %ld\ncounters %llu\n",
-         (double)n / first, rss_kb(), (unsigned long long)st.counters);
+  printf("first_use_per_s %.0f\nrss_kb_all_used %ld\ncounters %llu\n"
+         "log_syncs %llu\nincrements %llu\nrestores %llu\n",
+         (double)n / first, rss_kb(), (unsigned long long)st.counters,
+         (unsigned long long)st.log_syncs, (unsigned long long)st.increments,
+         (unsigned long long)st.restores);
   if (evict_ms > 0) {
     t0 = now_s();
     do {
