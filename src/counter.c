@@ -796,10 +796,26 @@ typedef struct closing {
                        out of this table when freed */
   int freed;
   bool lower_failed; /* memcached failed a lowering */
+  size_t inbatch;    /* lc_close: counters in b since its last write */
+  int rc;            /* lc_close: the first failed write's code */
 } closing;
 
+#define CLOSE_CHUNK 4096 /* lc_close writes b every this many counters */
+
+/* lc_close: writes what b holds (synced), keeping the first failure. */
+static void close_flush(closing *k) {
+  if (k->any && k->rc == 0) k->rc = lc__log_write(k->log, k->b, true);
+  leveldb_writebatch_clear(k->b);
+  k->any = false;
+  k->inbatch = 0;
+}
+
 /* First pass: each counter's rewritten segment records, exact reservation
- * and last ledger entries go into one batch. */
+ * and last ledger entries go into one batch; lc_close's in chunks (one
+ * batch of millions of counters would sit whole in LevelDB's memtable and
+ * write-ahead log, which the next open must replay: seconds per million).
+ * Each counter's part is safe alone: a crash after some chunks leaves
+ * those exact and the rest as at a crash (segments open, above). */
 static void close_write(lc__named *e, void *arg) {
   lc__counter *c = (lc__counter *)e;
   closing *k = arg;
@@ -822,6 +838,7 @@ static void close_write(lc__named *e, void *arg) {
     lc__ledger_batch(k->b, c, g, n);
     k->any = k->any || n > 0;
   }
+  if (!k->evict && ++k->inbatch == CLOSE_CHUNK) close_flush(k);
 }
 
 #define NOT_LOWERED 3 /* lower_all: c needs no lowering */
@@ -996,9 +1013,8 @@ int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
   if (log->db) {
     k.b = leveldb_writebatch_create();
     lc__names_each(&t->names, close_write, &k);
-    if (k.any) rc = lc__log_write(log, k.b, true);
-    leveldb_writebatch_clear(k.b);
-    k.any = false;
+    close_flush(&k);
+    rc = k.rc;
     k.written = rc == 0;
   }
   gather g = {.v = malloc(sizeof *g.v * (t->names.count + 1)), .k = &k};
