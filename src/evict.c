@@ -47,8 +47,8 @@
 
 #define IDLE_PASSES 5       /* passes in a row that found a counter idle */
 #define STOP_WAIT_US 100000 /* a pass waits this long for calls to leave */
-#define PASS_MAX 512 /* counters per pass at most (with prefetch each costs
-                        two memcached round trips while calls wait) */
+#define PASS_MAX 512 /* counters per pass at most (with prefetch they cost
+                        two pipelined memcached rounds while calls wait) */
 #define TRIM_AFTER 512 /* a pass that freed this many trims the heap */
 #define AGAIN_MS 10    /* a full pass is followed by another this soon */
 #define WALK_CHUNK 4096 /* entries looked at per hold of the table's mutex */
