@@ -15,6 +15,11 @@
  *                            one call writes 100 "incr KEY 1" lines at
  *                            once on a raw socket, then reads the 100
  *                            answers (block 100: the ids of one call)
+ *   memcached-pipe raw-pipe100
+ *                            the same 100-deep pipelining straight to the
+ *                            bench's memcached (its key set to 0 first):
+ *                            the baseline of the pipe100 lines, whose
+ *                            "x incr" is their ratio to it
  *   daemon-incr tls-pipe100  the same as prefetch-pipe100 over TLS, to the
  *                            same daemon's TLS port (BENCH_DAEMON_TLS;
  *                            bench/run.sh makes a throwaway certificate):
@@ -61,7 +66,7 @@ typedef struct daemon_shared {
 typedef struct daemon_priv {
   daemon_shared d[3]; /* coalesce, no-coalesce, prefetch */
   const char *mode[3];
-  daemon_shared pipe[3]; /* coalesce, prefetch, coalesce over TLS */
+  daemon_shared pipe[4]; /* coalesce, prefetch, prefetch over TLS, raw */
 } daemon_priv;
 
 /* A pipelining connection: a raw socket, the 100 request lines, and the
@@ -215,6 +220,19 @@ static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
   return PIPE_DEPTH;
 }
 
+/* raw-pipe100: memcached answers NOT_FOUND to an incr of a missing key,
+ * so the key starts at 0. */
+static int raw_seed(const char *config, const char *key) {
+  memcached_st *mc = mc_open(config);
+  memcached_return_t rc =
+      mc ? memcached_set(mc, key, strlen(key), "0", 1, 0, 0) : MEMCACHED_FAILURE;
+  if (rc != MEMCACHED_SUCCESS)
+    fprintf(stderr, "bench: cannot set %s in memcached (%s): %s\n", key,
+            config, mc ? memcached_last_error_message(mc) : "no connection");
+  if (mc) memcached_free(mc);
+  return rc == MEMCACHED_SUCCESS ? 0 : -1;
+}
+
 int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   if (!bench_case_selected(cfg, "daemon-incr")) return 0;
   if (cfg->daemon == NULL) {
@@ -255,14 +273,17 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
                     0,
                     0};
   }
-  const char *pipes[3] = {cfg->daemon, cfg->daemon_pf, cfg->daemon_tls};
+  const char *pipes[4] = {cfg->daemon, cfg->daemon_pf, cfg->daemon_tls,
+                          cfg->memcached};
   /* tls-pipe100: the prefetch daemon's TLS port */
-  static const char *pipe_mode[3] = {"coalesce-pipe100", "prefetch-pipe100",
-                                     "tls-pipe100"};
-  static const char *pipe_key[3] = {"bench-pipe-coalesce",
-                                    "bench-pipe-prefetch", "bench-pipe-tls"};
-  for (int i = 0; i < 3; i++) {
+  static const char *pipe_mode[4] = {"coalesce-pipe100", "prefetch-pipe100",
+                                     "tls-pipe100", "raw-pipe100"};
+  static const char *pipe_key[4] = {"bench-pipe-coalesce",
+                                    "bench-pipe-prefetch", "bench-pipe-tls",
+                                    "bench-pipe-raw"};
+  for (int i = 0; i < 4; i++) {
     if (pipes[i] == NULL) continue;
+    if (i == 3 && raw_seed(pipes[i], pipe_key[i]) != 0) return -1;
     if (cs->n >= BENCH_LINES_MAX) {
       fprintf(stderr, "bench: too many case lines\n");
       return -1;
@@ -270,7 +291,7 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
     p->pipe[i].config = pipes[i];
     p->pipe[i].key = pipe_key[i];
     p->pipe[i].tls = i == 2;
-    cs->w[cs->n++] = (workload){"daemon-incr",
+    cs->w[cs->n++] = (workload){i == 3 ? "memcached-pipe" : "daemon-incr",
                                 pipe_mode[i],
                                 PIPE_DEPTH,
                                 &p->pipe[i],

@@ -18,8 +18,11 @@
 #     and errors, pipelined, answered exactly as a model says;
 #   - pymemcache (noreply incr) and pylibmc (incr_multi, 20 rounds);
 #   - libmemcached with NOREPLY + BUFFER_REQUESTS, 100,000 increments;
+#   - a client that reads each reply before it asks again: no reply
+#     waits for the socket (stats write_waits stays 0);
 #   - a client that writes 50 MB and never reads: closed after
-#     --reply-timeout (logged, counted in stats) while 8 others are served;
+#     --reply-timeout (logged, counted in stats, write_waits) while 8
+#     others are served;
 #   - SIGTERM during a pipeline on one counter, a noreply pipeline on
 #     10,000, the unread client and the libmemcached client: the daemon
 #     exits 0 and `logcounter verify` passes.
@@ -130,6 +133,25 @@ sigterm() {
 
 daemon
 echo "pipeline: $LINES lines a pipeline, RSS bound +$RSS_KIB KiB, daemon pid $DPID"
+# A client that reads each reply before it asks again never fills its
+# socket: every reply is written at once, none waits for EV_WRITE (a
+# frozen output buffer once made every reply wait a loop turn and two
+# epoll_ctl calls).  The client that never reads, below, makes it count.
+one_at_a_time() {
+  local i v last=0
+  conn
+  for ((i = 0; i < $1; i++)); do
+    ask "incr $2 1"
+    v=$REPLY_LINE
+    [[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt "$last" ] || { conn_close; return 1; }
+    last=$v
+  done
+  conn_close
+}
+check "2,000 requests one at a time, each answer above the last" \
+  one_at_a_time $((2000 / SCALE)) "oat$$"
+check "no reply waited for the socket (write_waits 0)" \
+  [ "$(stats_value write_waits)" = 0 ]
 pipe "one counter, replies" pipe -k "one-r" -n "$LINES" -O 8 -P "$DPID" -R "$RSS_KIB"
 pipe "one counter, noreply" pipe -k "one-n" -n "$LINES" -N -O 8 -P "$DPID" -R "$RSS_KIB"
 pipe "10,000 counters, replies" pipe -k "many-r" -K 10000 -n "$MANY" -O 8 -P "$DPID" -R "$RSS_KIB"
@@ -145,6 +167,7 @@ pipe "a client that never reads is closed; the others are served" \
   unread -k "unread" -m 50 -O 8 -T $((REPLY_TIMEOUT + 20))
 check "its close is logged with the reason" grep -q "reply-timeout" "$TMP/daemon.log"
 check "stats counts it (closed_unread)" [ "$(stats_value closed_unread)" -gt "${before:-0}" ]
+check "its replies waited for the socket (write_waits)" [ "$(stats_value write_waits)" -gt 0 ]
 
 sigterm "a pipeline on one counter" 1 "t-one" \
   "$PIPE" pipe -p "$DPORT" -k "t-one" -n "$LINES" -O 8 -x

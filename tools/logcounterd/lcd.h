@@ -300,6 +300,7 @@ typedef struct lcd_counters {
   lcd_stat closed_unread; /* replies unread for --reply-timeout */
   lcd_stat read_paused;   /* times a connection's reading was paused */
   lcd_stat output_paused; /* times parsing paused for unread replies */
+  lcd_stat write_waits;   /* times replies waited for EV_WRITE */
   lcd_stat cmd_tally_incr, cmd_tally_decr, tally_errors, get_tally;
   lcd_stat tally_merged;
   lcd_stat incr_calls;    /* lc_next_n calls for incr requests */

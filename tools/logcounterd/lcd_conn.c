@@ -85,15 +85,23 @@ static void close_now(lcd_conn *c, const char *why) {
 }
 
 /* Writes the pending replies now.  Only what the socket does not take
- * waits for an EV_WRITE event (enabled here, disabled again in write_cb):
- * a reply then costs one write, not two epoll_ctl calls and a loop turn. */
+ * waits for an EV_WRITE event (enabled here, disabled again in write_cb;
+ * counted in write_waits): a reply then costs one write, not two
+ * epoll_ctl calls and a loop turn.  A socket bufferevent keeps its
+ * output's start frozen (only its own write callback unfreezes it), and
+ * evbuffer_write on a frozen buffer writes nothing, so it is unfrozen
+ * around the write, as libevent's callback does. */
 static void flush_out(lcd_conn *c) {
   if (c->tls) return; /* its bufferevent writes (EV_WRITE stays on) */
   struct evbuffer *o = bufferevent_get_output(c->bev);
   if (evbuffer_get_length(o) == 0) return;
+  evbuffer_unfreeze(o, 1);
   evbuffer_write(o, bufferevent_getfd(c->bev));
-  if (evbuffer_get_length(o) != 0)        /* a full socket, or an error that */
+  evbuffer_freeze(o, 1);
+  if (evbuffer_get_length(o) != 0) { /* a full socket, or an error that */
     bufferevent_enable(c->bev, EV_WRITE); /* the write event will report */
+    c->loop->st.write_waits++;
+  }
 }
 
 void lcd_close_later(lcd_conn *c, const char *why) {
@@ -421,7 +429,9 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer, int tls) {
   s->nopen++;
   s->nlive++;
   bufferevent_setcb(bev, read_cb, write_cb, event_cb, c);
-  /* plain: EV_WRITE only for what flush_out leaves; TLS: always */
+  /* plain: EV_WRITE only for what flush_out leaves (a new socket
+   * bufferevent has it on: off, or every reply would arm it); TLS: always */
+  if (!tls) bufferevent_disable(bev, EV_WRITE);
   bufferevent_enable(bev, tls ? EV_READ | EV_WRITE : EV_READ);
   c->reading = 1;
   lcd_log(s->set, 1, "connection %" PRIu64 " from %s", c->id, c->peer);

@@ -193,6 +193,8 @@ static const struct {
       "Times a connection's reading was paused (input buffered)."),
     F("output_paused", output_paused,
       "Times parsing paused for unread replies."),
+    F("write_waits", write_waits,
+      "Times replies waited for the socket to take them (a client slow to read)."),
     F("jobs_inline", jobs_inline, "Jobs run on an event-loop thread."),
     F("jobs_pooled", jobs_pooled, "Jobs handed to the worker threads."),
     F("incr_calls", incr_calls, "lc_next_n calls made for incr requests."),
