@@ -767,11 +767,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
   lc__counter_unlock(c);
   lc__ledger_batch(b, c, g, n + skip);
   if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
-  int64_t t0 = lc__mono_us();
-  int rc = lc__log_write(&h->log, b, true);
-  if (raise) lc__lat_record(h, LC__LAT_RESERVATION, t0);
-  LC__STAT(h, log_writes, 1);
-  LC__STAT(h, log_syncs, 1);
+  int rc = lc__log_sync(h, b, raise ? LC__LAT_RESERVATION : -1);
   lc__counter_lock(c);
   if (raise) release_reservation(c, rc ? 0 : target);
   if (rc) {

@@ -240,6 +240,10 @@ int lc__ledger_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
 /* log_write.c.  Writes b (synced when sync), in turn with every other
  * write of the handle; the first failure fails the log (lc__log_fail). */
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync);
+/* lc__log_write of b, synced, through h's log, counted in h's stats
+ * (log_writes, log_syncs) and, with lat >= 0, timed into that latency
+ * histogram (LC__LAT_*).  b stays the caller's. */
+int lc__log_sync(lc_t *h, leveldb_writebatch_t *b, int lat);
 /* Enters the log for reading (0), or LC_ELOG when it is not OK; every 0
  * is paired with lc__log_leave. */
 int lc__log_enter(lc__log *l);

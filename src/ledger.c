@@ -432,10 +432,8 @@ static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
   }
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   put_entry(b, name, nlen, value, value, LC_GAP_VOID, reason, rlen);
-  rc = lc__log_write(&h->log, b, true);
+  rc = lc__log_sync(h, b, -1);
   leveldb_writebatch_destroy(b);
-  LC__STAT(h, log_writes, 1);
-  LC__STAT(h, log_syncs, 1);
   return rc;
 }
 

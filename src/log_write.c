@@ -142,6 +142,15 @@ static int write_group(lc__log *l, lc__wreq **g, int n) {
   return rc;
 }
 
+int lc__log_sync(lc_t *h, leveldb_writebatch_t *b, int lat) {
+  int64_t t0 = lat >= 0 ? lc__mono_us() : 0;
+  int rc = lc__log_write(&h->log, b, true);
+  if (lat >= 0) lc__lat_record(h, lat, t0);
+  LC__STAT(h, log_writes, 1);
+  LC__STAT(h, log_syncs, 1);
+  return rc;
+}
+
 int lc__log_write(lc__log *l, leveldb_writebatch_t *b, bool sync) {
   if (atomic_load(&l->standby))
     return lc__fail(LC_ESTANDBY, "the log follows its primary");

@@ -82,12 +82,8 @@ static int write_segment(lc_t *h, lc__counter *c, lc__block *b,
       lc__log_batch_reservation(wb, c->name, c->nlen, b->last);
     lc__batch_reconciled(wb, c->name, c->nlen, b->last);
   }
-  int64_t t0 = lc__mono_us();
-  int rc = lc__log_write(&h->log, wb, true);
-  lc__lat_record(h, LC__LAT_SEGMENT, t0);
+  int rc = lc__log_sync(h, wb, LC__LAT_SEGMENT);
   leveldb_writebatch_destroy(wb);
-  LC__STAT(h, log_writes, 1);
-  LC__STAT(h, log_syncs, 1);
   if (!rc && reconciles) {
     lc__counter_lock(c);
     if (b->last > c->reserved) c->reserved = b->last;

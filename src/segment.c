@@ -212,12 +212,8 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   lc__seg_closes_batch(b, c, closes, nclose);
   lc__log_batch_reservation(b, c->name, c->nlen, reserve);
-  int64_t t0 = lc__mono_us();
-  int rc = lc__log_write(&h->log, b, true);
-  lc__lat_record(h, LC__LAT_RESERVATION, t0);
+  int rc = lc__log_sync(h, b, LC__LAT_RESERVATION);
   leveldb_writebatch_destroy(b);
-  LC__STAT(h, log_writes, 1);
-  LC__STAT(h, log_syncs, 1);
   if (rc) return rc;
   lc__counter_lock(c);
   if (reserve > c->reserved) c->reserved = reserve;
