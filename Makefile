@@ -99,6 +99,13 @@ $(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
+# The library a test links: the plain one, but for test_walkgrow, which
+# uses a seam (the library built with LC_TEST_SEAMS, as chaos does).
+TEST_LC = $(LIB_A)
+$(BUILD)/tests/test_walkgrow: TEST_LC = $(LIB_SEAM_A)
+$(BUILD)/tests/test_walkgrow: TEST_SRC_EXTRA = -DLC_TEST_SEAMS
+$(BUILD)/tests/test_walkgrow: $(LIB_SEAM_A)
+
 # test_faults fails LevelDB writes on demand through -Wl,--wrap;
 # test_proto tests the daemon's request parser.
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
@@ -110,7 +117,7 @@ $(BUILD)/tests/test_auth: TEST_SRC_EXTRA = -Itools/logcounterd $(AUTH_SRC) tools
 $(BUILD)/tests/test_auth: $(AUTH_SRC) tools/logcounterd/lcd_auth.h
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) $(wildcard tests/*.h common/*.h) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -Icommon -o $@ $< $(TEST_SRC_EXTRA) $(TEST_LIB) $(LIB_A) $(LIBS) -lcmocka
+	$(CC) $(LC_CFLAGS) $(CFLAGS) $(LDFLAGS) $(TEST_LDFLAGS) -Itests -Icommon -o $@ $< $(TEST_SRC_EXTRA) $(TEST_LIB) $(TEST_LC) $(LIBS) -lcmocka
 
 # The C example in README.md must compile.
 $(BUILD)/readme_example: README.md $(LIB_A)

@@ -135,17 +135,28 @@ static bool look(lc__named *e, void *arg) {
   return true;
 }
 
+#ifdef LC_TEST_SEAMS
+void (*lc__test_walk_chunk)(lc_t *h, size_t candidates);
+#endif
+
 /* Walks the table WALK_CHUNK entries at a time (new names are not held
  * up by one long walk): a counting pass all of it, a follow-up from where
- * the last pass filled up, until it is full. */
+ * the last pass filled up, until it is full.  If the table grew between
+ * two chunks, entries moved to buckets not walked yet, and one already
+ * taken would be taken again (evicted and freed twice): the walk ends
+ * there, and the next pass starts from the top. */
 static void walk(lc_t *h, scan *s) {
   size_t at = s->count ? 0 : h->ev.resume, resume = 0, end = SIZE_MAX;
   do {
     size_t from = at;
     bool full = s->n == PASS_MAX;
+    if (end != SIZE_MAX) LC__SEAM_WALK_CHUNK(h, s->n);
     pthread_mutex_lock(&h->counters.mu);
-    if (end != SIZE_MAX && end != h->counters.names.nbuckets)
-      s->count = false; /* it grew: entries moved, some would count twice */
+    if (end != SIZE_MAX && end != h->counters.names.nbuckets) {
+      pthread_mutex_unlock(&h->counters.mu);
+      resume = 0;
+      break;
+    }
     end = h->counters.names.nbuckets;
     at = lc__names_walk(&h->counters.names, at, WALK_CHUNK, look, s);
     pthread_mutex_unlock(&h->counters.mu);

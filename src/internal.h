@@ -333,6 +333,15 @@ extern void (*lc__test_before_commit)(const char *name);
 #else
 #define LC__SEAM_BEFORE_COMMIT(name) ((void)0)
 #endif
+/* Test seam (evict.c): called between two chunks of an eviction walk, no
+ * lock held, with the candidates found so far; NULL unless set. */
+#ifdef LC_TEST_SEAMS
+extern void (*lc__test_walk_chunk)(lc_t *h, size_t candidates);
+#define LC__SEAM_WALK_CHUNK(h, n) \
+  (lc__test_walk_chunk ? lc__test_walk_chunk(h, n) : (void)0)
+#else
+#define LC__SEAM_WALK_CHUNK(h, n) ((void)0)
+#endif
 
 /* ---- tally.c (tallies: write-behind counts) ---- */
 typedef struct lc__tally lc__tally;
