@@ -933,6 +933,7 @@ static void close_lower(lc__counter *c, closing *k, int lowered) {
     lc__ledger_batch(k->b, c, &g, 1);
     lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
     k->any = true;
+    if (++k->inbatch == CLOSE_CHUNK) close_flush(k); /* lc_close only */
   }
   if (k->evict) {
     pthread_mutex_lock(&k->evict->mu);
@@ -1017,8 +1018,11 @@ int lc__table_close(lc__table *t, lc__log *log, lc__cache *cache) {
   lc__names_each(&t->names, gather_one, &g);
   if (g.v) lower_and_close(&k, g.v, g.n);
   free(g.v);
-  if (k.any) rc = lc__log_write(log, k.b, true);
-  if (k.b) leveldb_writebatch_destroy(k.b);
+  if (k.b) { /* the gaps of those memcached did not take back */
+    close_flush(&k);
+    rc = k.rc;
+    leveldb_writebatch_destroy(k.b);
+  }
   lc__names_clear(&t->names);
   pthread_mutex_destroy(&t->mu);
   return rc;
