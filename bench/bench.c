@@ -276,12 +276,15 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
         res->p[i].ratio = res->p[i].ids_per_s / b->ids_per_s;
     }
   }
-  /* the pipe100 lines: to raw memcached pipelined the same way */
+  /* daemon-incr's pipe100 lines (one connection): to raw memcached
+   * pipelined the same way (new-counters daemon-pipe100 has many
+   * connections and keeps its ratio to memcached-incr) */
   for (size_t j = 0; j < res->np; j++) {
     const point *b = &res->p[j];
     if (strcmp(b->kase, "memcached-pipe") || b->ids_per_s <= 0) continue;
     for (size_t i = 0; i < res->np; i++)
-      if (strstr(res->p[i].mode, "-pipe100"))
+      if (strcmp(res->p[i].kase, "daemon-incr") == 0 &&
+          strstr(res->p[i].mode, "-pipe100"))
         res->p[i].ratio = res->p[i].ids_per_s / b->ids_per_s;
   }
   return ok;
