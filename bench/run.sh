@@ -78,8 +78,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
 # new-counters adds two keys per name (the counter and its claim): room for
-# millions of names (-M: a full memcached answers errors, not evictions)
-port=$(LC_MEMCACHED_MB=${BENCH_MEMCACHED_MB:-1024} tests/memcached.sh start "$work")
+# tens of millions of names (-M: a full memcached answers errors, not
+# evictions; 1 GiB filled up in the 2026-12-03 run, at about 80 bytes a key)
+port=$(LC_MEMCACHED_MB=${BENCH_MEMCACHED_MB:-6144} tests/memcached.sh start "$work")
 export BENCH_MEMCACHED="--SERVER=127.0.0.1:$port"
 export BENCH_DIR=$data
 
