@@ -205,6 +205,15 @@ static void machine(char *buf, size_t size) {
 
 /* Runs every point cfg->runs times, interleaved, and keeps the median run
  * (by ids/s) of each. */
+/* The case a point's "x incr" divides by: raw memcached pipelined the
+ * same way for the one-connection pipe100 lines of daemon-incr (and the
+ * raw pipelined line itself), memcached-incr for every other. */
+static const char *baseline(const point *p) {
+  bool pipe = strcmp(p->kase, "memcached-pipe") == 0 ||
+              (strcmp(p->kase, "daemon-incr") == 0 && strstr(p->mode, "-pipe100"));
+  return pipe ? "memcached-pipe" : "memcached-incr";
+}
+
 static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
   /* every thread count: cfg->threads, then the wide ones not among them;
    * narrow workloads skip the wide-only counts */
@@ -267,25 +276,15 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
     }
   }
   free(s);
-  /* ratio to memcached-incr at the same thread count */
+  /* ratio to its baseline at the same thread count */
   for (size_t i = 0; i < res->np; i++) {
+    const char *base = baseline(&res->p[i]);
     for (size_t j = 0; j < res->np; j++) {
       const point *b = &res->p[j];
-      if (strcmp(b->kase, "memcached-incr") == 0 &&
-          b->threads == res->p[i].threads && b->ids_per_s > 0)
+      if (strcmp(b->kase, base) == 0 && b->threads == res->p[i].threads &&
+          b->ids_per_s > 0)
         res->p[i].ratio = res->p[i].ids_per_s / b->ids_per_s;
     }
-  }
-  /* daemon-incr's pipe100 lines (one connection): to raw memcached
-   * pipelined the same way (new-counters daemon-pipe100 has many
-   * connections and keeps its ratio to memcached-incr) */
-  for (size_t j = 0; j < res->np; j++) {
-    const point *b = &res->p[j];
-    if (strcmp(b->kase, "memcached-pipe") || b->ids_per_s <= 0) continue;
-    for (size_t i = 0; i < res->np; i++)
-      if (strcmp(res->p[i].kase, "daemon-incr") == 0 &&
-          strstr(res->p[i].mode, "-pipe100"))
-        res->p[i].ratio = res->p[i].ids_per_s / b->ids_per_s;
   }
   return ok;
 }

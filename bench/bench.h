@@ -250,6 +250,9 @@ leveldb_t *db_open(const char *path, size_t write_buffer);
 /* A memcached_st for config with TCP_NODELAY and 1 s timeouts, like the
  * library's; NULL with a message on stderr. */
 memcached_st *mc_open(const char *config);
+/* Sets key to "0" (an incr of a missing key is NOT_FOUND); 0 or -1, said
+ * on stderr. */
+int mc_set_zero(memcached_st *mc, const char *key);
 /* A TCP connection (TCP_NODELAY) to 127.0.0.1 at the port of a
  * "--SERVER=127.0.0.1:PORT" config; the socket, or -1. */
 int config_connect(const char *config);

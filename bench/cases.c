@@ -257,13 +257,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
   p->seed.mc = (mc_shared){master, "bench:seed"};
 
   if (bench_case_selected(cfg, "memcached-incr")) {
-    memcached_return_t rc =
-        memcached_set(master, p->incr.key, strlen(p->incr.key), "0", 1, 0, 0);
-    if (rc != MEMCACHED_SUCCESS) {
-      fprintf(stderr, "bench: memcached set: %s\n",
-              memcached_last_error_message(master));
-      return -1;
-    }
+    if (mc_set_zero(master, p->incr.key)) return -1;
     /* the baseline of daemon-incr and the peers: every wide count */
     add(cs, "memcached-incr", "raw", 1, &p->incr, mc_thread_open,
         mc_thread_close, incr_op, BENCH_MAX_THREADS);

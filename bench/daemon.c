@@ -220,17 +220,12 @@ static int64_t pipe_op(void *shared, void *state, char *err, size_t n) {
   return PIPE_DEPTH;
 }
 
-/* raw-pipe100: memcached answers NOT_FOUND to an incr of a missing key,
- * so the key starts at 0. */
+/* raw-pipe100: its key in memcached starts at 0. */
 static int raw_seed(const char *config, const char *key) {
   memcached_st *mc = mc_open(config);
-  memcached_return_t rc =
-      mc ? memcached_set(mc, key, strlen(key), "0", 1, 0, 0) : MEMCACHED_FAILURE;
-  if (rc != MEMCACHED_SUCCESS)
-    fprintf(stderr, "bench: cannot set %s in memcached (%s): %s\n", key,
-            config, mc ? memcached_last_error_message(mc) : "no connection");
+  int rc = mc ? mc_set_zero(mc, key) : -1;
   if (mc) memcached_free(mc);
-  return rc == MEMCACHED_SUCCESS ? 0 : -1;
+  return rc;
 }
 
 int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
@@ -281,6 +276,8 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   static const char *pipe_key[4] = {"bench-pipe-coalesce",
                                     "bench-pipe-prefetch", "bench-pipe-tls",
                                     "bench-pipe-raw"};
+  static const char *pipe_case[4] = {"daemon-incr", "daemon-incr",
+                                     "daemon-incr", "memcached-pipe"};
   for (int i = 0; i < 4; i++) {
     if (pipes[i] == NULL) continue;
     if (i == 3 && raw_seed(pipes[i], pipe_key[i]) != 0) return -1;
@@ -291,7 +288,7 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
     p->pipe[i].config = pipes[i];
     p->pipe[i].key = pipe_key[i];
     p->pipe[i].tls = i == 2;
-    cs->w[cs->n++] = (workload){i == 3 ? "memcached-pipe" : "daemon-incr",
+    cs->w[cs->n++] = (workload){pipe_case[i],
                                 pipe_mode[i],
                                 PIPE_DEPTH,
                                 &p->pipe[i],

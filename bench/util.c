@@ -105,6 +105,14 @@ memcached_st *mc_open(const char *config) {
   return mc;
 }
 
+int mc_set_zero(memcached_st *mc, const char *key) {
+  if (memcached_set(mc, key, strlen(key), "0", 1, 0, 0) == MEMCACHED_SUCCESS)
+    return 0;
+  fprintf(stderr, "bench: memcached set %s: %s\n", key,
+          memcached_last_error_message(mc));
+  return -1;
+}
+
 uint64_t db_max(leveldb_t *db, const char *prefix, size_t plen) {
   char end[LC_NAME_MAX + 10];
   memcpy(end, prefix, plen);
