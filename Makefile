@@ -36,7 +36,8 @@ LC_CFLAGS   = $(LC_BASE) -Iinclude -Isrc
 TOOL_CFLAGS = $(LC_BASE) -Iinclude
 LIBS      = -lmemcachedutil -lmemcached -lleveldb -lssl -lcrypto -pthread
 
-LIB_SRC   = $(wildcard src/*.c)
+# src/FOLDER/*.c: one folder per layer (src/internal.h is the map).
+LIB_SRC   = $(wildcard src/*/*.c)
 LIB_OBJ   = $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 LIB_A     = $(BUILD)/liblogcounter.a
 LIB_SO    = $(BUILD)/liblogcounter.so

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "base/format.h"
 
 typedef struct mc_shared {
   memcached_st *master;
@@ -108,8 +108,8 @@ static void record_put(leveldb_t *db, leveldb_writeoptions_t *wo,
   char key[48];
   unsigned char val[LC__RECORD_LEN];
   memcpy(key, prefix, plen);
-  lc__be64_put((unsigned char *)key + plen, v);
-  lc__record_encode(val, 1, lc__now_us());
+  lc__key_be64_put((unsigned char *)key + plen, v);
+  lc__key_record_encode(val, 1, lc__clock_now_us());
   leveldb_put(db, wo, key, plen + 8, (const char *)val, sizeof val, err);
 }
 
@@ -267,7 +267,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
     memcached_delete(master, s->mc.key, strlen(s->mc.key), 0);
     if ((s->db = open_db(cfg, "seed")) == NULL) return -1;
     s->wo = write_options(false);
-    s->plen = lc__record_prefix(s->prefix, "seed", 4);
+    s->plen = lc__key_record_prefix(s->prefix, "seed", 4);
     add(cs, "seed", "unsafe", 1, s, mc_thread_open, mc_thread_close, seed_op,
         0);
   }
@@ -306,7 +306,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
       put_shared *s = &p->put[i];
       if ((s->db = open_db(cfg, dirs[i])) == NULL) return -1;
       s->wo = write_options(i == 1);
-      s->plen = lc__record_prefix(s->prefix, "bench", 5);
+      s->plen = lc__key_record_prefix(s->prefix, "bench", 5);
       add(cs, "leveldb-put", i ? "sync" : "nosync", 1, s, NULL, NULL, put_op,
           0);
     }

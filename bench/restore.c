@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "base/format.h"
 
 #define NAME "bench-restore"
 #define BATCH 10000
@@ -36,13 +36,13 @@ static int build_log(const char *path, uint64_t n, double *settle) {
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   char key[LC_NAME_MAX + 10], *err = NULL;
   unsigned char val[LC__RECORD_LEN];
-  size_t plen = lc__record_prefix(key, NAME, strlen(NAME));
-  int64_t t = lc__now_us() - (int64_t)n * 1000; /* a record per ms */
+  size_t plen = lc__key_record_prefix(key, NAME, strlen(NAME));
+  int64_t t = lc__clock_now_us() - (int64_t)n * 1000; /* a record per ms */
   leveldb_writebatch_put(b, LC__FORMAT_KEY, strlen(LC__FORMAT_KEY),
                          LC__FORMAT_VALUE, strlen(LC__FORMAT_VALUE));
   for (uint64_t v = 1; v <= n && err == NULL; v++) {
-    lc__be64_put((unsigned char *)key + plen, v);
-    lc__record_encode(val, 1, t + (int64_t)v * 1000);
+    lc__key_be64_put((unsigned char *)key + plen, v);
+    lc__key_record_encode(val, 1, t + (int64_t)v * 1000);
     leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
     if (v % BATCH == 0 || v == n) {
       leveldb_write(db, wo, b, &err);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "format.h"
+#include "base/format.h"
 
 uint64_t now_ns(void) {
   return (uint64_t)common_mono_ns();
@@ -129,7 +129,7 @@ uint64_t db_max(leveldb_t *db, const char *prefix, size_t plen) {
     size_t klen;
     const char *k = leveldb_iter_key(it, &klen);
     if (klen == plen + 8 && memcmp(k, prefix, plen) == 0)
-      max = lc__be64_get((const unsigned char *)k + plen);
+      max = lc__key_be64_get((const unsigned char *)k + plen);
   }
   leveldb_iter_destroy(it);
   leveldb_readoptions_destroy(ro);

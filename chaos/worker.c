@@ -93,7 +93,7 @@ static uint64_t seed_db_max(const char *prefix, size_t plen) {
   if (leveldb_iter_valid(it)) {
     const char *k = leveldb_iter_key(it, &klen);
     if (klen == plen + 8 && memcmp(k, prefix, plen) == 0)
-      v = lc__be64_get((const unsigned char *)k + plen);
+      v = lc__key_be64_get((const unsigned char *)k + plen);
   }
   leveldb_iter_destroy(it);
   return v;
@@ -104,7 +104,7 @@ static int64_t seed_next(memcached_st *mc, int obj) {
   char key[16], prefix[32];
   const char *name = ch_counter_name(obj);
   int klen = snprintf(key, sizeof key, "sd:%s", name);
-  size_t plen = lc__record_prefix(prefix, name, strlen(name));
+  size_t plen = lc__key_record_prefix(prefix, name, strlen(name));
   uint64_t v = 0;
   if (memcached_increment(mc, key, (size_t)klen, 1, &v) != MEMCACHED_SUCCESS) {
     v = seed_db_max(prefix, plen) + 1;
@@ -116,8 +116,8 @@ static int64_t seed_next(memcached_st *mc, int obj) {
   char rkey[64];
   unsigned char val[LC__RECORD_LEN];
   memcpy(rkey, prefix, plen);
-  lc__be64_put((unsigned char *)rkey + plen, v);
-  lc__record_encode(val, 1, lc__now_us());
+  lc__key_be64_put((unsigned char *)rkey + plen, v);
+  lc__key_record_encode(val, 1, lc__clock_now_us());
   char *err = NULL;
   leveldb_put(sdb, swo, rkey, plen + 8, (const char *)val, sizeof val, &err);
   leveldb_free(err);

@@ -25,7 +25,7 @@
 
 #include "internal.h"
 #include "lcd_proto.h"
-#include "tally.h"
+#include "tally/tally.h"
 
 static int ref_valid(const unsigned char *s, size_t n) {
   if (n == 0 || n > LC_NAME_MAX) return 0;
@@ -101,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       bn[LC_NAME_MAX + 1];
   memcpy(an, data, alen);
   memcpy(bn, nl + 1, blen);
-  size_t ap = lc__record_prefix(a, an, alen);
-  size_t bp = lc__record_prefix(b, bn, blen);
+  size_t ap = lc__key_record_prefix(a, an, alen);
+  size_t bp = lc__key_record_prefix(b, bn, blen);
   memset(b + bp, 0, 8); /* b's record key for value 0..: any */
   FUZZ_CHECK(ap > bp + 8 || memcmp(a, b, ap) != 0);
   memset(b + bp, 0xff, 8);

@@ -9,7 +9,7 @@
  * value are exact-size heap copies, so a read past either is caught.
  *
  * Properties checked:
- *  - lc__record_decode accepts exactly a key of p + 8 bytes whose value is
+ *  - lc__key_record_decode accepts exactly a key of p + 8 bytes whose value is
  *    1..LC_VALUE_MAX and a 17-byte value of version 1..3 (a block, an
  *    open or a finished segment) whose count is 1..last, and then
  *    first = last - count + 1 >= 1, the version as given;
@@ -33,7 +33,7 @@
 #include "fuzz.h"
 
 #include "internal.h"
-#include "tally.h"
+#include "tally/tally.h"
 
 #include <stdbool.h>
 #include <unistd.h>
@@ -91,9 +91,9 @@ static void check_tally_read(const char *val, size_t vlen) {
   FUZZ_CHECK((rc == 0) == (vlen == 33 && v[0] == 1));
   FUZZ_CHECK(t->has_record == (rc == 0));
   if (rc == 0) {
-    FUZZ_CHECK((uint64_t)t->total == lc__be64_get(v + 1));
-    FUZZ_CHECK(t->ap == lc__be64_get(v + 9) && t->am == lc__be64_get(v + 17) &&
-               t->losses == lc__be64_get(v + 25));
+    FUZZ_CHECK((uint64_t)t->total == lc__key_be64_get(v + 1));
+    FUZZ_CHECK(t->ap == lc__key_be64_get(v + 9) && t->am == lc__key_be64_get(v + 17) &&
+               t->losses == lc__key_be64_get(v + 25));
   } else {
     FUZZ_CHECK(t->total == 0 && t->ap == 0 && t->am == 0 && t->losses == 0);
   }
@@ -102,11 +102,11 @@ static void check_tally_read(const char *val, size_t vlen) {
 static void check_record(const char *key, size_t klen, size_t plen,
                          const char *val, size_t vlen) {
   lc_record rec;
-  int rc = lc__record_decode(key, klen, plen, val, vlen, &rec);
+  int rc = lc__key_record_decode(key, klen, plen, val, vlen, &rec);
   const unsigned char *k = (const unsigned char *)key;
   const unsigned char *v = (const unsigned char *)val;
-  uint64_t last = klen == plen + 8 ? lc__be64_get(k + plen) : 0;
-  uint64_t count = vlen == LC__RECORD_LEN ? lc__be64_get(v + 1) : 0;
+  uint64_t last = klen == plen + 8 ? lc__key_be64_get(k + plen) : 0;
+  uint64_t count = vlen == LC__RECORD_LEN ? lc__key_be64_get(v + 1) : 0;
   int ok = klen == plen + 8 && last >= 1 && last <= (uint64_t)LC_VALUE_MAX &&
            vlen == LC__RECORD_LEN && v[0] >= LC_RECORD_BLOCK &&
            v[0] <= LC_RECORD_SEGMENT && count >= 1 && count <= last;
@@ -120,7 +120,7 @@ static void check_record(const char *key, size_t klen, size_t plen,
              (uint64_t)(rec.last - rec.first) + 1 == rec.count);
   FUZZ_CHECK(rec.version == v[0]);
   unsigned char again[LC__RECORD_LEN];
-  lc__record_encode(again, rec.count, rec.time_us);
+  lc__key_record_encode(again, rec.count, rec.time_us);
   again[0] = (unsigned char)rec.version;
   FUZZ_CHECK(memcmp(again, val, LC__RECORD_LEN) == 0);
 }
@@ -135,8 +135,8 @@ static void check_tally(const char *val, size_t vlen) {
     FUZZ_CHECK(rc == LC_ECORRUPT);
     return;
   }
-  FUZZ_CHECK((uint64_t)total == lc__be64_get(v + 1));
-  FUZZ_CHECK(losses == lc__be64_get(v + 25));
+  FUZZ_CHECK((uint64_t)total == lc__key_be64_get(v + 1));
+  FUZZ_CHECK(losses == lc__key_be64_get(v + 25));
   int64_t t2 = 0;
   uint64_t l2 = 0;
   FUZZ_CHECK(lc__tally_decode(val, vlen, &t2, NULL) == 0 && t2 == total);
@@ -152,9 +152,9 @@ static void check_log_read(const char *key, size_t klen, const char *val,
                            size_t vlen) {
   if (!scratch || vlen > 64) return;
   char rkey[300], vkey[8], *err = NULL;
-  size_t plen = lc__record_prefix(rkey, "t", 1);
+  size_t plen = lc__key_record_prefix(rkey, "t", 1);
   memcpy(rkey + plen, key, klen);
-  size_t rlen = plen + klen, vklen = lc__reservation_key(vkey, "t", 1);
+  size_t rlen = plen + klen, vklen = lc__key_reservation(vkey, "t", 1);
   leveldb_writeoptions_t *wo = scratch->log.nosync;
   leveldb_put(scratch->log.db, wo, rkey, rlen, val, vlen, &err);
   FUZZ_CHECK(err == NULL);
@@ -162,7 +162,7 @@ static void check_log_read(const char *key, size_t klen, const char *val,
   FUZZ_CHECK(err == NULL);
 
   lc_record want, got;
-  int drc = lc__record_decode(rkey, rlen, plen, val, vlen, &want);
+  int drc = lc__key_record_decode(rkey, rlen, plen, val, vlen, &want);
   lc_iter *it = NULL;
   FUZZ_CHECK(lc_iter_open(scratch, "t", &it) == 0);
   int rc = lc_iter_next(it, &got);
@@ -175,7 +175,7 @@ static void check_log_read(const char *key, size_t klen, const char *val,
   lc_iter_close(it);
 
   int64_t max = -1;
-  uint64_t last = klen == 8 ? lc__be64_get((const unsigned char *)key) : 0;
+  uint64_t last = klen == 8 ? lc__key_be64_get((const unsigned char *)key) : 0;
   rc = lc__log_max(&scratch->log, "t", 1, &max);
   if (klen == 8 && last > (uint64_t)LC_VALUE_MAX)
     FUZZ_CHECK(rc == LC_ECORRUPT);
@@ -184,7 +184,7 @@ static void check_log_read(const char *key, size_t klen, const char *val,
 
   int64_t res = -1;
   const unsigned char *v = (const unsigned char *)val;
-  uint64_t r = vlen == 9 ? lc__be64_get(v + 1) : 0;
+  uint64_t r = vlen == 9 ? lc__key_be64_get(v + 1) : 0;
   rc = lc__log_get_reservation(&scratch->log, "t", 1, &res);
   if (vlen == 9 && v[0] == LC__RECORD_VERSION && r <= (uint64_t)LC_VALUE_MAX)
     FUZZ_CHECK(rc == 0 && res == (int64_t)r);
@@ -210,20 +210,20 @@ static void check_keys(const char *key, size_t klen, const char *val,
   memcpy(name, key, klen);
   name[klen] = '\0';
   if (lc_check_name(name) != 0) return;
-  uint64_t value = vlen >= 8 ? lc__be64_get((const unsigned char *)val) : 1;
+  uint64_t value = vlen >= 8 ? lc__key_be64_get((const unsigned char *)val) : 1;
   char buf[LC_NAME_MAX + 10];
-  size_t plen = lc__record_prefix(buf, name, klen);
+  size_t plen = lc__key_record_prefix(buf, name, klen);
   FUZZ_CHECK(plen == klen + 2 && buf[0] == 'r' && buf[plen - 1] == '\0' &&
              memcmp(buf + 1, name, klen) == 0);
-  lc__be64_put((unsigned char *)buf + plen, value);
-  FUZZ_CHECK(lc__be64_get((unsigned char *)buf + plen) == value);
-  size_t n = lc__reservation_key(buf, name, klen);
+  lc__key_be64_put((unsigned char *)buf + plen, value);
+  FUZZ_CHECK(lc__key_be64_get((unsigned char *)buf + plen) == value);
+  size_t n = lc__key_reservation(buf, name, klen);
   FUZZ_CHECK(n == klen + 1 && buf[0] == 'v' && !memcmp(buf + 1, name, klen));
   n = lc__tally_rec_key(buf, name, klen);
   FUZZ_CHECK(n == klen + 1 && buf[0] == 't' && !memcmp(buf + 1, name, klen));
   n = lc__tally_idx_key(buf, (int64_t)value, name, klen);
   FUZZ_CHECK(n == klen + 9 && buf[0] == 'T' && !memcmp(buf + 9, name, klen));
-  FUZZ_CHECK((lc__be64_get((unsigned char *)buf + 1) ^ 0x8000000000000000ULL) ==
+  FUZZ_CHECK((lc__key_be64_get((unsigned char *)buf + 1) ^ 0x8000000000000000ULL) ==
              value);
 }
 

@@ -19,7 +19,7 @@ FUZZ_CC      ?= clang
 FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  ?= -O1 -g
-FUZZ_DEPS     = fuzz/fuzz.h include/logcounter.h $(wildcard src/*.h)
+FUZZ_DEPS     = fuzz/fuzz.h include/logcounter.h $(wildcard src/*.h src/*/*.h)
 # The proto and name targets fuzz the daemon's request parser too.
 FUZZ_PROTO    = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 # The auth target: the handshake's and the auth/rights files' parsers.
@@ -51,7 +51,7 @@ fuzz-replay: $(FUZZ_REPLAY)
 	@BUILD=$(BUILD) bash tests/suite_fuzz.sh
 
 # ---- libFuzzer builds (clang) ----
-$(FUZZ_BUILD)/obj/%.o: src/%.c include/logcounter.h $(wildcard src/*.h)
+$(FUZZ_BUILD)/obj/%.o: src/%.c include/logcounter.h $(wildcard src/*.h src/*/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(LC_CFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) \
 	  -fsanitize=fuzzer-no-link -c -o $@ $<

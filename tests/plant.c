@@ -20,12 +20,12 @@ int tu_plant(const char *path, const char *name, int64_t from, int64_t to,
     return -1;
   }
   char key[LC_NAME_MAX + 10];
-  size_t plen = lc__record_prefix(key, name, strlen(name));
+  size_t plen = lc__key_record_prefix(key, name, strlen(name));
   unsigned char val[LC__RECORD_LEN];
-  lc__record_encode(val, 1, time_us);
+  lc__key_record_encode(val, 1, time_us);
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   for (int64_t i = from; i <= to && !*err; i++) {
-    lc__be64_put((unsigned char *)key + plen, (uint64_t)i);
+    lc__key_be64_put((unsigned char *)key + plen, (uint64_t)i);
     leveldb_writebatch_put(b, key, plen + 8, (const char *)val, sizeof val);
     if ((i - from) % 10000 == 9999) {
       leveldb_write(db, wo, b, err);

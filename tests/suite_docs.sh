@@ -19,10 +19,11 @@
 #   - the man pages ($BUILD/man, or LC_DOCS_MAN) name exactly the options
 #     (and, for the CLI, the commands and each command's options) that
 #     the built programs' --help name (tests/docs/docs_check.py man);
-#   - the library's layers hold: the leaves (segment.c, seg_fast.c,
-#     ledger.c, claim.c) use no symbol that the counter files above them
-#     define (nm on $BUILD/obj), and internal.h's module map names every
-#     src/*.c.
+#   - the library's layers hold (tests/layers.py on $BUILD/obj/*/*.o: no
+#     call from a folder to one after it in internal.h's map, no cycle,
+#     the counter leaves call nothing above them, every lc__ name's prefix
+#     names its folder or file, the map names every src/*/*.c), the map
+#     stays at most 150 lines, and layers.py fails on a planted call up.
 # Needs $BUILD/logcounter, $BUILD/logcounterd, $BUILD/liblogcounter.a
 # and its objects,
 # the man pages (make), memcached and python3.  Talks to 127.0.0.1 only.
@@ -77,38 +78,31 @@ check "logcounterd(8) names what logcounterd --help names" \
   "${CHECK[@]}" man "$B/logcounterd" "$MAN/logcounterd.8"
 
 # ---- the library's layers ---------------------------------------------------
-UPPER=(counter counter_ops next prefetch first)
-defined_above() {
-  for o in "${UPPER[@]}"; do nm --defined-only "$B/obj/$o.o"; done |
-    awk '$2 ~ /^[TD]$/ {print $3}' | sort -u
+check "the library's folders call only down, no cycle, prefixes name homes (tests/layers.py)" \
+  python3 tests/layers.py "$B/obj" src/internal.h
+check "src/internal.h, the map, is at most 150 lines" \
+  test "$(wc -l <src/internal.h)" -le 150
+# layers.py must be able to fail: a base/ object calling a log/ function,
+# a name with a foreign prefix, and a leaf calling counter.c up.
+layers_fails() {
+  local d=$TMP/layers
+  mkdir -p "$d/src/base" "$d/src/log" "$d/src/counter" "$d/obj/base" "$d/obj/log" "$d/obj/counter"
+  printf '#include "base/base.h"\n#include "log/log.h"\n#include "counter/counter.h"\n/* a.c b.c segment.c counter.c */\n' >"$d/src/internal.h"
+  touch "$d/src/base/base.h" "$d/src/log/log.h" "$d/src/counter/counter.h"
+  printf 'int lc__log_f(void);\nint lc__base_g(void);\nint lc__base_g(void) { return lc__log_f(); }\n' >"$d/a.c"
+  printf 'int lc__log_f(void);\nint lc__cache_h(void);\nint lc__log_f(void) { return 1; }\nint lc__cache_h(void) { return 2; }\n' >"$d/b.c"
+  printf 'int lc__counter_k(void);\nint lc__seg_j(void);\nint lc__seg_j(void) { return lc__counter_k(); }\n' >"$d/segment.c"
+  printf 'int lc__counter_k(void);\nint lc__counter_k(void) { return 3; }\n' >"$d/counter.c"
+  cc -c -o "$d/obj/base/a.o" "$d/a.c" && cc -c -o "$d/obj/log/b.o" "$d/b.c" &&
+    cc -c -o "$d/obj/counter/segment.o" "$d/segment.c" &&
+    cc -c -o "$d/obj/counter/counter.o" "$d/counter.c" || return 1
+  python3 tests/layers.py "$d/obj" "$d/src/internal.h" >"$d/out" && return 1
+  cat "$d/out"
+  grep -q 'call up: src/base/a.c uses lc__log_f of src/log/b.c' "$d/out" &&
+    grep -q 'prefix: lc__cache_h lives in src/log/b.c' "$d/out" &&
+    grep -q 'leaf calls up: src/counter/segment.c uses lc__counter_k' "$d/out"
 }
-leaf_calls_up() { # prints what leaf $1 uses of the files above
-  [ -f "$B/obj/$1.o" ] || { echo "no $B/obj/$1.o"; return 1; }
-  nm -u "$B/obj/$1.o" | awk '{print $2}' | sort -u >"$TMP/uses"
-  defined_above >"$TMP/above"
-  [ -s "$TMP/above" ] || { echo "no symbols found above"; return 1; }
-  comm -12 "$TMP/uses" "$TMP/above" | tee "$TMP/up"
-  [ ! -s "$TMP/up" ]
-}
-for leaf in segment seg_fast ledger claim; do
-  check "src/$leaf.c is a leaf (calls nothing of ${UPPER[*]})" \
-    leaf_calls_up "$leaf"
-done
-map_names_all() { # the map's names, patterns (tally*.c) included
-  local missing=0 f tok found toks
-  mapfile -t toks < <(sed -n '1,/\*\//p' src/internal.h |
-    grep -o '[a-z_]*[*]\{0,1\}[a-z_]*\.c')
-  for f in src/*.c; do
-    f=${f#src/} found=0
-    for tok in "${toks[@]}"; do
-      # shellcheck disable=SC2053
-      [[ $f == $tok ]] && found=1
-    done
-    [ "$found" = 1 ] || { echo "internal.h's map does not name $f"; missing=1; }
-  done
-  return "$missing"
-}
-check "internal.h's module map names every src/*.c" map_names_all
+check "tests/layers.py fails on a call up, a foreign prefix and a leaf calling up" layers_fails
 
 # ---- C programs --------------------------------------------------------------
 LIBS="-lmemcachedutil -lmemcached -lleveldb -lssl -lcrypto -pthread"

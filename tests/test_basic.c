@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "base/format.h"
 #include "mcd.h"
 
 static int reopen(fx_t *f) {

@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "counter.h" /* the frontier, tested directly below */
+#include "internal.h" /* the frontier, tested directly below */
 #include "mcd.h"
 
 /* The ledger of name, checked: no unexplained hole, no conflict. */

@@ -25,7 +25,7 @@
 
 #include <leveldb/c.h>
 
-#include "format.h"
+#include "base/format.h"
 #include "mcd.h"
 #include "plant.h"
 
@@ -287,7 +287,7 @@ static void on_progress(void *arg, uint64_t scanned, uint64_t deleted) {
 static void write_records(const char *dir, const char *name, long n) {
   char path[4096], *err = NULL;
   snprintf(path, sizeof path, "%s/db", dir);
-  if (tu_plant(path, name, 1, n, lc__now_us(), 0, &err))
+  if (tu_plant(path, name, 1, n, lc__clock_now_us(), 0, &err))
     fail_msg("planting %s in %s: %s", name, path, err);
 }
 

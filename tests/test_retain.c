@@ -35,7 +35,7 @@
 
 #include <leveldb/c.h>
 
-#include "format.h"
+#include "base/format.h"
 #include "mcd.h"
 #include "plant.h"
 

@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "format.h"
+#include "base/format.h"
 #include "mcd.h"
 
 static void reopen(fx_t *f) {

@@ -94,7 +94,7 @@ static int plant(const char *dir, long n) {
   }
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   char name[32];
-  int64_t now = lc__now_us();
+  int64_t now = lc__clock_now_us();
   for (long i = 0; i < n && !err; i++) {
     int len = snprintf(name, sizeof name, "m%ld", i);
     lc__log_batch_record(b, name, (size_t)len, 1, LC_RECORD_BLOCK, 1, now);

@@ -12,7 +12,7 @@
  */
 #include "plant.h"
 
-#include "format.h"
+#include "base/format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   char *err = NULL;
-  if (tu_plant(dir, name, first, first + n - 1, lc__now_us(), first + n - 1,
+  if (tu_plant(dir, name, first, first + n - 1, lc__clock_now_us(), first + n - 1,
                &err)) {
     fprintf(stderr, "lc_plant: %s: %s\n", dir, err);
     return 1;

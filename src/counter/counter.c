@@ -1,0 +1,1030 @@
+/*
+ * counter.c - a counter's state and the primitives every way of
+ * allocating shares: the name table, the leader role (acquire/release),
+ * load, claim, seed, increment, restore, skip, close and eviction; and
+ * allocation without prefetch: memcached increment, log append, restore.
+ * It drives the leaves (segment.c, ledger.c, claim.c) and is driven by
+ * next.c, first.c, prefetch.c and counter_ops.c; it calls none of them.
+ *
+ * Callers of lc_next_n (without prefetch) queue their requests.  The first queued caller
+ * sends a batch: it takes every request queued so far, sends ONE increment
+ * by their total, writes ONE record for the whole block, and splits the
+ * block among them in arrival order.  Up to LC__INFLIGHT batches of one
+ * counter are in flight at once, so a caller does not wait for another
+ * caller's round trip; callers merge only beyond that.  Log writes happen
+ * outside the lock, so they overlap (and LevelDB merges concurrent synced
+ * writes into one fsync).
+ *
+ * Invariants, for each counter:
+ *  - floor: every value <= floor has been handed out, burned, or reserved
+ *    by an earlier owner.  An answer from memcached is accepted only if its
+ *    block lies above floor as it was when the increment was sent, and
+ *    overlaps no block accepted since (kept as merged ranges, only above
+ *    the lowest floor an increment in flight was sent with, so a slow
+ *    answer is still judged exactly); otherwise memcached went backwards
+ *    (a restart, a stale warm restart, a stray set) and the increment is
+ *    made again alone (nothing else in flight), raising the key exactly
+ *    past floor.  A lost key is re-seeded alone, with memcached's add
+ *    (never set) at max(floor, log max).  Restores, raises, lc_advance and
+ *    lc_restore run alone (lc__counter_acquire waits until nothing is in
+ *    flight and holds new increments back).
+ *  - reserved (default durability): a synced reservation >= every value
+ *    handed out.  A block above it is written together with a new,
+ *    synced reservation.  A new handle starts with floor = max(log max,
+ *    reservation), so even records lost to an OS crash cannot be reissued.
+ *  - a value is returned only after its record's write succeeded; on a
+ *    failed write the block is burned (floor still moves past it).
+ *  - pending (a restored log, backup.c): the key is never seeded from
+ *    the log; a miss, or memcached below what the log shows taken
+ *    (records and ledger: proven), is LC_EBEHIND; between proven and
+ *    floor (a reservation runs ahead) it is raised past floor as usual.  The first block accepted goes out alone
+ *    (next_pending), written with a reservation at or above it and the
+ *    counter's reconciled mark in one synced write.
+ */
+#include "counter/counter.h"
+#include "handle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ATTEMPTS 8
+
+#ifdef LC_TEST_SEAMS
+/* Test seam (the chaos harness): when set, called by a leader between its
+ * memcached increment and its log write. */
+void (*lc__test_before_commit)(const char *name);
+#endif
+
+struct lc__req {
+  uint64_t n;
+  int64_t first;
+  int rc;
+  bool taken; /* in a batch: its thread must not lead */
+  bool done;
+  pthread_cond_t cv; /* signalled when done, or to lead */
+  char detail[LC__DETAIL_MAX];
+  struct lc__req *next;
+};
+typedef lc__req req;
+
+void lc__counter_table_init(lc__table *t) {
+  memset(t, 0, sizeof *t);
+  pthread_mutex_init(&t->mu, NULL);
+}
+
+/* A new counter's state, not in any table; NULL when out of memory. */
+lc__counter *lc__counter_new(const char *name, size_t n) {
+  size_t plen = strlen(LC__MC_PREFIX);
+  lc__counter *c = calloc(1, sizeof *c + plen + n + 1);
+  if (c == NULL) return NULL;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  lc__seg_init(c);
+  memcpy(c->key, LC__MC_PREFIX, plen);
+  memcpy(c->key + plen, name, n + 1);
+  c->name = c->key + plen;
+  c->nlen = n;
+  c->klen = plen + n;
+  c->node.name = c->name;
+  c->node.nlen = n;
+  return c;
+}
+
+void lc__counter_free(lc__counter *c) {
+  lc__seg_destroy(c);
+  free(c->refused_by);
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+/* Each thread remembers the counters it found last, per handle (by uid,
+ * never reused), so a hot name is found without the table's mutex.
+ * Counters are freed by lc_close and by eviction passes (evict.c), which
+ * run with no call inside and bump ev.gen: an entry of an older gen is
+ * not used. */
+#define LC__TCACHE 16
+static _Thread_local struct {
+  uint64_t uid, gen;
+  lc__counter *c;
+} tcache[LC__TCACHE];
+
+static unsigned name_slot(const char *name, size_t n) {
+  uint32_t x = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) x = (x ^ (unsigned char)name[i]) * 16777619u;
+  return x % LC__TCACHE;
+}
+
+/* c, marked used for the eviction passes (a load, and a store only
+ * when a pass cleared the mark). */
+static lc__counter *touch(lc_t *h, lc__counter *c) {
+  if (h->ev.on && !atomic_load_explicit(&c->touched, memory_order_relaxed))
+    atomic_store_explicit(&c->touched, true, memory_order_relaxed);
+  return c;
+}
+
+/* Finds the counter, creating it when create (else *out may be NULL);
+ * validates the name.  Inside the gate (evict.c). */
+static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
+  int rc = lc_check_name(name);
+  if (rc)
+    return lc__fail(
+        rc, rc == LC_EINVAL ? "counter name is NULL" : "invalid counter name");
+  size_t n = strlen(name);
+  unsigned slot = name_slot(name, n);
+  uint64_t gen = atomic_load_explicit(&h->ev.gen, memory_order_relaxed);
+  if (h->uid && tcache[slot].uid == h->uid && tcache[slot].gen == gen &&
+      strcmp(tcache[slot].c->name, name) == 0) {
+    *out = touch(h, tcache[slot].c);
+    return 0;
+  }
+  lc__table *t = &h->counters;
+  pthread_mutex_lock(&t->mu);
+  lc__counter *c = (lc__counter *)lc__names_find(&t->names, name, n);
+  if (c == NULL && create) {
+    if (t->names.count >= t->names.max) {
+      pthread_mutex_unlock(&t->mu);
+      return lc__fail(LC_ELIMIT,
+                      "%s would be counter %llu of this handle "
+                      "(max_counters %llu)",
+                      name, (unsigned long long)t->names.count + 1,
+                      (unsigned long long)t->names.max);
+    }
+    c = lc__counter_new(name, n);
+    if (c == NULL || !lc__names_add(&t->names, &c->node)) {
+      pthread_mutex_unlock(&t->mu);
+      if (c) lc__counter_free(c);
+      return lc__fail(LC_ENOMEM, "cannot allocate counter state");
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (c && h->uid) { /* 0: a handle not made by lc_open (the fuzzers') */
+    tcache[slot].uid = h->uid;
+    tcache[slot].gen = gen;
+    tcache[slot].c = c;
+  }
+  *out = c ? touch(h, c) : NULL;
+  return 0;
+}
+
+int lc__counter_lookup(lc_t *h, const char *name, lc__counter **out) {
+  return find(h, name, true, out);
+}
+
+int lc__counter_find(lc_t *h, const char *name, lc__counter **out) {
+  return find(h, name, false, out);
+}
+
+/* mu held: may the first queued request send its batch now? */
+static bool can_send(const lc__counter *c) {
+  return c->head && !c->head->taken && !c->busy && c->excl_waiting == 0 &&
+         c->inflight < LC__INFLIGHT;
+}
+
+/* mu held: wakes whoever may go on: exclusive operations once nothing is
+ * in flight, else the first queued request if it may send. */
+static void wake(lc__counter *c) {
+  if (c->excl_waiting && !c->busy && c->inflight == 0)
+    pthread_cond_broadcast(&c->cv);
+  else if (can_send(c))
+    pthread_cond_signal(&c->head->cv);
+}
+
+/* Gives up the exclusive role and wakes whoever may go on; c->mu held. */
+static void handoff(lc__counter *c) {
+  c->busy = false;
+  wake(c);
+}
+
+/* Leader role for operations that are not batched: nothing in flight. */
+void lc__counter_acquire(lc__counter *c) {
+  lc__counter_lock(c);
+  c->excl_waiting++;
+  while (c->busy || c->inflight > 0) lc__counter_wait(c, &c->cv);
+  c->excl_waiting--;
+  c->busy = true;
+  lc__counter_unlock(c);
+}
+
+void lc__counter_settle(lc__counter *c) {
+  lc__counter_acquire(c);
+  lc__counter_lock(c);
+  while (c->committing > 0) lc__counter_wait(c, &c->cv);
+  lc__counter_unlock(c);
+}
+
+void lc__counter_release(lc__counter *c) {
+  lc__counter_lock(c);
+  handoff(c);
+  lc__counter_unlock(c);
+}
+
+int lc__counter_load(lc_t *h, lc__counter *c) {
+  if (c->loaded) return 0;
+  int64_t max = 0, res = 0, gapmax = 0;
+  int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
+  if (!rc) rc = lc__ledger_max(&h->log, c->name, c->nlen, &gapmax);
+  if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
+  if (!rc) rc = lc__claim_load(h, c);
+  bool pending = false;
+  if (!rc) rc = lc__backup_pending_load(h, c->name, c->nlen, &pending);
+  if (rc) return rc;
+  lc__counter_lock(c);               /* read under mu by lc_next_n */
+  c->pending = pending;
+  c->proven = max > gapmax ? max : gapmax;
+  c->gap_low = max > gapmax ? max : gapmax; /* ledger gaps are skipped */
+  c->floor = c->gap_low > res ? c->gap_low : res;
+  c->restart_to = c->floor; /* holes up to it: the last run's */
+  c->reserved = res;
+  /* a promoted standby's holes are the old primary's lost records */
+  rc = lc__ledger_load_tail(&h->log, c,
+                            h->promoting ? LC_GAP_FAILOVER : LC_GAP_RESTART);
+  if (rc) c->ngaps = 0; /* loaded again next time */
+  c->loaded = rc == 0;
+  lc__counter_unlock(c);
+  return rc;
+}
+
+int lc__counter_claim(lc_t *h, lc__counter *c) {
+  if (c->floor == 0 && !atomic_load(&c->refusal) && !c->pending) {
+    /* A counter this log has never logged, reserved or skipped: seed its
+     * key first (add: a key that exists is left alone), so that the first
+     * increment finds it instead of missing, seeding and claiming again
+     * (three round trips fewer per new name).  Before the claim, not
+     * after: if memcached loses both meanwhile, that increment misses and
+     * the usual seed claims again.  Seeding a key another log owns is
+     * harmless (it restarts at 0; its owner's floor check raises it). */
+    int rc = lc__cache_add(&h->cache, c->key, c->klen, 0);
+    if (rc < 0) return rc;
+    if (rc == 0) LC__STAT(h, restores, 1);
+  }
+  return lc__claim(h, c);
+}
+
+/* Leader only: seeds a lost key at max(floor, log max) with add, after
+ * claiming the counter again (memcached lost the claim with the key). */
+static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
+  if (c->pending) return lc__backup_behind(c->name, -1, c->floor);
+  int64_t max = 0;
+  int rc = lc__claim(h, c);
+  if (!rc) rc = lc__log_max(&h->log, c->name, c->nlen, &max);
+  if (rc) return rc;
+  if (max > c->floor) c->floor = max;
+  rc = lc__cache_add(&h->cache, c->key, c->klen, (uint64_t)c->floor);
+  if (rc == 0) {
+    LC__STAT(h, restores, 1);
+    *seeded = c->floor;
+  }
+  return rc; /* LC__EXISTS: someone else seeded it; go back to incr */
+}
+
+int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
+  uint64_t delta = n;
+  for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    uint64_t v = 0;
+    int64_t seeded;
+    LC__STAT(h, increments, 1);
+    int rc = lc__cache_incr(&h->cache, c->key, c->klen, delta, &v);
+    if (rc == LC__MISS) {
+      rc = seed(h, c, &seeded);
+      if (rc < 0) return rc;
+      delta = n;
+      continue;
+    }
+    if (rc) return rc;
+    if (v > (uint64_t)LC_VALUE_MAX)
+      return lc__fail(LC_EOVERFLOW, "memcached holds %llu for %s",
+                      (unsigned long long)v, c->key);
+    if (v >= n && (int64_t)(v - n) >= c->floor) {
+      *last = (int64_t)v;
+      return 0;
+    }
+    if (c->pending && (v < n || (int64_t)(v - n) < c->proven))
+      /* below what the log shows taken: memcached went back, and the log
+       * may be behind the original */
+      return lc__backup_behind(c->name, v >= n ? (int64_t)(v - n) : 0, c->proven);
+    /* memcached is behind what was handed out: raise it past floor. */
+    LC__STAT(h, backwards, 1);
+    delta = (uint64_t)c->floor + n - v;
+  }
+  return lc__fail(LC_EAGAIN, "memcached lost or lowered %s %d times in a row",
+                  c->key, MAX_ATTEMPTS);
+}
+
+typedef lc__block block;
+
+/* mu held: the lowest floor an answer still in flight was sent with (the
+ * floor itself when none is). */
+static int64_t lowest_sent_floor(const lc__counter *c) {
+  int64_t low = c->floor;
+  for (int i = 0; i < LC__INFLIGHT; i++)
+    if ((c->slots & (1u << i)) && c->sent_floor[i] < low)
+      low = c->sent_floor[i];
+  return low;
+}
+
+/* mu held: records the accepted range first..last for the overlap check,
+ * and forgets the ranges no answer in flight can reach. */
+static void remember(lc__counter *c, int64_t first, int64_t last) {
+  lc__span *a = c->accepted;
+  int i = 0;
+  while (i < c->naccepted && a[i].last < first) i++;
+  if (i > 0 && a[i - 1].last == first - 1) { /* extends the one below */
+    a[i - 1].last = last;
+    if (i < c->naccepted && a[i].first == last + 1) { /* and meets the next */
+      a[i - 1].last = a[i].last;
+      memmove(a + i, a + i + 1, sizeof *a * (size_t)(c->naccepted - i - 1));
+      c->naccepted--;
+    }
+  } else if (i < c->naccepted && a[i].first == last + 1) {
+    a[i].first = first;
+  } else {
+    if (c->naccepted == LC__ACCEPTED) { /* full: forget the lowest */
+      if (a[0].last > c->lost_below) c->lost_below = a[0].last;
+      memmove(a, a + 1, sizeof *a * (size_t)(LC__ACCEPTED - 1));
+      c->naccepted--;
+      if (i > 0) i--;
+    }
+    memmove(a + i + 1, a + i, sizeof *a * (size_t)(c->naccepted - i));
+    a[i] = (lc__span){first, last};
+    c->naccepted++;
+  }
+  int64_t low = lowest_sent_floor(c);
+  int drop = 0;
+  while (drop < c->naccepted && a[drop].last <= low) drop++;
+  memmove(a, a + drop, sizeof *a * (size_t)(c->naccepted - drop));
+  c->naccepted -= drop;
+  if (c->lost_below <= low) c->lost_below = 0;
+}
+
+/* mu held: the block (last-n, last] is handed out (or burned if its write
+ * fails): floor passes it, and whether its record needs a sync and a new
+ * reservation is decided. */
+static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n, block *b) {
+  b->last = last;
+  b->n = n;
+  b->reservation = 0;
+  b->sync = h->opt.durability == LC_DURABILITY_SYNC;
+  if (!b->sync && last > c->reserved) {
+    uint64_t block16 = n > UINT64_MAX / 16 ? UINT64_MAX : 16 * n;
+    uint64_t window = h->opt.reserve > block16 ? h->opt.reserve : block16;
+    b->reservation = (uint64_t)(LC_VALUE_MAX - last) < window
+                         ? LC_VALUE_MAX
+                         : last + (int64_t)window;
+    b->sync = true;
+  }
+  if (last > c->floor) c->floor = last; /* never again */
+  c->used = true;
+  remember(c, last - (int64_t)(n - 1), last);
+  lc__ledger_taken(c, last - (int64_t)(n - 1), last, lowest_sent_floor(c));
+  b->ngaps = lc__ledger_take(&h->log, c, b->gaps);
+}
+
+/* mu held: may the answer v to an increment by n, sent when floor was
+ * floor0, be handed out?  Only if its block lies above floor0 and overlaps
+ * no block accepted since (memcached went backwards otherwise: a restart,
+ * a stale warm restart, a stray set).  Blocks accepted before it was sent
+ * lie at or below floor0; those accepted since and above floor0 are in
+ * c->accepted. */
+static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
+                       int64_t floor0) {
+  if (v < n || (int64_t)(v - n) < floor0) return false;
+  int64_t first = (int64_t)(v - n) + 1, last = (int64_t)v;
+  if (first <= c->lost_below) return false; /* cannot tell: alone */
+  for (int i = 0; i < c->naccepted; i++)
+    if (!(last < c->accepted[i].first || first > c->accepted[i].last))
+      return false;
+  return true;
+}
+
+/* Adds the block's record to wb, with its reservation and ledger entries
+ * if any. */
+static void batch_block(leveldb_writebatch_t *wb, const lc__counter *c,
+                        const block *b) {
+  lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_BLOCK, b->n,
+                       lc__clock_now_us());
+  if (b->reservation)
+    lc__log_batch_reservation(wb, c->name, c->nlen, b->reservation);
+  lc__ledger_batch(wb, c, b->gaps, b->ngaps);
+  if (b->reconciles) lc__backup_reconciled(wb, c->name, c->nlen, b->last);
+}
+
+/* Writes the block's record (batch_block). */
+static int commit(lc_t *h, lc__counter *c, const block *b) {
+  leveldb_writebatch_t *wb = leveldb_writebatch_create();
+  batch_block(wb, c, b);
+  int64_t t0 = lc__clock_mono_us();
+  int rc = lc__log_write(&h->log, wb, b->sync);
+  if (b->reservation) lc__lat_record(&h->lat[LC__LAT_RESERVATION], t0);
+  leveldb_writebatch_destroy(wb);
+  LC__STAT(h, log_writes, 1);
+  if (b->sync) LC__STAT(h, log_syncs, 1);
+  return rc;
+}
+
+/* Takes queued requests, at most max (0: any number), whose total fits
+ * below 2^63; c->mu held. */
+static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
+  req *batch = c->head, **tail = &batch;
+  uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
+  unsigned taken = 0;
+  *total = 0;
+  while (*tail && (*tail)->n <= room - *total && (max == 0 || taken++ < max)) {
+    (*tail)->taken = true;
+    *total += (*tail)->n;
+    tail = &(*tail)->next;
+  }
+  if (*total == 0) { /* the first request alone does not fit: take it */
+    batch->taken = true;
+    *total = batch->n;
+    tail = &batch->next;
+  }
+  c->head = *tail;
+  if (c->head == NULL) c->tail = NULL;
+  *tail = NULL;
+  return batch;
+}
+
+/* mu held: b needs a new reservation.  One reservation write at a time
+ * per counter (writes that complete out of order would leave the lower
+ * value in the log): wait for the one under way, then write only if the
+ * block is still above what is reserved. */
+static void claim_reservation(lc_t *h, lc__counter *c, block *b) {
+  while (c->res_writing) lc__counter_wait(c, &c->cv);
+  if (b->last <= c->reserved) { /* covered meanwhile */
+    b->reservation = 0;
+    b->sync = h->opt.durability == LC_DURABILITY_SYNC;
+    return;
+  }
+  c->res_writing = true;
+}
+
+/* mu held: the reservation write claimed is over; written: its value,
+ * or 0 when it failed. */
+static void release_reservation(lc__counter *c, int64_t written) {
+  if (written > c->reserved) c->reserved = written;
+  c->res_writing = false;
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* mu held: block b's write is over (rc its result): its reservation
+ * write released, and on a failure the block burned (the ledger says so
+ * next time). */
+static void block_written(lc__counter *c, const block *b, int rc) {
+  if (b->reservation) release_reservation(c, rc ? 0 : b->reservation);
+  if (rc && b->last) {
+    lc__ledger_putback(c, b->gaps, b->ngaps);
+    lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
+  }
+}
+
+/* mu held, returns with it held: the increment of an answer that could
+ * not be accepted (or of a lost key: missing, seeded first), made alone:
+ * with nothing else in flight it restores or raises the key exactly past
+ * floor. */
+static int increment_alone(lc_t *h, lc__counter *c, uint64_t n, bool missing,
+                           int64_t *last) {
+  c->excl_waiting++;
+  while (c->busy || c->inflight > 0) lc__counter_wait(c, &c->cv);
+  c->excl_waiting--;
+  c->busy = true;
+  lc__counter_unlock(c);
+  int64_t seeded;
+  int rc = missing ? seed(h, c, &seeded) : 0;
+  if (rc >= 0) rc = lc__counter_increment(h, c, n, last);
+  lc__counter_lock(c);
+  c->busy = false;
+  return rc;
+}
+
+/*
+ * Sends one batch (mu held, returns with it held): the queued requests, ONE
+ * increment by their total, ONE record, the block split among them in
+ * arrival order.  Up to LC__INFLIGHT batches of one counter are sent at
+ * once; their log writes (synced ones too) overlap, and LevelDB merges
+ * concurrent synced writes into one fsync.
+ */
+static void send_batch(lc_t *h, lc__counter *c) {
+  uint64_t total;
+  req *batch = take_batch(c, h->opt.batch_max, &total);
+  block b = {0};
+  int rc = 0;
+  if (total > (uint64_t)(LC_VALUE_MAX - c->floor)) {
+    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+                  (long long)c->floor);
+  } else if ((rc = lc__log_ok(&h->log)) != 0) {
+    /* nothing taken from memcached */
+  } else {
+    int64_t floor0 = c->floor;
+    uint64_t v = 0;
+    int slot = 0;
+    while (c->slots & (1u << slot)) slot++; /* inflight < LC__INFLIGHT */
+    c->slots |= 1u << slot;
+    c->sent_floor[slot] = floor0;
+    c->inflight++;
+    wake(c); /* the next batch may go too */
+    lc__counter_unlock(c);
+    LC__STAT(h, increments, 1);
+    rc = lc__cache_incr(&h->cache, c->key, c->klen, total, &v);
+    lc__counter_lock(c);
+    c->inflight--;
+    c->slots &= ~(1u << slot);
+    if (rc == 0 && v > (uint64_t)LC_VALUE_MAX) {
+      rc = lc__fail(LC_EOVERFLOW, "memcached holds %llu for %s",
+                    (unsigned long long)v, c->key);
+    } else if (rc == 0 && acceptable(c, v, total, floor0)) {
+      plan(h, c, (int64_t)v, total, &b);
+    } else if (rc == 0 || rc == LC__MISS) {
+      if (rc == 0) LC__STAT(h, backwards, 1);
+      int64_t last;
+      rc = increment_alone(h, c, total, rc == LC__MISS, &last);
+      if (!rc) plan(h, c, last, total, &b);
+    }
+  }
+  /* committing from here: a batch waiting for the reservation write under
+   * way is on its way to the log too (lc__counter_settle waits for it: a
+   * snapshot meanwhile would show its values as a hole, while a later
+   * batch's record, not waiting, is there) */
+  bool committing = rc == 0;
+  if (committing) c->committing++;
+  if (!rc && b.reservation) claim_reservation(h, c, &b);
+  wake(c);
+  lc__counter_unlock(c);
+
+  if (!rc) LC__SEAM_BEFORE_COMMIT(c->name);
+  if (!rc) rc = commit(h, c, &b);
+  uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1); /* unsigned: */
+  for (req *r = batch; r; r = r->next) {                  /* may pass 2^63-1 */
+    r->rc = rc;
+    if (rc) {
+      memcpy(r->detail, lc_last_detail(), LC__DETAIL_MAX);
+    } else {
+      r->first = (int64_t)first;
+      first += r->n;
+    }
+  }
+  lc__counter_lock(c);
+  if (committing && --c->committing == 0 && c->busy)
+    pthread_cond_broadcast(&c->cv); /* lc__counter_settle */
+  block_written(c, &b, rc);
+  for (req *r = batch, *next; r; r = next) {
+    next = r->next; /* r may vanish once done is seen */
+    r->done = true;
+    pthread_cond_signal(&r->cv);
+  }
+}
+
+/*
+ * A pending counter's allocation (see backup.c), alone as leader:
+ * memcached must hold the counter at or above floor (else LC_EBEHIND,
+ * from lc__counter_increment); the block goes out only after its record,
+ * a reservation at or above it and the reconciled mark are synced in one
+ * write.  LC__MISS: the counter is not pending (or not claimed) any more:
+ * the caller goes the usual way.
+ */
+static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
+  lc__counter_acquire(c);
+  int rc = LC__MISS;
+  block b = {0};
+  if (!c->pending || !c->claimed) {
+    /* reconciled meanwhile, or to be claimed again */
+  } else if (n > (uint64_t)(LC_VALUE_MAX - c->floor)) {
+    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+                  (long long)c->floor);
+  } else if ((rc = lc__log_ok(&h->log)) == 0) {
+    int64_t last = 0;
+    rc = lc__counter_increment(h, c, n, &last);
+    if (!rc) {
+      lc__counter_lock(c);
+      plan(h, c, last, n, &b);
+      if (b.reservation == 0) b.reservation = last; /* sync durability */
+      claim_reservation(h, c, &b);
+      b.sync = true;
+      b.reconciles = true;
+      lc__counter_unlock(c);
+      LC__SEAM_BEFORE_COMMIT(c->name);
+      rc = commit(h, c, &b);
+      lc__counter_lock(c);
+      block_written(c, &b, rc);
+      if (!rc) {
+        c->pending = false;
+        *first = last - (int64_t)(n - 1);
+      }
+      lc__counter_unlock(c);
+    }
+  }
+  lc__counter_release(c);
+  return rc;
+}
+
+/* mu held: takes r (at the head, if queued) out of the queue. */
+static void unqueue(lc__counter *c, req *r, bool *queued) {
+  if (!*queued) return;
+  c->head = r->next;
+  if (c->head == NULL) c->tail = NULL;
+  r->next = NULL;
+  *queued = false;
+  wake(c);
+}
+
+/* ---- first.c's batch of first uses --------------------------------- */
+
+bool lc__counter_try_first(lc_t *h, lc__counter *c) {
+  lc__counter_lock(c);
+  bool ok = !c->busy && c->inflight == 0 && c->excl_waiting == 0 &&
+            c->head == NULL && !c->loaded && !c->claimed &&
+            !(h->opt.prefetch && c->fetching);
+  if (ok) {
+    c->busy = true;
+    if (h->opt.prefetch) c->fetching = true; /* prefetch_next callers wait */
+  }
+  lc__counter_unlock(c);
+  return ok;
+}
+
+void lc__counter_end_first(lc_t *h, lc__counter *c) {
+  lc__counter_lock(c);
+  if (h->opt.prefetch) {
+    c->fetching = false;
+    pthread_cond_broadcast(&c->seg_cv);
+  }
+  handoff(c);
+  lc__counter_unlock(c);
+}
+
+void lc__counter_first_block(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
+                             lc__block *b, leveldb_writebatch_t *wb) {
+  lc__counter_lock(c);
+  plan(h, c, last, n, b);
+  if (b->reservation) claim_reservation(h, c, b);
+  lc__counter_unlock(c);
+  batch_block(wb, c, b);
+}
+
+void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc) {
+  lc__counter_lock(c);
+  block_written(c, b, rc);
+  lc__counter_unlock(c);
+}
+
+int lc__counter_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
+  int rc;
+  req r = {.n = n};
+  pthread_cond_init(&r.cv, NULL);
+  lc__counter_lock(c);
+  for (bool queued = false; !r.done;) {
+    if (!c->claimed) {
+      /* first use (floor and reservation, then the claim), or the counter
+       * was released or refused while this call waited: claim again (a
+       * refusal then fails it), out of the queue meanwhile */
+      unqueue(c, &r, &queued);
+      lc__counter_unlock(c);
+      lc__counter_acquire(c);
+      rc = lc__counter_load(h, c);
+      if (!rc && !c->claimed) rc = lc__counter_claim(h, c);
+      lc__counter_release(c);
+      if (rc) {
+        pthread_cond_destroy(&r.cv);
+        return rc;
+      }
+      lc__counter_lock(c);
+      continue;
+    }
+    if (c->pending) { /* alone, out of the queue (see next_pending) */
+      unqueue(c, &r, &queued);
+      lc__counter_unlock(c);
+      rc = next_pending(h, c, n, first);
+      if (rc != LC__MISS) {
+        pthread_cond_destroy(&r.cv);
+        return rc;
+      }
+      lc__counter_lock(c);
+      continue;
+    }
+    if (!queued) {
+      if (c->tail)
+        c->tail->next = &r;
+      else
+        c->head = &r;
+      c->tail = &r;
+      queued = true;
+    }
+    if (c->head == &r && can_send(c))
+      send_batch(h, c); /* unlocks and relocks c->mu */
+    else
+      lc__counter_wait(c, &r.cv);
+  }
+  lc__counter_unlock(c);
+  pthread_cond_destroy(&r.cv);
+  if (r.rc)
+    lc__detail_set(r.detail);
+  else
+    *first = r.first;
+  return r.rc;
+}
+
+
+/* Restores a lost key (seed) and raises one below floor; a pending
+ * counter's key is never seeded, and raised only from at or above what
+ * the log shows taken (c->proven). */
+int lc__counter_restore(lc_t *h, lc__counter *c, int64_t *out) {
+  for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    uint64_t v = 0;
+    int rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
+    if (rc == LC__MISS) {
+      rc = seed(h, c, out);
+      if (rc <= 0) return rc;
+      continue; /* seeded by someone else meanwhile */
+    }
+    if (rc) return rc;
+    if (v >= (uint64_t)c->floor) {
+      *out = v > (uint64_t)LC_VALUE_MAX ? LC_VALUE_MAX : (int64_t)v;
+      return 0;
+    }
+    LC__STAT(h, backwards, 1);
+    if (c->pending && v < (uint64_t)c->proven)
+      return lc__backup_behind(c->name, (int64_t)v, c->proven);
+    rc = lc__cache_incr(&h->cache, c->key, c->klen, (uint64_t)c->floor - v, &v);
+    if (rc < 0) return rc;
+  }
+  return lc__fail(LC_EAGAIN, "memcached kept changing %s", c->key);
+}
+
+int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
+                     leveldb_writebatch_t *b) {
+  lc__gap g[LC__GAPS + 1];
+  int n = 0;
+  lc__counter_lock(c);
+  while (c->res_writing) lc__counter_wait(c, &c->cv);
+  bool skip = target > c->floor, raise = target > c->reserved;
+  c->res_writing = raise; /* a batch that finished its increment may
+                             still be raising it after its write */
+  if (skip) {
+    lc__ledger_settle(c, c->floor);
+    n = lc__ledger_take(&h->log, c, g);
+    g[n] = (lc__gap){c->floor + 1, target, cause};
+  }
+  lc__counter_unlock(c);
+  lc__ledger_batch(b, c, g, n + skip);
+  if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
+  int rc = lc__log_sync(h, b, raise ? LC__LAT_RESERVATION : -1);
+  lc__counter_lock(c);
+  if (raise) release_reservation(c, rc ? 0 : target);
+  if (rc) {
+    lc__ledger_putback(c, g, n);
+  } else if (skip) {
+    c->floor = target;
+    c->gap_low = target;
+    c->used = true;
+  }
+  lc__counter_unlock(c);
+  return rc;
+}
+
+/* lc__counter_table_close's passes over the counters. */
+typedef struct closing {
+  leveldb_writebatch_t *b;
+  lc__log *log;
+  lc__cache *cache;
+  bool any;     /* b holds something to write */
+  bool written; /* the first write succeeded: lower memcached */
+  lc__table *evict; /* eviction: only the counters marked evicting, taken
+                       out of this table when freed */
+  int freed;
+  bool lower_failed; /* memcached failed a lowering */
+  size_t inbatch;    /* lc_close: counters in b since its last write */
+  int rc;            /* lc_close: the first failed write's code */
+} closing;
+
+#define CLOSE_CHUNK 4096 /* lc_close writes b every this many counters */
+
+/* lc_close: writes what b holds (synced), keeping the first failure. */
+static void close_flush(closing *k) {
+  if (k->any && k->rc == 0) k->rc = lc__log_write(k->log, k->b, true);
+  leveldb_writebatch_clear(k->b);
+  k->any = false;
+  k->inbatch = 0;
+}
+
+/* First pass: each counter's rewritten segment records, exact reservation
+ * and last ledger entries go into one batch; lc_close's in chunks (one
+ * batch of millions of counters would sit whole in LevelDB's memtable and
+ * write-ahead log, which the next open must replay: seconds per million).
+ * Each counter's part is safe alone: a crash after some chunks leaves
+ * those exact and the rest as at a crash (segments open, above). */
+static void close_write(lc__named *e, void *arg) {
+  lc__counter *c = (lc__counter *)e;
+  closing *k = arg;
+  if (k->evict && !c->evicting) return;
+  int64_t stands = lc__seg_close(c, k->b);
+  if (stands < 0)
+    stands = c->floor;
+  else
+    k->any = true; /* segment records rewritten */
+  if (c->used && stands != c->reserved) {
+    /* exact: a restart after a clean close skips nothing */
+    lc__log_batch_reservation(k->b, c->name, c->nlen, stands);
+    k->any = true;
+  }
+  c->reserved = stands;
+  if (c->used) { /* nothing in flight: every hole is final */
+    lc__gap g[LC__GAPS];
+    lc__ledger_settle(c, c->floor);
+    int n = lc__ledger_take(k->log, c, g);
+    lc__ledger_batch(k->b, c, g, n);
+    k->any = k->any || n > 0;
+  }
+  if (!k->evict && ++k->inbatch == CLOSE_CHUNK) close_flush(k);
+}
+
+#define NOT_LOWERED 3 /* lower_all: c needs no lowering */
+#define LOWER_CHUNK 512 /* lowerings pipelined at once */
+
+static bool wants_lower(const closing *k, const lc__counter *c) {
+  return (!k->evict || c->evicting) && k->written && c->used &&
+         c->reserved < c->floor;
+}
+
+/* Second pass, first half: segments left memcached at floor, ahead of what
+ * went out; each key is set back to reserved where it still holds floor
+ * (gets, then cas), so that a restart goes on at the next value.  res[i]:
+ * 0 lowered, LC__MISS, LC__EXISTS (it moved on), negative, or NOT_LOWERED.
+ * LOWER_CHUNK at a time in two pipelined rounds (cache_pipe.c), or one
+ * counter at a time (lc__cache_lower) where that is not spoken.  An
+ * eviction stops trying after memcached failed once (each try could wait
+ * the timeout, and calls wait for the pass). */
+static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
+  lc__op *ops = malloc(sizeof *ops * LOWER_CHUNK);
+  size_t idx[LOWER_CHUNK];
+  for (size_t from = 0; from < n; from += LOWER_CHUNK) {
+    size_t to = n - from < LOWER_CHUNK ? n : from + LOWER_CHUNK, m = 0;
+    for (size_t i = from; i < to; i++) {
+      lc__counter *c = v[i];
+      res[i] = NOT_LOWERED;
+      if (!wants_lower(k, c)) continue;
+      if (k->evict && k->lower_failed) {
+        res[i] = LC_EMEMCACHED;
+        continue;
+      }
+      idx[m] = i;
+      if (ops)
+        ops[m] = (lc__op){.kind = LC__OP_GETS, .master = c->key,
+                          .mlen = c->klen, .key = c->key, .klen = c->klen};
+      m++;
+    }
+    int rc = m && ops ? lc__cache_pipe(k->cache, ops, m) : LC__MISS;
+    size_t cas = 0;
+    for (size_t j = 0; j < m; j++) {
+      lc__counter *c = v[idx[j]];
+      int *r = &res[idx[j]];
+      uint64_t x;
+      if (rc == LC__MISS) /* one at a time */
+        *r = k->evict && k->lower_failed
+                 ? LC_EMEMCACHED
+                 : lc__cache_lower(k->cache, c->key, c->klen,
+                                   (uint64_t)c->floor, (uint64_t)c->reserved);
+      else if (rc < 0 || ops[j].rc < 0)
+        *r = rc < 0 ? rc : ops[j].rc;
+      else if (ops[j].rc == LC__MISS)
+        *r = LC__MISS;
+      else if (!lc__cache_parse_u64(ops[j].text, strlen(ops[j].text), &x) ||
+               x != (uint64_t)c->floor)
+        *r = LC__EXISTS;
+      else { /* still at floor: set it back (ops before cas are done) */
+        lc__op *o = &ops[cas];
+        uint64_t unique = ops[j].cas;
+        *o = (lc__op){.kind = LC__OP_CAS, .master = c->key, .mlen = c->klen,
+                      .key = c->key, .klen = c->klen, .cas = unique};
+        o->vlen = (size_t)snprintf(o->text, sizeof o->text, "%lld",
+                                   (long long)c->reserved);
+        o->val = o->text;
+        idx[cas++] = idx[j];
+      }
+      if (*r < 0) k->lower_failed = true;
+    }
+    rc = cas ? lc__cache_pipe(k->cache, ops, cas) : 0;
+    for (size_t j = 0; j < cas; j++) {
+      res[idx[j]] = rc < 0 ? rc : rc == LC__MISS ? LC__EXISTS : ops[j].rc;
+      if (res[idx[j]] < 0) k->lower_failed = true;
+    }
+  }
+  free(ops);
+}
+
+/* Second pass, second half: where memcached could not be set back, a
+ * gap, in the ledger, and the reservation at floor (a restart then never
+ * reissues it).  Then the counter is freed. */
+static void close_lower(lc__counter *c, closing *k, int lowered) {
+  if (k->evict && (!c->evicting || !k->written)) {
+    c->evicting = false; /* stays, as it is */
+    return;
+  }
+  if (lowered != NOT_LOWERED && lowered != 0 && lowered != LC__MISS) {
+    lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
+    if (k->evict) {
+      /* not evicted: the gap rides along with its next write, and the
+       * floor stays where memcached is */
+      lc__counter_lock(c);
+      lc__ledger_gap(c, g.first, g.last, g.cause);
+      lc__counter_unlock(c);
+      c->evicting = false;
+      return;
+    }
+    lc__ledger_batch(k->b, c, &g, 1);
+    lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
+    k->any = true;
+    if (++k->inbatch == CLOSE_CHUNK) close_flush(k); /* lc_close only */
+  }
+  if (k->evict) {
+    pthread_mutex_lock(&k->evict->mu);
+    lc__names_remove(&k->evict->names, &c->node);
+    pthread_mutex_unlock(&k->evict->mu);
+  }
+  k->freed++;
+  lc__counter_free(c);
+}
+
+/* The second pass over v[0..n): the lowerings, then each counter closed
+ * (one at a time when out of memory). */
+static void lower_and_close(closing *k, lc__counter **v, size_t n) {
+  int *res = malloc(sizeof *res * (n ? n : 1));
+  for (size_t i = 0; i < n; i++) {
+    if (res == NULL) {
+      int one;
+      lower_all(k, &v[i], 1, &one);
+      close_lower(v[i], k, one);
+    } else {
+      if (i == 0) lower_all(k, v, n, res);
+      close_lower(v[i], k, res[i]);
+    }
+  }
+  free(res);
+}
+
+/* mu held: nothing uses c, nor has since the pass's scan (evict.c). */
+static bool evictable(lc__counter *c) {
+  return !atomic_load_explicit(&c->touched, memory_order_relaxed) &&
+         !c->busy && c->excl_waiting == 0 && c->head == NULL &&
+         c->inflight == 0 && c->committing == 0 && !c->res_writing &&
+         !c->fetching && !c->queued && !c->pending && !c->recheck;
+}
+
+int lc__counters_evict(lc_t *h, lc__counter **v, size_t n) {
+  closing k = {.cache = &h->cache, .log = &h->log, .evict = &h->counters};
+  size_t marked = 0;
+  for (size_t i = 0; i < n; i++) {
+    lc__counter_lock(v[i]);
+    v[i]->evicting = evictable(v[i]);
+    marked += v[i]->evicting;
+    lc__counter_unlock(v[i]);
+  }
+  if (marked == 0) return 0;
+  int rc = 0;
+  k.b = leveldb_writebatch_create();
+  for (size_t i = 0; i < n; i++) close_write(&v[i]->node, &k);
+  if (k.any) rc = lc__log_write(k.log, k.b, true);
+  k.written = rc == 0;
+  lower_and_close(&k, v, n);
+  leveldb_writebatch_destroy(k.b);
+  return rc ? rc : k.freed;
+}
+
+typedef struct gather {
+  lc__counter **v;
+  size_t n;
+  closing *k; /* v is NULL (out of memory): each closed at once */
+} gather;
+
+static void gather_one(lc__named *e, void *arg) {
+  gather *g = arg;
+  lc__counter *c = (lc__counter *)e;
+  if (g->v)
+    g->v[g->n++] = c;
+  else
+    lower_and_close(g->k, &c, 1);
+}
+
+int lc__counter_table_close(lc__table *t, lc__log *log, lc__cache *cache) {
+  closing k = {.cache = cache, .log = log};
+  int rc = 0;
+  if (log->db) {
+    k.b = leveldb_writebatch_create();
+    lc__names_each(&t->names, close_write, &k);
+    close_flush(&k);
+    rc = k.rc;
+    k.written = rc == 0;
+  }
+  gather g = {.v = malloc(sizeof *g.v * (t->names.count + 1)), .k = &k};
+  lc__names_each(&t->names, gather_one, &g);
+  if (g.v) lower_and_close(&k, g.v, g.n);
+  free(g.v);
+  if (k.b) { /* the gaps of those memcached did not take back */
+    close_flush(&k);
+    rc = k.rc;
+    leveldb_writebatch_destroy(k.b);
+  }
+  lc__names_clear(&t->names);
+  pthread_mutex_destroy(&t->mu);
+  return rc;
+}

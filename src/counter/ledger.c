@@ -1,0 +1,424 @@
+/*
+ * ledger.c - the gap ledger: why values are missing from the log, and
+ * voids.
+ *
+ * Entries sit under 'g' NAME '\0' be64(last) (contiguous per counter, in
+ * value order, like the records); the value is version, cause, be64(count),
+ * be64(time), then a void's reason.
+ *
+ * How gaps are found.  Each counter keeps a frontier, gap_low: every value
+ * at or below it is in a block or segment this handle took, in a record
+ * that was in the log when the counter was loaded, or in a ledger entry.
+ * Blocks taken above gap_low + 1 wait in `ahead`.  A hole between gap_low
+ * and the next block taken is final once no increment in flight can fill
+ * it: an answer is accepted only above the floor its increment was sent
+ * with, so holes at or below the lowest such floor are final (counter.c
+ * passes it).  A final hole becomes a pending gap whose cause is known
+ * from where it lies: at or below the floor the counter was loaded with
+ * (the last run's reservation), LC_GAP_RESTART; above it, values memcached
+ * handed to someone else, LC_GAP_UNLOGGED.  Burned blocks and the unused
+ * rest of segments are reported as they happen.  Pending gaps ride along
+ * with the counter's next log write; a failed write puts them back.
+ */
+#include "counter/counter.h"
+#include "handle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+static const char *const cause_names[] = {
+    [LC_GAP_BURNED] = "burned",     [LC_GAP_RESTART] = "restart",
+    [LC_GAP_UNLOGGED] = "unlogged", [LC_GAP_SEGMENT] = "segment-unused",
+    [LC_GAP_ADVANCE] = "advance",   [LC_GAP_VOID] = "void",
+    [LC_GAP_FAILOVER] = "failover",
+};
+
+const char *lc_gap_cause_name(int cause) {
+  if (cause < LC_GAP_BURNED || cause > LC_GAP_CAUSE_MAX) return "unknown";
+  return cause_names[cause];
+}
+
+int lc__ledger_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
+  char prefix[LC_NAME_MAX + 10];
+  size_t plen = lc__key_ledger_prefix(prefix, name, nlen);
+  return lc__log_last(l, prefix, plen, "ledger", out);
+}
+
+static void put_entry(leveldb_writebatch_t *b, const char *name, size_t nlen,
+                      int64_t first, int64_t last, int cause,
+                      const char *reason, size_t rlen) {
+  char key[LC_NAME_MAX + 10];
+  unsigned char val[LC__LEDGER_HEAD + LC_REASON_MAX];
+  size_t plen = lc__key_ledger_prefix(key, name, nlen);
+  lc__key_be64_put((unsigned char *)key + plen, (uint64_t)last);
+  val[0] = LC__LEDGER_VERSION;
+  val[1] = (unsigned char)cause;
+  lc__key_be64_put(val + 2, (uint64_t)(last - first) + 1);
+  lc__key_be64_put(val + 10, (uint64_t)lc__clock_now_us());
+  memcpy(val + LC__LEDGER_HEAD, reason, rlen);
+  leveldb_writebatch_put(b, key, plen + 8, (const char *)val,
+                         LC__LEDGER_HEAD + rlen);
+}
+
+/* ---- the frontier (counter's mu held) ---------------------------------- */
+
+void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause) {
+  if (first > last) return;
+  /* Kept in value order, merged with neighbours of the same cause, so the
+   * blocks burned during a write outage (failing in any order, two in
+   * flight) stay one entry. */
+  lc__gap *g = c->gaps;
+  int i = 0;
+  while (i < c->ngaps && g[i].last < first) i++;
+  if (i > 0 && g[i - 1].cause == cause && g[i - 1].last == first - 1) {
+    g[i - 1].last = last;
+    if (i < c->ngaps && g[i].cause == cause && g[i].first - 1 == last) {
+      g[i - 1].last = g[i].last;
+      memmove(g + i, g + i + 1, sizeof *g * (size_t)(c->ngaps - i - 1));
+      c->ngaps--;
+    }
+    return;
+  }
+  if (i < c->ngaps && g[i].cause == cause && g[i].first - 1 == last) {
+    g[i].first = first;
+    return;
+  }
+  if (c->ngaps == LC__GAPS) { /* full: the lowest goes unexplained */
+    memmove(g, g + 1, sizeof *g * (LC__GAPS - 1));
+    c->ngaps--;
+    if (i > 0) i--;
+  }
+  memmove(g + i + 1, g + i, sizeof *g * (size_t)(c->ngaps - i));
+  g[i] = (lc__gap){first, last, cause};
+  c->ngaps++;
+}
+
+/* The hole first..last, split where the restart window ends. */
+static void hole(lc__counter *c, int64_t first, int64_t last) {
+  if (first <= c->restart_to) {
+    int64_t end = last < c->restart_to ? last : c->restart_to;
+    lc__ledger_gap(c, first, end, LC_GAP_RESTART);
+    first = end + 1;
+  }
+  lc__ledger_gap(c, first, last, LC_GAP_UNLOGGED);
+}
+
+/* Moves gap_low over the blocks taken that now touch it. */
+static void absorb(lc__counter *c) {
+  int k = 0;
+  while (k < c->nahead && c->ahead[k].first - 1 <= c->gap_low) {
+    if (c->ahead[k].last > c->gap_low) c->gap_low = c->ahead[k].last;
+    k++;
+  }
+  memmove(c->ahead, c->ahead + k, sizeof c->ahead[0] * (size_t)(c->nahead - k));
+  c->nahead -= k;
+}
+
+void lc__ledger_settle(lc__counter *c, int64_t upto) {
+  while (c->gap_low < upto) {
+    int64_t end = upto;
+    if (c->nahead > 0 && c->ahead[0].first - 1 < end)
+      end = c->ahead[0].first - 1;
+    hole(c, c->gap_low + 1, end);
+    c->gap_low = end;
+    absorb(c);
+  }
+}
+
+/* Adds first..last to ahead, merged with the spans it touches. */
+static void add_ahead(lc__counter *c, int64_t first, int64_t last) {
+  lc__span *a = c->ahead;
+  int i = 0;
+  while (i < c->nahead && a[i].last < first - 1) i++;
+  int j = i; /* a[i..j) touch or overlap first..last */
+  while (j < c->nahead && a[j].first - 1 <= last) {
+    if (a[j].first < first) first = a[j].first;
+    if (a[j].last > last) last = a[j].last;
+    j++;
+  }
+  if (j == i && c->nahead == LC__ACCEPTED) {
+    /* full: a hole of it can no longer be told (never seen: only holes
+     * above the floors of increments in flight wait here).  Merge the
+     * lowest two spans: their hole shows as unexplained, never as a wrong
+     * entry. */
+    a[0].last = a[1].last;
+    memmove(a + 1, a + 2, sizeof *a * (size_t)(c->nahead - 2));
+    c->nahead--;
+    add_ahead(c, first, last);
+    return;
+  }
+  memmove(a + i + 1, a + j, sizeof *a * (size_t)(c->nahead - j));
+  a[i] = (lc__span){first, last};
+  c->nahead += 1 - (j - i);
+}
+
+void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last,
+                      int64_t low) {
+  if (last > c->gap_low) {
+    add_ahead(c, first <= c->gap_low ? c->gap_low + 1 : first, last);
+    absorb(c);
+  }
+  lc__ledger_settle(c, low);
+}
+
+/* Up to COVER spans of values that records (or, ledger, entries) of c in
+ * the log hold inside first..last, appended to s[n..); the new n. */
+#define COVER 32
+static int cover(lc__log *l, const lc__counter *c, bool ledger, int64_t first,
+                 int64_t last, lc__span *s, int n) {
+  char key[LC_NAME_MAX + 10];
+  size_t plen = ledger ? lc__key_ledger_prefix(key, c->name, c->nlen)
+                       : lc__key_record_prefix(key, c->name, c->nlen);
+  lc__key_be64_put((unsigned char *)key + plen, (uint64_t)first);
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  for (leveldb_iter_seek(it, key, plen + 8);
+       n < COVER && leveldb_iter_valid(it); leveldb_iter_next(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, key, plen) != 0) break;
+    const char *v = leveldb_iter_value(it, &vlen);
+    lc_record r;
+    lc_gap g;
+    if (ledger ? lc__key_ledger_decode(k, klen, plen, v, vlen, &g)
+               : lc__key_record_decode(k, klen, plen, v, vlen, &r))
+      continue; /* verify reports it */
+    lc__span x =
+        ledger ? (lc__span){g.first, g.last} : (lc__span){r.first, r.last};
+    if (x.first > last) break;
+    s[n++] = x;
+  }
+  leveldb_iter_destroy(it);
+  lc__detail_clear();
+  return n;
+}
+
+static int span_cmp(const void *a, const void *b) {
+  const lc__span *x = a, *y = b;
+  return (x->first > y->first) - (x->first < y->first);
+}
+
+/* mu held, c->recheck: a failed write may have reached the log after all
+ * (a failed sync leaves its batch in the write-ahead log, and the reopen
+ * replays it).  The values its records or entries hold are no gap: they
+ * leave the pending gaps, so no entry is written over them. */
+static void recheck(lc__log *l, lc__counter *c) {
+  if (lc__log_enter(l) != 0) { /* the write is refused too: later */
+    lc__detail_clear();
+    return;
+  }
+  lc__gap g[LC__GAPS];
+  int ng = c->ngaps;
+  memcpy(g, c->gaps, sizeof g[0] * (size_t)ng);
+  c->ngaps = 0;
+  for (int i = 0; i < ng; i++) {
+    lc__span s[2 * COVER];
+    int n = cover(l, c, false, g[i].first, g[i].last, s, 0);
+    n = cover(l, c, true, g[i].first, g[i].last, s + n, 0) + n;
+    qsort(s, (size_t)n, sizeof s[0], span_cmp);
+    int64_t from = g[i].first;
+    for (int j = 0; j < n && from <= g[i].last; j++) {
+      if (s[j].first > from)
+        lc__ledger_gap(c, from,
+                       s[j].first - 1 < g[i].last ? s[j].first - 1 : g[i].last,
+                       g[i].cause);
+      if (s[j].last >= from) from = s[j].last + 1;
+    }
+    if (from <= g[i].last) lc__ledger_gap(c, from, g[i].last, g[i].cause);
+  }
+  lc__log_leave(l);
+  c->recheck = false;
+}
+
+int lc__ledger_take(lc__log *l, lc__counter *c, lc__gap out[LC__GAPS]) {
+  if (c->recheck) recheck(l, c);
+  int n = c->ngaps;
+  memcpy(out, c->gaps, sizeof out[0] * (size_t)n);
+  c->ngaps = 0;
+  return n;
+}
+
+void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n) {
+  c->recheck = true;
+  for (int i = 0; i < n; i++)
+    lc__ledger_gap(c, g[i].first, g[i].last, g[i].cause);
+}
+
+void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                      const lc__gap *g, int n) {
+  for (int i = 0; i < n; i++)
+    put_entry(b, c->name, c->nlen, g[i].first, g[i].last, g[i].cause, "", 0);
+}
+
+/* ---- at load: holes a crash left unexplained ---------------------------- */
+
+/* Records looked at: a gap entry still pending at a crash lies below at
+ * most the blocks that were in flight when it arose, so it is among the
+ * last few. */
+#define TAIL 8
+
+/* The last (at most) TAIL records of c, newest first; how many.  A record
+ * that does not decode is skipped (verify reports it). */
+static int last_records(lc__log *l, const lc__counter *c, lc_record *out) {
+  char prefix[LC_NAME_MAX + 10];
+  size_t plen = lc__key_record_prefix(prefix, c->name, c->nlen);
+  leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
+  int n = 0;
+  for (; n < TAIL && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen < plen || memcmp(k, prefix, plen) != 0) break;
+    const char *v = leveldb_iter_value(it, &vlen);
+    if (lc__key_record_decode(k, klen, plen, v, vlen, &out[n]) == 0) n++;
+  }
+  leveldb_iter_destroy(it);
+  lc__detail_clear();
+  return n;
+}
+
+/* Pending gaps of cause for the values of lo..hi that no entry covers (the
+ * entries are read from the first one ending at or above lo). */
+static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi,
+                         int cause) {
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__key_ledger_prefix(key, c->name, c->nlen);
+  lc__key_be64_put((unsigned char *)key + plen, (uint64_t)lo);
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  int64_t pos = lo;
+  for (leveldb_iter_seek(it, key, plen + 8);
+       leveldb_iter_valid(it) && pos <= hi; leveldb_iter_next(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    if (klen != plen + 8 || memcmp(k, key, plen) != 0) break;
+    const char *v = leveldb_iter_value(it, &vlen);
+    lc_gap g;
+    if (lc__key_ledger_decode(k, klen, plen, v, vlen, &g) != 0 ||
+        g.cause == LC_GAP_VOID)
+      continue; /* undecodable (verify reports it), or inside a record */
+    if (g.first > hi) break;
+    if (g.first > pos) lc__ledger_gap(c, pos, g.first - 1, cause);
+    if (g.last >= pos) pos = g.last + 1;
+  }
+  leveldb_iter_destroy(it);
+  lc__detail_clear();
+  if (pos <= hi) lc__ledger_gap(c, pos, hi, cause);
+}
+
+int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause) {
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
+  lc_record r[TAIL];
+  int n = last_records(l, c, r);
+  /* a hole between two of the last records that no entry covers was
+   * pending when the last run died (restart), or when the primary whose
+   * log this was died unreplicated records (failover) */
+  for (int i = 0; i + 1 < n; i++)
+    if (r[i].first - 1 > r[i + 1].last)
+      explain_hole(l, c, r[i + 1].last + 1, r[i].first - 1, cause);
+  lc__log_leave(l);
+  return 0;
+}
+
+/* ---- lc_void (counter_ops.c says whether this handle holds the value) -- */
+
+/* Serialises lc_void's check-then-write within the process (the log is
+ * the process's alone). */
+static pthread_mutex_t void_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The record holding value: 1 and *rec, 0 when none does, or negative. */
+static int record_of(lc__log *l, const char *name, size_t nlen, int64_t value,
+                     lc_record *rec) {
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__key_record_prefix(key, name, nlen);
+  lc__key_be64_put((unsigned char *)key + plen, (uint64_t)value);
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  leveldb_iter_seek(it, key, plen + 8); /* first record with last >= */
+  if (leveldb_iter_valid(it)) {
+    size_t klen, vlen;
+    const char *k = leveldb_iter_key(it, &klen);
+    const char *v = leveldb_iter_value(it, &vlen);
+    if (klen >= plen && memcmp(k, key, plen) == 0) {
+      rc = lc__key_record_decode(k, klen, plen, v, vlen, rec);
+      if (!rc) rc = rec->first <= value ? 1 : 0;
+    }
+  }
+  char *err = NULL;
+  leveldb_iter_get_error(it, &err);
+  leveldb_iter_destroy(it);
+  lc__log_leave(l);
+  if (err) {
+    rc = lc__fail(LC_ELOG, "leveldb seek: %s", err);
+    leveldb_free(err);
+  }
+  return rc;
+}
+
+static int check_reason(const char *reason, size_t *rlen) {
+  if (reason == NULL) return lc__fail(LC_EINVAL, "NULL reason");
+  *rlen = strlen(reason);
+  if (*rlen == 0 || *rlen > LC_REASON_MAX)
+    return lc__fail(LC_EINVAL, "a void's reason is 1..%d bytes, not %zu",
+                    LC_REASON_MAX, *rlen);
+  for (const unsigned char *p = (const unsigned char *)reason; *p; p++)
+    if (*p < 0x20 || *p == 0x7f)
+      return lc__fail(LC_EINVAL, "a void's reason has a control character");
+  return 0;
+}
+
+static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
+                   size_t rlen, bool held) {
+  size_t nlen = strlen(name);
+  lc_record rec;
+  int rc = record_of(&h->log, name, nlen, value, &rec);
+  if (rc < 0) return rc;
+  if (rc == 0 ||
+      (rec.version == LC_RECORD_SEGMENT_OPEN && held))
+    return lc__fail(LC_ENOTISSUED, "%s %lld has not been handed out", name,
+                    (long long)value);
+  char key[LC_NAME_MAX + 10];
+  size_t plen = lc__key_ledger_prefix(key, name, nlen);
+  lc__key_be64_put((unsigned char *)key + plen, (uint64_t)value);
+  char *v;
+  size_t vlen;
+  rc = lc__log_get(&h->log, key, plen + 8, &v, &vlen, "ledger entry");
+  if (rc) return rc;
+  if (v) {
+    lc_gap g;
+    rc = lc__key_ledger_decode(key, plen + 8, plen, v, vlen, &g);
+    leveldb_free(v);
+    if (rc) return rc;
+    return g.cause == LC_GAP_VOID
+               ? lc__fail(LC_EVOIDED, "%s %lld was voided: %s", name,
+                          (long long)value, g.reason)
+               : lc__fail(LC_ECORRUPT, "%s %lld is in a record and a %s gap",
+                          name, (long long)value, lc_gap_cause_name(g.cause));
+  }
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  put_entry(b, name, nlen, value, value, LC_GAP_VOID, reason, rlen);
+  rc = lc__log_sync(h, b, -1);
+  leveldb_writebatch_destroy(b);
+  return rc;
+}
+
+int lc__ledger_void(lc_t *h, const char *name, int64_t value,
+                    const char *reason, bool held) {
+  lc__detail_clear();
+  if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
+  int rc = lc_check_name(name);
+  if (rc) return lc__fail(rc, "invalid counter name");
+  if (value < 1 || value > LC_VALUE_MAX)
+    return lc__fail(LC_EINVAL, "void value %lld", (long long)value);
+  size_t rlen = 0;
+  if ((rc = check_reason(reason, &rlen)) != 0) return rc;
+  if (LC__ADMIN_WAY(h))
+    return lc__admin_call(h, NULL, 0, "void %s %lld %s", name,
+                          (long long)value, reason);
+  if ((rc = LC__LOCAL_ONLY(h)) != 0) return rc;
+  pthread_mutex_lock(&void_mu);
+  rc = do_void(h, name, value, reason, rlen, held);
+  pthread_mutex_unlock(&void_mu);
+  if (rc) LC__STAT(h, errors, 1);
+  return rc;
+}

@@ -1,0 +1,92 @@
+/*
+ * seg_fast.c - the lock-free window on a counter's current segment, and
+ * the counter's lock that keeps it exact.
+ *
+ * With prefetch, most calls take ids from the current segment.  While
+ * nobody holds the counter's mutex, its window is open: fast_next is the
+ * next id of seg[0] and fast_end its end, and lc__seg_fast takes n ids
+ * with one compare-and-swap on fast_next, no lock.  lc__counter_lock
+ * closes the window (an exchange to LC__FAST_CLOSED) and writes what the
+ * fast takes used back into seg[0].used and handed, so whoever holds the
+ * mutex sees the segments exactly as if every take had been made under
+ * it; lc__counter_unlock opens it again on seg[0].  A wait on a condition
+ * variable with the mutex (lc__counter_wait) closes it again after.
+ *
+ * Why a take is safe: a CAS from cur to cur + n succeeds only while the
+ * open window's next is cur, and the windows' ends never go down (seg[0]
+ * is replaced only by a later segment), so cur..cur+n-1 lies within the
+ * end the caller read after cur.  Ids still go out in increasing order
+ * per counter (the CAS orders them), and nothing is handed out that the
+ * mutex holder cannot account for: the exchange sees every CAS before it.
+ * Past half of the segment (fast_sched) a take goes the locked way, which
+ * schedules the next fetch; fast_sched is then unset until a fetch
+ * is needed again.
+ */
+#include "counter/counter.h"
+#include "handle.h"
+
+#include <stdint.h>
+
+/* mu held: the window closed, what its takes used written back. */
+static void close_window(lc__counter *c) {
+  if (atomic_load_explicit(&c->fast_next, memory_order_relaxed) ==
+      LC__FAST_CLOSED)
+    return;
+  int64_t v = atomic_exchange_explicit(&c->fast_next, LC__FAST_CLOSED,
+                                       memory_order_acq_rel);
+  if (v == LC__FAST_CLOSED || v == c->fast_open) return; /* nothing taken */
+  lc__seg *s = &c->seg[0];
+  s->used = (uint64_t)(v - s->first);
+  c->handed = v - 1;
+  if (s->first + (int64_t)s->used > s->end) lc__seg_finish_oldest(c);
+}
+
+void lc__counter_lock(lc__counter *c) {
+  pthread_mutex_lock(&c->mu);
+  close_window(c);
+}
+
+void lc__counter_wait(lc__counter *c, pthread_cond_t *cv) {
+  pthread_cond_wait(cv, &c->mu);
+  close_window(c);
+}
+
+void lc__counter_unlock(lc__counter *c) {
+  if (c->nseg > 0) {
+    const lc__seg *s = &c->seg[0];
+    int64_t next = s->first + (int64_t)s->used;
+    if (next <= s->end && s->end < LC__FAST_CLOSED) { /* the range's last
+        segment stays locked: its end + 1 would not fit, and
+        LC_VALUE_MAX is the closed mark */
+      int64_t size = s->end - s->first + 1;
+      c->fast_open = next;
+      atomic_store_explicit(&c->fast_end, s->end, memory_order_relaxed);
+      atomic_store_explicit(&c->fast_sched,
+                            c->fetching || c->nseg > 1
+                                ? LC__FAST_CLOSED
+                                : s->end + 1 - size / 2,
+                            memory_order_relaxed);
+      atomic_store_explicit(&c->fast_next, next, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+bool lc__seg_fast(lc__counter *c, uint64_t n, int64_t *first) {
+  int64_t cur = atomic_load_explicit(&c->fast_next, memory_order_acquire);
+  for (;;) {
+    if (cur == LC__FAST_CLOSED) return false;
+    int64_t end = atomic_load_explicit(&c->fast_end, memory_order_relaxed);
+    int64_t sched = atomic_load_explicit(&c->fast_sched, memory_order_relaxed);
+    if (end < cur || (uint64_t)(end - cur) < n - 1 ||
+        cur + (int64_t)n >= sched)
+      return false;
+    if (atomic_compare_exchange_weak_explicit(&c->fast_next, &cur,
+                                              cur + (int64_t)n,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire)) {
+      *first = cur;
+      return true;
+    }
+  }
+}

@@ -1,0 +1,272 @@
+/*
+ * segment.c - prefetched segments (lc_options.prefetch): their state and
+ * bookkeeping, a leaf of the library (it calls nothing of counter.c's;
+ * taking a segment from memcached and the prefetcher thread are
+ * prefetch.c's, which drives these pieces).
+ *
+ * A segment is a block of S values taken with one memcached "incr S" and
+ * written to the log, synced, as an LC_RECORD_SEGMENT_OPEN record before
+ * any of its values goes out (lc__seg_block, then lc__seg_install after
+ * the write).  Values then go out of the held segments with no memcached
+ * and no LevelDB: most through the current segment's lock-free window
+ * (seg_fast.c), the rest under the counter's mutex (lc__seg_take).
+ *
+ * Invariants, per counter:
+ *  - held segments lie above everything handed out and above each other
+ *    (each is a block wholly above floor, and lc__seg_block moves floor
+ *    to its end), so values strictly increase per handle;
+ *  - every finished segment (used up, dropped, or held at lc_close) gets
+ *    its record rewritten with exactly what went out (LC_RECORD_SEGMENT,
+ *    keyed by the last value handed out; no record if none), riding along
+ *    with the next fetch's synced write or lc_close's; a crash leaves them
+ *    LC_RECORD_SEGMENT_OPEN, which verify reports as a prefetch gap, and
+ *    the restart starts above them (never reissues);
+ *  - a segment whose write failed is burned (floor moved, a ledger gap);
+ *    nothing of it goes out.
+ */
+#include "counter/counter.h"
+#include "handle.h"
+
+#include <string.h>
+#include <time.h>
+
+void lc__seg_init(lc__counter *c) {
+  pthread_cond_init(&c->seg_cv, NULL);
+  atomic_init(&c->fast_next, LC__FAST_CLOSED); /* seg_fast.c */
+}
+
+void lc__seg_destroy(lc__counter *c) {
+  pthread_cond_destroy(&c->seg_cv);
+}
+
+/* mu held: the oldest held segment is finished; it waits in closes for
+ * its record to be rewritten (the oldest waiting one is dropped when full:
+ * its record stays open, which is safe). */
+void lc__seg_finish_oldest(lc__counter *c) {
+  if (c->nclose == LC__SEG_CLOSES) {
+    memmove(c->closes, c->closes + 1,
+            sizeof c->closes[0] * (LC__SEG_CLOSES - 1));
+    c->nclose--;
+  }
+  c->closes[c->nclose++] = c->seg[0];
+  memmove(c->seg, c->seg + 1, sizeof c->seg[0] * (size_t)(c->nseg - 1));
+  c->nseg--;
+}
+
+static uint64_t seg_size(const lc__seg *s) {
+  return (uint64_t)(s->end - s->first) + 1;
+}
+
+static uint64_t seg_left(const lc__seg *s) {
+  return seg_size(s) - s->used;
+}
+
+bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
+  uint64_t have = 0;
+  for (int k = 0; k < c->nseg && have < n; k++) {
+    if (k > 0 && c->seg[k].first - 1 != c->seg[k - 1].end) break;
+    have += seg_left(&c->seg[k]);
+  }
+  if (have < n) return false;
+  *first = c->seg[0].first + (int64_t)c->seg[0].used;
+  for (uint64_t left = n; left;) {
+    lc__seg *s = &c->seg[0];
+    uint64_t t = seg_left(s) < left ? seg_left(s) : left;
+    s->used += t;
+    left -= t;
+    if (seg_left(s) == 0) lc__seg_finish_oldest(c);
+  }
+  c->handed = *first + (int64_t)(n - 1);
+  return true;
+}
+
+bool lc__seg_low(const lc__counter *c) {
+  return c->nseg == 0 ||
+         (c->nseg == 1 && seg_left(&c->seg[0]) <= seg_size(&c->seg[0]) / 2);
+}
+
+/* mu held: the size of the next segment.  Auto: the rate since the last
+ * fetch times one second, within half to 16 times the last size and
+ * within LC_PREFETCH_AUTO_MIN..MAX. */
+static uint64_t next_size(lc_t *h, lc__counter *c) {
+  if (h->opt.prefetch != LC_PREFETCH_AUTO)
+    return h->opt.prefetch < LC_BLOCK_MAX ? h->opt.prefetch : LC_BLOCK_MAX;
+  int64_t now = lc__clock_mono_us();
+  if (c->seg_size == 0) {
+    c->seg_size = LC_PREFETCH_AUTO_MIN;
+  } else {
+    int64_t dt = now - c->sized_us;
+    if (dt < 1000) dt = 1000;
+    double rate = (double)(c->handed - c->sized_handed) * 1e6 / (double)dt;
+    double lo = (double)c->seg_size / 2, hi = (double)c->seg_size * 16;
+    double want = rate < lo ? lo : rate > hi ? hi : rate;
+    if (want < (double)LC_PREFETCH_AUTO_MIN)
+      want = (double)LC_PREFETCH_AUTO_MIN;
+    if (want > (double)LC_PREFETCH_AUTO_MAX)
+      want = (double)LC_PREFETCH_AUTO_MAX;
+    c->seg_size = (uint64_t)want;
+  }
+  c->sized_us = now;
+  c->sized_handed = c->handed;
+  return c->seg_size;
+}
+
+/* Adds to b the rewrite of finished segment s's record: exactly what went
+ * out of it, or no record if nothing did; and the ledger entry for its
+ * unused rest, up to gap_to (above it the values are given back). */
+static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
+                    const lc__seg *s, int64_t gap_to) {
+  if (s->used < seg_size(s)) {
+    lc__log_batch_unrecord(b, c->name, c->nlen, s->end);
+    lc__gap g = {s->first + (int64_t)s->used, s->end < gap_to ? s->end : gap_to,
+                 LC_GAP_SEGMENT};
+    if (g.first <= g.last) lc__ledger_batch(b, c, &g, 1);
+  }
+  if (s->used > 0)
+    lc__log_batch_record(b, c->name, c->nlen, s->first + (int64_t)(s->used - 1),
+                         LC_RECORD_SEGMENT, s->used, s->time_us);
+}
+
+/* ---- a fetch's pieces (prefetch.c, first.c) --------------------------- */
+
+uint64_t lc__seg_size(lc_t *h, lc__counter *c, uint64_t need) {
+  lc__counter_lock(c);
+  uint64_t size = next_size(h, c);
+  lc__counter_unlock(c);
+  if (size < need) size = need;
+  uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
+  return size > room ? room : size;
+}
+
+void lc__seg_block(lc_t *h, lc__counter *c, lc__block *b,
+                   leveldb_writebatch_t *wb) {
+  c->floor = b->last; /* handed out, held or burned: never again */
+  c->used = true;
+  lc__counter_lock(c);
+  lc__ledger_taken(c, b->last - (int64_t)(b->n - 1), b->last, b->last);
+  b->ngaps = lc__ledger_take(&h->log, c, b->gaps);
+  lc__counter_unlock(c);
+  lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_SEGMENT_OPEN,
+                       b->n, b->time_us);
+  lc__ledger_batch(wb, c, b->gaps, b->ngaps);
+}
+
+void lc__seg_install(lc_t *h, lc__counter *c, const lc__block *b, int rc,
+                     uint64_t n, int64_t *first) {
+  lc__counter_lock(c);
+  if (!rc) {
+    LC__STAT(h, segments, 1);
+    if (c->nseg == LC__SEGS) lc__seg_finish_oldest(c);
+    c->seg[c->nseg++] = (lc__seg){b->last - (int64_t)(b->n - 1), b->last,
+                                  b->time_us, 0};
+    if (first) lc__seg_take(c, n, first); /* b->n >= n */
+  } else { /* burned: the ledger says so next time */
+    lc__ledger_putback(c, b->gaps, b->ngaps);
+    lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
+    c->seg_size = 0; /* auto: start small again, so that a write outage
+                        does not burn a large segment per attempt */
+  }
+  lc__counter_unlock(c);
+}
+
+int lc__seg_closes_take(lc__counter *c, lc__seg out[LC__SEG_CLOSES]) {
+  lc__counter_lock(c);
+  int n = c->nclose;
+  memcpy(out, c->closes, sizeof out[0] * (size_t)n);
+  c->nclose = 0;
+  lc__counter_unlock(c);
+  return n;
+}
+
+void lc__seg_closes_batch(leveldb_writebatch_t *b, const lc__counter *c,
+                          const lc__seg *v, int n) {
+  for (int i = 0; i < n; i++) rewrite(b, c, &v[i], LC_VALUE_MAX);
+}
+
+void lc__seg_closes_putback(lc__counter *c, const lc__seg *v, int n) {
+  /* back in front; their records stay open if they do not fit (safe) */
+  lc__counter_lock(c);
+  while (n > 0 && c->nclose < LC__SEG_CLOSES) {
+    memmove(c->closes + 1, c->closes, sizeof c->closes[0] * (size_t)c->nclose);
+    c->closes[0] = v[--n];
+    c->nclose++;
+  }
+  lc__counter_unlock(c);
+}
+
+int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
+  lc__seg closes[LC__SEG_CLOSES];
+  int nclose = 0;
+  int64_t reserve = 0;
+  lc__counter_lock(c);
+  if (c->nseg > 0 && c->seg[0].first + (int64_t)c->seg[0].used <= below) {
+    while (c->nseg > 0) lc__seg_finish_oldest(c);
+    nclose = c->nclose;
+    memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
+    c->nclose = 0;
+    reserve = below > c->reserved ? below : c->reserved;
+  }
+  lc__counter_unlock(c);
+  if (nclose == 0) return 0;
+  /* The records cut to what went out, and the reservation at below in the
+   * same synced write: after it no restore starts below below. */
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  lc__seg_closes_batch(b, c, closes, nclose);
+  lc__log_batch_reservation(b, c->name, c->nlen, reserve);
+  int rc = lc__log_sync(h, b, LC__LAT_RESERVATION);
+  leveldb_writebatch_destroy(b);
+  if (rc) return rc;
+  lc__counter_lock(c);
+  if (reserve > c->reserved) c->reserved = reserve;
+  lc__counter_unlock(c);
+  return 0;
+}
+
+void lc__seg_advanced(lc__counter *c, int64_t target) {
+  lc__counter_lock(c);
+  if (c->handed && target > c->handed) c->handed = target;
+  lc__counter_unlock(c);
+}
+
+int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
+  lc__counter_lock(c); /* the window's takes counted (seg_fast.c) */
+  while (c->nseg > 0) lc__seg_finish_oldest(c);
+  lc__counter_unlock(c); /* no segment: the window stays closed */
+  if (c->nclose == 0 && !c->handed) return -1;
+  /* Give back only the unused values contiguous below floor: from the
+   * newest segment down, while each ends where the next one starts and
+   * nothing of it went out.  Values between segments (memcached jumped:
+   * someone else incremented) are never given back. */
+  int64_t to = c->floor;
+  for (int i = c->nclose - 1; i >= 0; i--) {
+    const lc__seg *s = &c->closes[i];
+    if (s->end != to) break;
+    if (s->used > 0) { /* its last value that went out */
+      to = s->first + (int64_t)(s->used - 1);
+      break;
+    }
+    to = s->first - 1;
+  }
+  for (int i = 0; i < c->nclose; i++) rewrite(b, c, &c->closes[i], to);
+  c->nclose = 0;
+  return to > c->handed ? to : c->handed;
+}
+
+bool lc__seg_holds(lc__counter *c, int64_t value) {
+  bool held = false; /* in a segment, held or finished, above its used */
+  lc__counter_lock(c);
+  for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
+    const lc__seg *g = i < c->nseg ? &c->seg[i] : &c->closes[i - c->nseg];
+    held = value >= g->first + (int64_t)g->used && value <= g->end;
+  }
+  lc__counter_unlock(c);
+  return held;
+}
+
+int64_t lc__seg_current(lc__counter *c) {
+  lc__counter_lock(c);
+  int64_t v = c->handed;
+  lc__counter_unlock(c);
+  return v;
+}
+

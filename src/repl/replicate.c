@@ -1,0 +1,637 @@
+/*
+ * replicate.c - the primary's side of replication (see repl.h): the ring
+ * of recent write groups, the one standby's session (a thread that sends,
+ * one that reads acknowledgments), and the wait of a synced write for
+ * the standby.
+ *
+ * Invariants:
+ *  - a group enters the ring (and gets its seq) before it is written
+ *    here, by log_write.c's one leader, so the ring's order is the log's;
+ *  - a synced group (a floor) is written here only after the standby
+ *    acknowledged it (it acknowledges after its own synced write), or,
+ *    in preferred mode, after the standby was given up; in required mode
+ *    no standby in sync within the timeout fails the write (LC_ENOSTANDBY)
+ *    and nothing of it is written here;
+ *  - a floor the standby did not acknowledge in time (required mode) is
+ *    written nowhere here, and the stream takes it back: the next entry
+ *    puts every key it touched as this log holds it, so a standby that
+ *    applied it late still ends up with this log's state;
+ *  - once a floor has waited in vain, the next ones fail at once, until a
+ *    standby is in sync again: the primary stops at the end of its window
+ *    without a timeout per counter;
+ *  - when the standby may hold what this log cannot take back (a group
+ *    whose write failed here), the epoch changes and the ring is emptied:
+ *    the standby gets a full copy next time, never a resume from a
+ *    history this log lacks;
+ *  - the ring holds at most RING_MAX bytes; entries the session has still
+ *    to send are freed only with the session closed first.
+ */
+#include "repl/repl.h"
+#include "handle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define RING_MAX (64u << 20)
+#define HEARTBEAT_MS 100
+#define IO_TIMEOUT_MS 5000
+#define CHUNK_BYTES (1u << 20)
+
+enum { ST_NONE, ST_CATCHUP, ST_SYNC };
+static const char *const state_names[] = {"none", "catchup", "sync"};
+
+typedef struct ent {
+  struct ent *next;
+  uint64_t seq;
+  size_t n;
+  char p[]; /* the 'b' frame's payload */
+} ent;
+
+struct lc__repl {
+  lc_t *h;
+  int mode, timeout_ms;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* entries, acknowledgments, the session's end */
+  ent *head, *tail;
+  size_t bytes;
+  uint64_t seq, written, ops, epoch;
+  /* the session */
+  int state, cfd;
+  uint64_t acked, sent, gen; /* gen: sessions so far */
+  bool say_sync;             /* 'y' to send */
+  ent *sending, *orphan;     /* sent outside mu; cleared from the ring */
+  bool gave_up; /* a floor waited in vain: the next fail at once, until
+                   a standby is in sync again */
+  bool stop;
+  int lfd;
+  struct ssl_ctx_st *ctx; /* h->repl_tls[0]: TLS (repl_tls.c), or NULL */
+  pthread_t listener;
+  uint64_t ack_timeouts, snapshots, connects;
+};
+
+static uint64_t random_epoch(void) {
+  uint64_t v = lc__random64();
+  return v ? v : 1; /* 0: a standby that never followed */
+}
+
+/* mu held.  The entry being sent outside mu (sending) is left to its
+ * sender, who frees it when it finds it orphaned. */
+static void ring_clear(lc__repl *r) {
+  for (ent *e = r->head, *n; e; e = n) {
+    n = e->next;
+    if (e == r->sending)
+      r->orphan = e;
+    else
+      free(e);
+  }
+  r->head = r->tail = NULL;
+  r->bytes = 0;
+}
+
+/* mu held: ends the session (its threads see it and leave). */
+static void drop_session(lc__repl *r) {
+  if (r->cfd >= 0) shutdown(r->cfd, SHUT_RDWR);
+  r->state = ST_NONE;
+  pthread_cond_broadcast(&r->cv);
+}
+
+/* mu held: the standby may hold something this log does not. */
+static void diverge(lc__repl *r) {
+  r->epoch = random_epoch();
+  ring_clear(r);
+  drop_session(r);
+}
+
+static void ring_evict(lc__repl *r) {
+  while (r->bytes > RING_MAX && r->head && r->head != r->sending) {
+    if (r->state != ST_NONE && r->head->seq >= r->sent) {
+      drop_session(r); /* it fell behind by more than the ring */
+    }
+    ent *e = r->head;
+    r->head = e->next;
+    if (r->head == NULL) r->tail = NULL;
+    r->bytes -= e->n;
+    free(e);
+  }
+}
+
+static int64_t deadline_of(int ms) {
+  return lc__clock_mono_us() + (int64_t)ms * 1000;
+}
+
+/* mu held: waits on cv until the monotonic deadline; false when past. */
+static bool wait_until(lc__repl *r, int64_t deadline) {
+  int64_t left = deadline - lc__clock_mono_us();
+  if (left <= 0) return false;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t ns = ts.tv_nsec + (left % 1000000) * 1000;
+  ts.tv_sec += (time_t)(left / 1000000 + ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+  return true;
+}
+
+/* b as a ring entry (its seq and the rest filled in by push), or NULL:
+ * the entry's header and the 'b' frame's 25 bytes, then b's entries, built
+ * in place. */
+static ent *make_ent(leveldb_writebatch_t *b, uint64_t *ops) {
+  static const char zero[offsetof(ent, p) + 25];
+  lc__wire_buf f = {0};
+  lc__wire_buf_put(&f, zero, sizeof zero);
+  lc__wire_put_batch(&f, b, ops);
+  if (f.nomem) {
+    lc__wire_buf_free(&f);
+    return NULL;
+  }
+  ent *e = (ent *)f.p; /* malloc'd: aligned for it */
+  e->n = f.n - offsetof(ent, p);
+  return e;
+}
+
+/* mu held: e gets the next seq and joins the ring. */
+static uint64_t push(lc__repl *r, ent *e, bool sync, uint64_t ops) {
+  e->seq = ++r->seq;
+  r->ops += ops;
+  lc__key_be64_put((unsigned char *)e->p, e->seq);
+  e->p[8] = sync ? 1 : 0;
+  lc__key_be64_put((unsigned char *)e->p + 9, (uint64_t)lc__clock_now_us());
+  lc__key_be64_put((unsigned char *)e->p + 17, r->ops);
+  if (r->tail)
+    r->tail->next = e;
+  else
+    r->head = e;
+  r->tail = e;
+  r->bytes += e->n;
+  ring_evict(r);
+  pthread_cond_broadcast(&r->cv);
+  return e->seq;
+}
+
+/* An undo of b: every key it touches as this log holds it now (b is not
+ * written here), or NULL.  Called by the leader, so nothing changes them
+ * meanwhile. */
+typedef struct undo {
+  lc__log *l;
+  leveldb_writebatch_t *u;
+  bool failed;
+} undo;
+
+static void undo_key(void *arg, const char *k, size_t klen) {
+  undo *x = arg;
+  char *err = NULL;
+  size_t vlen = 0;
+  char *v = leveldb_get(x->l->db, x->l->read, k, klen, &vlen, &err);
+  if (err) {
+    x->failed = true;
+    leveldb_free(err);
+  } else if (v) {
+    leveldb_writebatch_put(x->u, k, klen, v, vlen);
+    leveldb_free(v);
+  } else {
+    leveldb_writebatch_delete(x->u, k, klen);
+  }
+}
+
+static void undo_put(void *arg, const char *k, size_t klen, const char *v,
+                     size_t vlen) {
+  (void)v;
+  (void)vlen;
+  undo_key(arg, k, klen);
+}
+
+static ent *undo_of(lc__repl *r, leveldb_writebatch_t *b, uint64_t *ops) {
+  undo x = {.l = &r->h->log, .u = leveldb_writebatch_create()};
+  leveldb_writebatch_iterate(b, &x, undo_put, undo_key);
+  ent *e = x.failed ? NULL : make_ent(x.u, ops);
+  leveldb_writebatch_destroy(x.u);
+  return e;
+}
+
+int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
+                    uint64_t *seq) {
+  uint64_t ops;
+  ent *e = make_ent(b, &ops);
+  if (e == NULL) return lc__fail(LC_ENOMEM, "replication: a batch");
+  bool required = r->mode == LC_STANDBY_REQUIRED;
+  pthread_mutex_lock(&r->mu);
+  if (sync && required) {
+    int64_t deadline = deadline_of(r->timeout_ms);
+    while (r->state != ST_SYNC && !r->gave_up && !r->stop &&
+           wait_until(r, deadline)) {
+    }
+    if (r->state != ST_SYNC) {
+      int st = r->state;
+      if (!r->gave_up) r->ack_timeouts++;
+      r->gave_up = true;
+      pthread_mutex_unlock(&r->mu);
+      free(e);
+      return lc__fail(LC_ENOSTANDBY, "no standby in sync (%s; waited %d ms)",
+                      st == ST_CATCHUP ? "one is catching up"
+                                       : "none connected",
+                      r->timeout_ms);
+    }
+  }
+  uint64_t seq_e = *seq = push(r, e, sync, ops);
+  int rc = 0;
+  if (sync && r->state == ST_SYNC) {
+    uint64_t gen = r->gen; /* e may go while we wait: seq_e stays */
+    int64_t deadline = deadline_of(r->timeout_ms);
+    while (r->acked < seq_e && r->state == ST_SYNC && r->gen == gen &&
+           wait_until(r, deadline)) {
+    }
+    if (r->acked < seq_e) {
+      if (r->state == ST_SYNC) r->ack_timeouts++;
+      if (r->gen == gen) drop_session(r); /* slow or gone: it resumes */
+      if (required) { /* not written here: the stream takes it back */
+        r->gave_up = true;
+        pthread_mutex_unlock(&r->mu);
+        uint64_t uops;
+        ent *u = undo_of(r, b, &uops);
+        pthread_mutex_lock(&r->mu);
+        if (u)
+          push(r, u, false, uops);
+        else
+          diverge(r);
+        r->written = r->seq; /* what this log holds: none is pending */
+        rc = lc__fail(LC_ENOSTANDBY, "the standby did not acknowledge a "
+                                     "floor within %d ms",
+                      r->timeout_ms);
+      }
+    }
+  }
+  pthread_mutex_unlock(&r->mu);
+  return rc;
+}
+
+void lc__repl_after(lc__repl *r, uint64_t seq, bool ok) {
+  pthread_mutex_lock(&r->mu);
+  if (seq > r->written) r->written = seq;
+  if (!ok) diverge(r);
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- the session ------------------------------------------------------- */
+
+typedef struct session {
+  lc__repl *r;
+  lc__wire *w;
+  uint64_t gen;
+} session;
+
+/* mu held: a standby that has everything so far is in sync; from now on
+ * every floor waits for it (and the floors waiting for one go on). */
+static void maybe_sync(lc__repl *r) {
+  if (r->state != ST_CATCHUP || r->acked != r->seq) return;
+  r->state = ST_SYNC;
+  r->say_sync = true;
+  r->gave_up = false;
+  pthread_cond_broadcast(&r->cv);
+}
+
+/* mu held: the session is still the current one. */
+static bool live(const session *s) {
+  return !s->r->stop && s->r->gen == s->gen && s->r->state != ST_NONE;
+}
+
+static void *ack_reader(void *arg) {
+  session *s = arg;
+  lc__repl *r = s->r;
+  lc__wire_buf in = {0};
+  for (;;) {
+    char type;
+    int rc = lc__wire_recv(s->w, &type, &in, 3600 * 1000);
+    pthread_mutex_lock(&r->mu);
+    bool ok = live(s) && !rc && type == 'a' && in.n == 8;
+    if (ok) {
+      uint64_t a = lc__key_be64_get((unsigned char *)in.p);
+      if (a > r->acked && a <= r->seq) r->acked = a;
+      maybe_sync(r);
+      pthread_cond_broadcast(&r->cv);
+    } else if (r->gen == s->gen) {
+      drop_session(r);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!ok) break;
+  }
+  lc__wire_buf_free(&in);
+  return NULL;
+}
+
+/* The 'm' frame: "full|resume EPOCH SEQ MODE". */
+static int send_mode(session *s, const char *kind, uint64_t epoch,
+                     uint64_t seq) {
+  char m[96];
+  snprintf(m, sizeof m, "%s %016llx %llu %s", kind, (unsigned long long)epoch,
+           (unsigned long long)seq,
+           s->r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
+  return lc__wire_send(s->w, 'm', m, strlen(m), IO_TIMEOUT_MS);
+}
+
+typedef struct copying {
+  session *s;
+  lc__wire_buf chunk;
+  uint64_t ops;
+} copying;
+
+static bool copy_take(void *arg, const char *k, size_t klen, const char *v,
+                      size_t vlen) {
+  copying *c = arg;
+  lc__wire_put_entry(&c->chunk, k, klen, v, vlen);
+  c->ops++;
+  return c->chunk.n >= CHUNK_BYTES;
+}
+
+static int copy_round(void *arg) { /* a 'k' frame, while still wanted */
+  copying *c = arg;
+  int rc = c->chunk.nomem ? lc__fail(LC_ENOMEM, "replication: a copy chunk")
+           : c->chunk.n
+               ? lc__wire_send(c->s->w, 'k', c->chunk.p, c->chunk.n,
+                               IO_TIMEOUT_MS)
+               : 0;
+  c->chunk.n = 0;
+  pthread_mutex_lock(&c->s->r->mu);
+  if (!rc && !live(c->s)) rc = lc__fail(LC_EREMOTE, "replication: ended");
+  pthread_mutex_unlock(&c->s->r->mu);
+  return rc;
+}
+
+/* Sends the whole log from a snapshot taken after every write up to *seq
+ * was made here. */
+static int send_copy(session *s, uint64_t *seq) {
+  lc__repl *r = s->r;
+  pthread_mutex_lock(&r->mu);
+  *seq = r->written;
+  r->sent = *seq;
+  uint64_t epoch = r->epoch;
+  pthread_mutex_unlock(&r->mu);
+  copying c = {.s = s};
+  int rc = send_mode(s, "full", epoch, *seq);
+  if (!rc) rc = lc__repl_walk(r->h, copy_take, copy_round, &c);
+  lc__wire_buf_free(&c.chunk);
+  if (!rc) {
+    unsigned char e[16];
+    lc__key_be64_put(e, *seq);
+    lc__key_be64_put(e + 8, c.ops);
+    rc = lc__wire_send(s->w, 'e', e, sizeof e, IO_TIMEOUT_MS);
+  }
+  if (!rc) {
+    pthread_mutex_lock(&r->mu);
+    r->snapshots++;
+    pthread_mutex_unlock(&r->mu);
+  }
+  return rc;
+}
+
+/* Refuses the standby (an 'x' frame, then the session ends). */
+static int refuse(session *s, const char *why) {
+  (void)lc__wire_send(s->w, 'x', why, strlen(why), IO_TIMEOUT_MS);
+  return lc__fail(LC_EREMOTE, "replication: refused a standby: %s", why);
+}
+
+/* With a replication secret the standby's hello is version 2 and carries
+ * its nonce: prove the secret on it, then check the standby's proof on a
+ * nonce of ours (repl_auth.c).  Without one, only version 1 is served. */
+static int prove(session *s, int version, const char *ns) {
+  const char *secret = s->r->h->opt.replication_secret;
+  if (!secret)
+    return version == 1 ? 0
+                        : refuse(s, "this primary has no replication secret");
+  if (version != 2 || strlen(ns) != LC__REPL_HEX)
+    return refuse(s, "this primary requires the replication secret");
+  char np[LC__REPL_HEX + 1], mac[LC__REPL_HEX + 1], msg[2 * LC__REPL_HEX + 2];
+  int rc = lc__repl_nonce(np);
+  if (rc) return rc;
+  lc__repl_mac(secret, "primary", ns, np, mac);
+  snprintf(msg, sizeof msg, "%s %s", np, mac);
+  rc = lc__wire_send(s->w, 'c', msg, strlen(msg), IO_TIMEOUT_MS);
+  lc__wire_buf in = {0};
+  char type;
+  if (!rc) rc = lc__wire_recv(s->w, &type, &in, IO_TIMEOUT_MS);
+  if (!rc &&
+      (type != 'v' || !lc__repl_mac_ok(secret, "standby", np, ns, in.p)))
+    rc = refuse(s, "wrong replication secret");
+  lc__wire_buf_free(&in);
+  return rc;
+}
+
+/* The hello, then a resume or a copy; *from: the seq the standby has. */
+static int handshake(session *s, uint64_t *from) {
+  lc__repl *r = s->r;
+  lc__wire_buf in = {0};
+  char type, ns[LC__REPL_HEX + 2] = "";
+  int rc = lc__wire_recv(s->w, &type, &in, IO_TIMEOUT_MS);
+  unsigned long long epoch = 0, seq = 0;
+  int version = 0;
+  if (!rc && (type != 'h' ||
+              sscanf(in.p, "%d %llx %llu %65s", &version, &epoch, &seq, ns) <
+                  3 ||
+              (version != 1 && version != 2)))
+    rc = lc__fail(LC_EREMOTE, "replication: not a standby's hello");
+  lc__wire_buf_free(&in);
+  if (!rc) rc = prove(s, version, ns);
+  if (rc) return rc;
+  pthread_mutex_lock(&r->mu);
+  bool resume = epoch == r->epoch && seq <= r->seq &&
+                (seq == r->seq || (r->head && r->head->seq <= seq + 1));
+  if (resume) r->sent = seq;
+  pthread_mutex_unlock(&r->mu);
+  if (!resume) return send_copy(s, from);
+  *from = seq;
+  return send_mode(s, "resume", epoch, seq);
+}
+
+/* The next entry after pos (mu held), or NULL. */
+static ent *after(lc__repl *r, ent *last, uint64_t pos) {
+  if (last && last->seq == pos) return last->next;
+  for (ent *e = r->head; e; e = e->next)
+    if (e->seq == pos + 1) return e;
+  return NULL;
+}
+
+static void stream(session *s, uint64_t pos) {
+  lc__repl *r = s->r;
+  ent *last = NULL;
+  int rc = 0;
+  pthread_mutex_lock(&r->mu);
+  r->sent = pos;
+  if (r->head && pos + 1 < r->head->seq && pos < r->seq) rc = LC_EREMOTE;
+  while (!rc && live(s)) {
+    ent *e = after(r, last, pos);
+    if (e == NULL && pos < r->seq) break; /* evicted: a copy next time */
+    if (e) {
+      r->sending = e; /* pinned: not freed while sent */
+      pthread_mutex_unlock(&r->mu);
+      rc = lc__wire_send(s->w, 'b', e->p, e->n, IO_TIMEOUT_MS);
+      pthread_mutex_lock(&r->mu);
+      r->sending = NULL;
+      pos = e->seq;
+      r->sent = pos;
+      last = e;
+      if (r->orphan == e) { /* the ring was cleared meanwhile */
+        free(e);
+        r->orphan = NULL;
+        last = NULL;
+      }
+      continue;
+    }
+    if (r->say_sync) {
+      r->say_sync = false;
+      pthread_mutex_unlock(&r->mu);
+      rc = lc__wire_send(s->w, 'y', "", 0, IO_TIMEOUT_MS);
+      pthread_mutex_lock(&r->mu);
+      continue;
+    }
+    int64_t until = deadline_of(HEARTBEAT_MS);
+    uint64_t seen = r->seq;
+    while (live(s) && r->seq == seen && !r->say_sync && wait_until(r, until)) {
+    }
+    if (live(s) && r->seq == seen && !r->say_sync) {
+      unsigned char hb[24];
+      lc__key_be64_put(hb, r->seq);
+      lc__key_be64_put(hb + 8, (uint64_t)lc__clock_now_us());
+      lc__key_be64_put(hb + 16, r->ops);
+      pthread_mutex_unlock(&r->mu);
+      rc = lc__wire_send(s->w, 'p', hb, sizeof hb, IO_TIMEOUT_MS);
+      pthread_mutex_lock(&r->mu);
+    }
+  }
+  if (r->gen == s->gen) drop_session(r);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void serve(lc__repl *r, int fd) {
+  lc__wire w;
+  lc__wire_init(&w, fd);
+  session s = {.r = r, .w = &w};
+  pthread_mutex_lock(&r->mu);
+  s.gen = ++r->gen;
+  r->cfd = fd;
+  r->state = ST_CATCHUP;
+  r->acked = 0;
+  r->say_sync = false;
+  r->connects++;
+  pthread_mutex_unlock(&r->mu);
+  uint64_t from = 0;
+  int rc = r->ctx ? lc__wire_tls(&w, r->ctx, NULL, IO_TIMEOUT_MS) : 0;
+  if (!rc) rc = handshake(&s, &from);
+  pthread_t reader;
+  bool reading = false;
+  if (!rc) {
+    pthread_mutex_lock(&r->mu);
+    r->acked = from;
+    maybe_sync(r);
+    pthread_mutex_unlock(&r->mu);
+    reading = pthread_create(&reader, NULL, ack_reader, &s) == 0;
+  }
+  if (reading) stream(&s, from);
+  pthread_mutex_lock(&r->mu);
+  if (r->gen == s.gen) {
+    drop_session(r);
+    r->cfd = -1;
+  }
+  pthread_mutex_unlock(&r->mu);
+  shutdown(fd, SHUT_RDWR);
+  if (reading) pthread_join(reader, NULL);
+  lc__wire_close(&w);
+}
+
+static void *listener(void *arg) {
+  lc__repl *r = arg;
+  for (;;) {
+    pthread_mutex_lock(&r->mu);
+    bool stop = r->stop;
+    pthread_mutex_unlock(&r->mu);
+    if (stop) break;
+    struct pollfd p = {.fd = r->lfd, .events = POLLIN};
+    if (poll(&p, 1, 200) <= 0) continue;
+    int fd = accept(r->lfd, NULL, NULL);
+    if (fd < 0) continue;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    serve(r, fd); /* one standby: others wait in the backlog */
+  }
+  return NULL;
+}
+
+/* The log's hook (log/log.h): every write group passes through here. */
+static int hook_before(void *arg, leveldb_writebatch_t *b, bool sync,
+                       uint64_t *seq) {
+  return lc__repl_before(arg, b, sync, seq);
+}
+static void hook_after(void *arg, uint64_t seq, bool ok) {
+  lc__repl_after(arg, seq, ok);
+}
+static const lc__log_hook repl_hook = {hook_before, hook_after};
+
+int lc__repl_start(lc_t *h) {
+  const char *addr = h->opt.replication_listen;
+  if (addr == NULL || addr[0] == '\0') return 0;
+  lc__repl *r = calloc(1, sizeof *r);
+  if (r == NULL) return lc__fail(LC_ENOMEM, "replication");
+  r->h = h;
+  r->mode = h->opt.standby_mode;
+  r->timeout_ms = h->opt.standby_timeout_ms ? h->opt.standby_timeout_ms : 2000;
+  r->epoch = random_epoch();
+  r->cfd = -1;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&r->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&r->mu, NULL);
+  r->ctx = h->repl_tls[0];
+  int rc = lc__net_listen(addr, &r->lfd);
+  if (!rc && pthread_create(&r->listener, NULL, listener, r) != 0) {
+    close(r->lfd);
+    rc = lc__fail(LC_ENOMEM, "replication: cannot start a thread");
+  }
+  if (rc) {
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    return rc;
+  }
+  h->repl = r;
+  h->log.hook_arg = r;
+  h->log.hook = &repl_hook;
+  return 0;
+}
+
+void lc__repl_stop(lc_t *h) {
+  lc__repl *r = h->repl;
+  if (r == NULL) return;
+  pthread_mutex_lock(&r->mu);
+  r->stop = true;
+  drop_session(r);
+  pthread_mutex_unlock(&r->mu);
+  pthread_join(r->listener, NULL);
+  close(r->lfd);
+  h->log.hook = NULL;
+  h->log.hook_arg = NULL;
+  h->repl = NULL;
+  ring_clear(r);
+  pthread_cond_destroy(&r->cv);
+  pthread_mutex_destroy(&r->mu);
+  free(r);
+}
+
+void lc__repl_status(lc__repl *r, lc_replication_status *s) {
+  pthread_mutex_lock(&r->mu);
+  s->role = LC_ROLE_PRIMARY;
+  snprintf(s->state, sizeof s->state, "%s", state_names[r->state]);
+  s->connected = r->state != ST_NONE;
+  s->seq = r->seq;
+  s->acked = r->acked;
+  s->ack_timeouts = r->ack_timeouts;
+  s->snapshots = r->snapshots;
+  s->connects = r->connects;
+  pthread_mutex_unlock(&r->mu);
+}

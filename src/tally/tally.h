@@ -1,0 +1,95 @@
+/*
+ * tally.h - what the tally files (tally.c, tally_flush.c, tally_rec.c)
+ * share: the per-tally state and the helpers that read and write it.  Not
+ * installed.
+ *
+ * Locking: the handle's lc__tallies.mu guards the name table and the
+ * dirty queue (node, dnext, dirty, due_us, seq).  Each tally has an owner at a
+ * time (lc__tally_acquire .. release: a flag under its mu, not a held
+ * mutex, so a batch flush may own hundreds): only the owner loads, seeds,
+ * flushes and writes the mirror (loaded .. losses), and it writes it under
+ * the tally's mu too, so a change's fast path may read it under mu alone.
+ * out_* and una_* are read and written under mu (short sections); seen_*
+ * and bidx belong to the owner.
+ * Nobody waits for a tally while owning another: a batch flush takes its
+ * tallies with try-acquire only.
+ */
+#ifndef LC_TALLY_H
+#define LC_TALLY_H
+
+#include "repl/repl.h"
+
+typedef struct lc__tally lc__tally;
+typedef struct lc__tallies {
+  pthread_mutex_t mu;                 /* the name table and the dirty queue */
+  lc__names names;                    /* the tallies, by name */
+  lc__tally *dirty_head, *dirty_tail; /* scheduled, in schedule order */
+  uint64_t seq;                       /* enqueues so far */
+  _Atomic unsigned window_s;
+} lc__tallies;
+void lc__tally_table_init(lc__tallies *t);
+void lc__tally_table_close(lc__tallies *t);
+
+
+#define LC__TALLY_ATTEMPTS 8
+
+struct lc__tally {
+  lc__named node;    /* first: the name table's entry (table mu) */
+  lc__tally *dnext;  /* dirty queue (table mu) */
+  atomic_bool dirty; /* queued (written under table mu; read
+                                 without it by a change's fast path) */
+  int64_t due_us;    /* monotonic (table mu) */
+  uint64_t seq;      /* queue order (table mu) */
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* owned became false */
+  bool owned;        /* mu */
+  bool loaded, has_record;
+  int64_t total; /* mirror of the record in the log */
+  uint64_t ap, am, losses;
+  uint64_t out_p, out_m; /* accepted, not seen applied (range check) */
+  int64_t una_p, una_m;  /* acknowledged, not applied (loss check) */
+  bool seen_p, seen_m;   /* owner: this handle has seen the sum in
+                                 memcached (so a vanished key with nothing
+                                 acknowledged since lost nothing) */
+  size_t bidx;           /* position in a batch flush (owner) */
+  bool stale;            /* owner: a write of its record failed, and may
+                                 have reached the log after all */
+  size_t nlen;
+  char name[];
+};
+
+typedef struct lc__trec {
+  int64_t total;
+  uint64_t ap, am, losses;
+} lc__trec;
+
+void lc__tally_acquire(lc__tally *t);
+bool lc__tally_try_acquire(lc__tally *t); /* false: owned by another */
+void lc__tally_release(lc__tally *t);
+size_t lc__tally_mc_key(char *buf, const char *prefix, const lc__tally *t);
+/* Finds or creates the state of a tally; checks handle and name. */
+int lc__tally_lookup(lc_t *h, const char *name, lc__tally **out);
+void lc__tally_enqueue(lc_t *h, lc__tally *t, int64_t due);
+/* owner: reads the record and the pending sums on first use. */
+int lc__tally_load(lc_t *h, lc__tally *t);
+int lc__tally_rec_read(lc_t *h, lc__tally *t);
+/* owner, before a write: if t is stale, its mirror from the log as it is
+ * now (a failed write that reached the log after all counts as applied). */
+int lc__tally_refresh(lc_t *h, lc__tally *t);
+/* owner: adds the record n (and the index move) to b. */
+void lc__tally_rec_put(leveldb_writebatch_t *b, const lc__tally *t,
+                       const lc__trec *n);
+/* owner: the mirror after the write of n succeeded. */
+void lc__tally_rec_set(lc__tally *t, const lc__trec *n);
+/*
+ * owner: one side's sum for a flush.  pre: 0 (prev holds the value
+ * already read), LC__MISS (read: missing) or -1 (read it now).  A vanished
+ * key is re-seeded at the applied sum, a sum below it is set back up to it
+ * (the baseline never goes down); *applied_new is the baseline to record,
+ * *d what to apply, *lost set when pending changes were lost.
+ */
+int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
+                        uint64_t prev, uint64_t *applied_new, uint64_t *d,
+                        bool *lost);
+
+#endif

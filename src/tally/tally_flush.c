@@ -1,0 +1,302 @@
+/*
+ * tally_flush.c - applying what memcached holds to the log, in batches.
+ *
+ * lc_tally_flush takes due tallies off the queue (only those queued before
+ * the call began, so a stream of changes cannot keep it busy forever) in
+ * batches of up to BATCH: one memcached multi-get reads both sums of every
+ * tally of the batch, and ONE LevelDB write batch stores every changed
+ * record with its index move.  Per tally the write is still atomic, so a
+ * flusher killed at any instruction leaves each record old or new, and the
+ * next flush (or sweep) applies exactly the rest.
+ *
+ * Concurrency: a batch owns each of its tallies (tally.h) from the read of
+ * the sums to the mirror update, so no two flushers apply one difference
+ * twice.  It takes them with try-acquire (never waiting while it owns
+ * one); tallies it could not take are flushed one at a time afterwards.
+ * It holds no mutex across memcached or LevelDB calls.
+ */
+#include "tally/tally.h"
+#include "handle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH 512
+#define KEY_MAX (LC__MC_KEY_MAX + 2)
+
+typedef struct slot {
+  lc__tally *t;
+  int pre[2]; /* 0: val holds the sum; LC__MISS; -1: unknown */
+  uint64_t val[2];
+  lc__trec n;
+  uint64_t dp, dm;
+  bool write;
+} slot;
+
+/* A sum the multi-get found: into its slot. */
+typedef struct got_ctx {
+  lc_t *h;
+  slot *s;
+  size_t ns;
+} got_ctx;
+
+static void got_sum(void *arg, const char *k, size_t klen, const char *v,
+                    size_t vlen) {
+  got_ctx *g = arg;
+  char name[LC_NAME_MAX + 1];
+  lc__tally *t = NULL;
+  size_t plen = strlen(LC__TALLY_MC_PLUS);
+  if (klen > plen && klen - plen <= LC_NAME_MAX) {
+    memcpy(name, k + plen, klen - plen);
+    name[klen - plen] = '\0';
+    if (lc__tally_lookup(g->h, name, &t) != 0) t = NULL;
+  }
+  /* every tally of the batch is held by this thread: bidx is ours */
+  if (t && t->bidx < g->ns && g->s[t->bidx].t == t) {
+    int side = k[2] == '-';
+    slot *x = &g->s[t->bidx];
+    /* not a number: read it again alone */
+    x->pre[side] = lc__cache_parse_u64(v, vlen, &x->val[side]) ? 0 : -1;
+  }
+}
+
+/* Reads both sums of every slot with one multi-get. */
+static int mget(lc_t *h, slot *s, size_t ns) {
+  char(*keys)[KEY_MAX] = malloc(2 * ns * sizeof *keys);
+  const char **kp = malloc(2 * ns * sizeof *kp);
+  size_t *kl = malloc(2 * ns * sizeof *kl);
+  int err = 0;
+  if (!keys || !kp || !kl) {
+    err = lc__fail(LC_ENOMEM, "cannot allocate a flush batch");
+    goto out;
+  }
+  for (size_t i = 0; i < ns; i++) {
+    s[i].t->bidx = i;
+    for (int side = 0; side < 2; side++) {
+      size_t k = 2 * i + (size_t)side;
+      kl[k] = lc__tally_mc_key(
+          keys[k], side ? LC__TALLY_MC_MINUS : LC__TALLY_MC_PLUS, s[i].t);
+      kp[k] = keys[k];
+      s[i].pre[side] = LC__MISS;
+    }
+  }
+  err =
+      lc__cache_mget(&h->cache, kp, kl, 2 * ns, got_sum, &(got_ctx){h, s, ns});
+out:
+  free(keys);
+  free(kp);
+  free(kl);
+  return err;
+}
+
+/* Works out one held tally's new record. */
+static int compute(lc_t *h, slot *x) {
+  lc__tally *t = x->t;
+  bool lp = false, lm = false;
+  x->n = (lc__trec){t->total, 0, 0, t->losses};
+  int rc = lc__tally_side_read(h, t, true, x->pre[0], x->val[0], &x->n.ap,
+                               &x->dp, &lp);
+  if (!rc)
+    rc = lc__tally_side_read(h, t, false, x->pre[1], x->val[1], &x->n.am,
+                             &x->dm, &lm);
+  if (rc) return rc;
+  __int128 total = (__int128)t->total + x->dp - x->dm;
+  if (total > INT64_MAX || total < INT64_MIN)
+    return lc__fail(LC_ETALLYRANGE,
+                    "memcached holds sums for tally %s that "
+                    "take its total out of range",
+                    t->name);
+  x->n.total = (int64_t)total;
+  if (lp || lm) {
+    x->n.losses++;
+    LC__STAT(h, tally_losses, 1);
+  }
+  x->write = x->n.ap != t->ap || x->n.am != t->am || x->n.losses != t->losses;
+  return 0;
+}
+
+/*
+ * Flushes ts[0..n) (n <= BATCH).  One tally: waits for its mu; several:
+ * trylock, and the busy ones are flushed alone afterwards.  *wrote counts
+ * records written.  Returns the first error.
+ */
+static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
+  slot *s = calloc(n, sizeof *s);
+  lc__tally **busy = calloc(n, sizeof *busy);
+  if (!s || !busy) {
+    free(s);
+    free(busy);
+    return lc__fail(LC_ENOMEM, "cannot allocate a flush batch");
+  }
+  size_t ns = 0, nb = 0, held = 0;
+  int first = 0;
+  for (size_t i = 0; i < n; i++) {
+    lc__tally *t = ts[i];
+    if (n == 1)
+      lc__tally_acquire(t);
+    else if (!lc__tally_try_acquire(t)) {
+      busy[nb++] = t;
+      continue;
+    }
+    ts[held++] = t; /* ts now lists what this call holds */
+    int rc = lc__tally_load(h, t);
+    if (!rc) rc = lc__tally_refresh(h, t);
+    if (!rc && !t->has_record) rc = lc__tally_rec_read(h, t);
+    if (rc && !first) first = rc;
+    if (!rc && t->has_record) s[ns++].t = t;
+  }
+  int rc = ns ? mget(h, s, ns) : 0;
+  if (rc && !first) first = rc;
+  leveldb_writebatch_t *b = NULL;
+  size_t nw = 0;
+  for (size_t i = 0; !rc && i < ns; i++) {
+    int e = compute(h, &s[i]);
+    if (e) {
+      if (!first) first = e;
+      s[i].write = false;
+      continue;
+    }
+    if (!s[i].write) continue;
+    if (!b) b = leveldb_writebatch_create();
+    lc__tally_rec_put(b, s[i].t, &s[i].n);
+    nw++;
+  }
+  if (b) {
+    /* Synced whatever the durability: once applied, changes must survive
+     * a power cut even if memcached then loses its sums (one fdatasync
+     * per batch of up to BATCH tallies). */
+    rc = lc__log_write(&h->log, b, true);
+    leveldb_writebatch_destroy(b);
+    LC__STAT(h, log_writes, 1);
+    LC__STAT(h, log_syncs, 1);
+    if (rc && !first) first = rc;
+    for (size_t i = 0; rc && i < ns; i++) s[i].t->stale = s[i].write;
+    for (size_t i = 0; !rc && i < ns; i++) {
+      slot *x = &s[i];
+      if (!x->write) continue;
+      lc__tally *t = x->t;
+      lc__tally_rec_set(t, &x->n);
+      pthread_mutex_lock(&t->mu);
+      t->out_p = t->out_p > x->dp ? t->out_p - x->dp : 0;
+      t->out_m = t->out_m > x->dm ? t->out_m - x->dm : 0;
+      t->una_p -= (int64_t)x->dp;
+      t->una_m -= (int64_t)x->dm;
+      pthread_mutex_unlock(&t->mu);
+    }
+    if (!rc) {
+      LC__STAT(h, tally_flushes, nw);
+      *wrote += nw;
+    }
+  }
+  for (size_t i = 0; i < held; i++) {
+    ts[i]->bidx = SIZE_MAX;
+    lc__tally_release(ts[i]);
+  }
+  for (size_t i = 0; i < nb; i++) {
+    rc = flush_batch(h, &busy[i], 1, wrote);
+    if (rc && !first) first = rc;
+  }
+  free(s);
+  free(busy);
+  return first;
+}
+
+/* Flushes every tally that has a record in the log, in batches. */
+static int sweep(lc_t *h, uint64_t *wrote) {
+  int first = lc__log_enter(&h->log);
+  if (first) return first;
+  leveldb_readoptions_t *ro = leveldb_readoptions_create();
+  leveldb_readoptions_set_fill_cache(ro, 0);
+  leveldb_iterator_t *it = leveldb_create_iterator(h->log.db, ro);
+  lc__tally *ts[BATCH];
+  size_t n = 0;
+  char start = LC__TALLY_REC, name[LC_NAME_MAX + 1];
+  for (leveldb_iter_seek(it, &start, 1);; leveldb_iter_next(it)) {
+    bool more = leveldb_iter_valid(it);
+    size_t klen = 0;
+    const char *k = more ? leveldb_iter_key(it, &klen) : NULL;
+    if (more && (klen < 1 || k[0] != LC__TALLY_REC)) more = false;
+    if (more && klen >= 2 && klen - 1 <= LC_NAME_MAX) {
+      memcpy(name, k + 1, klen - 1);
+      name[klen - 1] = '\0';
+      int rc = lc__tally_lookup(h, name, &ts[n]);
+      if (!rc)
+        n++;
+      else if (!first)
+        first = rc;
+    }
+    if (n == BATCH || (!more && n)) {
+      int rc = flush_batch(h, ts, n, wrote);
+      if (rc && !first) first = rc;
+      n = 0;
+    }
+    if (!more) break;
+  }
+  char *err = NULL;
+  leveldb_iter_get_error(it, &err);
+  leveldb_iter_destroy(it);
+  leveldb_readoptions_destroy(ro);
+  lc__log_leave(&h->log);
+  if (err) {
+    if (!first) first = lc__fail(LC_ELOG, "leveldb sweep: %s", err);
+    leveldb_free(err);
+  }
+  return first;
+}
+
+int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
+  lc__detail_clear();
+  if (h == NULL || (flags & ~(LC_TALLY_FORCE | LC_TALLY_SWEEP)))
+    return lc__fail(LC_EINVAL, "NULL handle or unknown flags");
+  if (LC__ADMIN_WAY(h)) {
+    int64_t n = 0;
+    int rc = lc__admin_call(h, &n, 1, "tally-flush %llu %d",
+                            (unsigned long long)max, flags);
+    if (!rc && flushed) *flushed = (uint64_t)n;
+    return rc;
+  }
+  int rc = LC__LOCAL_ONLY(h);
+  if (!rc) rc = lc__follow_primary_only(h);
+  if (rc) return rc;
+  lc__tallies *tb = &h->tallies;
+  bool force = flags & LC_TALLY_FORCE;
+  int64_t now = lc__clock_mono_us();
+  /* only what was queued when the call began: under a stream of changes
+   * a forced flush would otherwise never run out of work */
+  pthread_mutex_lock(&tb->mu);
+  uint64_t last = tb->seq;
+  pthread_mutex_unlock(&tb->mu);
+  uint64_t taken = 0, wrote = 0;
+  int first = 0;
+  lc__tally *ts[BATCH], *copy[BATCH];
+  for (;;) {
+    size_t n = 0;
+    pthread_mutex_lock(&tb->mu);
+    while (n < BATCH && (max == 0 || taken < max)) {
+      lc__tally *t = tb->dirty_head;
+      if (t == NULL || t->seq > last || (!force && t->due_us > now)) break;
+      tb->dirty_head = t->dnext;
+      if (tb->dirty_head == NULL) tb->dirty_tail = NULL;
+      atomic_store(&t->dirty, false);
+      ts[n++] = t;
+      taken++;
+    }
+    pthread_mutex_unlock(&tb->mu);
+    if (n == 0) break;
+    memcpy(copy, ts, n * sizeof *ts);
+    rc = flush_batch(h, ts, n, &wrote);
+    if (rc) { /* all stay scheduled (a flush with nothing new writes
+                  nothing); stop here: memcached or the log is in trouble */
+      first = rc;
+      for (size_t i = 0; i < n; i++) lc__tally_enqueue(h, copy[i], now);
+      break;
+    }
+  }
+  if (flags & LC_TALLY_SWEEP) {
+    rc = sweep(h, &wrote);
+    if (rc && !first) first = rc;
+  }
+  if (flushed) *flushed = wrote;
+  if (first) LC__STAT(h, errors, 1);
+  return first;
+}
