@@ -7,7 +7,7 @@
  *                           ownership claim, the seed in memcached and the
  *                           synced reservation of a new counter
  *   new-counters each100    lc_next_each of 100 never-used names per call
- *                           (their first uses batched: src/first.c)
+ *                           (their first uses batched: src/counter/first.c)
  *   new-counters daemon     "incr NAME 1" of a never-used name through the
  *                           logcounterd with coalescing (BENCH_DAEMON)
  *   new-counters daemon-pipe100

@@ -1,6 +1,6 @@
 /*
  * fuzz_name.c - libFuzzer target: counter and tally name validation,
- * lc_check_name (src/keys.c: the library, the CLI and tallies use it),
+ * lc_check_name (src/base/keys.c: the library, the CLI and tallies use it),
  * lcd_proto_check_name and lcd_proto_tally_name (src/proto.c:
  * logcounterd's names and "tally:" keys, which arrive as bytes that are
  * not NUL-terminated).

@@ -1,6 +1,6 @@
 /*
  * fuzz_record.c - libFuzzer target: the decoders of what logcounter reads
- * back from its LevelDB log (src/keys.c, src/tally_rec.c): a counter's
+ * back from its LevelDB log (src/base/keys.c, src/tally/tally_rec.c): a counter's
  * record (key 'r' NAME '\0' be64(last), value version|count|time) and a
  * tally's record (33 bytes: version, total, applied+, applied-, losses).
  *

@@ -401,10 +401,10 @@ else
 fi
 
 # ---- a damaged log: verify and dump must say so and exit 1
-# A tiny helper writes raw records the way src/keys.c lays them out:
+# A tiny helper writes raw records the way src/base/keys.c lays them out:
 # key 'r' NAME '\0' + the block's last value (8 bytes, big-endian), value
 # version 1, count (8 bytes), time (8 bytes); with a 5th argument g, a
-# ledger entry ('g' instead of 'r'; src/ledger.c); HEXVALUE - deletes the
+# ledger entry ('g' instead of 'r'; src/counter/ledger.c); HEXVALUE - deletes the
 # key.  Skipped without a compiler.
 cat >"$TMP/rawput.c" <<'CSRC'
 #include <leveldb/c.h>

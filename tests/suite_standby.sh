@@ -657,7 +657,7 @@ secret_scenario() {
 }
 want sc && secret_scenario
 
-# Replication over mutual TLS (src/repl_tls.c): the daemons' --tls-cert,
+# Replication over mutual TLS (src/repl/wire_tls.c): the daemons' --tls-cert,
 # --tls-key and --tls-ca.  A standby whose certificate another CA signed,
 # and one without TLS, never connect; one with a certificate of the CA
 # reaches sync, and what the primary allocated is above on the promoted

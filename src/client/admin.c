@@ -1,5 +1,5 @@
 /*
- * admin_cli.c - the client side of the admin socket: a remote handle whose
+ * client/admin.c - the client side of the admin socket: a remote handle whose
  * server is an admin socket (lc_open finds out with "hello") sends every
  * call there, the log's calls included; one connection per call, or per
  * open iterator, so calls from many threads never share one.  A remote

@@ -3,7 +3,7 @@
  * connections to one logcounterd, speaking the two requests remote mode
  * needs ("incr NAME n", "get NAME") and memcached's auth handshake.
  * libmemcached has no TLS, so this is our own small client: OpenSSL on a
- * non-blocking socket, lines through admin_io.c's buffered connection,
+ * non-blocking socket, lines through net/aconn.c's buffered connection,
  * every wait bounded by timeout_ms (connect, each wait of the handshake,
  * each read and write, and the wait for a free connection).
  *

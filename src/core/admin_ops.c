@@ -1,6 +1,6 @@
 /*
- * admin_ops.c - the verbs of the admin socket (wire format: admin.h),
- * each one call on the handle: what a remote handle's call (admin_cli.c)
+ * admin_ops.c - the verbs of the admin socket (wire format: net/net.h),
+ * each one call on the handle: what a remote handle's call (client/admin.c)
  * sends, answered with the call's own result or error (its name and the
  * thread's detail).  Streams (records, ledger, tallies, counters) are
  * written as they are read, from the library's snapshot iterators.
@@ -250,7 +250,7 @@ int lc__admin_srv_serve(lc_t *h, lc__aconn *c, char *line) {
   args a;
   int nrest = fields_before_rest(line, strcspn(line, " "));
   split(line, nrest ? nrest : MAX_ARGS, nrest > 0, &a);
-  if (a.n == 0) return usage(c, "", "VERB ARGS (see admin.h)");
+  if (a.n == 0) return usage(c, "", "VERB ARGS (see net/net.h)");
   const char *verb = a.v[0];
   lc__detail_clear();
   if (!strcmp(verb, "hello"))

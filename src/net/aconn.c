@@ -1,10 +1,10 @@
 /*
- * admin_io.c - line I/O on an admin connection, with a timeout on every
+ * net/aconn.c - line I/O on an admin connection, with a timeout on every
  * wait (poll), so neither side of the admin channel waits forever.  The
  * same buffered lines carry remote mode over TLS (tls.c): with c->ssl set,
  * bytes go through OpenSSL on the non-blocking socket, and a wait is for
  * what OpenSSL asks (reading or writing, in either direction), through
- * tls_sock.c.
+ * net/ssl.c.
  */
 #include "net/net.h"
 

@@ -1,9 +1,9 @@
 /*
- * tls_sock.c - OpenSSL on our own non-blocking sockets, for every TLS
+ * net/ssl.c - OpenSSL on our own non-blocking sockets, for every TLS
  * connection the library makes or takes (remote mode and its admin relay,
- * tls.c and admin_io.c; replication, repl_wire.c): the BIO, the wait for
+ * tls.c and net/aconn.c; replication, wire.c): the BIO, the wait for
  * what OpenSSL asks, and its error text; the poll with a timeout is every
- * socket's, TLS or not (admin_io.c, repl_wire.c).
+ * socket's, TLS or not (net/aconn.c, wire.c).
  *
  * OpenSSL reaches the socket through our BIO, which sends with
  * MSG_NOSIGNAL and never blocks: OpenSSL's socket BIO writes with

@@ -1,5 +1,5 @@
 /*
- * repl_auth.c - the replication handshake's proof of a shared secret
+ * auth.c - the replication handshake's proof of a shared secret
  * (lc_options.replication_secret), so that no stray process can follow a
  * primary, nor pose as one to a standby.
  *

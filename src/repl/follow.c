@@ -234,7 +234,7 @@ static int take_batch(lc__follow *f, lc__wire *w, const lc__wire_buf *in,
 }
 
 /* With a replication secret, in holds the primary's 'c': its proof on our
- * nonce ns; then ours on its nonce (repl_auth.c), and type and in become
+ * nonce ns; then ours on its nonce (auth.c), and type and in become
  * the next frame. */
 static int prove(lc__follow *f, lc__wire *w, const char *ns, char *type,
                  lc__wire_buf *in) {

@@ -71,7 +71,7 @@ struct lc__repl {
                    a standby is in sync again */
   bool stop;
   int lfd;
-  struct ssl_ctx_st *ctx; /* h->repl_tls[0]: TLS (repl_tls.c), or NULL */
+  struct ssl_ctx_st *ctx; /* h->repl_tls[0]: TLS (wire_tls.c), or NULL */
   pthread_t listener;
   uint64_t ack_timeouts, snapshots, connects;
 };
@@ -399,7 +399,7 @@ static int refuse(session *s, const char *why) {
 
 /* With a replication secret the standby's hello is version 2 and carries
  * its nonce: prove the secret on it, then check the standby's proof on a
- * nonce of ours (repl_auth.c).  Without one, only version 1 is served. */
+ * nonce of ours (auth.c).  Without one, only version 1 is served. */
 static int prove(session *s, int version, const char *ns) {
   const char *secret = s->r->h->opt.replication_secret;
   if (!secret)

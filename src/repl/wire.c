@@ -1,6 +1,6 @@
 /*
- * repl_wire.c - the replication stream's frames (see repl.h) over a TCP
- * socket (or over TLS, repl_tls.c), with poll timeouts on every read and
+ * wire.c - the replication stream's frames (see repl.h) over a TCP
+ * socket (or over TLS, wire_tls.c), with poll timeouts on every read and
  * write, write batches
  * turned into entries and back, and the walk over the whole log that a
  * copy (sending or wiping) takes.

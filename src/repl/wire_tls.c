@@ -1,5 +1,5 @@
 /*
- * repl_tls.c - replication over mutual TLS.  A local handle with all of
+ * wire_tls.c - replication over mutual TLS.  A local handle with all of
  * tls_ca, tls_cert and tls_key (logcounterd's --tls-ca, --tls-cert and
  * --tls-key) and a replication role speaks TLS on the replication
  * connection: the primary presents its certificate and requires the

@@ -1,7 +1,8 @@
 /*
- * tally.h - what the tally files (tally.c, tally_flush.c, tally_rec.c)
- * share: the per-tally state and the helpers that read and write it.  Not
- * installed.
+ * tally/tally.h - tallies, write-behind counts: what the tally files
+ * (tally.c, tally_flush.c, tally_list.c, tally_rec.c) share, the per-tally
+ * state and the helpers that read and write it, and the table the handle
+ * keeps (lc__tallies).  Calls repl/ and below.
  *
  * Locking: the handle's lc__tallies.mu guards the name table and the
  * dirty queue (node, dnext, dirty, due_us, seq).  Each tally has an owner at a

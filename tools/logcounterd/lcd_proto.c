@@ -335,7 +335,7 @@ static lcd_proto_cmd parse_stats(const toks *tk, lcd_proto_req *req) {
                   "and 'stats items', which are empty)");
 }
 
-/* The admin socket's verbs (src/admin_ops.c) and the CLI's names for
+/* The admin socket's verbs (src/core/admin_ops.c) and the CLI's names for
  * them: refused on a data port, so that no memcached client can reach
  * them. */
 static bool is_admin_verb(const lcd_proto_token *v) {

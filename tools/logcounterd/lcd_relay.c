@@ -2,7 +2,7 @@
  * lcd_relay.c - the admin commands over TCP: "admin" on a TLS connection,
  * authenticated as a user with the admin right (--rights-file), answers
  * "OK admin" and from then on the connection is a byte relay to the
- * daemon's own --admin-socket.  The admin protocol (src/admin.h) is
+ * daemon's own --admin-socket.  The admin protocol (src/net/net.h) is
  * spoken end to end by the client and the library's admin server; the
  * daemon neither parses nor changes it, so the operator commands have
  * one implementation and one set of limits (its connection cap, its idle
