@@ -11,6 +11,8 @@ need="$need libssl-dev openssl"
 # the tools the suites drive: twemproxy (suite_proxy.sh), Prometheus and
 # promtool (suite_metrics.sh)
 need="$need nutcracker prometheus"
+# make deb and tests/suite_package.sh: building and checking the packages
+need="$need debhelper dpkg-dev fakeroot lintian"
 missing=""
 for p in $need; do
   if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed'; then
