@@ -55,6 +55,7 @@
  *                        window and the counter's lock
  *             ledger.c   the gap ledger: why values are missing, voids
  *             claim.c    one owning log per counter, kept in memcached
+ *             rare.c     the state most counters never fill, on demand
  *             and beside them:
  *             evict.c    idle eviction: the calls' gate, the passes
  *   tally/    tally.c    tallies: add, get, state; tally_flush.c the

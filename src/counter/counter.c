@@ -94,6 +94,7 @@ lc__counter *lc__counter_new(const char *name, size_t n) {
 void lc__counter_free(lc__counter *c) {
   lc__seg_destroy(c);
   free(c->refused_by);
+  free(c->rare);
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
   free(c);
@@ -240,7 +241,10 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   /* a promoted standby's holes are the old primary's lost records */
   rc = lc__ledger_load_tail(&h->log, c,
                             h->promoting ? LC_GAP_FAILOVER : LC_GAP_RESTART);
-  if (rc) c->ngaps = 0; /* loaded again next time */
+  if (rc) { /* loaded again next time */
+    c->ngaps = 0;
+    lc__counter_rare_trim(c);
+  }
   c->loaded = rc == 0;
   lc__counter_unlock(c);
   return rc;
@@ -325,37 +329,49 @@ static int64_t lowest_sent_floor(const lc__counter *c) {
 }
 
 /* mu held: records the accepted range first..last for the overlap check,
- * and forgets the ranges no answer in flight can reach. */
+ * and forgets the ranges no answer in flight can reach.  A range at or
+ * below every floor in flight can meet no answer that acceptable() takes
+ * (each lies above its own floor), so it is not kept at all: without two
+ * increments in flight nothing is. */
 static void remember(lc__counter *c, int64_t first, int64_t last) {
-  lc__span *a = c->accepted;
-  int i = 0;
-  while (i < c->naccepted && a[i].last < first) i++;
-  if (i > 0 && a[i - 1].last == first - 1) { /* extends the one below */
-    a[i - 1].last = last;
-    if (i < c->naccepted && a[i].first == last + 1) { /* and meets the next */
-      a[i - 1].last = a[i].last;
-      memmove(a + i, a + i + 1, sizeof *a * (size_t)(c->naccepted - i - 1));
-      c->naccepted--;
-    }
-  } else if (i < c->naccepted && a[i].first == last + 1) {
-    a[i].first = first;
-  } else {
-    if (c->naccepted == LC__ACCEPTED) { /* full: forget the lowest */
-      if (a[0].last > c->lost_below) c->lost_below = a[0].last;
-      memmove(a, a + 1, sizeof *a * (size_t)(LC__ACCEPTED - 1));
-      c->naccepted--;
-      if (i > 0) i--;
-    }
-    memmove(a + i + 1, a + i, sizeof *a * (size_t)(c->naccepted - i));
-    a[i] = (lc__span){first, last};
-    c->naccepted++;
-  }
   int64_t low = lowest_sent_floor(c);
-  int drop = 0;
-  while (drop < c->naccepted && a[drop].last <= low) drop++;
-  memmove(a, a + drop, sizeof *a * (size_t)(c->naccepted - drop));
-  c->naccepted -= drop;
+  lc__rare *r = last > low ? lc__counter_rare(c) : NULL;
+  if (last > low && r == NULL) { /* no memory: as when full */
+    if (last > c->lost_below) c->lost_below = last;
+  } else if (r) {
+    lc__span *a = r->accepted;
+    int i = 0;
+    while (i < c->naccepted && a[i].last < first) i++;
+    if (i > 0 && a[i - 1].last == first - 1) { /* extends the one below */
+      a[i - 1].last = last;
+      if (i < c->naccepted && a[i].first == last + 1) { /* and the next */
+        a[i - 1].last = a[i].last;
+        memmove(a + i, a + i + 1, sizeof *a * (size_t)(c->naccepted - i - 1));
+        c->naccepted--;
+      }
+    } else if (i < c->naccepted && a[i].first == last + 1) {
+      a[i].first = first;
+    } else {
+      if (c->naccepted == LC__ACCEPTED) { /* full: forget the lowest */
+        if (a[0].last > c->lost_below) c->lost_below = a[0].last;
+        memmove(a, a + 1, sizeof *a * (size_t)(LC__ACCEPTED - 1));
+        c->naccepted--;
+        if (i > 0) i--;
+      }
+      memmove(a + i + 1, a + i, sizeof *a * (size_t)(c->naccepted - i));
+      a[i] = (lc__span){first, last};
+      c->naccepted++;
+    }
+  }
+  if (c->naccepted > 0) {
+    lc__span *a = c->rare->accepted;
+    int drop = 0;
+    while (drop < c->naccepted && a[drop].last <= low) drop++;
+    memmove(a, a + drop, sizeof *a * (size_t)(c->naccepted - drop));
+    c->naccepted -= drop;
+  }
   if (c->lost_below <= low) c->lost_below = 0;
+  lc__counter_rare_trim(c);
 }
 
 /* mu held: the block (last-n, last] is handed out (or burned if its write
@@ -386,14 +402,15 @@ static void plan(lc_t *h, lc__counter *c, int64_t last, uint64_t n, block *b) {
  * no block accepted since (memcached went backwards otherwise: a restart,
  * a stale warm restart, a stray set).  Blocks accepted before it was sent
  * lie at or below floor0; those accepted since and above floor0 are in
- * c->accepted. */
+ * c->rare->accepted. */
 static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
                        int64_t floor0) {
   if (v < n || (int64_t)(v - n) < floor0) return false;
   int64_t first = (int64_t)(v - n) + 1, last = (int64_t)v;
   if (first <= c->lost_below) return false; /* cannot tell: alone */
   for (int i = 0; i < c->naccepted; i++)
-    if (!(last < c->accepted[i].first || first > c->accepted[i].last))
+    if (!(last < c->rare->accepted[i].first ||
+          first > c->rare->accepted[i].last))
       return false;
   return true;
 }

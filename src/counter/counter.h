@@ -112,6 +112,16 @@ typedef struct lc__gap {
   8 /* finished segments whose records wait to be
                                rewritten with what went out */
 
+/* The parts of a counter's state that most counters never fill, kept
+ * apart so that a counter in memory costs little; their counts stay in
+ * the counter (naccepted, nahead, ngaps, nclose), under its mu. */
+typedef struct lc__rare {
+  lc__span accepted[LC__ACCEPTED]; /* counter.c: the overlap check */
+  lc__span ahead[LC__ACCEPTED];    /* ledger.c: taken above gap_low + 1 */
+  lc__gap gaps[LC__GAPS];          /* ledger.c: pending gaps */
+  lc__seg closes[LC__SEG_CLOSES];  /* segment.c: finished segments */
+} lc__rare;
+
 struct lc__counter {
   lc__named node; /* first: the handle's name table entry */
   pthread_mutex_t mu;
@@ -127,8 +137,7 @@ struct lc__counter {
    * overlap them): disjoint ranges in order, merged when adjacent; when
    * full the lowest is dropped and lost_below remembers it (an answer
    * reaching down to it is then not accepted). */
-  lc__span accepted[LC__ACCEPTED];
-  int naccepted;
+  int naccepted; /* in rare->accepted */
   int64_t lost_below;
   bool res_writing; /* a reservation write is under way: the
                                  next waits (c->cv), so the log's value
@@ -148,8 +157,7 @@ struct lc__counter {
   /* segment.c, under mu */
   lc__seg seg[LC__SEGS]; /* held segments, in value order */
   int nseg;
-  lc__seg closes[LC__SEG_CLOSES]; /* finished, records to rewrite */
-  int nclose;
+  int nclose; /* finished, records to rewrite: rare->closes */
   bool fetching;                  /* a segment fetch is queued or running */
   bool queued;                    /* on the prefetcher's queue (pf.mu) */
   lc__counter *qnext;             /* the prefetcher's queue */
@@ -165,10 +173,11 @@ struct lc__counter {
    * (written or pending); ahead: taken above gap_low + 1, in order. */
   int64_t gap_low;
   int64_t restart_to; /* holes up to here: LC_GAP_RESTART */
-  lc__span ahead[LC__ACCEPTED];
-  int nahead;
-  lc__gap gaps[LC__GAPS]; /* pending */
-  int ngaps;
+  int nahead; /* rare->ahead */
+  int ngaps;  /* pending: rare->gaps */
+  /* rare.c: the arrays above, which most counters never fill (NULL while
+   * every count is 0) */
+  struct lc__rare *rare;
   bool recheck; /* a write failed: it may have reached the log after all,
                    so the pending gaps are checked against it first */
   /* evict.c: set by every call that finds the counter (when eviction is
@@ -193,6 +202,15 @@ typedef struct lc__block {
   bool reconciles; /* a pending counter's first block: with its mark */
   int64_t time_us; /* a segment's: its record's time (first.c) */
 } lc__block;
+
+/* rare.c, mu held (or the counter exclusive): c->rare, allocated on first
+ * need; NULL when out of memory, and the caller then takes the path it
+ * takes when its array is full, which is always safe (an answer not
+ * accepted, a record left open, a gap left unexplained). */
+lc__rare *lc__counter_rare(lc__counter *c);
+/* Frees c->rare once naccepted, nahead, ngaps and nclose are all 0: call
+ * it where a count may have dropped to 0, holding no pointer into it. */
+void lc__counter_rare_trim(lc__counter *c);
 
 /* next.c */
 /* lc_next_n inside the gate (the calls of first.c). */

@@ -67,8 +67,11 @@ void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause) {
   if (first > last) return;
   /* Kept in value order, merged with neighbours of the same cause, so the
    * blocks burned during a write outage (failing in any order, two in
-   * flight) stay one entry. */
-  lc__gap *g = c->gaps;
+   * flight) stay one entry.  No memory: it goes unexplained, as when
+   * full. */
+  lc__rare *r = lc__counter_rare(c);
+  if (r == NULL) return;
+  lc__gap *g = r->gaps;
   int i = 0;
   while (i < c->ngaps && g[i].last < first) i++;
   if (i > 0 && g[i - 1].cause == cause && g[i - 1].last == first - 1) {
@@ -106,29 +109,38 @@ static void hole(lc__counter *c, int64_t first, int64_t last) {
 
 /* Moves gap_low over the blocks taken that now touch it. */
 static void absorb(lc__counter *c) {
+  if (c->nahead == 0) return;
+  lc__span *a = c->rare->ahead;
   int k = 0;
-  while (k < c->nahead && c->ahead[k].first - 1 <= c->gap_low) {
-    if (c->ahead[k].last > c->gap_low) c->gap_low = c->ahead[k].last;
+  while (k < c->nahead && a[k].first - 1 <= c->gap_low) {
+    if (a[k].last > c->gap_low) c->gap_low = a[k].last;
     k++;
   }
-  memmove(c->ahead, c->ahead + k, sizeof c->ahead[0] * (size_t)(c->nahead - k));
+  memmove(a, a + k, sizeof a[0] * (size_t)(c->nahead - k));
   c->nahead -= k;
 }
 
 void lc__ledger_settle(lc__counter *c, int64_t upto) {
   while (c->gap_low < upto) {
     int64_t end = upto;
-    if (c->nahead > 0 && c->ahead[0].first - 1 < end)
-      end = c->ahead[0].first - 1;
+    if (c->nahead > 0 && c->rare->ahead[0].first - 1 < end)
+      end = c->rare->ahead[0].first - 1;
     hole(c, c->gap_low + 1, end);
     c->gap_low = end;
     absorb(c);
   }
+  lc__counter_rare_trim(c);
 }
 
 /* Adds first..last to ahead, merged with the spans it touches. */
 static void add_ahead(lc__counter *c, int64_t first, int64_t last) {
-  lc__span *a = c->ahead;
+  lc__rare *r = lc__counter_rare(c);
+  if (r == NULL) { /* no memory (so nothing waits): the holes below it go
+                      unexplained, never a wrong entry */
+    c->gap_low = last;
+    return;
+  }
+  lc__span *a = r->ahead;
   int i = 0;
   while (i < c->nahead && a[i].last < first - 1) i++;
   int j = i; /* a[i..j) touch or overlap first..last */
@@ -156,8 +168,13 @@ static void add_ahead(lc__counter *c, int64_t first, int64_t last) {
 void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last,
                       int64_t low) {
   if (last > c->gap_low) {
-    add_ahead(c, first <= c->gap_low ? c->gap_low + 1 : first, last);
-    absorb(c);
+    int64_t from = first <= c->gap_low ? c->gap_low + 1 : first;
+    if (from == c->gap_low + 1 && c->nahead == 0) {
+      c->gap_low = last; /* in order, nothing waits: absorbed at once */
+    } else {
+      add_ahead(c, from, last);
+      absorb(c);
+    }
   }
   lc__ledger_settle(c, low);
 }
@@ -209,7 +226,7 @@ static void recheck(lc__log *l, lc__counter *c) {
   }
   lc__gap g[LC__GAPS];
   int ng = c->ngaps;
-  memcpy(g, c->gaps, sizeof g[0] * (size_t)ng);
+  if (ng) memcpy(g, c->rare->gaps, sizeof g[0] * (size_t)ng);
   c->ngaps = 0;
   for (int i = 0; i < ng; i++) {
     lc__span s[2 * COVER];
@@ -233,8 +250,9 @@ static void recheck(lc__log *l, lc__counter *c) {
 int lc__ledger_take(lc__log *l, lc__counter *c, lc__gap out[LC__GAPS]) {
   if (c->recheck) recheck(l, c);
   int n = c->ngaps;
-  memcpy(out, c->gaps, sizeof out[0] * (size_t)n);
+  if (n) memcpy(out, c->rare->gaps, sizeof out[0] * (size_t)n);
   c->ngaps = 0;
+  lc__counter_rare_trim(c);
   return n;
 }
 

@@ -40,15 +40,17 @@ void lc__seg_destroy(lc__counter *c) {
 }
 
 /* mu held: the oldest held segment is finished; it waits in closes for
- * its record to be rewritten (the oldest waiting one is dropped when full:
- * its record stays open, which is safe). */
+ * its record to be rewritten (the oldest waiting one is dropped when full,
+ * and this one when there is no memory: its record stays open, which is
+ * safe). */
 void lc__seg_finish_oldest(lc__counter *c) {
-  if (c->nclose == LC__SEG_CLOSES) {
-    memmove(c->closes, c->closes + 1,
-            sizeof c->closes[0] * (LC__SEG_CLOSES - 1));
+  lc__rare *r = lc__counter_rare(c);
+  if (r && c->nclose == LC__SEG_CLOSES) {
+    memmove(r->closes, r->closes + 1,
+            sizeof r->closes[0] * (LC__SEG_CLOSES - 1));
     c->nclose--;
   }
-  c->closes[c->nclose++] = c->seg[0];
+  if (r) r->closes[c->nclose++] = c->seg[0];
   memmove(c->seg, c->seg + 1, sizeof c->seg[0] * (size_t)(c->nseg - 1));
   c->nseg--;
 }
@@ -172,8 +174,9 @@ void lc__seg_install(lc_t *h, lc__counter *c, const lc__block *b, int rc,
 int lc__seg_closes_take(lc__counter *c, lc__seg out[LC__SEG_CLOSES]) {
   lc__counter_lock(c);
   int n = c->nclose;
-  memcpy(out, c->closes, sizeof out[0] * (size_t)n);
+  if (n) memcpy(out, c->rare->closes, sizeof out[0] * (size_t)n);
   c->nclose = 0;
+  lc__counter_rare_trim(c);
   lc__counter_unlock(c);
   return n;
 }
@@ -186,9 +189,10 @@ void lc__seg_closes_batch(leveldb_writebatch_t *b, const lc__counter *c,
 void lc__seg_closes_putback(lc__counter *c, const lc__seg *v, int n) {
   /* back in front; their records stay open if they do not fit (safe) */
   lc__counter_lock(c);
-  while (n > 0 && c->nclose < LC__SEG_CLOSES) {
-    memmove(c->closes + 1, c->closes, sizeof c->closes[0] * (size_t)c->nclose);
-    c->closes[0] = v[--n];
+  lc__rare *r = n > 0 ? lc__counter_rare(c) : NULL;
+  while (r && n > 0 && c->nclose < LC__SEG_CLOSES) {
+    memmove(r->closes + 1, r->closes, sizeof r->closes[0] * (size_t)c->nclose);
+    r->closes[0] = v[--n];
     c->nclose++;
   }
   lc__counter_unlock(c);
@@ -202,8 +206,9 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   if (c->nseg > 0 && c->seg[0].first + (int64_t)c->seg[0].used <= below) {
     while (c->nseg > 0) lc__seg_finish_oldest(c);
     nclose = c->nclose;
-    memcpy(closes, c->closes, sizeof closes[0] * (size_t)nclose);
+    if (nclose) memcpy(closes, c->rare->closes, sizeof closes[0] * (size_t)nclose);
     c->nclose = 0;
+    lc__counter_rare_trim(c);
     reserve = below > c->reserved ? below : c->reserved;
   }
   lc__counter_unlock(c);
@@ -239,7 +244,7 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
    * someone else incremented) are never given back. */
   int64_t to = c->floor;
   for (int i = c->nclose - 1; i >= 0; i--) {
-    const lc__seg *s = &c->closes[i];
+    const lc__seg *s = &c->rare->closes[i];
     if (s->end != to) break;
     if (s->used > 0) { /* its last value that went out */
       to = s->first + (int64_t)(s->used - 1);
@@ -247,8 +252,9 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
     }
     to = s->first - 1;
   }
-  for (int i = 0; i < c->nclose; i++) rewrite(b, c, &c->closes[i], to);
+  for (int i = 0; i < c->nclose; i++) rewrite(b, c, &c->rare->closes[i], to);
   c->nclose = 0;
+  lc__counter_rare_trim(c);
   return to > c->handed ? to : c->handed;
 }
 
@@ -256,7 +262,8 @@ bool lc__seg_holds(lc__counter *c, int64_t value) {
   bool held = false; /* in a segment, held or finished, above its used */
   lc__counter_lock(c);
   for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
-    const lc__seg *g = i < c->nseg ? &c->seg[i] : &c->closes[i - c->nseg];
+    const lc__seg *g =
+        i < c->nseg ? &c->seg[i] : &c->rare->closes[i - c->nseg];
     held = value >= g->first + (int64_t)g->used && value <= g->end;
   }
   lc__counter_unlock(c);
