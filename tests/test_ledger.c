@@ -461,6 +461,7 @@ static void test_frontier(void **state) {
     assert_int_equal(c->ngaps, 0);
   }
   assert_int_equal(c->nahead, 1); /* 20..59 merged */
+  assert_non_null(c->rare);       /* waiting blocks: the side structure */
   /* It lands at 10..14: holes 6..9 and 15..19 are final now. */
   lc__ledger_taken(c, 10, 14, 59);
   assert_int_equal(lc__ledger_take(&nolog, c, g), 3);
@@ -474,6 +475,13 @@ static void test_frontier(void **state) {
   assert_i64_eq(g[2].last, 19);
   assert_i64_eq(c->gap_low, 59);
   assert_int_equal(c->nahead, 0);
+  assert_null(c->rare); /* nothing waits, nothing pending: freed */
+  /* Blocks in order allocate nothing. */
+  for (int64_t v = 60; v < 60 + 1000; v++) {
+    lc__ledger_taken(c, v, v, v);
+    assert_null(c->rare);
+  }
+  c->gap_low = 59;
   /* A block that touches the frontier moves it on; a hole above the low
    * waits. */
   lc__ledger_taken(c, 60, 61, 61);
@@ -504,6 +512,7 @@ static void test_frontier(void **state) {
     lc__ledger_taken(c, v, v, 71);
   assert_int_equal(c->ngaps, 0);
   assert_true(c->nahead <= LC__ACCEPTED);
+  free(c->rare);
   free(c);
 }
 
