@@ -204,9 +204,17 @@ static bool in_log(fixture *f, int id) {
   return there;
 }
 
-static bool never(int id) { (void)id; return false; }
-static bool always(int id) { (void)id; return true; }
-static bool only_7(int id) { return id == 7; }
+static bool never(int id) {
+  (void)id;
+  return false;
+}
+static bool always(int id) {
+  (void)id;
+  return true;
+}
+static bool only_7(int id) {
+  return id == 7;
+}
 
 /* ---- grouping ------------------------------------------------------------- */
 
@@ -491,8 +499,8 @@ static void test_hook_sees_each_group_once(void **state) {
   /* free-running threads: once per LevelDB write, never overlapping */
   runner r[4];
   for (int t = 0; t < 4; t++) {
-    r[t] = (runner){.l = &f->log, .base = 100 + t * 100, .n = 100,
-                    .sync = t % 2};
+    r[t] =
+        (runner){.l = &f->log, .base = 100 + t * 100, .n = 100, .sync = t % 2};
     assert_int_equal(pthread_create(&r[t].t, NULL, run_many, &r[t]), 0);
   }
   for (int t = 0; t < 4; t++) pthread_join(r[t].t, NULL);
@@ -603,8 +611,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(
           test_hook_refusal_fails_the_group_unwritten, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_hook_after_hears_of_a_failure,
-                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hook_after_hears_of_a_failure, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_standby_log_is_not_written, setup,
                                       teardown),
   };
