@@ -386,6 +386,8 @@ static void test_unmatched_reply_ends_the_stream(void **state) {
   assert_detail_has("memcached 10.0.0.1:11211: SERVER_ERROR out of memory");
   assert_fatal(LC__OP_GET, "k", "ERROR\r\n");
   assert_fatal(LC__OP_GET, "k", "VALUE other 0 2\r\n42\r\nEND\r\n");
+  assert_fatal(LC__OP_GET, "k", "VALUE j 0 2\r\n42\r\nEND\r\n");
+  assert_fatal(LC__OP_GETS, "key", "VALUE kez 0 2 7\r\n42\r\nEND\r\n");
   assert_fatal(LC__OP_GET, "key", "VALUE k 0 2\r\n42\r\nEND\r\n");
   assert_fatal(LC__OP_GET, "k", "VALUE k 0\r\n");
   assert_fatal(LC__OP_GET, "k", "VALUE k x 2\r\n42\r\nEND\r\n");
