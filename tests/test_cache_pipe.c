@@ -14,6 +14,7 @@
  *    the stream (ADD answered "42"), or the end of the stream (a GET
  *    answered by anything but END or VALUE of its key, a line without CR);
  *  - numbers: 2^64-1 is read, 2^64 and beyond are an error, never wrapped;
+ *    a VALUE length that would wrap (-1, 2^64-1) ends the stream;
  *  - garbage: random bytes never make it read past the buffer (each case
  *    is copied into a buffer of exactly its length, for AddressSanitizer)
  *    nor take more than it was given.
@@ -392,6 +393,15 @@ static void test_unmatched_reply_ends_the_stream(void **state) {
   assert_fatal(LC__OP_GET, "k", "VALUE k 0\r\n");
   assert_fatal(LC__OP_GET, "k", "VALUE k x 2\r\n42\r\nEND\r\n");
   assert_fatal(LC__OP_GET, "k", "VALUE\r\n");
+  /* a length that wraps the sum of the reply's parts (sscanf's %zu reads
+   * "-1" as SIZE_MAX, 2^64 and beyond too): not a wait for 2^64 bytes,
+   * nor a value read from past the buffer */
+  assert_fatal(LC__OP_GET, "k", "VALUE k 0 -1\r\n42\r\nEND\r\n");
+  assert_fatal(LC__OP_GET, "k", "VALUE k 0 -7\r\n42\r\nEND\r\n");
+  assert_fatal(LC__OP_GET, "k",
+               "VALUE k 0 18446744073709551615\r\n42\r\nEND\r\n");
+  assert_fatal(LC__OP_GETS, "k",
+               "VALUE k 0 99999999999999999999 1\r\n42\r\nEND\r\n");
   assert_fatal(LC__OP_GET, "k", "ENDX\r\n"); /* not END, not VALUE */
   /* a GETS without its cas */
   assert_fatal(LC__OP_GETS, "k", "VALUE k 0 2\r\n42\r\nEND\r\n");
@@ -432,9 +442,9 @@ static void test_number_out_of_range(void **state) {
  * never more taken than given; a whole reply taken sets the op's rc. */
 static void test_garbage(void **state) {
   (void)state;
-  static const char *const words[] = {"VALUE ", "k ",     "0 ",   "2 ",
-                                      "END",    "STORED", "\r\n", "\r",
-                                      "\n",     "42",     " ",    "NOT_"};
+  static const char *const words[] = {
+      "VALUE ", "k ", "0 ", "2 ", "END",  "STORED", "\r\n",
+      "\r",     "\n", "42", " ",  "NOT_", "-1",     "18446744073709551615"};
   uint64_t x = 88172645463325252u;
   char buf[300];
   for (int round = 0; round < 200000; round++) {

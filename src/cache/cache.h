@@ -96,8 +96,8 @@ void lc__cache_pipe_close(lc__cache *c); /* its kept connections */
  * match) and num (INCR), text, cas (GET, GETS).  0 with *used 0: not all
  * here yet, op untouched.  Negative (lc__fail's code): buf does not start
  * with a reply to op (a line not ended by CR LF; a GET answered by
- * anything but END or VALUE op's key): nothing after it can be matched,
- * op untouched.  A value longer than op->text is cut. */
+ * anything but END or VALUE op's key, or by a length that wraps):
+ * nothing after it can be matched, op untouched.  A value longer than op->text is cut. */
 int lc__cache_pipe_reply(lc__op *op, const char *buf, size_t len,
                          const char *host, unsigned port, size_t *used);
 /* memcached's decimal counter text (maybe space-padded) as a number. */

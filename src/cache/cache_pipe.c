@@ -222,10 +222,12 @@ int lc__cache_pipe_reply(lc__op *op, const char *buf, size_t len,
       head[hn] = '\0';
       unsigned long long cas = 0;
       int want = op->kind == LC__OP_GETS ? 3 : 2;
+      /* (a length that would wrap need: sscanf's %zu takes "-1") */
       if (strncmp(head, "VALUE ", 6) != 0 || hn < 6 + op->klen ||
           memcmp(head + 6, op->key, op->klen) != 0 ||
           sscanf(head + 6 + op->klen, " %u %zu %llu", &flags, &bytes, &cas) <
-              want)
+              want ||
+          bytes > SIZE_MAX - n - 7)
         /* not the reply to this get: what follows cannot be matched */
         return reply_error(host, port, l, n);
       size_t need = n + bytes + 2 + 5; /* data CR LF "END" CR LF */
