@@ -22,7 +22,9 @@
  *  - the hook (lc__log_hook, replication's): before and after once per
  *    group, with the group's batch, its sync and before's seq; after(ok =
  *    false) for a failed write; a non-zero before fails the whole group
- *    with its code and LevelDB is not called.
+ *    with its code and LevelDB is not called (the log stays OK: a write
+ *    the standby refused is written nowhere, the next one goes on);
+ *  - a standby's log takes no write (LC_ESTANDBY).
  */
 #include <setjmp.h>
 #include <stdarg.h>
