@@ -87,6 +87,19 @@ typedef struct lc__op {
 } lc__op;
 int lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n);
 void lc__cache_pipe_close(lc__cache *c); /* its kept connections */
+/* The reply to op at the start of buf[0..len), as the server host:port
+ * sent it (host, port: for the error detail).  Returns 0 with *used > 0:
+ * one whole reply, its bytes; op->rc set as lc__cache_pipe gives it (see
+ * above; negative with the detail for a reply that is an error or not
+ * one op expects: SERVER_ERROR, CLIENT_ERROR, ERROR, a number past
+ * 2^64-1, a line meant for another op: the replies after it still
+ * match) and num (INCR), text, cas (GET, GETS).  0 with *used 0: not all
+ * here yet, op untouched.  Negative (lc__fail's code): buf does not start
+ * with a reply to op (a line not ended by CR LF; a GET answered by
+ * anything but END or VALUE op's key, or by a length that wraps):
+ * nothing after it can be matched, op untouched.  A value longer than op->text is cut. */
+int lc__cache_pipe_reply(lc__op *op, const char *buf, size_t len,
+                         const char *host, unsigned port, size_t *used);
 /* memcached's decimal counter text (maybe space-padded) as a number. */
 bool lc__cache_parse_u64(const char *v, size_t n, uint64_t *out);
 

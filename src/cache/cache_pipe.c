@@ -163,87 +163,95 @@ static int connect_to(lc__cache *c, server *s) {
   return rc;
 }
 
-/* The reply line of s at s->in + from, or NULL if it is not all here;
- * *len: its length with the CR LF. */
-static const char *line(const server *s, size_t from, size_t *len) {
-  const char *p = s->in + from;
-  size_t n = s->ilen - from;
-  const char *nl = memchr(p, '\n', n);
+/* The line at buf[0..len), or NULL if it is not all here; *n: its length
+ * with the CR LF. */
+static const char *line(const char *buf, size_t len, size_t *n) {
+  const char *nl = memchr(buf, '\n', len);
   if (nl == NULL) return NULL;
-  *len = (size_t)(nl - p) + 1;
-  return p;
+  *n = (size_t)(nl - buf) + 1;
+  return buf;
 }
 
-static int reply_error(const server *s, const char *l, size_t n) {
+static int reply_error(const char *host, unsigned port, const char *l,
+                       size_t n) {
   while (n > 0 && (l[n - 1] == '\r' || l[n - 1] == '\n')) n--;
-  return lc__fail(LC_EMEMCACHED, "memcached %s:%u: %.*s", s->host,
-                  (unsigned)s->port, (int)(n > 120 ? 120 : n), l);
+  return lc__fail(LC_EMEMCACHED, "memcached %s:%u: %.*s", host, port,
+                  (int)(n > 120 ? 120 : n), l);
+}
+
+int lc__cache_pipe_reply(lc__op *op, const char *buf, size_t len,
+                         const char *host, unsigned port, size_t *used) {
+  *used = 0;
+  size_t n;
+  const char *l = line(buf, len, &n);
+  if (l == NULL) return 0;
+  if (n < 2 || l[n - 2] != '\r') /* not memcached's: nothing after it */
+    return reply_error(host, port, l, n);
+  if (op->kind == LC__OP_ADD) {
+    op->rc = strncmp(l, "STORED\r", 7) == 0 ? 0
+             : strncmp(l, "NOT_STORED\r", 11) == 0
+                 ? LC__EXISTS
+                 : reply_error(host, port, l, n);
+  } else if (op->kind == LC__OP_CAS) {
+    op->rc =
+        strncmp(l, "STORED\r", 7) == 0 ? 0
+        : strncmp(l, "EXISTS\r", 7) == 0 || strncmp(l, "NOT_FOUND\r", 10) == 0
+            ? LC__EXISTS
+            : reply_error(host, port, l, n);
+  } else if (op->kind == LC__OP_INCR) {
+    if (strncmp(l, "NOT_FOUND\r", 10) == 0)
+      op->rc = LC__MISS;
+    else if (strncmp(l, "CLIENT_ERROR", 12) == 0) /* not a number */
+      op->rc = lc__fail(LC_EBADVALUE,
+                        "memcached holds a value that is "
+                        "not a number for %.*s",
+                        (int)op->klen, op->key);
+    else if (!lc__cache_parse_u64(l, n - 2, &op->num))
+      op->rc = reply_error(host, port, l, n);
+    else
+      op->rc = 0;
+  } else { /* GET(S): VALUE key flags bytes [cas], the data, END; or END */
+    if (strncmp(l, "END\r", 4) == 0) {
+      op->rc = LC__MISS;
+    } else {
+      unsigned flags;
+      size_t bytes = 0;
+      char head[300]; /* the VALUE line, NUL-terminated */
+      size_t hn = n - 2 < sizeof head - 1 ? n - 2 : sizeof head - 1;
+      memcpy(head, l, hn);
+      head[hn] = '\0';
+      unsigned long long cas = 0;
+      int want = op->kind == LC__OP_GETS ? 3 : 2;
+      /* (a length that would wrap need: sscanf's %zu takes "-1") */
+      if (strncmp(head, "VALUE ", 6) != 0 || hn < 6 + op->klen ||
+          memcmp(head + 6, op->key, op->klen) != 0 ||
+          sscanf(head + 6 + op->klen, " %u %zu %llu", &flags, &bytes, &cas) <
+              want ||
+          bytes > SIZE_MAX - n - 7)
+        /* not the reply to this get: what follows cannot be matched */
+        return reply_error(host, port, l, n);
+      size_t need = n + bytes + 2 + 5; /* data CR LF "END" CR LF */
+      if (len < need) return 0;
+      size_t k = bytes < sizeof op->text - 1 ? bytes : sizeof op->text - 1;
+      memcpy(op->text, l + n, k);
+      op->text[k] = '\0';
+      op->cas = cas;
+      op->rc = 0;
+      n = need;
+    }
+  }
+  *used = n;
+  return 0;
 }
 
 /* Parses the replies of s's ops that have fully arrived. */
 static void parse(server *s, lc__op *ops, const unsigned *order) {
   size_t at = 0;
   while (s->left > 0) {
-    lc__op *op = &ops[order[s->next]];
-    size_t n;
-    const char *l = line(s, at, &n);
-    if (l == NULL) break;
-    size_t used = n;
-    if (n < 2 || l[n - 2] != '\r') { /* not memcached's: give up on s */
-      s->err = reply_error(s, l, n);
-      break;
-    }
-    if (op->kind == LC__OP_ADD) {
-      op->rc = strncmp(l, "STORED\r", 7) == 0       ? 0
-               : strncmp(l, "NOT_STORED\r", 11) == 0 ? LC__EXISTS
-                                                     : reply_error(s, l, n);
-    } else if (op->kind == LC__OP_CAS) {
-      op->rc = strncmp(l, "STORED\r", 7) == 0          ? 0
-               : strncmp(l, "EXISTS\r", 7) == 0 ||
-                       strncmp(l, "NOT_FOUND\r", 10) == 0 ? LC__EXISTS
-                                                        : reply_error(s, l, n);
-    } else if (op->kind == LC__OP_INCR) {
-      if (strncmp(l, "NOT_FOUND\r", 10) == 0)
-        op->rc = LC__MISS;
-      else if (strncmp(l, "CLIENT_ERROR", 12) == 0) /* not a number */
-        op->rc = lc__fail(LC_EBADVALUE, "memcached holds a value that is "
-                                        "not a number for %.*s",
-                          (int)op->klen, op->key);
-      else if (!lc__cache_parse_u64(l, n - 2, &op->num))
-        op->rc = reply_error(s, l, n);
-      else
-        op->rc = 0;
-    } else { /* GET(S): VALUE key flags bytes [cas], the data, END; or END */
-      if (strncmp(l, "END\r", 4) == 0) {
-        op->rc = LC__MISS;
-      } else {
-        unsigned flags;
-        size_t bytes = 0;
-        char head[300]; /* the VALUE line, NUL-terminated */
-        size_t hn = n - 2 < sizeof head - 1 ? n - 2 : sizeof head - 1;
-        memcpy(head, l, hn);
-        head[hn] = '\0';
-        unsigned long long cas = 0;
-        int want = op->kind == LC__OP_GETS ? 3 : 2;
-        if (strncmp(head, "VALUE ", 6) != 0 || hn < 6 + op->klen ||
-            memcmp(head + 6, op->key, op->klen) != 0 ||
-            sscanf(head + 6 + op->klen, " %u %zu %llu", &flags, &bytes,
-                   &cas) < want) {
-          /* not the reply to this get: what follows cannot be matched */
-          s->err = reply_error(s, l, n);
-          break;
-        } else {
-          size_t need = n + bytes + 2 + 5; /* data CR LF "END" CR LF */
-          if (s->ilen - at < need) break;
-          size_t k = bytes < sizeof op->text - 1 ? bytes : sizeof op->text - 1;
-          memcpy(op->text, l + n, k);
-          op->text[k] = '\0';
-          op->cas = cas;
-          op->rc = 0;
-          used = need;
-        }
-      }
-    }
+    size_t used;
+    s->err = lc__cache_pipe_reply(&ops[order[s->next]], s->in + at,
+                                  s->ilen - at, s->host, s->port, &used);
+    if (s->err || used == 0) break;
     at += used;
     s->next++;
     s->left--;
