@@ -25,8 +25,10 @@ enum { LC__LOG_OK, LC__LOG_FAILED, LC__LOG_RECOVERING, LC__LOG_LOST };
 typedef struct lc__wreq lc__wreq; /* log_write.c: a write waiting its turn */
 
 /* Called by log_write.c's one writer around each write group: before it
- * is written here (b, synced or not; a non-zero return fails the write
- * and the log, with that code), and after (ok: it was written).  seq is
+ * is written here (b, synced or not; a non-zero return fails every
+ * request of the group with that code, writes it nowhere, and leaves the
+ * log OK: replication's refusal, when no standby holds it), and after
+ * (ok: LevelDB wrote it; not called for a refused group).  seq is
  * before's, handed to after. */
 typedef struct lc__log_hook {
   int (*before)(void *arg, leveldb_writebatch_t *b, bool sync, uint64_t *seq);
