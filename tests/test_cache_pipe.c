@@ -393,6 +393,11 @@ static void test_unmatched_reply_ends_the_stream(void **state) {
   assert_fatal(LC__OP_GET, "k", "VALUE k 0\r\n");
   assert_fatal(LC__OP_GET, "k", "VALUE k x 2\r\n42\r\nEND\r\n");
   assert_fatal(LC__OP_GET, "k", "VALUE\r\n");
+  /* a longer key that starts with this one ("k1" for "k": its 1 is no
+   * flags field), and data that is not as long as the line said */
+  assert_fatal(LC__OP_GET, "k", "VALUE k1 0 2\r\n42\r\nEND\r\n");
+  assert_fatal(LC__OP_GET, "k", "VALUE k 0 2\r\n423\r\nEND\r\n");
+  assert_fatal(LC__OP_GET, "k", "VALUE k 0 3\r\n42\r\nEND\r\nX");
   /* a length that wraps the sum of the reply's parts (sscanf's %zu reads
    * "-1" as SIZE_MAX, 2^64 and beyond too): not a wait for 2^64 bytes,
    * nor a value read from past the buffer */

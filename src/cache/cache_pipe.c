@@ -223,8 +223,9 @@ int lc__cache_pipe_reply(lc__op *op, const char *buf, size_t len,
       unsigned long long cas = 0;
       int want = op->kind == LC__OP_GETS ? 3 : 2;
       /* (a length that would wrap need: sscanf's %zu takes "-1") */
-      if (strncmp(head, "VALUE ", 6) != 0 || hn < 6 + op->klen ||
+      if (strncmp(head, "VALUE ", 6) != 0 || hn < 7 + op->klen ||
           memcmp(head + 6, op->key, op->klen) != 0 ||
+          head[6 + op->klen] != ' ' || /* not a longer key */
           sscanf(head + 6 + op->klen, " %u %zu %llu", &flags, &bytes, &cas) <
               want ||
           bytes > SIZE_MAX - n - 7)
@@ -232,6 +233,9 @@ int lc__cache_pipe_reply(lc__op *op, const char *buf, size_t len,
         return reply_error(host, port, l, n);
       size_t need = n + bytes + 2 + 5; /* data CR LF "END" CR LF */
       if (len < need) return 0;
+      if (memcmp(l + n + bytes, "\r\nEND\r\n", 7) != 0)
+        /* the data is not as long as it said: the stream is lost */
+        return reply_error(host, port, l, n);
       size_t k = bytes < sizeof op->text - 1 ? bytes : sizeof op->text - 1;
       memcpy(op->text, l + n, k);
       op->text[k] = '\0';
