@@ -37,6 +37,7 @@
  * With --metrics-listen, each lc_next_n call for incr jobs is timed into
  * its loop's histogram, or the workers' (lcd_metrics.c; relaxed atomics).
  */
+#include "lcd_binary.h"
 #include "lcd_metrics.h"
 
 #include <event2/event.h>
@@ -155,6 +156,7 @@ static int start_at(lc_t *lc, const char *name, uint64_t n) {
   int64_t cur = 0;
   int rc = lc_current(lc, name, &cur);
   if (rc || cur != 0) return rc;
+  if (n == LCD_BIN_NO_CREATE) return LCD_BIN_ENOCREATE; /* lcd_binary.h */
   return lc_advance(lc, name, (int64_t)n);
 }
 
