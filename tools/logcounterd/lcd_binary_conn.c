@@ -18,7 +18,7 @@
  *
  * Nonsense (lcd_bin_frame's LCD_BIN_BAD, an unknown opcode, a later
  * request without the 0x80 magic) is answered with its status and reason,
- * logged, counted in closed_garbage, and the connection is closed.  SASL
+ * logged, counted in closed_binary, and the connection is closed.  SASL
  * and the authentication gate are lcd_sasl.c's.  Loop thread only.
  */
 #include "lcd.h"
@@ -145,8 +145,8 @@ static void garbage(lcd_conn *c, struct evbuffer *in, const lcd_bin_header *h,
                     uint16_t status, const char *why) {
   lcd_loop *s = c->loop;
   s->st.client_errors++;
-  s->st.closed_garbage++;
-  lcd_log(s->set, 1,
+  s->st.closed_binary++;
+  lcd_log(s->set, 0,
           "connection %" PRIu64 " (%s): bad binary request (opcode 0x%02x): "
           "%s; closing",
           c->id, c->peer, h->opcode, why);
