@@ -14,7 +14,9 @@
 #     never reads closed after --reply-timeout;
 #   - with --auth-file: Dalli, php-memcached and pylibmc over SASL PLAIN,
 #     a wrong password refused (and slowed down), commands before it
-#     refused; the text client authenticates with the text handshake.
+#     refused; the text client authenticates with the text handshake;
+#   - Dalli over TLS and SASL on a TLS listener, beside a text client on a
+#     plain one.
 # Uses $BUILD/logcounterd, a private memcached, free 127.0.0.1 ports,
 # Debian's ruby-dalli, php-cli php-memcached, python3-pylibmc,
 # python3-memcache, libcache-memcached-fast-perl, libsasl2-modules (PLAIN
@@ -82,12 +84,12 @@ text_stop() {
   sed 's/^/    /' "$TMP/text.$1.out"
   check "$1: the text client allocated throughout" [ "$rc" = 0 ]
 }
-# unique PHASE: every id of every counter was handed out once, and the
-# clients' files together hold what each counter gave.
+# unique PHASE FILES: every id of the four shared counters was handed out
+# once, over the ids.*.PHASE files of FILES clients.
 unique() {
-  "$PY" - "$TMP" "$1" <<'PYEOF'
+  "$PY" - "$TMP" "$1" "$2" <<'PYEOF'
 import glob, sys, collections
-tmp, phase = sys.argv[1], sys.argv[2]
+tmp, phase, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
 seen = collections.defaultdict(list)
 files = glob.glob("%s/ids.*.%s" % (tmp, phase))
 for f in files:
@@ -97,7 +99,7 @@ for f in files:
 dups = {n: len(v) - len(set(v)) for n, v in seen.items() if len(v) != len(set(v))}
 total = sum(len(v) for v in seen.values())
 print("    %d ids from %d clients on %d counters, %d duplicated" % (total, len(files), len(seen), sum(dups.values())))
-sys.exit(1 if dups or len(seen) != 4 or len(files) < 3 else 0)
+sys.exit(1 if dups or len(seen) != 4 or len(files) != want else 0)
 PYEOF
 }
 
@@ -122,7 +124,7 @@ done_client raw "the binary protocol byte by byte: pipelining, quiet forms, stat
 client unread "$PY" $D/bin_raw.py unread "$DPORT" raw1_ 3
 done_client unread "a binary client that never reads is closed after --reply-timeout"
 text_stop 1
-check "phase 1: every id unique across the text client and five client libraries" unique 1
+check "phase 1: every id unique across the text client and five client libraries" unique 1 7
 stop_daemon TERM
 check "phase 1: SIGTERM, exit 0" [ "$RC" = 0 ]
 
@@ -157,9 +159,27 @@ done_client phpwrong "php-memcached binary with a wrong password: refused"
 client rawauth "$PY" $D/bin_raw.py auth "$DPORT" alice "s3cret pw"
 done_client rawauth "SASL byte by byte: list mechs, auth, a command before it, failures slowed down"
 text_stop 2
-check "phase 2: every id unique across the text client and three SASL clients" unique 2
+check "phase 2: every id unique across the text client and three SASL clients" unique 2 4
 stop_daemon TERM
 check "phase 2: SIGTERM, exit 0" [ "$RC" = 0 ]
+# ---- phase 3: TLS and SASL ---------------------------------------------------
+. tests/tls_certs.sh
+if make_certs server; then
+  DPORT=$(free_port) && TPORT=$(free_port)
+  SAME_PORT=1 start_daemon d3 -l "127.0.0.1:$TPORT,notls:127.0.0.1:$DPORT" \
+    --tls-cert "$TMP/server.pem" --tls-key "$TMP/server.key" --auth-file "$TMP/auth" ||
+    { failed=$((failed + 1)); finish; }
+  export BIN_SHARED=sh3
+  text_start 3 bob hunter2
+  client dalli env BIN_TLS_CA="$TMP/ca.pem" ruby $D/bin_dalli.rb "$TPORT" "$TMP/ids.dalli.3" rb3_ alice "s3cret pw"
+  done_client dalli "Dalli over TLS and SASL PLAIN: incr, a default, get, tally, set refused (get_multi: Dalli 3.0.6 fails over TLS itself)"
+  text_stop 3
+  check "phase 3: every id unique across the text client and Dalli over TLS" unique 3 2
+  stop_daemon TERM
+  check "phase 3: SIGTERM, exit 0" [ "$RC" = 0 ]
+else
+  check "TLS certificates made" false
+fi
 check "no password in the daemon's log" bash -c "! grep -q 's3cret\\|hunter2\\|wrong' '$TMP/daemon.log'"
 check "no sanitizer report in the daemon's log" \
   bash -c "! grep -Eq 'Sanitizer|runtime error' '$TMP/daemon.log'"
