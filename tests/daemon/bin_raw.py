@@ -124,6 +124,30 @@ def plain(port, pre):
         fail("noop ending the quiet pipeline: %r" % (r2,))
     ok("50 incrementq (initial 1000) + getkq + getq miss + noop: only the hit (1049) and the noop")
 
+    # a run of getkq is one job, as a text get line of many keys
+    t0 = Conn(port)
+    def jobs():
+        t0.send(b"stats\r\n")
+        while b"END\r\n" not in t0.buf:
+            t0.buf += t0.s.recv(65536)
+        st = dict(l.split(b" ")[1:3] for l in t0.buf.split(b"\r\n") if l.startswith(b"STAT "))
+        t0.buf = b""
+        return int(st[b"jobs_inline"]) + int(st[b"jobs_pooled"])
+    before = jobs()
+    c.send(b"".join(req(0x0d, key=q if i % 2 else k) for i in range(128)) + req(0x0a, opaque=99))
+    got = []
+    while True:
+        r = c.resp()
+        if r[0] == 0x0a:
+            break
+        got.append(r)
+    spent = jobs() - before
+    if len(got) != 128 or any(r[1] != 0 or r[5] != (q if i % 2 else k) for i, r in enumerate(got)):
+        fail("128 getkq + noop: %d replies" % len(got))
+    if spent > 2:
+        fail("128 pipelined getkq took %d jobs, not one" % spent)
+    ok("128 pipelined getkq of two counters + noop: 128 hits in order with their keys, in %d job(s)" % spent)
+
     n = (pre + "nocreate").encode()
     c.send(req(0x05, arith(1, 5, 0xffffffff), n, opaque=11) + req(0x00, key=n, opaque=12) +
            req(0x15, arith(0), n, opaque=13) + req(0x0a, opaque=14))

@@ -199,8 +199,12 @@ int lcd_bin_request(struct lcd_conn *c, struct evbuffer *in);
  * change, or the value read. */
 void lcd_bin_put_job(struct lcd_conn *c, const struct lcd_job *j, int hit,
                      int64_t value);
+/* The reply to key i of a finished get job (a run of gets of one opcode
+ * and opaque is one job, lcd_binary_conn.c): hit[i], values[i]. */
+void lcd_bin_put_get(struct lcd_conn *c, const struct lcd_job *j, size_t i);
 /* A finished job's failure rc (an LC_E code, or LCD_BIN_ENOCREATE) as a
- * binary error reply, with the text "<ERRNAME> <message>[: <detail>]". */
+ * binary error reply, with the text "<ERRNAME> <message>[: <detail>]"
+ * (a get job: one for each of its keys). */
 void lcd_bin_put_error(struct lcd_conn *c, const struct lcd_job *j, int rc,
                        const char *detail);
 /* A response frame with the given parts, appended to c's output. */

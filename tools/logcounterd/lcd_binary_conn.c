@@ -9,7 +9,11 @@
  * request goes: the same ordering (lcd_may_start), rights
  * (lcd_gate_request), jobs (lcd_start_incr/_get/_tally: pipelining,
  * coalescing of a buffered run through lcd_jobs.c's look-ahead, the
- * workers), back-pressure and timeouts (lcd_conn.c).  A finished job's
+ * workers), back-pressure and timeouts (lcd_conn.c).  A buffered run of
+ * gets with one opcode and opaque (a client's multi-get: getkq... noop)
+ * becomes one get job of up to LCD_PROTO_MAX_KEYS keys (take_gets), as a
+ * text get line does; lcd_jobs.c's answer_get answers it key by key
+ * through lcd_bin_put_get.  A finished job's
  * reply comes back through lcd_put_meta and lcd_jobs.c's error writer,
  * which call lcd_bin_put_job / lcd_bin_put_error here for a binary job.
  * Requests answered on the spot (noop, version, stat, verbosity, quit,
@@ -75,14 +79,22 @@ void lcd_bin_put_job(lcd_conn *c, const lcd_job *j, int hit, int64_t value) {
     lcd_bin_put(c, op, LCD_BIN_OK, opaque, u, NULL, 0, NULL, 0, v, 8);
     return;
   }
-  const char *key = j->names; /* a binary get job has one key */
+  (void)hit; /* not reached for gets: lcd_jobs.c's answer_get asks */
+  for (size_t i = 0; i < j->nkeys; i++) lcd_bin_put_get(c, j, i);
+}
+
+void lcd_bin_put_get(lcd_conn *c, const lcd_job *j, size_t i) {
+  uint8_t op = j->meta.bin_op;
+  uint32_t opaque = job_opaque(j);
+  const char *key = j->names + j->name_off[i];
   uint16_t klen = is_getk(op) ? (uint16_t)strlen(key) : 0;
-  if (!hit) {
+  if (!j->hit[i]) {
     if (j->meta.quiet) return;
     lcd_bin_put(c, op, LCD_BIN_ENOENT, opaque, 0, NULL, 0, key, klen,
                 "Not found", 9);
     return;
   }
+  int64_t value = j->values[i];
   char v[24];
   int n = snprintf(v, sizeof v, "%" PRId64, value);
   static const unsigned char flags[4] = {0, 0, 0, 0};
@@ -117,12 +129,15 @@ void lcd_bin_put_error(lcd_conn *c, const lcd_job *j, int rc,
                  lc_strerror(rc), detail[0] ? ": " : "", detail);
   if (n < 0) n = 0;
   if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
-  const char *key = j->names;
-  uint16_t klen = j->kind == LCD_JOB_GET && is_getk(j->meta.bin_op)
-                      ? (uint16_t)strlen(key)
-                      : 0;
-  lcd_bin_put(c, j->meta.bin_op, status_of(rc), job_opaque(j), 0, NULL, 0,
-              key, klen, msg, (uint32_t)n);
+  size_t nreplies = j->kind == LCD_JOB_GET ? j->nkeys : 1;
+  for (size_t i = 0; i < nreplies; i++) {
+    const char *key = j->names + (j->kind == LCD_JOB_GET ? j->name_off[i] : 0);
+    uint16_t klen = j->kind == LCD_JOB_GET && is_getk(j->meta.bin_op)
+                        ? (uint16_t)strlen(key)
+                        : 0;
+    lcd_bin_put(c, j->meta.bin_op, status_of(rc), job_opaque(j), 0, NULL, 0,
+                key, klen, msg, (uint32_t)n);
+  }
 }
 
 /* An error answered on the spot (status, reason); counted as a client
@@ -185,6 +200,41 @@ static void put_stats(lcd_conn *c, const lcd_bin_header *h, int settings,
   }
   lcd_bin_put(c, h->opcode, LCD_BIN_OK, h->opaque, 0, NULL, 0, NULL, 0, NULL,
               0);
+}
+
+/* A get (req, one key, flen bytes at the head of in) and the buffered gets
+ * that follow it with the same opcode and opaque become one get job, as a
+ * text get line of many keys does (Dalli's and libmemcached's multi-gets
+ * are runs of getkq): up to LCD_PROTO_MAX_KEYS keys whose names fit a job
+ * (LCD_PROTO_LINE_MAX bytes), each allowed by the rights.  req's keys and
+ * *flen are set anew (the input is pulled up once more: the old tokens
+ * may have moved). */
+static void take_gets(lcd_conn *c, struct evbuffer *in,
+                      const lcd_bin_header *h0, lcd_proto_req *req,
+                      size_t *flen) {
+  size_t avail = evbuffer_get_length(in);
+  size_t cap = (size_t)LCD_PROTO_MAX_KEYS * (LCD_BIN_HEADER + LCD_PROTO_KEY_MAX);
+  size_t look = avail < cap ? avail : cap;
+  const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)look);
+  size_t off = 0, used = 0, n = 0;
+  lcd_proto_req one;
+  while (n < LCD_PROTO_MAX_KEYS && off < look) {
+    lcd_bin_header h;
+    uint16_t st;
+    const char *why;
+    if (lcd_bin_frame(p + off, look - off, &h, &st, &why) != LCD_BIN_FRAME ||
+        h.opcode != h0->opcode || h.opaque != h0->opaque ||
+        lcd_bin_parse(&h, p + off, &one) != LCD_PROTO_GET ||
+        used + one.keys[0].len + 1 > LCD_PROTO_LINE_MAX ||
+        (n && !lcd_gate_allows(c, &one, LCD_PROTO_GET)))
+      break;
+    if (n == 0) req->meta = one.meta; /* its opaque points into p now */
+    req->keys[n++] = one.keys[0];
+    used += one.keys[0].len + 1;
+    off += LCD_BIN_HEADER + (size_t)h.bodylen;
+  }
+  req->nkeys = n; /* n >= 1: the first frame is the one parsed before */
+  *flen = off;
 }
 
 /* As lcd_conn.c's may_start (lcd.h, Ordering). */
@@ -256,7 +306,10 @@ int lcd_bin_request(lcd_conn *c, struct evbuffer *in) {
   if (kind == LCD_PROTO_BAD && !may_start(c, &req, kind)) return 0;
   switch (kind) {
   case LCD_PROTO_INCR: lcd_start_incr(c, in, &req, flen); return 1;
-  case LCD_PROTO_GET: lcd_start_get(c, in, &req, flen); return 1;
+  case LCD_PROTO_GET:
+    take_gets(c, in, &h, &req, &flen);
+    lcd_start_get(c, in, &req, flen);
+    return 1;
   case LCD_PROTO_TALLY: lcd_start_tally(c, in, &req, flen); return 1;
   default: break;
   }

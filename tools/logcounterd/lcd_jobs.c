@@ -454,13 +454,20 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
   for (size_t i = 0; i < j->nkeys; i++) {
     if (!j->hit[i]) {
       s->st.get_misses++;
-      if (j->meta.on) lcd_put_meta(c, j, 0, 0);
+      if (j->meta.bin) /* a binary get: one reply per key */
+        lcd_bin_put_get(c, j, i);
+      else if (j->meta.on)
+        lcd_put_meta(c, j, 0, 0);
       continue;
     }
     s->st.get_hits++;
     if (strncmp(j->names + j->name_off[i], LCD_PROTO_TALLY_PREFIX,
                 LCD_PROTO_TALLY_PREFIX_LEN) == 0)
       s->st.get_tally++;
+    if (j->meta.bin) {
+      lcd_bin_put_get(c, j, i);
+      continue;
+    }
     if (j->meta.on) {
       lcd_put_meta(c, j, 1, j->values[i]);
       continue;
