@@ -14,7 +14,8 @@
 #     never reads closed after --reply-timeout;
 #   - with --auth-file: Dalli, php-memcached and pylibmc over SASL PLAIN,
 #     a wrong password refused (and slowed down), commands before it
-#     refused; the text client authenticates with the text handshake;
+#     refused, --rights-file prefixes enforced; the text client
+#     authenticates with the text handshake;
 #   - Dalli over TLS and SASL on a TLS listener, beside a text client on a
 #     plain one.
 # Uses $BUILD/logcounterd, a private memcached, free 127.0.0.1 ports,
@@ -129,9 +130,11 @@ stop_daemon TERM
 check "phase 1: SIGTERM, exit 0" [ "$RC" = 0 ]
 
 # ---- phase 2: --auth-file, SASL PLAIN ----------------------------------------
-printf 'alice:s3cret pw\nbob:hunter2\n' >"$TMP/auth"
-chmod 600 "$TMP/auth"
-start_daemon d2 --auth-file "$TMP/auth" || { failed=$((failed + 1)); finish; }
+printf 'alice:s3cret pw\nbob:hunter2\ncarol:pw3\n' >"$TMP/auth"
+printf 'alice prefix=*\nbob prefix=*\ncarol prefix=c_\n' >"$TMP/rights"
+chmod 600 "$TMP/auth" "$TMP/rights"
+start_daemon d2 --auth-file "$TMP/auth" --rights-file "$TMP/rights" ||
+  { failed=$((failed + 1)); finish; }
 export BIN_SHARED=sh2
 text_start 2 bob hunter2
 client dalli ruby $D/bin_dalli.rb "$DPORT" "$TMP/ids.dalli.2" rb2_ alice "s3cret pw"
@@ -156,8 +159,8 @@ client phpwrong php -r '
   if ($v !== false) { fwrite(STDERR, "php: a wrong password allocated $v\n"); exit(1); }
   echo "php-memcached, wrong password: ", $m->getResultMessage(), "\n";'
 done_client phpwrong "php-memcached binary with a wrong password: refused"
-client rawauth "$PY" $D/bin_raw.py auth "$DPORT" alice "s3cret pw"
-done_client rawauth "SASL byte by byte: list mechs, auth, a command before it, failures slowed down"
+client rawauth "$PY" $D/bin_raw.py auth "$DPORT" alice "s3cret pw" carol pw3 c_
+done_client rawauth "SASL byte by byte: list mechs, auth, a command before it, failures slowed down, rights"
 text_stop 2
 check "phase 2: every id unique across the text client and three SASL clients" unique 2 4
 stop_daemon TERM
@@ -180,7 +183,7 @@ if make_certs server; then
 else
   check "TLS certificates made" false
 fi
-check "no password in the daemon's log" bash -c "! grep -q 's3cret\\|hunter2\\|wrong' '$TMP/daemon.log'"
+check "no password in the daemon's log" bash -c "! grep -q 's3cret\\|hunter2\\|wrong\\|pw3' '$TMP/daemon.log'"
 check "no sanitizer report in the daemon's log" \
   bash -c "! grep -Eq 'Sanitizer|runtime error' '$TMP/daemon.log'"
 finish

@@ -6,7 +6,8 @@ use strict;
 use warnings;
 use Cache::Memcached::Fast;
 my ($port, $out, $pre) = @ARGV;
-my $m = Cache::Memcached::Fast->new({ servers => ["127.0.0.1:$port"] });
+# timeouts for a loaded test machine (the default io_timeout is 1 s)
+my $m = Cache::Memcached::Fast->new({ servers => ["127.0.0.1:$port"], io_timeout => 10, connect_timeout => 5 });
 sub fail { print STDERR "perl: $_[0]\n"; exit 1 }
 my $shared = $ENV{BIN_SHARED} // $pre; # the counters the text client uses too
 my @names = map { "${shared}s$_" } 0 .. 3;

@@ -20,13 +20,14 @@ def fail(m):
 if kind == "pylibmc":
     import pylibmc
     kw = {"username": user, "password": pw} if user else {}
-    c = pylibmc.Client([addr], binary=True, **kw)
+    slow = {"_poll_timeout": 10000, "connect_timeout": 10000}  # a loaded machine
+    c = pylibmc.Client([addr], binary=True, behaviors=slow, **kw)
     # a text client makes the 300 keys: binary incr never creates without
     # an initial value, which pylibmc cannot send
-    maker = pylibmc.Client([addr], binary=False) if not user else None
+    maker = pylibmc.Client([addr], binary=False, behaviors=slow) if not user else None
 else:
     import memcache
-    c = memcache.Client([addr])
+    c = memcache.Client([addr], socket_timeout=10)
     maker = c
 import os
 shared = os.environ.get("BIN_SHARED", pre)  # the text client's counters too
