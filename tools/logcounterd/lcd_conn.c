@@ -42,7 +42,6 @@
  * struct (without a socket) until the job comes back.
  */
 #include "lcd.h"
-#include "lcd_binary.h"
 #include "lcd_tls.h"
 
 #include <event2/buffer.h>
@@ -55,6 +54,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "lcd_binary.h" /* binary-protocol requests */
 
 /* ---- closing ----------------------------------------------------------- */
 

@@ -12,7 +12,6 @@
  * lcd_conn.c owns the connections and calls in here.
  */
 #include "lcd.h"
-#include "lcd_binary.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -21,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lcd_binary.h" /* binary-protocol requests */
 
 /* ---- replies ----------------------------------------------------------- */
 

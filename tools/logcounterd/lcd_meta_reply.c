@@ -8,12 +8,13 @@
  * lcd_jobs.c as for every command.  Loop thread only.
  */
 #include "lcd.h"
-#include "lcd_binary.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <inttypes.h>
 #include <stdio.h>
+
+#include "lcd_binary.h" /* binary-protocol requests */
 
 /* The flags of j's reply, each after a space. */
 static void put_flags(struct evbuffer *o, const lcd_job *j, const char *v,

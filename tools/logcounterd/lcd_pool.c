@@ -37,7 +37,6 @@
  * With --metrics-listen, each lc_next_n call for incr jobs is timed into
  * its loop's histogram, or the workers' (lcd_metrics.c; relaxed atomics).
  */
-#include "lcd_binary.h"
 #include "lcd_metrics.h"
 
 #include <event2/event.h>
@@ -45,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "lcd_binary.h" /* the binary protocol's never-create */
 
 /* Copies the failure detail of this thread's last lc_ call into out
  * (sizeof lcd_job.detail bytes), without control characters (it goes
