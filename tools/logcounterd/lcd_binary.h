@@ -194,9 +194,10 @@ struct evbuffer;
  */
 int lcd_bin_request(struct lcd_conn *c, struct evbuffer *in);
 
-/* A finished job's success reply (lcd_put_meta's, for a binary request):
- * hit 0 is a get's miss; value the last id, the tally's total after the
- * change, or the value read. */
+/* A finished increment or tally job's success reply (lcd_put_meta's, for
+ * a binary request): value is the last id or the tally's total after the
+ * change (a quiet form: nothing).  A get job (which lcd_jobs.c answers
+ * with lcd_bin_put_get) gets every key's reply; hit is not used. */
 void lcd_bin_put_job(struct lcd_conn *c, const struct lcd_job *j, int hit,
                      int64_t value);
 /* The reply to key i of a finished get job (a run of gets of one opcode
