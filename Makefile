@@ -114,6 +114,10 @@ $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 $(BUILD)/tests/test_log_write: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
+# test_binary tests the daemon's binary-protocol parser.
+BINARY_SRC = tools/logcounterd/lcd_binary.c tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
+$(BUILD)/tests/test_binary: TEST_SRC_EXTRA = -Itools/logcounterd $(BINARY_SRC)
+$(BUILD)/tests/test_binary: $(BINARY_SRC) tools/logcounterd/lcd_binary.h tools/logcounterd/lcd_proto.h
 # test_auth tests the daemon's --auth-file and --rights-file tables.
 AUTH_SRC = tools/logcounterd/lcd_auth.c tools/logcounterd/lcd_auth_parse.c tools/logcounterd/lcd_rights.c
 $(BUILD)/tests/test_auth: TEST_SRC_EXTRA = -Itools/logcounterd $(AUTH_SRC) tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c -lcrypto -levent

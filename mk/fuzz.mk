@@ -12,7 +12,7 @@
 #     the project's compiler and fuzz/replay_main.c instead of libFuzzer);
 #     tests/suite_fuzz.sh replays fuzz/corpus and fuzz/regress with them.
 
-FUZZ_TARGETS ?= proto record name cli auth
+FUZZ_TARGETS ?= proto record name cli auth binary
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CC      ?= clang
@@ -24,6 +24,9 @@ FUZZ_DEPS     = fuzz/fuzz.h include/logcounter.h $(wildcard src/*.h src/*/*.h)
 FUZZ_PROTO    = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 # The auth target: the handshake's and the auth/rights files' parsers.
 FUZZ_AUTH     = $(FUZZ_PROTO) tools/logcounterd/lcd_auth_parse.c
+# The binary target: the binary protocol's frames (and SASL PLAIN's message).
+FUZZ_BINARY   = $(FUZZ_PROTO) tools/logcounterd/lcd_binary.c
+FUZZ_BINARY_DEPS = tools/logcounterd/lcd_binary.c tools/logcounterd/lcd_binary.h
 
 # The CLI target links every CLI file but main's, with cli_open stubbed.
 FUZZ_CLI_SRC  = $(filter-out tools/cli_main.c,$(CLI_SRC))
@@ -63,6 +66,8 @@ $(FUZZ_LIB_A): $(FUZZ_LIB_OBJ)
 $(FUZZ_BUILD)/fuzz_cli: FUZZ_EXTRA = -Itools $(FUZZ_CLI_SRC) $(FUZZ_CLI_LD)
 $(FUZZ_BUILD)/fuzz_proto $(FUZZ_BUILD)/fuzz_name: FUZZ_EXTRA = $(FUZZ_PROTO)
 $(FUZZ_BUILD)/fuzz_auth: FUZZ_EXTRA = $(FUZZ_AUTH)
+$(FUZZ_BUILD)/fuzz_binary: FUZZ_EXTRA = $(FUZZ_BINARY)
+$(FUZZ_BUILD)/fuzz_binary: $(FUZZ_BINARY_DEPS)
 $(FUZZ_BUILD)/fuzz_cli: $(FUZZ_CLI_DEPS)
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_DEPS) $(FUZZ_LIB_A)
 	@mkdir -p $(@D)
@@ -73,6 +78,8 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_DEPS) $(FUZZ_LIB_A)
 $(BUILD)/fuzz/replay_cli: REPLAY_EXTRA = -Itools $(FUZZ_CLI_SRC) $(FUZZ_CLI_LD)
 $(BUILD)/fuzz/replay_proto $(BUILD)/fuzz/replay_name: REPLAY_EXTRA = $(FUZZ_PROTO)
 $(BUILD)/fuzz/replay_auth: REPLAY_EXTRA = $(FUZZ_AUTH)
+$(BUILD)/fuzz/replay_binary: REPLAY_EXTRA = $(FUZZ_BINARY)
+$(BUILD)/fuzz/replay_binary: $(FUZZ_BINARY_DEPS)
 $(BUILD)/fuzz/replay_auth $(FUZZ_BUILD)/fuzz_auth: tools/logcounterd/lcd_auth_parse.c tools/logcounterd/lcd_auth.h
 $(BUILD)/fuzz/replay_cli: $(FUZZ_CLI_DEPS)
 $(BUILD)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay_main.c $(FUZZ_DEPS) $(LIB_A)

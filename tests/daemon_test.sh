@@ -347,10 +347,11 @@ head -c 1048576 /dev/zero | tr '\0' a >&3 2>/dev/null
 hear; check "a 1 MiB line: line too long" reply_is "CLIENT_ERROR line too long"
 conn_close
 conn
-printf '\x80\x05\x00\x05\x00\x00\x00\x00' >&3
-check "binary protocol: closed" closed
+# a binary request with an unknown opcode (tests/suite_binary.sh has the rest)
+printf '\x80\x42\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >&3
+check "binary protocol, unknown opcode: closed" closed
 conn_close
-check "binary protocol: logged" grep -q "binary protocol" "$TMP/daemon.log"
+check "binary protocol, unknown opcode: logged" grep -q "bad binary request (opcode 0x42)" "$TMP/daemon.log"
 conn
 for _ in $(seq 16); do say "garbage"; done
 n=0; while hear && reply_is ERROR; do n=$((n + 1)); done

@@ -8,6 +8,10 @@ need="memcached libmemcached-dev libmemcached-tools libleveldb-dev libcmocka-dev
 need="$need libsystemd-dev systemd strace"
 # logcounterd's TLS (tools/logcounterd/lcd_tls.c); openssl for tests/suite_tls.sh
 need="$need libssl-dev openssl"
+# the clients tests/suite_binary.sh drives: Dalli (binary protocol, SASL),
+# php-memcached, Cache::Memcached::Fast, python-memcache; PLAIN for
+# libmemcached's SASL (libsasl2-modules)
+need="$need ruby ruby-dalli php-cli php-memcached libcache-memcached-fast-perl python3-memcache libsasl2-modules"
 # the tools the suites drive: twemproxy (suite_proxy.sh), Prometheus and
 # promtool (suite_metrics.sh)
 need="$need nutcracker prometheus"

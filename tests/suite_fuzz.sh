@@ -31,7 +31,7 @@ check() {
 # Non-empty directory with at least one file?
 has_files() { [ -n "$(find "$1" -type f 2>/dev/null | head -n 1)" ]; }
 
-for t in proto record name cli auth; do
+for t in proto record name cli auth binary; do
   bin=$BUILD/fuzz/replay_$t
   if [ ! -x "$bin" ]; then
     echo "FAIL $t: $bin is missing (make $bin)"

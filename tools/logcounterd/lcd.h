@@ -477,6 +477,7 @@ struct lcd_conn {
   struct bufferevent *relay; /* the admin socket's end; NULL: none */
   int relay_eof;             /* it closed, or failed */
   int relay_shut;            /* the client's EOF was passed on */
+  int binary; /* lcd_binary_conn.c: speaks the binary protocol */
 };
 
 /* A tally change refused because of what the client sent (nothing was

@@ -18,8 +18,9 @@
  * input), so the rest waits in the kernel; parsing pauses while more
  * than LCD_OUTPUT_MAX bytes of replies wait for the client to read them,
  * and a client whose replies make no progress for --reply-timeout is
- * closed; LCD_GARBAGE_MAX error replies in a row close the connection;
- * the first byte 0x80 (binary protocol) closes it at once.
+ * closed; LCD_GARBAGE_MAX error replies in a row close the connection.
+ * A request whose first byte is 0x80 is memcached's binary protocol
+ * (lcd_binary_conn.c), and so is every later one of that connection.
  *
  * A run of pipelined "incr NAME n" lines for one counter that is already
  * buffered becomes one job (LCD_RUN_MAX lines at most, lcd_jobs.c).
@@ -53,6 +54,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "lcd_binary.h" /* binary-protocol requests */
 
 /* ---- closing ----------------------------------------------------------- */
 
@@ -276,17 +279,18 @@ void lcd_conn_process(lcd_conn *c) {
     size_t look =
         avail < LCD_PROTO_LINE_MAX + 2 ? avail : LCD_PROTO_LINE_MAX + 2;
     const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
+    if (c->binary || (unsigned char)p[0] == LCD_BIN_MAGIC_REQ) {
+      int h = lcd_bin_request(c, in); /* lcd_binary_conn.c */
+      if (h == 2) break;              /* more input: a partial request */
+      if (!h) {
+        waiting = 1;
+        break;
+      }
+      c->partial_since = 0;
+      continue;
+    }
     lcd_proto_frame_result fr = lcd_proto_frame(p, look, &len);
     if (fr == LCD_PROTO_FRAME_MORE) break;
-    if (fr == LCD_PROTO_FRAME_BINARY) {
-      s->st.closed_binary++;
-      lcd_log(s->set, 0,
-              "connection %" PRIu64 " (%s): binary protocol is not "
-              "supported (first byte 0x80); closing",
-              c->id, c->peer);
-      close_now(c, "binary protocol");
-      return;
-    }
     if (fr == LCD_PROTO_FRAME_TOO_LONG && lcd_gate_long(c, in)) break;
     if (fr == LCD_PROTO_FRAME_TOO_LONG && lcd_mget_begin(c, in, p, look)) {
       c->partial_since = 0;

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lcd_binary.h" /* binary-protocol requests */
+
 /* ---- replies ----------------------------------------------------------- */
 
 void lcd_put(lcd_conn *c, const char *s, size_t n) {
@@ -73,8 +75,17 @@ void lcd_put_error(lcd_conn *c, const char *kind, int rc,
                       detail);
 }
 
+/* A job's error reply: text, or a binary frame for a binary request. */
+static void job_error(lcd_conn *c, const lcd_job *j, const char *kind, int rc,
+                      const char *detail) {
+  if (j->meta.bin)
+    lcd_bin_put_error(c, j, rc, detail);
+  else
+    lcd_put_error(c, kind, rc, detail);
+}
+
 static void server_error(lcd_conn *c, const lcd_job *j) {
-  lcd_put_error(c, "SERVER_ERROR", j->rc, j->detail);
+  job_error(c, j, "SERVER_ERROR", j->rc, j->detail);
 }
 
 /* Logs a failed job: every one at -vv, else at most one a second. */
@@ -198,6 +209,8 @@ static int next_line(struct evbuffer *in, lcd_proto_req *req, size_t *len) {
   if (avail == 0) return -1;
   if (avail > LCD_PROTO_LINE_MAX + 2) avail = LCD_PROTO_LINE_MAX + 2;
   const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)avail);
+  if ((unsigned char)p[0] == LCD_BIN_MAGIC_REQ) /* a binary frame */
+    return lcd_bin_next(p, avail, req, len);
   if (lcd_proto_frame(p, avail, len) != LCD_PROTO_FRAME_LINE) return -1;
   return (int)lcd_proto_parse(p, *len, req);
 }
@@ -210,6 +223,7 @@ static int same_style(const lcd_job *j, const lcd_proto_req *req) {
   return a->value == b->value && a->quiet == b->quiet &&
          a->nret == b->nret && memcmp(a->ret, b->ret, a->nret) == 0 &&
          a->has_init == b->has_init && a->init == b->init &&
+         a->bin == b->bin && a->bin_op == b->bin_op &&
          a->opaque.len == b->opaque.len &&
          (a->opaque.len == 0 ||
           memcmp(a->opaque.s, b->opaque.s, a->opaque.len) == 0);
@@ -381,11 +395,11 @@ static int tally_reply(lcd_conn *c, const lcd_job *j, int i) {
   s->st.tally_errors++;
   if (lcd_client_caused(rc)) {
     s->st.client_errors++;
-    if (!j->noreply[i]) lcd_put_error(c, "CLIENT_ERROR", rc, detail);
+    if (!j->noreply[i]) job_error(c, j, "CLIENT_ERROR", rc, detail);
     return 1;
   }
   s->st.server_errors++;
-  if (!j->noreply[i]) lcd_put_error(c, "SERVER_ERROR", rc, detail);
+  if (!j->noreply[i]) job_error(c, j, "SERVER_ERROR", rc, detail);
   return 0;
 }
 
@@ -403,6 +417,10 @@ static void account(lcd_loop *s, const lcd_job *j) {
     s->st.tally_merged += (uint64_t)j->merged;
     if (j->rc && !lcd_client_caused(j->rc))
       log_failure(s, "tally change of", j);
+    return;
+  }
+  if (j->kind == LCD_JOB_INCR && j->rc == LCD_BIN_ENOCREATE) {
+    s->st.get_misses++; /* a binary increment that may not create */
     return;
   }
   if (j->kind == LCD_JOB_INCR) {
@@ -437,13 +455,20 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
   for (size_t i = 0; i < j->nkeys; i++) {
     if (!j->hit[i]) {
       s->st.get_misses++;
-      if (j->meta.on) lcd_put_meta(c, j, 0, 0);
+      if (j->meta.bin) /* a binary get: one reply per key */
+        lcd_bin_put_get(c, j, i);
+      else if (j->meta.on)
+        lcd_put_meta(c, j, 0, 0);
       continue;
     }
     s->st.get_hits++;
     if (strncmp(j->names + j->name_off[i], LCD_PROTO_TALLY_PREFIX,
                 LCD_PROTO_TALLY_PREFIX_LEN) == 0)
       s->st.get_tally++;
+    if (j->meta.bin) {
+      lcd_bin_put_get(c, j, i);
+      continue;
+    }
     if (j->meta.on) {
       lcd_put_meta(c, j, 1, j->values[i]);
       continue;

@@ -14,6 +14,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "lcd_binary.h" /* binary-protocol requests */
+
 /* The flags of j's reply, each after a space. */
 static void put_flags(struct evbuffer *o, const lcd_job *j, const char *v,
                       int vlen, int64_t value) {
@@ -36,6 +38,10 @@ static void put_flags(struct evbuffer *o, const lcd_job *j, const char *v,
 }
 
 void lcd_put_meta(lcd_conn *c, const lcd_job *j, int hit, int64_t value) {
+  if (j->meta.bin) { /* a binary request (lcd_binary_conn.c) */
+    lcd_bin_put_job(c, j, hit, value);
+    return;
+  }
   struct evbuffer *o = bufferevent_get_output(c->bev);
   if (!hit) {
     if (!j->meta.quiet) evbuffer_add(o, "EN\r\n", 4);

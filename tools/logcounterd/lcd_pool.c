@@ -45,6 +45,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lcd_binary.h" /* the binary protocol's never-create */
+
 /* Copies the failure detail of this thread's last lc_ call into out
  * (sizeof lcd_job.detail bytes), without control characters (it goes
  * into a protocol line). */
@@ -155,6 +157,7 @@ static int start_at(lc_t *lc, const char *name, uint64_t n) {
   int64_t cur = 0;
   int rc = lc_current(lc, name, &cur);
   if (rc || cur != 0) return rc;
+  if (n == LCD_BIN_NO_CREATE) return LCD_BIN_ENOCREATE; /* lcd_binary.h */
   return lc_advance(lc, name, (int64_t)n);
 }
 

@@ -98,6 +98,9 @@ typedef struct lcd_proto_meta {
   lcd_proto_token opaque; /* O<token>, at most LCD_PROTO_OPAQUE_MAX */
   int has_init;           /* ma N.. J<n>: a new counter starts at init */
   uint64_t init;
+  int bin;                /* a binary-protocol request (lcd_binary.h):
+                             answered in binary, opaque its 4 bytes */
+  uint8_t bin_op;         /* its opcode */
 } lcd_proto_meta;
 
 typedef struct lcd_proto_req {

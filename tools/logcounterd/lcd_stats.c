@@ -184,7 +184,7 @@ static const struct {
     F("closed_garbage", closed_garbage,
       "Connections closed after too many errors in a row."),
     F("closed_binary", closed_binary,
-      "Connections closed for speaking the binary protocol."),
+      "Connections closed for a malformed binary-protocol request."),
     F("closed_line_too_long", closed_long,
       "Connections closed for a request line too long."),
     F("closed_unread", closed_unread,
