@@ -335,6 +335,31 @@ cat "$TMP/out"
 check "4 clients x 300 blocks of 7, pipelined 8 deep: disjoint" grep -q "^ok .*overlaps=0" "$TMP/out"
 check "the blocks cover 1..8400 exactly" grep -q "min=7 max=8400" "$TMP/out"
 
+# The client's checks can fail: a fake server (tests/daemon/fake_incr.py)
+# answering distinct decreasing values, or increasing per connection but
+# overlapping across them, must make load FAIL, with -n and with -t.
+FAKE_OUT=$TMP/fake.port
+python3 tests/daemon/fake_incr.py down >"$FAKE_OUT" 2>"$TMP/fake.err" &
+FPID=$!
+for _ in $(seq 100); do [ -s "$FAKE_OUT" ] && break; sleep 0.05; done
+FPORT=$(head -n 1 "$FAKE_OUT")
+"$CLIENT" load -p "${FPORT:-1}" -k f -c 4 -n 500 >"$TMP/out" 2>&1
+check "load against decreasing replies: FAIL (not increasing)" grep -q "^FAIL .*replies not increasing" "$TMP/out"
+"$CLIENT" load -p "${FPORT:-1}" -k f -c 4 -t 1 -e >"$TMP/out" 2>&1
+check "load -t against decreasing replies: FAIL too" grep -q "^FAIL .*replies not increasing" "$TMP/out"
+kill "$FPID" 2>/dev/null; wait "$FPID" 2>/dev/null
+for mode in overlap up; do
+  : >"$FAKE_OUT"
+  python3 tests/daemon/fake_incr.py $mode >"$FAKE_OUT" 2>"$TMP/fake.err" &
+  FPID=$!
+  for _ in $(seq 100); do [ -s "$FAKE_OUT" ] && break; sleep 0.05; done
+  FPORT=$(head -n 1 "$FAKE_OUT")
+  "$CLIENT" load -p "${FPORT:-1}" -k f -c 4 -n 200 -b 3 >"$TMP/out.$mode" 2>&1
+  kill "$FPID" 2>/dev/null; wait "$FPID" 2>/dev/null
+done
+check "load against overlapping connections: FAIL with overlaps" eval 'grep -q "^FAIL .*overlaps=[1-9]" "$TMP/out.overlap"'
+check "load against a correct fake: ok (the fake itself can pass)" grep -q "^ok .*overlaps=0" "$TMP/out.up"
+
 # ==== bad input and limits ===================================================
 
 conn
