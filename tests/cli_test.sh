@@ -453,7 +453,8 @@ if cc -o "$TMP/rawput" "$TMP/rawput.c" -lleveldb 2>/dev/null; then
     eval 'rc_is 1 && out_has "# undecodable record (key value 20)" && err_has "undecodable"'
   lc d8 --json dump k
   check "dump --json marks the undecodable record" \
-    eval 'rc_is 1 && json_ok "o.get(\"undecodable\") or o[\"count\"] >= 1"'
+    eval 'rc_is 1 && json_ok "o.get(\"undecodable\") or o[\"count\"] >= 1" &&
+          [ "$(grep -c "^{\"undecodable\":true,\"key\":20," <<<"$OUT")" = 1 ]'
   # Record 4-6 (count 3 under key 6) repeats 4 and 5 of record 1-5.
   "$TMP/rawput" "$TMP/d8" k 6 01000000000000000300000000000000ff
   lc d8 --json verify k
