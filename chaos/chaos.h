@@ -356,8 +356,9 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l);
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
                      const ch_gap *gaps, size_t ngaps, ch_logged *out,
                      ch_ledger *led);
-/* A tally's total, pending and losses, from the log of who ("lcd"). */
+/* A tally's total, pending, losses and lost amount, from the log of who
+ * ("lcd"). */
 int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
-                 int64_t *pending, uint64_t *losses);
+                 int64_t *pending, uint64_t *losses, uint64_t *lost);
 
 #endif

@@ -200,11 +200,14 @@ bool ch_cut_covers(const ch_cut *k, size_t nk, int64_t first, int64_t last,
 }
 
 int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
-                 int64_t *pending, uint64_t *losses) {
+                 int64_t *pending, uint64_t *losses, uint64_t *lost) {
   char path[1024];
   lc_t *h;
   int rc = open_log(r, who, path, &h);
   if (!rc) rc = lc_tally_get(h, ch_tally_name(t), total, pending, losses);
+  uint64_t lost_m = 0; /* chaos's deltas are all positive */
+  if (!rc) rc = lc_tally_lost(h, ch_tally_name(t), lost, &lost_m);
+  if (!rc && lost_m) rc = -1000;
   lc_close(h);
   return rc;
 }

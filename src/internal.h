@@ -354,6 +354,10 @@ typedef struct lc__tallies {
 } lc__tallies;
 void lc__tallies_init(lc__tallies *t);
 void lc__tallies_close(lc__tallies *t);
+/* lc_close, before lc__tallies_close: records each tally's carry (its
+ * acknowledged changes not applied) and any lost amount not yet written,
+ * in one write, so that the next handle can measure their loss (P14). */
+void lc__tallies_carry(lc_t *h);
 
 /* ---- tls_sock.c: OpenSSL on our non-blocking sockets ---- */
 /* A TLS connection of ctx over fd, through a BIO that never blocks and
@@ -545,7 +549,8 @@ struct lc {
     atomic_uint_fast64_t increments, restores, backwards,
         log_writes, log_syncs, errors, segments, segment_waits;
     atomic_uint_fast64_t tally_adds, tally_flushes, tally_schedules,
-        tally_schedule_failures, tally_losses, tally_seeds;
+        tally_schedule_failures, tally_losses, tally_seeds,
+        tally_lost_amount;
   } st;
   /* latency.c: floor-write latency, relaxed atomics (lc_get_latency) */
   lc__hist lat[LC__LAT_KINDS];

@@ -94,7 +94,7 @@ out:
 static int compute(lc_t *h, slot *x) {
   lc__tally *t = x->t;
   bool lp = false, lm = false;
-  x->n = (lc__trec){t->total, 0, 0, t->losses};
+  x->n = (lc__trec){t->total, 0, 0, t->losses, 0, 0, 0, 0};
   int rc = lc__tally_side_read(h, t, true, x->pre[0], x->val[0], &x->n.ap,
                                &x->dp, &lp);
   if (!rc)
@@ -108,11 +108,16 @@ static int compute(lc_t *h, slot *x) {
                     "take its total out of range",
                     t->name);
   x->n.total = (int64_t)total;
-  if (lp || lm) {
-    x->n.losses++;
+  uint64_t losses = x->n.losses;
+  /* a loss measured at load (a record's carry) is an event too */
+  if (lp || lm || t->lost_new_p || t->lost_new_m) {
+    losses++;
     LC__STAT(h, tally_losses, 1);
   }
-  x->write = x->n.ap != t->ap || x->n.am != t->am || x->n.losses != t->losses;
+  x->n = lc__tally_rec_make(t, x->n.total, x->n.ap, x->n.am, losses);
+  x->write = x->n.ap != t->ap || x->n.am != t->am ||
+             x->n.losses != t->losses || x->n.lost_p != t->lost_p ||
+             x->n.lost_m != t->lost_m;
   return 0;
 }
 
@@ -146,6 +151,7 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
     if (rc && !first) first = rc;
     if (!rc && t->has_record) s[ns++].t = t;
   }
+  for (size_t i = 0; i < ns; i++) lc__tally_snap(s[i].t); /* before mget */
   int rc = ns ? mget(h, s, ns) : 0;
   if (rc && !first) first = rc;
   leveldb_writebatch_t *b = NULL;
@@ -300,4 +306,42 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
   if (flushed) *flushed = wrote;
   if (first) LC__STAT(h, errors, 1);
   return first;
+}
+
+/* ---- lc_close: the carries ---- */
+
+typedef struct carry_ctx {
+  lc_t *h;
+  leveldb_writebatch_t *b;
+  size_t n;
+} carry_ctx;
+
+static void carry_one(lc__named *e, void *arg) {
+  carry_ctx *x = arg;
+  lc__tally *t = (lc__tally *)e;
+  if (!t->loaded || !t->has_record || t->stale) return;
+  bool measured = t->lost_new_p || t->lost_new_m;
+  lc__trec n =
+      lc__tally_rec_make(t, t->total, t->ap, t->am, t->losses + measured);
+  if (n.carry_p == t->carry_p && n.carry_m == t->carry_m && !measured)
+    return;
+  if (!x->b) x->b = leveldb_writebatch_create();
+  lc__tally_rec_put(x->b, t, &n);
+  x->n++;
+}
+
+void lc__tallies_carry(lc_t *h) {
+  /* no other thread uses the handle any more (lc_close) */
+  if (lc__primary_only(h) != 0 || lc__log_ok(&h->log) != 0) return;
+  lc__detail_clear();
+  carry_ctx x = {h, NULL, 0};
+  lc__names_each(&h->tallies.names, carry_one, &x);
+  if (!x.b) return;
+  bool sync = h->opt.durability == LC_DURABILITY_SYNC;
+  if (lc__log_write(&h->log, x.b, sync) == 0) {
+    LC__STAT(h, log_writes, 1);
+    if (sync) LC__STAT(h, log_syncs, 1);
+  }
+  leveldb_writebatch_destroy(x.b);
+  lc__detail_clear(); /* a failure here loses only the measurement */
 }
