@@ -408,12 +408,18 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   printf("%-13s %s\n", "findings", r->findings[0] ? r->findings : "none");
 
   bool all_kinds = true;
-  for (int k = 0; k <= last_kind; k++)
+  unsigned injected = 0;
+  for (int k = 0; k <= last_kind; k++) {
     all_kinds = all_kinds && kinds[k] > 0;
+    injected += kinds[k];
+  }
+  /* a run that acknowledged nothing, or injected nothing, shows nothing */
   bool valid = dup_ids == 0 && ooo == 0 && tally_ok && r->unexpected == 0 &&
                lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0 &&
-               ledger_ok;
-  printf("%-13s %s%s\n", "result", valid ? "VALID" : "INVALID",
+               ledger_ok && ids > 0 && injected > 0;
+  printf("%-13s %s%s%s%s\n", "result", valid ? "VALID" : "INVALID",
+         ids ? "" : " (no id was acknowledged)",
+         injected ? "" : " (no fault was injected)",
          all_kinds ? "" : " (not every fault kind was injected)");
   for (int c = 0; c < CH_COUNTERS; c++) free(s[c].b), free(s[c].g);
   fflush(stdout);

@@ -158,6 +158,20 @@ check "same seed, same schedule (first $n faults)" \
 ms_dups=$(field duplicated "$TMP/ms.out")
 check "three memcached servers, one fault at a time: valid (exit $ms_rc)" [ "$ms_rc" -eq 0 ]
 check "three memcached servers: duplicated ids ${ms_dups:-missing} (must be 0)" [ "${ms_dups:-x}" = 0 ]
+# ... and it did something: ids acknowledged on every counter, faults
+# injected, memcached faults among them (each hits one of the servers)
+ms_acked=$(field acknowledged "$TMP/ms.out")
+check "three memcached servers: ids acknowledged (${ms_acked:-none})" [ "${ms_acked:-0}" -gt 0 ]
+for c in e0 e1 e2 d0 d1; do
+  n=$(sed -n "s/^.* $c ([a-z]*): \([0-9]*\) ids.*/\1/p" "$TMP/ms.out")
+  check "three memcached servers: counter $c got ids (${n:-none})" [ "${n:-0}" -gt 0 ]
+done
+# the faults line without its "(embedded N, logcounterd M)" parts
+ms_kinds=$(sed -n 's/^faults *//p' "$TMP/ms.out" | sed 's/([^)]*)//g' | tr ',' '\n')
+ms_faults=$(awk '{ n += $2 } END { print n + 0 }' <<<"$ms_kinds")
+ms_mc=$(grep '^ *memcached-' <<<"$ms_kinds" | awk '{ n += $2 } END { print n + 0 }')
+check "three memcached servers: faults injected (${ms_faults:-0})" [ "${ms_faults:-0}" -gt 0 ]
+check "three memcached servers: memcached faults among them (${ms_mc:-0})" [ "${ms_mc:-0}" -gt 0 ]
 sb_dups=$(field duplicated "$TMP/sb.out")
 check "standby: valid (exit $sb_rc)" [ "$sb_rc" -eq 0 ]
 check "standby: duplicated ids ${sb_dups:-missing} (must be 0)" [ "${sb_dups:-x}" = 0 ]
