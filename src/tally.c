@@ -235,7 +235,9 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
     int rc = pre;
     bool fresh = true; /* v as memcached holds it (not seeded, not set) */
     if (pre < 0 || attempt > 0) {
-      lc__tally_snap(t); /* before the read: all of it landed by then */
+      pthread_mutex_lock(&t->mu); /* before the read: all landed by then */
+      *snap = *una; /* this side only: the other's value may be older */
+      pthread_mutex_unlock(&t->mu);
       rc = lc__cache_get(&h->cache, key, klen, &v);
     } else {
       v = prev;
