@@ -59,9 +59,10 @@ typedef struct tally_sum {
  * acknowledged and still be missing from the owner's last record write:
  * the embedded worker sweeps every 100 ms; logcounterd flushes a tally
  * once its window (1 s) and margin (1.25 s) have passed, checked every
- * --flush-interval (1 s); with slack for a loaded machine. */
+ * --flush-interval (1 s): 3.25 s, and 0.75 s for the flush itself on a
+ * loaded machine. */
 static int64_t kill_window_ns(int owner) {
-  return owner == T_EMB ? 1000000000LL : 5000000000LL;
+  return owner == T_EMB ? 1000000000LL : 4000000000LL;
 }
 
 /* Was a change of owner's, acknowledged at t, acknowledged within the
