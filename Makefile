@@ -109,6 +109,8 @@ $(BUILD)/tests/test_walkgrow: $(LIB_SEAM_A)
 # test_faults fails LevelDB writes on demand through -Wl,--wrap;
 # test_proto tests the daemon's request parser.
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
+# test_first fails a whole pipelined round through -Wl,--wrap.
+$(BUILD)/tests/test_first: TEST_LDFLAGS = -Wl,--wrap=lc__cache_pipe
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
 # test_auth tests the daemon's --auth-file and --rights-file tables.
