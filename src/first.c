@@ -17,8 +17,8 @@
  * at once: the batch holds each counter's leader role (lc__counter_try_
  * first: only a counter nobody else is working on), the block of an
  * increment is accepted only if it lies above the counter's floor, a
- * failed write burns the blocks (ledger), and nothing goes out before the
- * write.  Anything off the common path leaves the batch for the
+ * failed write burns the blocks (ledger; so does a later round that fails
+ * with blocks already taken), and nothing goes out before the write.  Anything off the common path leaves the batch for the
  * one-name path (lc_next_n), which knows every case: a counter already
  * in use, a claim another log holds (the refusal is written there), a
  * restored log's pending counter, a key memcached holds below floor (or
