@@ -153,20 +153,22 @@ static bool served_synced(const ch_run *r, const ch_blk *b, int owner) {
   return sync;
 }
 
-/* Is f a stop of owner: a power cut, or a kill, clean restart or loss of
- * the owner? */
+/* Is f a stop of owner's LevelDB: a power cut, a kill, clean restart or
+ * loss of the owner, or a disk fault (its log is reopened)? */
 static bool stops(const ch_fault *f, int owner) {
   return !f->missed && f->target == owner &&
          (f->kind == F_POWER_CUT || f->kind == F_OWNER_KILL ||
-          f->kind == F_OWNER_RESTART || f->kind == F_PRIMARY_LOSS);
+          f->kind == F_OWNER_RESTART || f->kind == F_PRIMARY_LOSS ||
+          f->kind == F_DISK_FULL || f->kind == F_IO_ERROR);
 }
 
 /* The windows a power cut on owner can take records from, each with the
  * largest id of the counter acknowledged by its end: the cut's own (the
  * unsynced tail since the last synced reservation), and that of every
- * earlier stop of the owner (a kill or a restart leaves its unsynced tail
- * in the page cache, and LevelDB's recovery at the next open does not sync
- * the directory: a later cut can take it).  *nk of them (malloc'd, NULL if
+ * earlier stop of the owner (a kill, a restart, or a disk fault's reopen
+ * of the log leaves its unsynced tail in the page cache, and LevelDB's
+ * recovery at the next open does not sync the directory: a later cut can
+ * take it).  *nk of them (malloc'd, NULL if
  * none). */
 static ch_cut *cuts_of(const ch_run *r, int owner, const ch_blk *b, size_t nb,
                        size_t *nk) {

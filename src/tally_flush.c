@@ -121,6 +121,9 @@ static int compute(lc_t *h, slot *x) {
   return 0;
 }
 
+static bool carry_put(lc__tally *t, leveldb_writebatch_t **b,
+                      lc__trec *out);
+
 /*
  * Flushes ts[0..n) (n <= BATCH).  One tally: waits for its mu; several:
  * trylock, and the busy ones are flushed alone afterwards.  *wrote counts
@@ -154,6 +157,24 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
   for (size_t i = 0; i < ns; i++) lc__tally_snap(s[i].t); /* before mget */
   int rc = ns ? mget(h, s, ns) : 0;
   if (rc && !first) first = rc;
+  if (rc) {
+    /* memcached failed, the log did not: record what was acknowledged
+     * (the carries), so that a loss of it is measured even if this
+     * process dies before memcached comes back (P14) */
+    leveldb_writebatch_t *cb = NULL;
+    for (size_t i = 0; i < ns; i++)
+      s[i].write = carry_put(s[i].t, &cb, &s[i].n);
+    if (cb && lc__log_write(&h->log, cb, true) == 0) {
+      LC__STAT(h, log_writes, 1);
+      LC__STAT(h, log_syncs, 1);
+      for (size_t i = 0; i < ns; i++)
+        if (s[i].write) lc__tally_rec_set(s[i].t, &s[i].n);
+    } else if (cb) {
+      for (size_t i = 0; i < ns; i++) s[i].t->stale = s[i].write;
+    }
+    if (cb) leveldb_writebatch_destroy(cb);
+    for (size_t i = 0; i < ns; i++) s[i].write = false;
+  }
   leveldb_writebatch_t *b = NULL;
   size_t nw = 0;
   for (size_t i = 0; !rc && i < ns; i++) {
@@ -316,18 +337,27 @@ typedef struct carry_ctx {
   size_t n;
 } carry_ctx;
 
-static void carry_one(lc__named *e, void *arg) {
-  carry_ctx *x = arg;
-  lc__tally *t = (lc__tally *)e;
-  if (!t->loaded || !t->has_record || t->stale) return;
+/* owner: adds t's record with its current carries (and lost amounts
+ * measured) to *b (made on first use) if they changed; true if so, *out
+ * the record. */
+static bool carry_put(lc__tally *t, leveldb_writebatch_t **b,
+                      lc__trec *out) {
+  if (!t->loaded || !t->has_record || t->stale) return false;
   bool measured = t->lost_new_p || t->lost_new_m;
   lc__trec n =
       lc__tally_rec_make(t, t->total, t->ap, t->am, t->losses + measured);
   if (n.carry_p == t->carry_p && n.carry_m == t->carry_m && !measured)
-    return;
-  if (!x->b) x->b = leveldb_writebatch_create();
-  lc__tally_rec_put(x->b, t, &n);
-  x->n++;
+    return false;
+  if (!*b) *b = leveldb_writebatch_create();
+  lc__tally_rec_put(*b, t, &n);
+  *out = n;
+  return true;
+}
+
+static void carry_one(lc__named *e, void *arg) {
+  carry_ctx *x = arg;
+  lc__trec n;
+  if (carry_put((lc__tally *)e, &x->b, &n)) x->n++;
 }
 
 void lc__tallies_carry(lc_t *h) {
