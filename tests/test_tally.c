@@ -715,6 +715,63 @@ static void test_rewind_twice(void **state) {
   assert_string_equal(now, "117");
 }
 
+/* A process acknowledges changes, its flush fails (memcached frozen), and
+ * it is SIGKILLed; memcached then loses the sums.  The failed flush wrote
+ * the carry (what was acknowledged), so the next handle measures the loss
+ * exactly; without it, nothing of the kill's pending changes is measured. */
+static void test_carry_at_failed_flush(void **state) {
+  fx_t *f = *state;
+  uint64_t lm = 9;
+  assert_ok(lc_tally_add(f->h, "k", 2));
+  flush_all(f->h); /* applied 2, carry 0 */
+  lc_close(f->h);
+  f->h = NULL;
+  int p[2], go[2]; /* child to parent, parent to child */
+  assert_int_equal(pipe(p), 0);
+  assert_int_equal(pipe(go), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* the child: adds 5 and 3, then flushes when told */
+    close(p[0]);
+    close(go[1]);
+    lc_t *h = NULL;
+    char c = 'x';
+    if (tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 200, &h) != 0 ||
+        lc_tally_add(h, "k", 5) != 0 || lc_tally_add(h, "k", 3) != 0)
+      c = 'f';
+    if (write(p[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
+    /* memcached frozen now: the flush times out */
+    int rc = lc_tally_flush(h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, NULL);
+    c = rc == LC_ETIMEDOUT || rc == LC_EMEMCACHED ? 'd' : 'f';
+    if (write(p[1], &c, 1) != 1) _exit(1);
+    pause(); /* until killed */
+    _exit(0);
+  }
+  close(p[1]);
+  close(go[0]);
+  char c = 0;
+  assert_int_equal(read(p[0], &c, 1), 1);
+  assert_int_equal(c, 'x');
+  assert_ok(mcd_freeze(&mc));
+  assert_int_equal(write(go[1], "g", 1), 1);
+  close(go[1]);
+  assert_int_equal(read(p[0], &c, 1), 1);
+  kill(pid, SIGKILL);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_ok(mcd_thaw(&mc));
+  close(p[0]);
+  assert_int_equal(c, 'd'); /* its flush failed, as meant */
+  assert_ok(mcd_flush_all(&mc)); /* the pending 8 lost */
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+  flush_all(f->h);
+  uint64_t losses = 0;
+  assert_i64_eq(total_of(f->h, "k", NULL, &losses), 2);
+  assert_i64_eq(lost_of(f->h, "k", &lm), 8);
+  assert_i64_eq(lm, 0);
+  assert_i64_eq(losses, 1);
+}
+
 /* ---- one log write per tally per window ------------------------------ */
 
 static void test_one_write_per_window(void **state) {
@@ -911,6 +968,8 @@ int main(void) {
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_twice, tu_setup, tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_between, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_carry_at_failed_flush, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_list_brute_force, tu_setup,
                                       tu_teardown),
