@@ -4,7 +4,7 @@
  * memcached holds, per tally, two sums that only grow: "lt+:NAME" (positive
  * deltas) and "lt-:NAME" (magnitudes of negative deltas).  The log holds
  * one record per tally, 't' NAME -> {version, total, applied+, applied-,
- * losses}, and an index entry 'T' be64(total ^ 2^63) NAME -> "" (negative
+ * losses, lost+, lost-, carry+, carry-}, and an index entry 'T' be64(total ^ 2^63) NAME -> "" (negative
  * totals sort first).  A flush reads both sums and applies
  *   (P - applied+) - (M - applied-)
  * writing the record (with the new applied sums) and moving the index entry
@@ -28,6 +28,14 @@
  *    incr keeps its reservation (it may have been applied).
  *  - una_p / una_m: acknowledged increments not yet applied; a vanished
  *    key while una > 0 is a loss.
+ *  - losses are measured (P14): what was acknowledged by a read (snap_*,
+ *    taken before it) is in memcached by then, so a sum below applied +
+ *    snap lost the difference, and a vanished or lowered sum lost all of
+ *    una; the amounts go to lost_new_* and, with the next record write,
+ *    to lost+ / lost-.  Each record also carries una (carry+, carry-:
+ *    acknowledged, not applied), written too when memcached fails a flush
+ *    and at lc_close, so the next handle measures a loss of them at load
+ *    (a sum below applied + carry).
  * Scheduling: a change that finds its tally not queued adds "lt@:NAME"
  * (the window marker, expiring with the window) and queues the tally
  * (table mu) with due = now + window + 1.25 s, by which memcached has
