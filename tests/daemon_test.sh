@@ -694,7 +694,7 @@ check "second daemon on the same log: exit 1, names the holder" \
   eval '[ $RC = 1 ] && grep -q "logcounterd (pid $DPID)" "$TMP/out"'
 stop_daemon TERM
 
-if grep -qE "ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|WARNING: ThreadSanitizer" "$TMP/daemon.log"; then
+if grep -qE "(ERROR|WARNING): [A-Za-z]*Sanitizer|Sanitizer:DEADLYSIGNAL|runtime error:" "$TMP/daemon.log"; then
   bad "sanitizer reports in the daemon's log" "see below"
   grep -A 30 -E "Sanitizer|runtime error" "$TMP/daemon.log" | head -n 80
 else
