@@ -4,9 +4,12 @@
  * the separate namespace from serial counters), exact totals after 8
  * threads of mixed-sign changes with two flusher threads, a process that
  * adds and flushes SIGKILLed at random moments, memcached losing pending
- * changes (flush_all, restart, a lowered sum, a sum set back twice), one
- * log write per tally per window, and lc_tally_list against a brute-force
- * computation.
+ * changes (flush_all, restart, a lowered sum, a sum set back twice), and
+ * the amounts lost measured (lc_tally_lost: a sum set back between the
+ * applied one and what was acknowledged, a loss while no handle ran, found
+ * through the carry written at lc_close or by a flush memcached failed in
+ * a process then killed), one log write per tally per window, and
+ * lc_tally_list against a brute-force computation.
  *
  * LC_TEST_SCALE=N divides the big counts by N.
  */
