@@ -112,6 +112,8 @@ $(BUILD)/tests/test_walkgrow: $(LIB_SEAM_A)
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 # test_log_write counts, holds and fails the log's group writes the same way.
 $(BUILD)/tests/test_log_write: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
+# test_first fails a whole pipelined round through -Wl,--wrap.
+$(BUILD)/tests/test_first: TEST_LDFLAGS = -Wl,--wrap=lc__cache_pipe
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
 # test_binary tests the daemon's binary-protocol parser.

@@ -325,10 +325,14 @@ static bool wait_gap(ch_run *r, int64_t ms, bool first_round,
 
 /* A sanitizer build's report in any child's log is a finding. */
 static void scan_logs(ch_run *r) {
-  static const char *logs[] = {"emb.log", "lcd.log", "dclient.log"};
-  static const char *marks[] = {"WARNING: ThreadSanitizer",
-                                "ERROR: AddressSanitizer",
-                                "ERROR: LeakSanitizer", "runtime error:"};
+  static const char *logs[] = {"emb.log", "lcd.log", "dclient.log",
+                               "promote.log"};
+  /* every kind's report: "ERROR: AddressSanitizer", "ERROR:
+   * UndefinedBehaviorSanitizer: SEGV", "WARNING: ThreadSanitizer",
+   * "ERROR: ThreadSanitizer", LeakSanitizer's, MemorySanitizer's, and
+   * UBSan's "runtime error:" lines */
+  static const char *marks[] = {"Sanitizer: ", "Sanitizer:DEADLYSIGNAL",
+                                "runtime error:"};
   char path[1024], line[1024];
   for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
     ch_path(r, path, sizeof path, logs[i]);

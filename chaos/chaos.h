@@ -284,6 +284,26 @@ typedef struct ch_gap {
   int64_t first, last;
   int kind;
 } ch_gap;
+/* What a power cut can take of one counter (default durability): the
+ * records written since its last synced reservation, which is written once
+ * per window of ids (reserve, 1000 by default, or 16 x the block for large
+ * blocks: at most 16 x CH_BLOCK_MAX here), with the blocks in flight, and
+ * the same unsynced tail of each earlier stop of the owner (a kill or a
+ * restart; LevelDB's recovery does not sync the directory).  So its holes
+ * lie near the largest id acknowledged before the cut or before such a
+ * stop: the checker allows CH_CUT_WINDOW below and above it (two windows,
+ * for the blocks in flight and a reservation not yet moved), nothing
+ * elsewhere (logged.c, cuts_of). */
+#define CH_BLOCK_MAX 100 /* ch_block_size's largest */
+#define CH_CUT_WINDOW (2 * 16 * CH_BLOCK_MAX)
+typedef struct ch_cut {
+  int64_t end_ns; /* the cut's end: the owner was dead by then */
+  int64_t top;    /* the counter's largest id acknowledged by then */
+} ch_cut;
+/* Is [first, last] within one of the windows (and, t_ns >= 0,
+ * acknowledged by its end)? */
+bool ch_cut_covers(const ch_cut *k, size_t nk, int64_t first, int64_t last,
+                   int64_t t_ns);
 /* ledger.c: what the gap ledgers say, over every counter.  Causes are
  * indexed by LC_GAP_* (1..7); index 0 is "in no ledger entry". */
 #define CH_CAUSES 8
@@ -297,6 +317,10 @@ typedef struct ch_ledger {
   uint64_t conflicts;               /* overlaps, misplaced voids, undecodable
                                  entries, acknowledged ids in a gap */
   uint64_t c_unexplained[CH_COUNTERS], c_conflicts[CH_COUNTERS];
+  uint64_t excused, excused_holes; /* unexplained ids in holes within a
+                                 power cut's window (ch_cut_covers) */
+  uint64_t unexcused_max;          /* the largest hole on a cut owner's
+                                 counter that no cut's window covers */
   uint64_t below_oldest;  /* entries under a pruned counter's oldest
                                  record (not checked) */
   uint64_t acked_restart; /* acknowledged ids in restart gaps: their
@@ -323,7 +347,8 @@ typedef struct ch_entry {
 void ch_check_ledger(const ch_run *r, int c, const struct lc_record *rec,
                      size_t n, const ch_entry *e, size_t ne, uint64_t bad,
                      const ch_blk *blocks, size_t nb, const ch_gap *gaps,
-                     size_t ng, ch_ledger *out);
+                     size_t ng, const ch_cut *cuts, size_t ncuts,
+                     ch_ledger *out);
 /* ledger_report.c: prints the ledger's lines of the report; true when it
  * holds (nothing unexplained, no conflict, every cause fits the faults of
  * the run). */
@@ -331,8 +356,9 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l);
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
                      const ch_gap *gaps, size_t ngaps, ch_logged *out,
                      ch_ledger *led);
-/* A tally's total, pending and losses, from the log of who ("lcd"). */
+/* A tally's total, pending, losses and lost amount, from the log of who
+ * ("lcd"). */
 int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
-                 int64_t *pending, uint64_t *losses);
+                 int64_t *pending, uint64_t *losses, uint64_t *lost);
 
 #endif

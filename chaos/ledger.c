@@ -96,7 +96,8 @@ static uint64_t acked(const ch_blk *b, size_t nb, size_t *cur, int64_t a,
 
 /* The spans from start on must leave no hole and not overlap. */
 static void tile(int c, const span *s, size_t n, int64_t start, const ch_blk *b,
-                 size_t nb, ch_ledger *out) {
+                 size_t nb, const ch_cut *cuts, size_t ncuts,
+                 ch_ledger *out) {
   size_t cur = 0;
   const char *name = ch_counter_name(c);
   int64_t end = start - 1; /* every value up to end is covered */
@@ -112,6 +113,12 @@ static void tile(int c, const span *s, size_t n, int64_t start, const ch_blk *b,
       out->c_unexplained[c] += len(end + 1, x->first - 1);
       out->unexplained_acked += acked(b, nb, &cur, end + 1, x->first - 1);
       out->holes++;
+      if (ch_cut_covers(cuts, ncuts, end + 1, x->first - 1, -1)) {
+        out->excused += len(end + 1, x->first - 1);
+        out->excused_holes++;
+      } else if (ncuts && len(end + 1, x->first - 1) > out->unexcused_max) {
+        out->unexcused_max = len(end + 1, x->first - 1);
+      }
       char before[80] = "the start";
       if (by)
         snprintf(before, sizeof before, "%s %lld..%lld", what(by),
@@ -213,7 +220,8 @@ static void ack_gaps(int c, const span *s, size_t n, int64_t start,
 void ch_check_ledger(const ch_run *r, int c, const lc_record *rec, size_t n,
                      const ch_entry *e, size_t ne, uint64_t bad,
                      const ch_blk *blocks, size_t nb, const ch_gap *gaps,
-                     size_t ng, ch_ledger *out) {
+                     size_t ng, const ch_cut *cuts, size_t ncuts,
+                     ch_ledger *out) {
   out->read = true;
   if (bad) {
     out->conflicts += bad;
@@ -255,7 +263,7 @@ void ch_check_ledger(const ch_run *r, int c, const lc_record *rec, size_t n,
   if (c < CH_EMB_COUNTERS && atomic_load(&r->emb_ctl->pruned_below[c]) > 0 &&
       n > 0)
     start = rec[0].first;
-  tile(c, s, ns, start, blocks, nb, out);
+  tile(c, s, ns, start, blocks, nb, cuts, ncuts, out);
   acked_in_gaps(r, c, s, ns, start, blocks, nb, out);
   ack_gaps(c, s, ns, start, gaps, ng, out);
   free(s);

@@ -141,12 +141,10 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
            (unsigned long long)l->entries[LC_GAP_VOID],
            (unsigned long long)l->ids[LC_GAP_VOID]);
   /* A power cut can take an owner's unsynced records, and with them the
-   * entries that rode along (default durability; LevelDB does not sync
-   * the directory after a restart's recovery either): holes on the
-   * counters of an owner it hit are excused, not failed. */
-  uint64_t excused = 0;
-  for (int c = 0; c < CH_COUNTERS; c++)
-    if (hit(r, F_POWER_CUT, ch_owner_of(c))) excused += l->c_unexplained[c];
+   * entries that rode along (default durability): a hole is excused only
+   * within a cut's window (ledger.c, ch_cut_covers), the unsynced tail
+   * since the last synced reservation. */
+  uint64_t excused = l->excused;
   printf("; %llu ids unexplained in %llu holes",
          (unsigned long long)l->unexplained, (unsigned long long)l->holes);
   by_counter(l->c_unexplained);
@@ -154,9 +152,14 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
     printf(", %llu of them acknowledged (records a power cut took)",
            (unsigned long long)l->unexplained_acked);
   if (excused)
-    printf(", %llu on owners a power cut hit (excused: records and entries "
-           "it may have taken)",
-           (unsigned long long)excused);
+    printf(", %llu in %llu holes within a power cut's window (excused: "
+           "records and entries it may have taken, at most %d ids either "
+           "side of the largest id acknowledged before it)",
+           (unsigned long long)excused, (unsigned long long)l->excused_holes,
+           CH_CUT_WINDOW);
+  if (l->unexcused_max)
+    printf(", the largest hole outside every cut's window %llu ids",
+           (unsigned long long)l->unexcused_max);
   printf(" (else must be 0); %llu conflicts with the records",
          (unsigned long long)l->conflicts);
   by_counter(l->c_conflicts);

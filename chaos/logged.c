@@ -3,9 +3,12 @@
  * before returned).  After the run each owner's log is read with the
  * library's iterator; every acknowledged block must lie within one logged
  * record, except:
- *  - blocks a power cut took: acknowledged before the owner's last power
- *    cut and served with default durability, whose records were unsynced
- *    (with durability sync every record was synced: none may be missing);
+ *  - blocks a power cut took: acknowledged by the end of a power cut on
+ *    the owner, or of an earlier stop of it (kill, restart), within that
+ *    stop's window (ch_cut_covers: CH_CUT_WINDOW either side of the
+ *    largest id acknowledged by then, the unsynced tail since the last
+ *    synced reservation), and served with default durability (with durability sync every record was synced: none may
+ *    be missing);
  *  - blocks below the point the prune fault published before pruning (for
  *    a block across two prefetched segments, the part below it);
  *  - with --standby, blocks a lost primary acknowledged whose records died
@@ -150,20 +153,63 @@ static bool served_synced(const ch_run *r, const ch_blk *b, int owner) {
   return sync;
 }
 
-/* The end of the owner's last power cut (0 if none). */
-static int64_t last_cut(const ch_run *r, int owner) {
-  for (size_t i = r->nfaults; i-- > 0;)
-    if (r->faults[i].kind == F_POWER_CUT && r->faults[i].target == owner)
-      return r->faults[i].end_ns;
-  return 0;
+/* Is f a stop of owner's LevelDB: a power cut, a kill, clean restart or
+ * loss of the owner, or a disk fault (its log is reopened)? */
+static bool stops(const ch_fault *f, int owner) {
+  return !f->missed && f->target == owner &&
+         (f->kind == F_POWER_CUT || f->kind == F_OWNER_KILL ||
+          f->kind == F_OWNER_RESTART || f->kind == F_PRIMARY_LOSS ||
+          f->kind == F_DISK_FULL || f->kind == F_IO_ERROR);
+}
+
+/* The windows a power cut on owner can take records from, each with the
+ * largest id of the counter acknowledged by its end: the cut's own (the
+ * unsynced tail since the last synced reservation), and that of every
+ * earlier stop of the owner (a kill, a restart, or a disk fault's reopen
+ * of the log leaves its unsynced tail in the page cache, and LevelDB's
+ * recovery at the next open does not sync the directory: a later cut can
+ * take it).  *nk of them (malloc'd, NULL if
+ * none). */
+static ch_cut *cuts_of(const ch_run *r, int owner, const ch_blk *b, size_t nb,
+                       size_t *nk) {
+  ch_cut *k = NULL;
+  *nk = 0;
+  int64_t last_cut = -1; /* the start of the owner's last power cut */
+  for (size_t i = 0; i < r->nfaults; i++)
+    if (r->faults[i].kind == F_POWER_CUT && stops(&r->faults[i], owner))
+      last_cut = r->faults[i].t_ns;
+  for (size_t i = 0; i < r->nfaults; i++) {
+    const ch_fault *f = &r->faults[i];
+    if (!stops(f, owner) || f->t_ns > last_cut) continue;
+    ch_cut *nkp = realloc(k, (*nk + 1) * sizeof *k);
+    if (!nkp) break;
+    k = nkp;
+    int64_t top = 0;
+    for (size_t j = 0; j < nb; j++)
+      if (b[j].t_ns <= f->end_ns && b[j].last > top) top = b[j].last;
+    k[(*nk)++] = (ch_cut){f->end_ns, top};
+  }
+  return k;
+}
+
+bool ch_cut_covers(const ch_cut *k, size_t nk, int64_t first, int64_t last,
+                   int64_t t_ns) {
+  for (size_t i = 0; i < nk; i++)
+    if ((t_ns < 0 || t_ns <= k[i].end_ns) &&
+        first > k[i].top - CH_CUT_WINDOW && last <= k[i].top + CH_CUT_WINDOW)
+      return true;
+  return false;
 }
 
 int ch_log_tally(const ch_run *r, const char *who, int t, int64_t *total,
-                 int64_t *pending, uint64_t *losses) {
+                 int64_t *pending, uint64_t *losses, uint64_t *lost) {
   char path[1024];
   lc_t *h;
   int rc = open_log(r, who, path, &h);
   if (!rc) rc = lc_tally_get(h, ch_tally_name(t), total, pending, losses);
+  uint64_t lost_m = 0; /* chaos's deltas are all positive */
+  if (!rc) rc = lc_tally_lost(h, ch_tally_name(t), lost, &lost_m);
+  if (!rc && lost_m) rc = -1000;
   lc_close(h);
   return rc;
 }
@@ -180,9 +226,10 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
     return;
   }
   out->corrupt += l.corrupt;
+  size_t nk;
+  ch_cut *cuts = cuts_of(r, ch_owner_of(c), blocks, n, &nk);
   ch_check_ledger(r, c, l.r, l.n, l.e, l.ne, l.bad, blocks, n, gaps, ngaps,
-                  led);
-  int64_t cut = last_cut(r, ch_owner_of(c));
+                  cuts, nk, led);
   for (size_t i = 0; i < n; i++) {
     const ch_blk *b = &blocks[i];
     if (logged(&l, b->first, b->last)) continue;
@@ -200,16 +247,21 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
       out->failover++;
       continue;
     }
-    if (b->t_ns <= cut && !served_synced(r, b, ch_owner_of(c))) {
+    /* only the unsynced tail a cut can take: acknowledged by its end,
+     * within its window */
+    bool cut = ch_cut_covers(cuts, nk, b->first, b->last, b->t_ns);
+    if (cut && !served_synced(r, b, ch_owner_of(c))) {
       out->cut_away++;
       continue;
     }
-    if (b->t_ns <= cut) out->synced_lost++; /* every record was synced */
+    if (cut) out->synced_lost++; /* every record was synced */
     if (out->unlogged++ == 0)
       snprintf(out->example, sizeof out->example, "e.g. %s: %lld..%lld%s",
                ch_counter_name(c), (long long)b->first, (long long)b->last,
-               b->t_ns <= cut ? " (synced)" : "");
+               cut ? " (synced)" : nk ? " (outside every power cut's window)"
+                                      : "");
   }
+  free(cuts);
   free(l.r);
   free(l.e);
 }

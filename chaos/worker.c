@@ -324,10 +324,14 @@ int ch_worker_main(int argc, char **argv) {
   FILE *f = fopen(final_path, "w");
   for (int i = 0; f && i < CH_EMB_TALLIES; i++) {
     int64_t total = 0, pending = 0;
-    uint64_t losses = 0;
+    uint64_t losses = 0, lost = 0, lost_m = 0;
     rc = lc_tally_get(h, ch_tally_name(i), &total, &pending, &losses);
-    fprintf(f, "%d %d %lld %lld %llu\n", i, rc, (long long)total,
-            (long long)pending, (unsigned long long)losses);
+    /* chaos's deltas are all positive: lost_m must stay 0 */
+    if (!rc) rc = lc_tally_lost(h, ch_tally_name(i), &lost, &lost_m);
+    if (!rc && lost_m) rc = -1000;
+    fprintf(f, "%d %d %lld %lld %llu %llu\n", i, rc, (long long)total,
+            (long long)pending, (unsigned long long)losses,
+            (unsigned long long)lost);
   }
   if (f) fclose(f);
   if (sdb) {

@@ -2,7 +2,8 @@
  * fuzz_record.c - libFuzzer target: the decoders of what logcounter reads
  * back from its LevelDB log (src/base/keys.c, src/tally/tally_rec.c): a counter's
  * record (key 'r' NAME '\0' be64(last), value version|count|time) and a
- * tally's record (33 bytes: version, total, applied+, applied-, losses).
+ * tally's record (33 bytes of version 1: version, total, applied+,
+ * applied-, losses; 65 of version 2: then lost+, lost-, carry+, carry-).
  *
  * Input: byte 0 is the key length k, byte 1 the prefix length p (both
  * reduced to fit), then k bytes of key, the rest is the value.  Key and
@@ -15,9 +16,9 @@
  *    first = last - count + 1 >= 1, the version as given;
  *    re-encoding count and time gives the value bytes back;
  *  - a refusal is LC_ECORRUPT with a detail text;
- *  - lc__tally_decode accepts exactly 33 bytes starting with version 1 and
- *    returns the big-endian total and losses at their offsets, also when
- *    asked for only one of them;
+ *  - lc__tally_decode accepts exactly 33 bytes starting with version 1 or
+ *    65 starting with version 2 and returns the big-endian total and
+ *    losses at their offsets, also when asked for only one of them;
  *  - lc__tally_rec_read (the tally's read path: LevelDB's own copy of the
  *    value, which is exactly vlen bytes) takes the record if and only if
  *    it decodes, with every field from its offset, and otherwise leaves
@@ -77,6 +78,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
+/* The tally record rule: 33 bytes of version 1, or 65 of version 2. */
+static bool tally_ok(const unsigned char *v, size_t vlen) {
+  return (vlen == 33 && v[0] == 1) || (vlen == 65 && v[0] == 2);
+}
+
 static void check_tally_read(const char *val, size_t vlen) {
   if (!scratch || vlen > 64) return;
   char key[8], *err = NULL;
@@ -86,16 +92,23 @@ static void check_tally_read(const char *val, size_t vlen) {
   lc__tally *t = scratch_tally;
   t->total = 1;
   t->ap = t->am = t->losses = 1;
+  t->lost_p = t->lost_m = t->carry_p = t->carry_m = 1;
   int rc = lc__tally_rec_read(scratch, t);
   const unsigned char *v = (const unsigned char *)val;
-  FUZZ_CHECK((rc == 0) == (vlen == 33 && v[0] == 1));
+  FUZZ_CHECK((rc == 0) == tally_ok(v, vlen));
   FUZZ_CHECK(t->has_record == (rc == 0));
   if (rc == 0) {
     FUZZ_CHECK((uint64_t)t->total == lc__key_be64_get(v + 1));
     FUZZ_CHECK(t->ap == lc__key_be64_get(v + 9) && t->am == lc__key_be64_get(v + 17) &&
                t->losses == lc__key_be64_get(v + 25));
+    bool v2 = vlen == 65;
+    FUZZ_CHECK(t->lost_p == (v2 ? lc__key_be64_get(v + 33) : 0) &&
+               t->lost_m == (v2 ? lc__key_be64_get(v + 41) : 0) &&
+               t->carry_p == (v2 ? lc__key_be64_get(v + 49) : 0) &&
+               t->carry_m == (v2 ? lc__key_be64_get(v + 57) : 0));
   } else {
-    FUZZ_CHECK(t->total == 0 && t->ap == 0 && t->am == 0 && t->losses == 0);
+    FUZZ_CHECK(t->total == 0 && t->ap == 0 && t->am == 0 && t->losses == 0 &&
+               t->lost_p == 0 && t->lost_m == 0);
   }
 }
 
@@ -130,7 +143,7 @@ static void check_tally(const char *val, size_t vlen) {
   uint64_t losses = 0;
   int rc = lc__tally_decode(val, vlen, &total, &losses);
   const unsigned char *v = (const unsigned char *)val;
-  FUZZ_CHECK((rc == 0) == (vlen == 33 && v[0] == 1));
+  FUZZ_CHECK((rc == 0) == tally_ok(v, vlen));
   if (rc) {
     FUZZ_CHECK(rc == LC_ECORRUPT);
     return;

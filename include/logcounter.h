@@ -531,6 +531,10 @@ typedef struct lc_stats {
    * finish in time (tried again at the next pass). */
   uint64_t evictions;
   uint64_t eviction_skips;
+  /* (0.10) The amount of acknowledged tally changes memcached was found to
+   * have lost, in magnitudes (lc_tally_lost's plus + minus, summed over
+   * what this handle measured). */
+  uint64_t tally_lost_amount;
 } lc_stats;
 
 /* A snapshot of the handle's counters since lc_open. */
@@ -761,6 +765,19 @@ LC_EXTERN int lc_tally_set_window(lc_t *h, unsigned seconds);
  * never changed reads as 0, 0, 0. */
 LC_EXTERN int lc_tally_get(lc_t *h, const char *name, int64_t *total,
                            int64_t *pending, uint64_t *losses);
+/* (0.10) *plus, *minus: the amounts of acknowledged changes memcached
+ * lost (P14): the sum of the lost positive deltas, and of the magnitudes
+ * of the lost negative ones (so the total is short by *plus - *minus),
+ * as the tally's record holds them (with what was measured since, not yet
+ * written).  Measured by the owner: what it acknowledged and had not
+ * applied that memcached no longer held (a sum vanished, or went below
+ * the applied sum plus what was acknowledged by the read; the record's
+ * carry, written with each record and at lc_close, extends this across a
+ * restart).  A lower bound: changes whose acknowledgement was lost, and
+ * changes acknowledged by an earlier process after its last record write
+ * (a process killed), are not in it.  Either pointer may be NULL. */
+LC_EXTERN int lc_tally_lost(lc_t *h, const char *name, uint64_t *plus,
+                            uint64_t *minus);
 
 #define LC_TALLY_FORCE 1 /* also flush scheduled tallies not yet due */
 #define LC_TALLY_SWEEP \

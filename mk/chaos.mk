@@ -15,6 +15,11 @@
 #                               with primary-loss and partition faults
 #                               (make chaos CHAOS_STANDBY=1: --standby)
 #                CHAOS_FLAGS    more options of build/chaos run (--help)
+# make chaos-campaign   CAMPAIGN_SEEDS runs (default 30) of CAMPAIGN_SECONDS
+#              (default 60) each, seeds from CAMPAIGN_FIRST (default 1),
+#              every fault kind, every fourth --standby: one line per seed
+#              and a summary (chaos/campaign.sh); exits 1 if any was INVALID.
+#              30 x 60 s is about 45 minutes; overnight: CAMPAIGN_SEEDS=300.
 # tests/suite_chaos.sh runs a short round in make test.  The owners also
 # preload $(FAULTFS_SO) (mk/faultfs.mk) for the disk-full and io-error
 # faults.
@@ -27,8 +32,11 @@ CHAOS_SEED    ?=
 CHAOS_SERVERS ?= 1
 CHAOS_STANDBY ?=
 CHAOS_FLAGS   ?=
+CAMPAIGN_SEEDS   ?= 30
+CAMPAIGN_SECONDS ?= 60
+CAMPAIGN_FIRST   ?= 1
 TEST_EXTRA += $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON)
-.PHONY: chaos
+.PHONY: chaos chaos-campaign
 
 $(CHAOS_BIN): $(CHAOS_SRC) chaos/chaos.h common/common.h $(LIB_SEAM_A)
 	@mkdir -p $(@D)
@@ -43,3 +51,7 @@ $(CHAOS_SHIM): chaos/powercut.c chaos/chaos.h
 chaos: deps
 	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON) $(CLI) $(FAULTFS_SO)
 	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) --servers $(CHAOS_SERVERS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED))$(if $(filter 1,$(CHAOS_STANDBY)), --standby) $(CHAOS_FLAGS)
+
+chaos-campaign: deps
+	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON) $(CLI) $(FAULTFS_SO)
+	chaos/campaign.sh $(CHAOS_BIN) $(CAMPAIGN_SEEDS) $(CAMPAIGN_SECONDS) $(CAMPAIGN_FIRST) $(CHAOS_FLAGS)

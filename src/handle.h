@@ -80,7 +80,8 @@ struct lc {
     atomic_uint_fast64_t increments, restores, backwards,
         log_writes, log_syncs, errors, segments, segment_waits;
     atomic_uint_fast64_t tally_adds, tally_flushes, tally_schedules,
-        tally_schedule_failures, tally_losses, tally_seeds;
+        tally_schedule_failures, tally_losses, tally_seeds,
+        tally_lost_amount;
   } st;
   /* latency.c: floor-write latency, relaxed atomics (lc_get_latency) */
   lc__hist lat[LC__LAT_KINDS];

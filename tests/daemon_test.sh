@@ -59,12 +59,14 @@ check() {
 # stats_value... (tests/daemon.sh)
 . tests/daemon.sh
 
-# tally_stats NAME: "stats tally NAME" into T_TOTAL T_PENDING T_LOSSES.
+# tally_stats NAME: "stats tally NAME" into T_TOTAL T_PENDING T_LOSSES
+# T_LOST.
 tally_stats() {
-  T_TOTAL="" T_PENDING="" T_LOSSES=""
+  T_TOTAL="" T_PENDING="" T_LOSSES="" T_LOST=""
   conn; say "stats tally $1"
   while hear && [ "$REPLY_LINE" != END ]; do
     case $REPLY_LINE in
+      "STAT lost "*) T_LOST=${REPLY_LINE#STAT lost } ;;
       "STAT total "*) T_TOTAL=${REPLY_LINE#STAT total } ;;
       "STAT pending "*) T_PENDING=${REPLY_LINE#STAT pending } ;;
       "STAT losses "*) T_LOSSES=${REPLY_LINE#STAT losses } ;;
@@ -101,6 +103,7 @@ cli_tally() {
   C_TOTAL=$(sed -n 's/.*"total":\(-*[0-9]*\).*/\1/p' <<<"$out")
   C_PENDING=$(sed -n 's/.*"pending":\(-*[0-9]*\).*/\1/p' <<<"$out")
   C_LOSSES=$(sed -n 's/.*"losses":\([0-9]*\).*/\1/p' <<<"$out")
+  C_LOST=$(sed -n 's/.*"lost":\([0-9]*\).*/\1/p' <<<"$out")
   [ -n "$C_TOTAL" ] || echo "     logcounter tally get: $out"
 }
 VERSION_LINE="VERSION 1.6.0 logcounterd-$("$DAEMON" --version | cut -d' ' -f2)"
@@ -287,6 +290,9 @@ ask "stats tally views";   check "stats tally: name" reply_is "STAT name views"
 hear; [[ $REPLY_LINE =~ ^STAT\ total\ (-?[0-9]+)$ ]] && st_total=${BASH_REMATCH[1]}
 hear; [[ $REPLY_LINE =~ ^STAT\ pending\ (-?[0-9]+)$ ]] && st_pending=${BASH_REMATCH[1]}
 hear; check "stats tally: losses 0" reply_is "STAT losses 0"
+hear; check "stats tally: lost 0" reply_is "STAT lost 0"
+hear; check "stats tally: lost_increments 0" reply_is "STAT lost_increments 0"
+hear; check "stats tally: lost_decrements 0" reply_is "STAT lost_decrements 0"
 hear; check "stats tally: END" reply_is END
 check "stats tally: total + pending = -3" eval '[ $(( ${st_total:-99} + ${st_pending:-99} )) = -3 ]'
 conn_close
@@ -334,6 +340,31 @@ check "4 x 500: contiguous 1..2000" eval '[ "$(sort -n "$TMP/ids" | head -n 1)" 
 cat "$TMP/out"
 check "4 clients x 300 blocks of 7, pipelined 8 deep: disjoint" grep -q "^ok .*overlaps=0" "$TMP/out"
 check "the blocks cover 1..8400 exactly" grep -q "min=7 max=8400" "$TMP/out"
+
+# The client's checks can fail: a fake server (tests/daemon/fake_incr.py)
+# answering distinct decreasing values, or increasing per connection but
+# overlapping across them, must make load FAIL, with -n and with -t.
+FAKE_OUT=$TMP/fake.port
+python3 tests/daemon/fake_incr.py down >"$FAKE_OUT" 2>"$TMP/fake.err" &
+FPID=$!
+for _ in $(seq 100); do [ -s "$FAKE_OUT" ] && break; sleep 0.05; done
+FPORT=$(head -n 1 "$FAKE_OUT")
+"$CLIENT" load -p "${FPORT:-1}" -k f -c 4 -n 500 >"$TMP/out" 2>&1
+check "load against decreasing replies: FAIL (not increasing)" grep -q "^FAIL .*replies not increasing" "$TMP/out"
+"$CLIENT" load -p "${FPORT:-1}" -k f -c 4 -t 1 -e >"$TMP/out" 2>&1
+check "load -t against decreasing replies: FAIL too" grep -q "^FAIL .*replies not increasing" "$TMP/out"
+kill "$FPID" 2>/dev/null; wait "$FPID" 2>/dev/null
+for mode in overlap up; do
+  : >"$FAKE_OUT"
+  python3 tests/daemon/fake_incr.py $mode >"$FAKE_OUT" 2>"$TMP/fake.err" &
+  FPID=$!
+  for _ in $(seq 100); do [ -s "$FAKE_OUT" ] && break; sleep 0.05; done
+  FPORT=$(head -n 1 "$FAKE_OUT")
+  "$CLIENT" load -p "${FPORT:-1}" -k f -c 4 -n 200 -b 3 >"$TMP/out.$mode" 2>&1
+  kill "$FPID" 2>/dev/null; wait "$FPID" 2>/dev/null
+done
+check "load against overlapping connections: FAIL with overlaps" eval 'grep -q "^FAIL .*overlaps=[1-9]" "$TMP/out.overlap"'
+check "load against a correct fake: ok (the fake itself can pass)" grep -q "^ok .*overlaps=0" "$TMP/out.up"
 
 # ==== bad input and limits ===================================================
 
@@ -615,10 +646,15 @@ if mc2_new; then
   tally_stats lost
   check "loss: stats tally shows total 10, pending 5, losses 1" \
     eval '[ "$T_TOTAL" = 10 ] && [ "$T_PENDING" = 5 ] && [ "$T_LOSSES" = 1 ]'
+  check "loss: stats tally shows the amount lost: the pending +7 (${T_LOST:-none})" \
+    [ "${T_LOST:-x}" = 7 ]
+  check "loss: stats tally_lost_amount 7" [ "$(stats_value tally_lost_amount)" = 7 ]
   stop_daemon TERM
   cli_tally db7 lost
   check "loss: the log holds 15 (<= the true 22), losses 1" \
     eval '[ "$C_TOTAL" = 15 ] && [ "$C_LOSSES" = 1 ] && [ "$C_TOTAL" -le 22 ]'
+  check "loss: logcounter tally get: lost 7, and 15 + 7 is the true 22" \
+    eval '[ "${C_LOST:-x}" = 7 ] && [ $((C_TOTAL + C_LOST)) = 22 ]'
   kill "$(cat "$TMP/mc2.pid")" 2>/dev/null; rm -f "$TMP/mc2.pid"
   MC=$MC_SAVED
 else
@@ -659,7 +695,7 @@ check "second daemon on the same log: exit 1, names the holder" \
   eval '[ $RC = 1 ] && grep -q "logcounterd (pid $DPID)" "$TMP/out"'
 stop_daemon TERM
 
-if grep -qE "ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|WARNING: ThreadSanitizer" "$TMP/daemon.log"; then
+if grep -qE "(ERROR|WARNING): [A-Za-z]*Sanitizer|Sanitizer:DEADLYSIGNAL|runtime error:" "$TMP/daemon.log"; then
   bad "sanitizer reports in the daemon's log" "see below"
   grep -A 30 -E "Sanitizer|runtime error" "$TMP/daemon.log" | head -n 80
 else

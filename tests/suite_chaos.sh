@@ -20,15 +20,16 @@
 # baseline run injected the same faults in the same order (the seed
 # replays the schedule).
 #
-# A fourth round runs with three memcached servers (--servers 3); a
-# fifth with a standby (--standby: logcounterd as a primary and its
-# standby; the primary lost with its directory, or stopped behind a
-# partition, and the standby promoted, with a frozen memcached and owner
-# kills between; not memcached kills or flushes: a tally change pending
-# in memcached when memcached loses it around a promotion is lost without
-# being counted as a loss, a known gap), for 6 s: valid, no duplicate,
-# both kinds injected, every promotion done, and the daemon's counters got
-# ids.
+# A fourth round runs with three memcached servers (--servers 3): valid,
+# ids acknowledged on every counter, faults (memcached ones among them)
+# injected; a fifth with a standby (--standby: logcounterd as a primary
+# and its standby; the primary lost with its directory, or stopped behind
+# a partition, and the standby promoted, with memcached frozen, killed,
+# flushed and rewound, and owner kills between; every kind at least once,
+# --min-ids 1), for 6 s or more: valid (each tally's shortfall is its
+# recorded loss, but for changes acknowledged by a primary in the seconds
+# before it was lost), no duplicate, those kinds injected, every
+# promotion done, and the daemon's counters got ids.
 # CHAOS_SEED=N replays a seed; LC_TEST_SCALE=N (sanitizer builds) divides
 # the client threads and connections, not the time.  Ends with
 # "chaos: N passed, M failed".
@@ -88,8 +89,8 @@ cat "$TMP/seed.out"
 ms_rc=$?
 cat "$TMP/ms.out"
 "$CHAOS" run --seconds 6 --seed "$SEED" --threads "$THREADS" --dir "$TMP/sb.run" \
-  --conns "$CONNS" --standby \
-  --only primary-loss,partition,memcached-freeze,owner-kill \
+  --conns "$CONNS" --standby --min-ids 1 \
+  --only primary-loss,partition,memcached-freeze,owner-kill,memcached-kill,memcached-flush,memcached-rewind \
   >"$TMP/sb.out" 2>"$TMP/sb.err"
 sb_rc=$?
 cat "$TMP/sb.out"
@@ -158,10 +159,24 @@ check "same seed, same schedule (first $n faults)" \
 ms_dups=$(field duplicated "$TMP/ms.out")
 check "three memcached servers, one fault at a time: valid (exit $ms_rc)" [ "$ms_rc" -eq 0 ]
 check "three memcached servers: duplicated ids ${ms_dups:-missing} (must be 0)" [ "${ms_dups:-x}" = 0 ]
+# ... and it did something: ids acknowledged on every counter, faults
+# injected, memcached faults among them (each hits one of the servers)
+ms_acked=$(field acknowledged "$TMP/ms.out")
+check "three memcached servers: ids acknowledged (${ms_acked:-none})" [ "${ms_acked:-0}" -gt 0 ]
+for c in e0 e1 e2 d0 d1; do
+  n=$(sed -n "s/^.* $c ([a-z]*): \([0-9]*\) ids.*/\1/p" "$TMP/ms.out")
+  check "three memcached servers: counter $c got ids (${n:-none})" [ "${n:-0}" -gt 0 ]
+done
+# the faults line without its "(embedded N, logcounterd M)" parts
+ms_kinds=$(sed -n 's/^faults *//p' "$TMP/ms.out" | sed 's/([^)]*)//g' | tr ',' '\n')
+ms_faults=$(awk '{ n += $2 } END { print n + 0 }' <<<"$ms_kinds")
+ms_mc=$(grep '^ *memcached-' <<<"$ms_kinds" | awk '{ n += $2 } END { print n + 0 }')
+check "three memcached servers: faults injected (${ms_faults:-0})" [ "${ms_faults:-0}" -gt 0 ]
+check "three memcached servers: memcached faults among them (${ms_mc:-0})" [ "${ms_mc:-0}" -gt 0 ]
 sb_dups=$(field duplicated "$TMP/sb.out")
 check "standby: valid (exit $sb_rc)" [ "$sb_rc" -eq 0 ]
 check "standby: duplicated ids ${sb_dups:-missing} (must be 0)" [ "${sb_dups:-x}" = 0 ]
-for k in primary-loss partition; do
+for k in primary-loss partition memcached-kill memcached-flush memcached-rewind; do
   n=$(sed -n "s/^faults.* $k \([0-9]*\).*/\1/p" "$TMP/sb.out")
   check "standby: fault $k injected (${n:-0})" [ "${n:-0}" -gt 0 ]
 done

@@ -7,8 +7,9 @@
 # subcommand, a usage error and a runtime error, in local mode and, when
 # logcounterd is built, in remote mode (--server).  Each check also checks
 # the subcommand's exit status, so a run that crashed or did nothing fails.
-# Skipped (0 checks) in sanitizer builds, which valgrind cannot run, and
-# when valgrind is missing.  Ends with "valgrind: N passed, M failed".
+# Skipped (0 checks) in sanitizer builds, which valgrind cannot run; a
+# missing valgrind is a failure (make deps installs it), never a pass.
+# Ends with "valgrind: N passed, M failed".
 set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
@@ -20,9 +21,9 @@ if [ "$(basename "$BUILD")" != build ] && nm "$BIN" 2>/dev/null | grep -q '__[at
   exit 0
 fi
 if ! command -v valgrind >/dev/null 2>&1; then
-  echo "valgrind: valgrind not installed, skipped (apt-get install valgrind)"
-  echo "valgrind: 0 passed, 0 failed"
-  exit 0
+  echo "FAIL - valgrind not installed (make deps installs it)"
+  echo "valgrind: 0 passed, 1 failed"
+  exit 1
 fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/vg_test.XXXXXX") || exit 1

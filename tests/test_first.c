@@ -20,7 +20,11 @@
  *  - the pipelined rounds keep their connections (the open descriptors
  *    do not grow), and after a memcached restart a call goes on;
  *  - threads calling lc_next_each on the same new names while others call
- *    lc_next on them: per name no value twice, each thread's increasing.
+ *    lc_next on them: per name no value twice, each thread's increasing;
+ *  - the second round of increments (for the keys memcached lost) fails
+ *    as a whole (lc__cache_pipe wrapped: -Wl,--wrap): the names whose
+ *    blocks the first round took fail too, and their blocks are burned
+ *    (ledger: burned, not unlogged), as if their write had failed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,7 +39,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "mcd.h"
+
+/* -Wl,--wrap=lc__cache_pipe: the pipelined rounds of first.c, passed
+ * through, but for the fail_incr_round-th round of increments (counted
+ * from the arming), which fails whole with LC_ETIMEDOUT, unsent. */
+int __real_lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n);
+int __wrap_lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n);
+static int fail_incr_round; /* 0: never */
+int __wrap_lc__cache_pipe(lc__cache *c, lc__op *ops, size_t n) {
+  if (fail_incr_round > 0 && n > 0 && ops[0].kind == LC__OP_INCR &&
+      --fail_incr_round == 0)
+    return lc__fail(LC_ETIMEDOUT, "test: the round of increments failed");
+  return __real_lc__cache_pipe(c, ops, n);
+}
 
 static int open_first(const char *dir, const mcd_t *m, uint64_t prefetch,
                       int timeout_ms, lc_t **out) {
@@ -350,13 +368,61 @@ static void race(void **state, uint64_t prefetch) {
 static void test_race_prefetch(void **state) { race(state, LC_PREFETCH_AUTO); }
 static void test_race_per_id(void **state) { race(state, 0); }
 
+/* Ten names used, the handle closed, and memcached losing the keys of
+ * half of them: a new handle's lc_next_each takes the other half's blocks
+ * in its first round of increments, seeds the lost keys, and its second
+ * round fails whole.  Every name fails; the blocks taken are burned. */
+static void test_second_round_fails(void **state) {
+  fx_t *f = *state;
+  char *names;
+  size_t n = 10;
+  lc_each *v = entries("two", n, &names);
+  assert_ok(open_first(f->dir, &mc, 0, 1000, &f->h));
+  assert_ok(lc_next_each(f->h, v, n));
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  char key[64];
+  for (size_t i = n / 2; i < n; i++) {
+    snprintf(key, sizeof key, "lc:%s", v[i].name);
+    assert_ok(mcd_delete(&mc, key));
+  }
+  assert_ok(open_first(f->dir, &mc, 0, 1000, &f->h));
+  for (size_t i = 0; i < n; i++) v[i] = (lc_each){.name = v[i].name, .n = 3};
+  fail_incr_round = 2;
+  int rc = lc_next_each(f->h, v, n);
+  assert_int_equal(fail_incr_round, 0); /* the second round was the one */
+  assert_rc(rc, LC_ETIMEDOUT);
+  for (size_t i = 0; i < n; i++) assert_rc(v[i].rc, LC_ETIMEDOUT);
+  /* each goes on above what it took (the five kept keys: 1, then 2..4
+   * burned; the five lost ones: seeded at 1, nothing taken) */
+  for (size_t i = 0; i < n; i++)
+    assert_i64_eq(tu_next1(f->h, v[i].name), i < n / 2 ? 5 : 2);
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  assert_ok(open_first(f->dir, &mc, 0, 1000, &f->h));
+  for (size_t i = 0; i < n / 2; i++) {
+    tu_ledger l;
+    assert_ok(tu_explain(f->h, v[i].name, &l));
+    if (l.values[LC_GAP_BURNED] != 3 || l.values[LC_GAP_UNLOGGED] != 0 ||
+        l.values[0] != 0)
+      fail_msg("%s: burned %llu, unlogged %llu, unexplained %llu (want 3, "
+               "0, 0)",
+               v[i].name, (unsigned long long)l.values[LC_GAP_BURNED],
+               (unsigned long long)l.values[LC_GAP_UNLOGGED],
+               (unsigned long long)l.values[0]);
+  }
+  for (size_t i = n / 2; i < n; i++) tu_check_explained(f->h, v[i].name);
+  free(v);
+  free(names);
+}
+
 int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, tu_setup_dir, tu_teardown)
   const struct CMUnitTest tests[] = {
       T(test_burst_prefetch),  T(test_burst_per_id), T(test_mixed),
       T(test_owned_elsewhere), T(test_frozen_halfway), T(test_connections_kept),
       T(test_race_prefetch),
-      T(test_race_per_id),
+      T(test_race_per_id),     T(test_second_round_fails),
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

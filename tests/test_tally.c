@@ -4,9 +4,12 @@
  * the separate namespace from serial counters), exact totals after 8
  * threads of mixed-sign changes with two flusher threads, a process that
  * adds and flushes SIGKILLed at random moments, memcached losing pending
- * changes (flush_all, restart, a lowered sum, a sum set back twice), one
- * log write per tally per window, and lc_tally_list against a brute-force
- * computation.
+ * changes (flush_all, restart, a lowered sum, a sum set back twice), and
+ * the amounts lost measured (lc_tally_lost: a sum set back between the
+ * applied one and what was acknowledged, a loss while no handle ran, found
+ * through the carry written at lc_close or by a flush memcached failed in
+ * a process then killed), one log write per tally per window, and
+ * lc_tally_list against a brute-force computation.
  *
  * LC_TEST_SCALE=N divides the big counts by N.
  */
@@ -27,6 +30,14 @@
 
 #include "base/format.h"
 #include "mcd.h"
+
+/* lc_tally_lost: the increments lost; *minus the decrements. */
+static uint64_t lost_of(lc_t *h, const char *name, uint64_t *minus) {
+  uint64_t l = 12345, m = 12345;
+  assert_ok(lc_tally_lost(h, name, &l, &m));
+  *minus = m;
+  return l;
+}
 
 static void reopen(fx_t *f) {
   lc_close(f->h);
@@ -515,7 +526,7 @@ static void test_sigkill_flusher(void **state) {
 
 static void test_memcached_loss(void **state) {
   fx_t *f = *state;
-  uint64_t losses = 0;
+  uint64_t losses = 0, lm = 0;
   int64_t pend = 0;
   assert_ok(lc_tally_add(f->h, "a", 10));
   flush_all(f->h);
@@ -529,6 +540,8 @@ static void test_memcached_loss(void **state) {
   assert_i64_eq(total_of(f->h, "a", &pend, &losses), 13); /* true: 20 */
   assert_i64_eq(pend, 0);
   assert_i64_eq(losses, 1);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 7); /* the amount: 20 - 13 */
+  assert_i64_eq(lm, 0);
   /* later changes count exactly */
   assert_ok(lc_tally_add(f->h, "a", -5));
   flush_all(f->h);
@@ -541,6 +554,8 @@ static void test_memcached_loss(void **state) {
   flush_all(f->h);
   assert_i64_eq(total_of(f->h, "a", &pend, &losses), 8); /* true: 11 */
   assert_i64_eq(losses, 2);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 7 + 4); /* each side's amount */
+  assert_i64_eq(lm, 1);
   assert_ok(add_retry(f->h, "a", 2));
   flush_all(f->h);
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 10);
@@ -550,6 +565,8 @@ static void test_memcached_loss(void **state) {
   flush_all(f->h);
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 10);
   assert_i64_eq(losses, 3);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 11 + 6);
+  assert_i64_eq(lm, 1);
   assert_ok(lc_tally_add(f->h, "a", 1));
   flush_all(f->h);
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 11);
@@ -563,12 +580,17 @@ static void test_memcached_loss(void **state) {
   assert_ok(lc_get_stats(f->h, &s));
   assert_i64_eq(s.tally_losses, 3);
   assert_true(s.tally_seeds >= 3);
-  reopen(f); /* the loss count is in the log */
+  assert_i64_eq(s.tally_lost_amount, 17 + 1);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 17); /* nothing pending lost */
+  assert_i64_eq(lm, 1);
+  reopen(f); /* the loss count and amount are in the log */
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 12);
   assert_i64_eq(losses, 3);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 17);
+  assert_i64_eq(lm, 1);
   /* a change left pending by a closed handle, lost before the next one
-   * opens: the new handle cannot know what was pending, but it sees the
-   * sums vanished and counts one loss (not one per sum) */
+   * opens: the closed handle recorded it as its carry, so the new one
+   * measures the loss (4 + 1) and counts one loss (not one per sum) */
   assert_ok(lc_tally_add(f->h, "a", 4));
   assert_ok(lc_tally_add(f->h, "a", -1));
   lc_close(f->h);
@@ -579,6 +601,8 @@ static void test_memcached_loss(void **state) {
   flush_all(f->h);
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 13);
   assert_i64_eq(losses, 4);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 17 + 4);
+  assert_i64_eq(lm, 1 + 1);
   /* the same, found by a flush (sweep) rather than by a change */
   assert_ok(lc_tally_add(f->h, "a", 2));
   lc_close(f->h);
@@ -588,9 +612,54 @@ static void test_memcached_loss(void **state) {
   flush_all(f->h);
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 13);
   assert_i64_eq(losses, 5);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 21 + 2);
+  assert_i64_eq(lm, 2);
   flush_all(f->h);
   assert_i64_eq(total_of(f->h, "a", NULL, &losses), 13);
   assert_i64_eq(losses, 5);
+  assert_i64_eq(lost_of(f->h, "a", &lm), 23);
+  assert_i64_eq(lm, 2);
+  /* added +41 and -7 in all: 41 - 7 - (23 - 2) = 13, the total */
+}
+
+/* memcached set back to a sum between the applied one and the current one
+ * (an older memory file): what lies above it is lost, measured, and what
+ * is below it is applied; the changes made on the rewound sum count. */
+static void test_rewind_between(void **state) {
+  fx_t *f = *state;
+  uint64_t losses = 9, lm = 9;
+  assert_ok(lc_tally_add(f->h, "w", 10));
+  flush_all(f->h);
+  assert_ok(lc_tally_add(f->h, "w", 3));
+  assert_ok(lc_tally_add(f->h, "w", 4)); /* memcached: 17, applied 10 */
+  assert_ok(mcd_set(&mc, "lt+:w", "12"));
+  assert_ok(lc_tally_add(f->h, "w", 5)); /* on the rewound sum: 17 */
+  flush_all(f->h);
+  /* 22 added; memcached holds 17 (12 + 5): 7 more applied, and of the
+   * 7 acknowledged by the read only 2 were there: 5 lost */
+  assert_i64_eq(total_of(f->h, "w", NULL, &losses), 17);
+  assert_i64_eq(losses, 1);
+  assert_i64_eq(lost_of(f->h, "w", &lm), 5);
+  assert_i64_eq(lm, 0);
+  assert_ok(lc_tally_add(f->h, "w", 1));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "w", NULL, &losses), 18);
+  assert_i64_eq(losses, 1);
+  assert_i64_eq(lost_of(f->h, "w", &lm), 5);
+  reopen(f);
+  assert_i64_eq(lost_of(f->h, "w", &lm), 5);
+  /* pending changes rewound while no handle runs: the record's carry
+   * (written at close) measures them */
+  assert_ok(lc_tally_add(f->h, "w", 6)); /* memcached: 24, applied 18 */
+  lc_close(f->h);
+  f->h = NULL;
+  assert_ok(mcd_set(&mc, "lt+:w", "20"));
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "w", NULL, &losses), 20);
+  assert_i64_eq(losses, 2);
+  assert_i64_eq(lost_of(f->h, "w", &lm), 5 + 4);
+  assert_i64_eq(lm, 0);
 }
 
 /* memcached set back twice (the chaos harness's memcached-rewind: warm
@@ -647,6 +716,63 @@ static void test_rewind_twice(void **state) {
   /* memcached holds the applied sum (set back up to it, never below) */
   assert_int_equal(mcd_get(&mc, "lt+:r", now, sizeof now), 1);
   assert_string_equal(now, "117");
+}
+
+/* A process acknowledges changes, its flush fails (memcached frozen), and
+ * it is SIGKILLed; memcached then loses the sums.  The failed flush wrote
+ * the carry (what was acknowledged), so the next handle measures the loss
+ * exactly; without it, nothing of the kill's pending changes is measured. */
+static void test_carry_at_failed_flush(void **state) {
+  fx_t *f = *state;
+  uint64_t lm = 9;
+  assert_ok(lc_tally_add(f->h, "k", 2));
+  flush_all(f->h); /* applied 2, carry 0 */
+  lc_close(f->h);
+  f->h = NULL;
+  int p[2], go[2]; /* child to parent, parent to child */
+  assert_int_equal(pipe(p), 0);
+  assert_int_equal(pipe(go), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* the child: adds 5 and 3, then flushes when told */
+    close(p[0]);
+    close(go[1]);
+    lc_t *h = NULL;
+    char c = 'x';
+    if (tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 200, &h) != 0 ||
+        lc_tally_add(h, "k", 5) != 0 || lc_tally_add(h, "k", 3) != 0)
+      c = 'f';
+    if (write(p[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
+    /* memcached frozen now: the flush times out */
+    int rc = lc_tally_flush(h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, NULL);
+    c = rc == LC_ETIMEDOUT || rc == LC_EMEMCACHED ? 'd' : 'f';
+    if (write(p[1], &c, 1) != 1) _exit(1);
+    pause(); /* until killed */
+    _exit(0);
+  }
+  close(p[1]);
+  close(go[0]);
+  char c = 0;
+  assert_int_equal(read(p[0], &c, 1), 1);
+  assert_int_equal(c, 'x');
+  assert_ok(mcd_freeze(&mc));
+  assert_int_equal(write(go[1], "g", 1), 1);
+  close(go[1]);
+  assert_int_equal(read(p[0], &c, 1), 1);
+  kill(pid, SIGKILL);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_ok(mcd_thaw(&mc));
+  close(p[0]);
+  assert_int_equal(c, 'd'); /* its flush failed, as meant */
+  assert_ok(mcd_flush_all(&mc)); /* the pending 8 lost */
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 0, &f->h));
+  flush_all(f->h);
+  uint64_t losses = 0;
+  assert_i64_eq(total_of(f->h, "k", NULL, &losses), 2);
+  assert_i64_eq(lost_of(f->h, "k", &lm), 8);
+  assert_i64_eq(lm, 0);
+  assert_i64_eq(losses, 1);
 }
 
 /* ---- one log write per tally per window ------------------------------ */
@@ -844,6 +970,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_twice, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_rewind_between, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_carry_at_failed_flush, tu_setup,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_list_brute_force, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_one_write_per_window, tu_setup,

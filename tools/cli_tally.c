@@ -2,7 +2,7 @@
  * cli_tally.c - "logcounter tally": write-behind counts (lc_tally_*).
  *
  *   tally add NAME DELTA     change by DELTA (non-zero, may be negative)
- *   tally get NAME           durable total, pending change, losses
+ *   tally get NAME           durable total, pending change, losses, lost
  *   tally flush [--sweep]    apply everything pending to the log
  *   tally list [--prefix P] [--min N] [--max N] [--top K] [--by-total]
  *              [--offset N] [--limit N]
@@ -76,19 +76,21 @@ static int tally_get(struct cli *c, int argc, char **argv) {
   if ((rc = cli_name_only(c, argc, argv, &name)) || (rc = cli_open(c)))
     return rc;
   int64_t total, pending;
-  uint64_t losses;
+  uint64_t losses, lp = 0, lm = 0;
   rc = lc_tally_get(c->h, name, &total, &pending, &losses);
+  if (!rc) rc = lc_tally_lost(c->h, name, &lp, &lm);
   if ((rc = cli_finish(c, rc, "read tally '%s'", name))) return rc;
   if (c->json) {
     fputs("{\"tally\":", stdout);
     cli_put_json(stdout, name);
     printf(",\"total\":%" PRId64 ",\"pending\":%" PRId64 ",\"losses\":%" PRIu64
-           "}\n",
-           total, pending, losses);
+           ",\"lost\":%" PRIu64 ",\"lost_increments\":%" PRIu64
+           ",\"lost_decrements\":%" PRIu64 "}\n",
+           total, pending, losses, lp + lm, lp, lm);
   } else {
     printf("%s: total %" PRId64 ", pending %+" PRId64 ", losses %" PRIu64
-           "%s\n",
-           name, total, pending, losses,
+           ", lost +%" PRIu64 " -%" PRIu64 "%s\n",
+           name, total, pending, losses, lp, lm,
            losses ? " (memcached lost pending changes)" : "");
   }
   return 0;

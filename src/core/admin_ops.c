@@ -225,6 +225,11 @@ static int simple(lc_t *h, lc__aconn *c, args *a, bool *known) {
     return done(c, lc_adopt(h, name, arg));
   } else if (!strcmp(verb, "tally-add") && two) {
     rc = lc_tally_add_total(h, name, arg, &out);
+  } else if (!strcmp(verb, "tally-lost") && one) {
+    uint64_t m = 0;
+    rc = lc_tally_lost(h, name, &u, &m);
+    return reply(c, rc, "%llu %llu", (unsigned long long)u,
+                 (unsigned long long)m);
   } else if (!strcmp(verb, "tally-get") && one) {
     int64_t total = 0, pending = 0;
     rc = lc_tally_get(h, name, &total, &pending, &u);

@@ -296,6 +296,7 @@ int lc_close(lc_t *h) {
     lc__recover_stop(h);
   }
   int rc = lc__counter_table_close(&h->counters, &h->log, &h->cache);
+  if (!h->remote) lc__tally_table_carry(h);
   lc__tally_table_close(&h->tallies);
   lc__repl_stop(h); /* after the last writes: the standby gets them */
   if (!h->remote) lc__log_close(&h->log);
@@ -327,6 +328,7 @@ int lc_get_stats(lc_t *h, lc_stats *s) {
   LC__LOAD(tally_schedule_failures);
   LC__LOAD(tally_losses);
   LC__LOAD(tally_seeds);
+  LC__LOAD(tally_lost_amount);
 #undef LC__LOAD
   pthread_mutex_lock(&h->counters.mu);
   s->counters = h->counters.names.count;

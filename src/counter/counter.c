@@ -685,6 +685,17 @@ void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc) {
   lc__counter_unlock(c);
 }
 
+void lc__counter_first_burn(lc__counter *c, int64_t last, uint64_t n) {
+  int64_t first = last - (int64_t)(n - 1);
+  lc__counter_lock(c);
+  if (last > c->floor) c->floor = last; /* never again */
+  c->used = true;
+  remember(c, first, last);
+  lc__ledger_taken(c, first, last, lowest_sent_floor(c));
+  lc__ledger_gap(c, first, last, LC_GAP_BURNED);
+  lc__counter_unlock(c);
+}
+
 int lc__counter_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc;
   req r = {.n = n};

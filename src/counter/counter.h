@@ -234,6 +234,10 @@ void lc__counter_end_first(lc_t *h, lc__counter *c);
 void lc__counter_first_block(lc_t *h, lc__counter *c, int64_t last, uint64_t n,
                              lc__block *b, leveldb_writebatch_t *wb);
 void lc__counter_first_done(lc__counter *c, const lc__block *b, int rc);
+/* A block memcached handed to a first use that then failed before its
+ * write (a later pipelined round of first.c failed): burned as if its
+ * write had failed (floor passes it, the ledger says burned). */
+void lc__counter_first_burn(lc__counter *c, int64_t last, uint64_t n);
 /* A new counter's state, not in any table (NULL when out of memory), and
  * its end (lc_current reads a counter it does not keep with one). */
 lc__counter *lc__counter_new(const char *name, size_t n);

@@ -17,8 +17,8 @@
  * at once: the batch holds each counter's leader role (lc__counter_try_
  * first: only a counter nobody else is working on), the block of an
  * increment is accepted only if it lies above the counter's floor, a
- * failed write burns the blocks (ledger), and nothing goes out before the
- * write.  Anything off the common path leaves the batch for the
+ * failed write burns the blocks (ledger; so does a later round that fails
+ * with blocks already taken), and nothing goes out before the write.  Anything off the common path leaves the batch for the
  * one-name path (lc_next_n), which knows every case: a counter already
  * in use, a claim another log holds (the refusal is written there), a
  * restored log's pending counter, a key memcached holds below floor (or
@@ -47,7 +47,8 @@ typedef struct cand {
   uint64_t delta;
   bool missed; /* memcached did not hold its key: seeded, then again */
   char num[24]; /* its seed's text */
-  lc__block b;
+  lc__block b; /* b.n: memcached handed it the block b */
+  bool written; /* b went to its write (which settles it) */
   char ckey[LC_NAME_MAX + 8];
   size_t cklen;
 } cand;
@@ -86,6 +87,9 @@ static void one(batch *bt, size_t i) {
 
 static void fail(batch *bt, cand *x, int rc) {
   x->state = DONE;
+  /* a block taken and never written (a later round failed): burned */
+  if (x->b.n && !x->written) lc__counter_first_burn(x->c, x->b.last, x->b.n);
+  x->b.n = 0;
   fail_entry(bt, x->i, rc);
 }
 
@@ -289,6 +293,7 @@ static void write_out(batch *bt) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE) continue;
     lc_each *e = &bt->v[x->i];
+    x->written = true;
     if (h->opt.prefetch) {
       lc__seg_install(h, x->c, &x->b, rc, e->n, &e->first);
     } else {

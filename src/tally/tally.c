@@ -4,7 +4,7 @@
  * memcached holds, per tally, two sums that only grow: "lt+:NAME" (positive
  * deltas) and "lt-:NAME" (magnitudes of negative deltas).  The log holds
  * one record per tally, 't' NAME -> {version, total, applied+, applied-,
- * losses}, and an index entry 'T' be64(total ^ 2^63) NAME -> "" (negative
+ * losses, lost+, lost-, carry+, carry-}, and an index entry 'T' be64(total ^ 2^63) NAME -> "" (negative
  * totals sort first).  A flush reads both sums and applies
  *   (P - applied+) - (M - applied-)
  * writing the record (with the new applied sums) and moving the index entry
@@ -28,6 +28,14 @@
  *    incr keeps its reservation (it may have been applied).
  *  - una_p / una_m: acknowledged increments not yet applied; a vanished
  *    key while una > 0 is a loss.
+ *  - losses are measured (P14): what was acknowledged by a read (snap_*,
+ *    taken before it) is in memcached by then, so a sum below applied +
+ *    snap lost the difference, and a vanished or lowered sum lost all of
+ *    una; the amounts go to lost_new_* and, with the next record write,
+ *    to lost+ / lost-.  Each record also carries una (carry+, carry-:
+ *    acknowledged, not applied), written too when memcached fails a flush
+ *    and at lc_close, so the next handle measures a loss of them at load
+ *    (a sum below applied + carry).
  * Scheduling: a change that finds its tally not queued adds "lt@:NAME"
  * (the window marker, expiring with the window) and queues the tally
  * (table mu) with due = now + window + 1.25 s, by which memcached has
@@ -205,8 +213,16 @@ int lc__tally_load(lc_t *h, lc__tally *t) {
   t->out_m = rm == 0 && m > t->am ? m - t->am : 0;
   t->una_p = (int64_t)t->out_p;
   t->una_m = (int64_t)t->out_m;
+  /* The record's carries were acknowledged, and in memcached, when it was
+   * written: a sum below applied + carry lost the difference (measured
+   * across a restart; the next record write records it). */
+  uint64_t lp = t->carry_p > t->out_p ? t->carry_p - t->out_p : 0;
+  uint64_t lm = t->carry_m > t->out_m ? t->carry_m - t->out_m : 0;
+  t->lost_new_p += lp;
+  t->lost_new_m += lm;
   t->loaded = true;
   pthread_mutex_unlock(&t->mu);
+  if (lp + lm) LC__STAT(h, tally_lost_amount, lp + lm);
   t->seen_p = rp == 0;
   t->seen_m = rm == 0;
   return 0;
@@ -217,30 +233,41 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
                         bool *lost) {
   uint64_t applied = plus ? t->ap : t->am, v = 0;
   int64_t *una = plus ? &t->una_p : &t->una_m;
+  int64_t *snap = plus ? &t->snap_p : &t->snap_m;
   uint64_t *out = plus ? &t->out_p : &t->out_m;
   char key[LC__MC_KEY_MAX + 2];
   size_t klen =
       lc__tally_mc_key(key, plus ? LC__TALLY_MC_PLUS : LC__TALLY_MC_MINUS, t);
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     int rc = pre;
-    if (pre < 0 || attempt > 0)
+    bool fresh = true; /* v as memcached holds it (not seeded, not set) */
+    if (pre < 0 || attempt > 0) {
+      pthread_mutex_lock(&t->mu); /* before the read: all landed by then */
+      *snap = *una; /* this side only: the other's value may be older */
+      pthread_mutex_unlock(&t->mu);
       rc = lc__cache_get(&h->cache, key, klen, &v);
-    else
+    } else {
       v = prev;
+    }
     if (rc < 0) return rc;
     if (rc == LC__MISS) {
+      fresh = false;
       /* Lost: changes this handle acknowledged, or, when it never saw
        * the key, whatever an earlier process left pending (unknowable:
        * counted as a loss once anything was ever applied). */
       bool *seen = plus ? &t->seen_p : &t->seen_m;
       if (!*seen && applied > 0) *lost = true;
       pthread_mutex_lock(&t->mu);
+      uint64_t amount = 0;
       if (*una > 0) { /* acknowledged changes vanished with the key */
         *lost = true;
+        amount = (uint64_t)*una;
+        *(plus ? &t->lost_new_p : &t->lost_new_m) += amount;
         *out = *out > (uint64_t)*una ? *out - (uint64_t)*una : 0;
         *una = 0;
       }
       pthread_mutex_unlock(&t->mu);
+      if (amount) LC__STAT(h, tally_lost_amount, amount);
       rc = lc__cache_add(&h->cache, key, klen, applied);
       if (rc < 0) return rc;
       if (rc == LC__EXISTS) continue;
@@ -259,17 +286,37 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
        * a later rewind to a sum read before this one (above v, below
        * applied) apply again what was applied already. */
       *lost = true;
+      fresh = false;
       pthread_mutex_lock(&t->mu);
-      *out = *out > (uint64_t)(*una > 0 ? *una : 0)
-                 ? *out - (uint64_t)(*una > 0 ? *una : 0)
-                 : 0;
+      uint64_t amount = (uint64_t)(*una > 0 ? *una : 0);
+      *(plus ? &t->lost_new_p : &t->lost_new_m) += amount;
+      *out = *out > amount ? *out - amount : 0;
       *una = 0;
       pthread_mutex_unlock(&t->mu);
+      if (amount) LC__STAT(h, tally_lost_amount, amount);
       rc = lc__cache_lower(&h->cache, key, klen, v, applied);
       if (rc < 0) return rc;
       if (rc != 0) continue; /* changed or vanished meanwhile: again */
       LC__STAT(h, tally_seeds, 1);
       v = applied;
+    }
+    if (fresh) {
+      /* Rewound to a sum between the applied one and what this handle had
+       * acknowledged by the read: the difference is lost (and no longer
+       * pending).  What is there is applied (it is what memcached holds,
+       * the baseline only grows). */
+      pthread_mutex_lock(&t->mu);
+      uint64_t amount = 0;
+      if (*snap > 0 && v - applied < (uint64_t)*snap) {
+        amount = (uint64_t)*snap - (v - applied);
+        *lost = true;
+        *(plus ? &t->lost_new_p : &t->lost_new_m) += amount;
+        *una -= (int64_t)amount;
+        *out = *out > amount ? *out - amount : 0;
+      }
+      *snap = 0;
+      pthread_mutex_unlock(&t->mu);
+      if (amount) LC__STAT(h, tally_lost_amount, amount);
     }
     *applied_new = v;
     *d = v - applied;
@@ -356,7 +403,7 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
     lc__tally_acquire(t);
     rc = lc__tally_load(h, t);
     if (!rc && !t->has_record) { /* first change ever: make it findable */
-      lc__trec z = {0, 0, 0, 0};
+      lc__trec z = lc__tally_rec_make(t, 0, 0, 0, 0);
       rc = rec_write(h, t, &z);
     }
     if (!rc) {
@@ -391,7 +438,8 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
     if (!rc) rc = lc__tally_side_read(h, t, !plus, -1, 0, &applied, &dd, &lost);
     if (!rc && lost) {
       LC__STAT(h, tally_losses, 1);
-      lc__trec n = {t->total, t->ap, t->am, t->losses + 1};
+      lc__trec n = lc__tally_rec_make(t, t->total, t->ap, t->am,
+                                      t->losses + 1);
       rc = rec_write(h, t, &n);
     }
     lc__tally_release(t);
@@ -473,6 +521,43 @@ static int report(lc_t *h, lc__tally *t, int64_t *total, int64_t *pending,
                                   : (int64_t)pend;
   if (losses) *losses = t->losses;
   return 0;
+}
+
+int lc_tally_lost(lc_t *h, const char *name, uint64_t *plus,
+                  uint64_t *minus) {
+  lc__detail_clear();
+  if (h && LC__ADMIN_WAY(h)) {
+    int64_t v[2] = {0, 0};
+    int rc = lc__admin_op(h, "tally-lost", name, NULL, v, 2);
+    if (!rc && plus) *plus = (uint64_t)v[0];
+    if (!rc && minus) *minus = (uint64_t)v[1];
+    return rc;
+  }
+  lc__tally *t;
+  int rc = find(h, name, false, &t);
+  if (rc) return rc;
+  if (t == NULL) { /* not used by this handle: the record alone */
+    size_t n = strlen(name);
+    if ((t = calloc(1, sizeof *t + n + 1)) == NULL)
+      return lc__fail(LC_ENOMEM, "cannot allocate tally state");
+    pthread_mutex_init(&t->mu, NULL);
+    memcpy(t->name, name, n + 1);
+    t->nlen = n;
+    rc = lc__tally_rec_read(h, t);
+    if (!rc && plus) *plus = t->lost_p;
+    if (!rc && minus) *minus = t->lost_m;
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    return rc;
+  }
+  lc__tally_acquire(t);
+  rc = lc__tally_load(h, t);
+  pthread_mutex_lock(&t->mu);
+  if (!rc && plus) *plus = t->lost_p + t->lost_new_p;
+  if (!rc && minus) *minus = t->lost_m + t->lost_new_m;
+  pthread_mutex_unlock(&t->mu);
+  lc__tally_release(t);
+  return rc;
 }
 
 int lc_tally_get(lc_t *h, const char *name, int64_t *total, int64_t *pending,

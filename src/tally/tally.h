@@ -30,6 +30,10 @@ typedef struct lc__tallies {
 } lc__tallies;
 void lc__tally_table_init(lc__tallies *t);
 void lc__tally_table_close(lc__tallies *t);
+/* lc_close, before lc__tally_table_close: records each tally's carry (its
+ * acknowledged changes not applied) and any lost amount not yet written,
+ * in one write, so that the next handle can measure their loss (P14). */
+void lc__tally_table_carry(lc_t *h);
 
 
 #define LC__TALLY_ATTEMPTS 8
@@ -55,6 +59,14 @@ struct lc__tally {
   size_t bidx;           /* position in a batch flush (owner) */
   bool stale;            /* owner: a write of its record failed, and may
                                  have reached the log after all */
+  uint64_t lost_p, lost_m; /* mirror: the amounts lost, as recorded
+                                 (P14), of increments and of decrements */
+  uint64_t lost_new_p, lost_new_m; /* mu: measured, not yet in a record
+                                 (the next write carries them) */
+  int64_t snap_p, snap_m; /* owner: una_* just before the sums were read
+                                 (acknowledged, so in memcached by then) */
+  uint64_t carry_p, carry_m; /* owner: the record's carries (tally.h's
+                                 lc__trec), checked at load */
   size_t nlen;
   char name[];
 };
@@ -62,6 +74,10 @@ struct lc__tally {
 typedef struct lc__trec {
   int64_t total;
   uint64_t ap, am, losses;
+  uint64_t lost_p, lost_m; /* amounts lost (record version 2) */
+  uint64_t carry_p, carry_m; /* acknowledged, not applied, when written:
+                                memcached must hold at least ap + carry_p
+                                (am + carry_m) unless it lost changes */
 } lc__trec;
 
 void lc__tally_acquire(lc__tally *t);
@@ -82,6 +98,13 @@ void lc__tally_rec_put(leveldb_writebatch_t *b, const lc__tally *t,
                        const lc__trec *n);
 /* owner: the mirror after the write of n succeeded. */
 void lc__tally_rec_set(lc__tally *t, const lc__trec *n);
+/* owner: the record to write with total, ap, am, losses: the lost amounts
+ * (recorded plus measured) and the carries from una_*. */
+lc__trec lc__tally_rec_make(lc__tally *t, int64_t total, uint64_t ap,
+                            uint64_t am, uint64_t losses);
+/* owner: snap_p, snap_m = una_p, una_m (before the sums are read). */
+void lc__tally_snap(lc__tally *t);
+
 /*
  * owner: one side's sum for a flush.  pre: 0 (prev holds the value
  * already read), LC__MISS (read: missing) or -1 (read it now).  A vanished

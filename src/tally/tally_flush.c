@@ -93,7 +93,7 @@ out:
 static int compute(lc_t *h, slot *x) {
   lc__tally *t = x->t;
   bool lp = false, lm = false;
-  x->n = (lc__trec){t->total, 0, 0, t->losses};
+  x->n = (lc__trec){t->total, 0, 0, t->losses, 0, 0, 0, 0};
   int rc = lc__tally_side_read(h, t, true, x->pre[0], x->val[0], &x->n.ap,
                                &x->dp, &lp);
   if (!rc)
@@ -107,13 +107,21 @@ static int compute(lc_t *h, slot *x) {
                     "take its total out of range",
                     t->name);
   x->n.total = (int64_t)total;
-  if (lp || lm) {
-    x->n.losses++;
+  uint64_t losses = x->n.losses;
+  /* a loss measured at load (a record's carry) is an event too */
+  if (lp || lm || t->lost_new_p || t->lost_new_m) {
+    losses++;
     LC__STAT(h, tally_losses, 1);
   }
-  x->write = x->n.ap != t->ap || x->n.am != t->am || x->n.losses != t->losses;
+  x->n = lc__tally_rec_make(t, x->n.total, x->n.ap, x->n.am, losses);
+  x->write = x->n.ap != t->ap || x->n.am != t->am ||
+             x->n.losses != t->losses || x->n.lost_p != t->lost_p ||
+             x->n.lost_m != t->lost_m;
   return 0;
 }
+
+static bool carry_put(lc__tally *t, leveldb_writebatch_t **b,
+                      lc__trec *out);
 
 /*
  * Flushes ts[0..n) (n <= BATCH).  One tally: waits for its mu; several:
@@ -145,8 +153,27 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
     if (rc && !first) first = rc;
     if (!rc && t->has_record) s[ns++].t = t;
   }
+  for (size_t i = 0; i < ns; i++) lc__tally_snap(s[i].t); /* before mget */
   int rc = ns ? mget(h, s, ns) : 0;
   if (rc && !first) first = rc;
+  if (rc) {
+    /* memcached failed, the log did not: record what was acknowledged
+     * (the carries), so that a loss of it is measured even if this
+     * process dies before memcached comes back (P14) */
+    leveldb_writebatch_t *cb = NULL;
+    for (size_t i = 0; i < ns; i++)
+      s[i].write = carry_put(s[i].t, &cb, &s[i].n);
+    if (cb && lc__log_write(&h->log, cb, true) == 0) {
+      LC__STAT(h, log_writes, 1);
+      LC__STAT(h, log_syncs, 1);
+      for (size_t i = 0; i < ns; i++)
+        if (s[i].write) lc__tally_rec_set(s[i].t, &s[i].n);
+    } else if (cb) {
+      for (size_t i = 0; i < ns; i++) s[i].t->stale = s[i].write;
+    }
+    if (cb) leveldb_writebatch_destroy(cb);
+    for (size_t i = 0; i < ns; i++) s[i].write = false;
+  }
   leveldb_writebatch_t *b = NULL;
   size_t nw = 0;
   for (size_t i = 0; !rc && i < ns; i++) {
@@ -299,4 +326,51 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
   if (flushed) *flushed = wrote;
   if (first) LC__STAT(h, errors, 1);
   return first;
+}
+
+/* ---- lc_close: the carries ---- */
+
+typedef struct carry_ctx {
+  lc_t *h;
+  leveldb_writebatch_t *b;
+  size_t n;
+} carry_ctx;
+
+/* owner: adds t's record with its current carries (and lost amounts
+ * measured) to *b (made on first use) if they changed; true if so, *out
+ * the record. */
+static bool carry_put(lc__tally *t, leveldb_writebatch_t **b,
+                      lc__trec *out) {
+  if (!t->loaded || !t->has_record || t->stale) return false;
+  bool measured = t->lost_new_p || t->lost_new_m;
+  lc__trec n =
+      lc__tally_rec_make(t, t->total, t->ap, t->am, t->losses + measured);
+  if (n.carry_p == t->carry_p && n.carry_m == t->carry_m && !measured)
+    return false;
+  if (!*b) *b = leveldb_writebatch_create();
+  lc__tally_rec_put(*b, t, &n);
+  *out = n;
+  return true;
+}
+
+static void carry_one(lc__named *e, void *arg) {
+  carry_ctx *x = arg;
+  lc__trec n;
+  if (carry_put((lc__tally *)e, &x->b, &n)) x->n++;
+}
+
+void lc__tally_table_carry(lc_t *h) {
+  /* no other thread uses the handle any more (lc_close) */
+  if (lc__follow_primary_only(h) != 0 || lc__log_ok(&h->log) != 0) return;
+  lc__detail_clear();
+  carry_ctx x = {h, NULL, 0};
+  lc__names_each(&h->tallies.names, carry_one, &x);
+  if (!x.b) return;
+  bool sync = h->opt.durability == LC_DURABILITY_SYNC;
+  if (lc__log_write(&h->log, x.b, sync) == 0) {
+    LC__STAT(h, log_writes, 1);
+    if (sync) LC__STAT(h, log_syncs, 1);
+  }
+  leveldb_writebatch_destroy(x.b);
+  lc__detail_clear(); /* a failure here loses only the measurement */
 }

@@ -3,7 +3,11 @@
  *
  *   't' NAME                      -> version 1, total (int64), applied+,
  *                                    applied-, losses (uint64s), 33 bytes,
- *                                    all big-endian
+ *                                    all big-endian; version 2 (written
+ *                                    now): the same, then lost+ and lost-
+ *                                    (the amounts lost, P14), carry+ and
+ *                                    carry- (acknowledged and not applied
+ *                                    when written), 65 bytes
  *   'T' be64(total ^ 2^63) NAME   -> "" (the index by total: negative
  *                                    totals sort first)
  * A record and its index entry always change in the same write batch
@@ -14,8 +18,9 @@
 
 #include <string.h>
 
-#define REC_VERSION 1
-#define REC_LEN 33
+#define REC_VERSION 2
+#define REC_LEN 65
+#define REC_V1_LEN 33
 
 size_t lc__tally_rec_key(char *buf, const char *name, size_t nlen) {
   buf[0] = LC__TALLY_REC;
@@ -34,7 +39,8 @@ size_t lc__tally_idx_key(char *buf, int64_t total, const char *name,
 int lc__tally_decode(const char *v, size_t vlen, int64_t *total,
                      uint64_t *losses) {
   const unsigned char *u = (const unsigned char *)v;
-  if (vlen != REC_LEN || u[0] != REC_VERSION)
+  if (!(vlen == REC_LEN && u[0] == REC_VERSION) &&
+      !(vlen == REC_V1_LEN && u[0] == 1))
     return lc__fail(LC_ECORRUPT, "tally record of %zu bytes, version %d", vlen,
                     vlen ? u[0] : -1);
   if (total) *total = (int64_t)lc__key_be64_get(u + 1);
@@ -47,12 +53,18 @@ int lc__tally_rec_read(lc_t *h, lc__tally *t) {
   size_t klen = lc__tally_rec_key(key, t->name, t->nlen), vlen;
   int rc = lc__log_get(&h->log, key, klen, &v, &vlen, "tally");
   if (rc) return rc;
-  lc__trec n = {0, 0, 0, 0};
+  lc__trec n = {0, 0, 0, 0, 0, 0, 0, 0};
   if (v) {
     rc = lc__tally_decode(v, vlen, &n.total, &n.losses);
     if (!rc) { /* a corrupt record may be shorter than these fields */
       n.ap = lc__key_be64_get((unsigned char *)v + 9);
       n.am = lc__key_be64_get((unsigned char *)v + 17);
+    }
+    if (!rc && vlen == REC_LEN) {
+      n.lost_p = lc__key_be64_get((unsigned char *)v + 33);
+      n.lost_m = lc__key_be64_get((unsigned char *)v + 41);
+      n.carry_p = lc__key_be64_get((unsigned char *)v + 49);
+      n.carry_m = lc__key_be64_get((unsigned char *)v + 57);
     }
     leveldb_free(v);
   }
@@ -62,7 +74,11 @@ int lc__tally_rec_read(lc_t *h, lc__tally *t) {
   t->ap = rc ? 0 : n.ap;
   t->am = rc ? 0 : n.am;
   t->losses = rc ? 0 : n.losses;
+  t->lost_p = rc ? 0 : n.lost_p;
+  t->lost_m = rc ? 0 : n.lost_m;
   pthread_mutex_unlock(&t->mu);
+  t->carry_p = rc ? 0 : n.carry_p;
+  t->carry_m = rc ? 0 : n.carry_m;
   return rc;
 }
 
@@ -75,6 +91,10 @@ void lc__tally_rec_put(leveldb_writebatch_t *b, const lc__tally *t,
   lc__key_be64_put(val + 9, n->ap);
   lc__key_be64_put(val + 17, n->am);
   lc__key_be64_put(val + 25, n->losses);
+  lc__key_be64_put(val + 33, n->lost_p);
+  lc__key_be64_put(val + 41, n->lost_m);
+  lc__key_be64_put(val + 49, n->carry_p);
+  lc__key_be64_put(val + 57, n->carry_m);
   size_t klen = lc__tally_rec_key(key, t->name, t->nlen);
   leveldb_writebatch_put(b, key, klen, (const char *)val, sizeof val);
   if (!t->has_record || n->total != t->total) {
@@ -94,15 +114,51 @@ void lc__tally_rec_set(lc__tally *t, const lc__trec *n) {
   t->ap = n->ap;
   t->am = n->am;
   t->losses = n->losses;
+  /* n carried every amount measured so far (lc__tally_rec_make) */
+  t->lost_p = n->lost_p;
+  t->lost_m = n->lost_m;
+  t->lost_new_p = t->lost_new_m = 0;
+  pthread_mutex_unlock(&t->mu);
+  t->carry_p = n->carry_p;
+  t->carry_m = n->carry_m;
+}
+
+lc__trec lc__tally_rec_make(lc__tally *t, int64_t total, uint64_t ap,
+                            uint64_t am, uint64_t losses) {
+  pthread_mutex_lock(&t->mu);
+  lc__trec n = {total,
+                ap,
+                am,
+                losses,
+                t->lost_p + t->lost_new_p,
+                t->lost_m + t->lost_new_m,
+                t->una_p > 0 ? (uint64_t)t->una_p : 0,
+                t->una_m > 0 ? (uint64_t)t->una_m : 0};
+  pthread_mutex_unlock(&t->mu);
+  /* una_* still holds what this record applies: the carry is the rest */
+  n.carry_p = n.carry_p > ap - t->ap ? n.carry_p - (ap - t->ap) : 0;
+  n.carry_m = n.carry_m > am - t->am ? n.carry_m - (am - t->am) : 0;
+  return n;
+}
+
+void lc__tally_snap(lc__tally *t) {
+  pthread_mutex_lock(&t->mu);
+  t->snap_p = t->una_p;
+  t->snap_m = t->una_m;
   pthread_mutex_unlock(&t->mu);
 }
 
 int lc__tally_refresh(lc_t *h, lc__tally *t) {
   if (!t->stale) return 0;
-  uint64_t ap = t->ap, am = t->am;
+  uint64_t ap = t->ap, am = t->am, lp = t->lost_p, lm = t->lost_m;
   int rc = lc__tally_rec_read(h, t);
   if (rc) return rc;
   pthread_mutex_lock(&t->mu);
+  /* a failed write that landed recorded what was measured */
+  uint64_t dlp = t->lost_p > lp ? t->lost_p - lp : 0;
+  uint64_t dlm = t->lost_m > lm ? t->lost_m - lm : 0;
+  t->lost_new_p = t->lost_new_p > dlp ? t->lost_new_p - dlp : 0;
+  t->lost_new_m = t->lost_new_m > dlm ? t->lost_new_m - dlm : 0;
   uint64_t dp = t->ap > ap ? t->ap - ap : 0, dm = t->am > am ? t->am - am : 0;
   t->out_p = t->out_p > dp ? t->out_p - dp : 0;
   t->out_m = t->out_m > dm ? t->out_m - dm : 0;

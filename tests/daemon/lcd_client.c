@@ -116,7 +116,9 @@ static void *run(void *arg) {
       snprintf(w->fail, sizeof w->fail, "reply '%.200s'", line);
       break;
     }
-    if (last && (uint64_t)(v - last) < block) {
+    /* signed: a reply at or below the last one fails, however far below
+     * (an unsigned difference would wrap and pass it) */
+    if (last && (v <= last || (uint64_t)(v - last) < block)) {
       snprintf(w->fail, sizeof w->fail,
                "replies not increasing: %" PRId64 " then %lld", last, v);
       break;

@@ -278,7 +278,8 @@ typedef struct lcd_job {
                                            after the change in values[0] */
   unsigned char hit[LCD_PROTO_MAX_KEYS]; /* GET: answer a VALUE line */
   int64_t tally_total, tally_pending;    /* stats_tally */
-  uint64_t tally_losses;
+  uint64_t tally_losses;              /* losses, and the amounts lost */
+  uint64_t tally_lost_p, tally_lost_m; /* (lc_tally_lost) */
   char detail[256]; /* lc_last_detail() of a failure */
   /* ma, mg: the meta reply's style (meta.opaque points into opaque) */
   lcd_proto_meta meta;

@@ -407,8 +407,11 @@ static void stats_tally_done(lcd_conn *c, const lcd_job *j) {
   evbuffer_add_printf(
       bufferevent_get_output(c->bev),
       "STAT name %s\r\nSTAT total %" PRId64 "\r\n"
-      "STAT pending %" PRId64 "\r\nSTAT losses %" PRIu64 "\r\nEND\r\n",
-      j->names, j->tally_total, j->tally_pending, j->tally_losses);
+      "STAT pending %" PRId64 "\r\nSTAT losses %" PRIu64 "\r\n"
+      "STAT lost %" PRIu64 "\r\nSTAT lost_increments %" PRIu64
+      "\r\nSTAT lost_decrements %" PRIu64 "\r\nEND\r\n",
+      j->names, j->tally_total, j->tally_pending, j->tally_losses,
+      j->tally_lost_p + j->tally_lost_m, j->tally_lost_p, j->tally_lost_m);
 }
 
 /* The figures and the log line of a finished job (answered or not). */

@@ -207,6 +207,8 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
   if (j->stats_tally) {
     j->rc = lc_tally_get(lc, j->names, &j->tally_total, &j->tally_pending,
                          &j->tally_losses);
+    if (!j->rc)
+      j->rc = lc_tally_lost(lc, j->names, &j->tally_lost_p, &j->tally_lost_m);
     if (j->rc) keep_detail(j);
     return;
   }

@@ -136,7 +136,7 @@ static void usage(FILE *f) {
       "                          floored at 0; applied to the log by the\n"
       "                          flusher (keys tally:... are always tallies)\n"
       "  get tally:NAME          the tally's signed total (log + pending)\n"
-      "  stats tally NAME        its total in the log, pending, losses\n"
+      "  stats tally NAME        its total in the log, pending, losses, lost\n"
       "  ma NAME [flags]         meta arithmetic: allocate a block of D ids\n"
       "                          (D<n>, default 1); HD, or with v \"VA <len>\"\n"
       "                          and the last id; q: no HD; k: the key;\n"
