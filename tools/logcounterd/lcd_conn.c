@@ -40,7 +40,12 @@
  * (see finish).  A connection whose job is still in flight keeps its
  * struct (without a socket) until the job comes back.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_tls.h"
 
 #include <event2/buffer.h>

@@ -28,7 +28,11 @@
  *    hold connections (version keeps no one in);
  *  - no reply or log line holds a password; log lines name the user.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

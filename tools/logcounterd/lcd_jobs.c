@@ -11,7 +11,13 @@
  * pending); "stats tally NAME" its three figures.  Loop thread only;
  * lcd_conn.c owns the connections and calls in here.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

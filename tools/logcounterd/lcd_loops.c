@@ -13,7 +13,11 @@
  * left ends its event loop; loop 0 ends its own once it has none left
  * and every other loop has ended (loops_running), then main joins them.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <event2/event.h>
 #include <signal.h>

@@ -20,6 +20,8 @@
  *  - without --metrics-listen nothing here runs and nothing is timed;
  *  - lcd_metrics_stop joins the thread before lc_close and lcd_loops_free.
  */
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_metrics.h"
 #include "lcd_tls.h"
 

@@ -14,7 +14,9 @@
  * line (CLIENT_ERROR or SERVER_ERROR, no END) and the rest of the line is
  * discarded (skip_line).  Loop thread only.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
 
 #include <event2/buffer.h>
 #include <string.h>

@@ -16,6 +16,12 @@
  * loop at /metrics.  Reading takes what "stats" always took: atomics, and
  * the short locks of the library's getters, the flusher's and the queue's.
  */
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_flush.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_metrics.h"
 #include "lcd_tls.h"
 

@@ -21,7 +21,12 @@
  * SIGKILL needs nothing here: the library's synced reservation keeps the
  * ids unique after any crash.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_flush.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_metrics.h"
 #include "lcd_notify.h"
 #include "lcd_tls.h"
