@@ -258,6 +258,7 @@ check "mutual TLS daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
 AUTH_ALICE="a$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 export AUTH_ALICE
 printf 'alice:%s\n' "$AUTH_ALICE" >"$TMP/auth"
+chmod 600 "$TMP/auth" # group or others may not read it
 MPORT=$(free_port)
 start_tls d3 "${TLSOPTS[@]}" --auth-file "$TMP/auth" \
   --metrics-listen "notls:127.0.0.1:$MPORT" || { failed=$((failed + 1)); finish; }

@@ -62,6 +62,9 @@ struct lcd_conn {
   int authed;                   /* the handshake succeeded */
   int auth_hold;                /* a failure's delay runs: no reading or
                                    parsing until auth_timer fires */
+  int auth_wait;                /* held for its address's turn */
+  int auth_turn;                /* the handshake took its address's turn
+                                   (lcd_auth_turn): a failure counted */
   struct event *auth_timer;
   const char *auth_why;         /* the failure's reply */
   char user[LCD_AUTH_USER_MAX + 1];

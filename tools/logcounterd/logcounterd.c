@@ -269,7 +269,8 @@ static void usage(FILE *f) {
       "                          proves it on the other's fresh nonce\n"
       "                          (HMAC-SHA256) before any of the log is\n"
       "                          sent; a side with one refuses a side\n"
-      "                          without (default: none)\n"
+      "                          without; refused if group or others may\n"
+      "                          read it (default: none)\n"
       "  --standby-mode MODE     required (default): without an acknowledging\n"
       "                          standby, stop at the end of the current\n"
       "                          window (SERVER_ERROR ENOSTANDBY); preferred:\n"
@@ -409,6 +410,8 @@ enum {
   O_PREFETCH,
   O_WORKERS,
   O_MAX_COUNTERS,
+  O_MAX_UNFINISHED,
+  O_MAX_UNFINISHED_ADDR,
   O_MAX_TALLIES,
   O_ADMIN,
   O_ADMIN_MODE,
