@@ -69,6 +69,7 @@ void lcd_conn_free(lcd_conn *c) {
     s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   lcd_conn_free_jobs(c);
+  lcd_mget_drop(c);
   lcd_gate_free(c);
   free(c);
   s->nlive--;

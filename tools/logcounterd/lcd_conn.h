@@ -22,6 +22,9 @@ typedef struct lcd_loop lcd_loop;
 #define LCD_CONN_JOBS 16            /* jobs of one connection in flight */
 #define LCD_CONN_SPARE 2            /* finished jobs a connection keeps */
 #define LCD_OUTPUT_MAX (256 * 1024) /* stop parsing above this */
+/* A get line's answer held until its END (lcd_mget.c): above this the
+ * line is refused. */
+#define LCD_MGET_HOLD_MAX (1024 * 1024)
 
 /* A client connection; lcd_conn.c and lcd_jobs.c, loop thread only. */
 struct lcd_conn {
@@ -48,6 +51,8 @@ struct lcd_conn {
   int mget;           /* inside a get line of more keys than one job
                                  takes: its next piece follows (lcd_mget.c) */
   int mget_gets;      /* that line is a gets */
+  struct evbuffer *mget_hold; /* that line's VALUE lines so far, held
+                                 until its END (lcd_mget.c); NULL: none */
   int skip_line;      /* discard input up to the next line end (after an
                                  error inside a long get line) */
   int errors_in_row;

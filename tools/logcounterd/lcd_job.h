@@ -131,6 +131,16 @@ int lcd_mget_step(lcd_conn *c, struct evbuffer *in);
  * and enters c->mget; 0 if the line is not a get. */
 int lcd_mget_begin(lcd_conn *c, struct evbuffer *in, const char *p,
                    size_t len);
+/* A get line of several pieces starts: its VALUE lines are held (0, or
+ * -1 out of memory). */
+int lcd_mget_hold(lcd_conn *c);
+/* Where a get job's VALUE lines go: the held answer, or the output. */
+struct evbuffer *lcd_mget_out(lcd_conn *c);
+/* The line's END: the held answer goes out, then END. */
+void lcd_mget_end(lcd_conn *c);
+/* The line is refused (its error follows): the held answer is dropped.
+ * Also at close. */
+void lcd_mget_drop(lcd_conn *c);
 
 /* lcd_meta_reply.c: a finished ma or mg job's reply (value: the last id,
  * the tally's total after the change, or the counter's value; hit 0: mg's
