@@ -71,7 +71,10 @@ run() {
 }
 
 # ---- authentication -----------------------------------------------------
-start_daemon d1 --auth-file "$TMP/auth" -s "$TMP/d.sock" --line-timeout 2 ||
+# (the unfinished bounds raised: the parallel guesses below test the
+# per-address turns alone, not --max-unfinished-per-address pushing them out)
+start_daemon d1 --auth-file "$TMP/auth" -s "$TMP/d.sock" --line-timeout 2 \
+  --max-unfinished 1000 --max-unfinished-per-address 1000 ||
   { failed=$((failed + 1)); finish; }
 conn; ask "version"; v_reply=$REPLY_LINE
 closed; unauth_closed=$?

@@ -26,6 +26,8 @@
  *   lcd_gate.c     what a connection may do: the --auth-file handshake and
  *                  the --rights-file checks, called from lcd_conn.c and
  *                  lcd_mget.c (lcd_auth.h)
+ *   lcd_admit.c    unfinished connections (TLS or auth handshake to come):
+ *                  --max-unfinished[-per-address], the oldest dropped
  *   lcd_auth.c     the users and password digests, SIGHUP reloads, the
  *                  failure delays per peer address; lcd_rights.c the
  *                  rights and the names each user used; lcd_auth_parse.c
@@ -49,6 +51,7 @@
  *                  listeners (lcd_loops.c, lcd_listen.c)
  *   lcd_gate.h     access control: the handshake, rights, the admin relay
  *                  (lcd_gate.c, lcd_relay.c)
+ *   lcd_admit.h    admission: the bound on unfinished connections
  *   lcd_metrics.h  the figures as one list, /metrics
  *
  * The daemon uses liblogcounter's public API only (include/logcounter.h).

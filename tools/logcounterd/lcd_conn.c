@@ -40,6 +40,7 @@
  * (see finish).  A connection whose job is still in flight keeps its
  * struct (without a socket) until the job comes back.
  */
+#include "lcd_admit.h"
 #include "lcd_conn.h"
 #include "lcd_counters.h"
 #include "lcd_gate.h"
@@ -79,6 +80,7 @@ void lcd_conn_free(lcd_conn *c) {
 /* Closes the socket now; the struct goes when no job is in flight. */
 static void close_now(lcd_conn *c, const char *why) {
   if (!c->bev) return;
+  lcd_admit_done(c);
   lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
           c->peer, why);
   lcd_relay_free(c);
@@ -374,6 +376,7 @@ static void write_cb(struct bufferevent *bev, void *arg) {
 static int tls_event(lcd_conn *c, short what) {
   if (what & BEV_EVENT_CONNECTED) {
     c->tls_up = 1;
+    lcd_admit_check(c); /* finished unless it must authenticate */
     return 1;
   }
   if (c->tls_up || !(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) return 0;
@@ -441,6 +444,13 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer, int tls) {
   bufferevent_enable(bev, tls ? EV_READ | EV_WRITE : EV_READ);
   c->reading = 1;
   lcd_log(s->set, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
+  lcd_admit_new(c); /* TLS or must authenticate: counted as unfinished */
+}
+
+void lcd_conn_drop_unfinished(lcd_conn *c) {
+  if (c->tls && !c->tls_up) c->tls_failed = 1; /* no close_notify */
+  close_now(c, "unfinished, pushed out by newer ones "
+               "(--max-unfinished, --max-unfinished-per-address)");
 }
 
 /* 1 (after closing c) if c's replies made no progress for

@@ -78,6 +78,8 @@ struct lcd_conn {
   time_t unauth_since;           /* first sweep that saw it unauthenticated */
   char named[LCD_PROTO_KEY_MAX]; /* the last key lcd_rights_new_name allowed */
   size_t named_len;              /* 0: none */
+  struct lcd_unfin *unfin; /* lcd_admit.c: counted as unfinished; NULL:
+                              finished, or never counted */
   /* lcd_relay.c: after "admin", a relay to --admin-socket */
   struct bufferevent *relay; /* the admin socket's end; NULL: none */
   int relay_eof;             /* it closed, or failed */
@@ -100,5 +102,8 @@ void lcd_conn_sweep(lcd_loop *l);
 void lcd_conn_drain_all(lcd_loop *l);
 /* Closes every socket now (a second signal, or the drain timeout). */
 void lcd_conn_close_all(lcd_loop *l);
+/* Closes c now: an unfinished connection pushed out by newer ones
+ * (lcd_admit.c). */
+void lcd_conn_drop_unfinished(lcd_conn *c);
 
 #endif /* LCD_CONN_H */

@@ -81,6 +81,7 @@ struct lcd_loop {
   pthread_mutex_t cmd_mu;
   lcd_newconn *inbox;
   int cmd_drain, cmd_close;
+  int cmd_evict; /* lcd_admit.c marked connections of this loop */
   struct event *cmd_ev;
 };
 

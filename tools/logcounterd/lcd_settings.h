@@ -46,6 +46,11 @@ typedef struct lcd_settings {
                                process may use, at most LCD_THREADS_MAX) */
   int workers;                /* worker threads for slow calls (default 4) */
   int max_connections;        /* open client connections (default 1024) */
+  int max_unfinished;         /* of them, unfinished (a TLS or auth
+                                 handshake to come; lcd_admit.h), in all
+                                 (default LCD_UNFINISHED_DEFAULT) */
+  int max_unfinished_addr;    /* the same from one peer address (default
+                                 LCD_UNFINISHED_ADDR_DEFAULT) */
   int idle_timeout;           /* seconds; close idle clients; 0: never
                                (default 0, as memcached) */
   int line_timeout;           /* seconds a request may stay unfinished
