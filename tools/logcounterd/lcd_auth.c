@@ -286,7 +286,7 @@ int lcd_auth_check(const lcd_auth_span *user, const lcd_auth_span *pass) {
 typedef struct fail_slot {
   char addr[64];
   unsigned count;
-  time_t last;
+  time_t last, last_before; /* the last failure; before the last turn */
   int64_t next_ms; /* the address's next turn: no attempt before it */
   time_t log_sec;  /* failure log lines of this second */
   unsigned logged, unlogged;
@@ -371,6 +371,7 @@ unsigned lcd_auth_turn(const char *peer, int *taken) {
   } else if (f && f->count) { /* the turn: counted as a failure, ahead */
     *taken = 1;
     if (f->count < 1000) f->count++;
+    f->last_before = f->last; /* a success does not keep the window open */
     f->last = (time_t)(ms / 1000);
     f->next_ms = ms + delay_of(f->count);
   }
@@ -384,7 +385,10 @@ void lcd_auth_passed(const char *peer) {
   peer_addr(peer, addr);
   pthread_mutex_lock(&fail_mu);
   fail_slot *f = slot_of(addr, now_ms(), 0);
-  if (f && f->count > 1) f->count--; /* the failure counted ahead */
+  if (f && f->count > 1) { /* the failure counted ahead */
+    f->count--;
+    f->last = f->last_before;
+  }
   pthread_mutex_unlock(&fail_mu);
 }
 

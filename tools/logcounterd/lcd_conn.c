@@ -509,6 +509,10 @@ void lcd_conn_drain_all(lcd_loop *s) {
     next = c->next;
     if (!c->bev) continue;
     c->draining = 1;
+    if (c->auth_hold) { /* a delayed failure, or a turn: nothing to answer */
+      c->auth_hold = 0;
+      lcd_close_later(c, "shutting down");
+    }
     if (!c->lingering) {
       bufferevent_disable(c->bev, EV_READ);
       c->reading = 0;

@@ -45,6 +45,7 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
@@ -53,7 +54,10 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   c->auth_hold = 0;
   if (!c->bev) return;
   if (c->auth_wait) { /* ask for the turn again: lcd_conn_process */
+    char b;
     c->auth_wait = 0;
+    if (recv(bufferevent_getfd(c->bev), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+      lcd_close_later(c, "client left while its handshake waited its turn");
     lcd_conn_process(c);
     return;
   }
@@ -252,14 +256,21 @@ int lcd_gate_long(lcd_conn *c, struct evbuffer *in) {
 }
 
 int lcd_gate_late(lcd_conn *c, time_t now) {
-  if (!lcd_auth_enabled() || c->authed || c->auth_hold) return 0;
+  /* a failure's delayed answer is not late; a handshake waiting for its
+   * address's turn is, after --line-timeout and the longest delay more */
+  if (!lcd_auth_enabled() || c->authed || (c->auth_hold && !c->auth_wait))
+    return 0;
   if (!c->unauth_since) c->unauth_since = now; /* the first sweep */
-  if (now - c->unauth_since < c->loop->set->line_timeout) return 0;
+  int allow = c->loop->set->line_timeout +
+              (c->auth_wait ? LCD_AUTH_DELAY_MAX_MS / 1000 + 1 : 0);
+  if (now - c->unauth_since < allow) return 0;
   c->loop->st.auth_errors++;
-  lcd_log(c->loop->set, 0,
-          "connection %" PRIu64 " (%s): not authenticated within "
-          "--line-timeout (%d s); closing",
-          c->id, c->peer, c->loop->set->line_timeout);
+  unsigned dropped;
+  if (lcd_auth_log_ok(c->peer, &dropped))
+    lcd_log(c->loop->set, 0,
+            "connection %" PRIu64 " (%s): not authenticated within "
+            "--line-timeout (%d s); closing (%u more not logged)",
+            c->id, c->peer, c->loop->set->line_timeout, dropped);
   return 1;
 }
 
