@@ -140,8 +140,11 @@ check "the log has the allocated counters and none of the refused names" \
 # ---- rights -------------------------------------------------------------
 printf 'alice:%s\nbob:%s\n' "$AUTH_ALICE" "$AUTH_BOB" >"$TMP/auth"
 printf '# rights\nalice prefix=orders- names=4\nbob prefix=tenant42: prefix=tb- admin\n' >"$TMP/rights"
+chmod 644 "$TMP/rights" # readable by others: warned about, not refused
 start_daemon d2 --auth-file "$TMP/auth" --rights-file "$TMP/rights" ||
   { failed=$((failed + 1)); finish; }
+check "a rights file group or others may read (0644): a warning at start" \
+  grep -q "warning: --rights-file: .*readable or writable by group or others (mode 0644)" "$TMP/daemon.log"
 run "rights: prefixes and names limits; SIGHUP revokes" rights "$DPORT" "$DPID" "$TMP/rights"
 stop_daemon TERM
 check "rights daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
@@ -177,6 +180,10 @@ chmod 600 "$TMP/twice"
 expect_exit "an auth file naming a user twice is refused, with the lines" 2 \
   "line 3: user .alice. again (first on line 1)" \
   -l "127.0.0.1:$port" --auth-file "$TMP/twice"
+expect_exit "a replication secret file group or others may read (0644) is refused" 2 \
+  "replication-secret-file: .*readable or writable by group or others (mode 0644)" \
+  -l "127.0.0.1:$port" --auth-file "$TMP/auth" --replication-listen "127.0.0.1:$port" \
+  --replication-secret-file "$TMP/open"
 printf 'alice prefix=x size=3\n' >"$TMP/badr"
 expect_exit "a rights file with an unknown word" 2 "line 1: unknown word" \
   -l "127.0.0.1:$port" --auth-file "$TMP/auth" --rights-file "$TMP/badr"
