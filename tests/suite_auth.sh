@@ -7,7 +7,12 @@
 #     closed, nothing created (get, and the log after the daemon stopped);
 #     the handshake over the unix socket too;
 #   - repeated failures wait longer and longer (lower bounds, stats); an
-#     unauthenticated connection is closed after --line-timeout;
+#     unauthenticated connection is closed after --line-timeout; 300
+#     parallel wrong passwords from one address: at most 100 answered in
+#     10 s while an authenticated client allocates, their log lines
+#     bounded;
+#   - an auth file group or others may read, or naming a user twice, is
+#     refused at start;
 #   - SIGHUP with a changed file: the new password works, the old one
 #     fails, connections already in stay; a malformed file keeps the old;
 #   - rights: a user outside its prefix is refused, a user at its names=
@@ -66,7 +71,10 @@ run() {
 }
 
 # ---- authentication -----------------------------------------------------
-start_daemon d1 --auth-file "$TMP/auth" -s "$TMP/d.sock" --line-timeout 2 ||
+# (the unfinished bounds raised: the parallel guesses below test the
+# per-address turns alone, not --max-unfinished-per-address pushing them out)
+start_daemon d1 --auth-file "$TMP/auth" -s "$TMP/d.sock" --line-timeout 2 \
+  --max-unfinished 1000 --max-unfinished-per-address 1000 ||
   { failed=$((failed + 1)); finish; }
 conn; ask "version"; v_reply=$REPLY_LINE
 closed; unauth_closed=$?
@@ -111,6 +119,12 @@ run "repeated failures are slowed down" delay "$DPORT" "$TMP/d.sock"
 run "SIGHUP reloads the auth file; connections in stay" reload "$DPORT" "$DPID" "$TMP/auth"
 check "the reload failure is logged, without the password" \
   bash -c "grep -q 'not reloaded, the old one stays' '$TMP/daemon.log' && ! grep -qF -e '$AUTH_ALICE' -e '$AUTH_BOB' '$TMP/daemon.log'"
+# last on d1: 127.0.0.1's turns are slow from here on
+log0=$(wc -l <"$TMP/daemon.log")
+run "300 parallel wrong passwords from one address: at most 100 answered in 10 s" \
+  parallel "$DPORT" 300
+lines=$(($(wc -l <"$TMP/daemon.log") - log0))
+check "their failures are logged at a bounded rate ($lines lines)" [ "$lines" -lt 150 ]
 stop_daemon TERM
 check "SIGTERM, exit 0" [ "$RC" = 0 ]
 ok_all=1
@@ -126,8 +140,11 @@ check "the log has the allocated counters and none of the refused names" \
 # ---- rights -------------------------------------------------------------
 printf 'alice:%s\nbob:%s\n' "$AUTH_ALICE" "$AUTH_BOB" >"$TMP/auth"
 printf '# rights\nalice prefix=orders- names=4\nbob prefix=tenant42: prefix=tb- admin\n' >"$TMP/rights"
+chmod 644 "$TMP/rights" # readable by others: warned about, not refused
 start_daemon d2 --auth-file "$TMP/auth" --rights-file "$TMP/rights" ||
   { failed=$((failed + 1)); finish; }
+check "a rights file group or others may read (0644): a warning at start" \
+  grep -q "warning: --rights-file: .*readable or writable by group or others (mode 0644)" "$TMP/daemon.log"
 run "rights: prefixes and names limits; SIGHUP revokes" rights "$DPORT" "$DPID" "$TMP/rights"
 stop_daemon TERM
 check "rights daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
@@ -145,11 +162,28 @@ expect_exit() {
   check "$name (exit $rc)" bash -c "[ $rc = $want ] && grep -q -e '$pat' '$TMP/x.out'"
 }
 printf 'alice:\n' >"$TMP/bad"
+chmod 600 "$TMP/bad"
 port=$(free_port)
 expect_exit "an auth file with an empty password" 2 "line 1: bad password" \
   -l "127.0.0.1:$port" --auth-file "$TMP/bad"
 expect_exit "a missing auth file" 2 "cannot open" -l "127.0.0.1:$port" \
   --auth-file "$TMP/none"
+# group or others may read it: refused, the fix named (as sshd refuses a
+# key file others may read); a user twice: refused, both lines named
+printf 'alice:%s\n' "$AUTH_ALICE" >"$TMP/open"
+chmod 644 "$TMP/open"
+expect_exit "an auth file group or others may read (0644) is refused" 2 \
+  "readable or writable by group or others (mode 0644).*chmod 600" \
+  -l "127.0.0.1:$port" --auth-file "$TMP/open"
+printf 'alice:%s\nbob:%s\nalice:other\n' "$AUTH_ALICE" "$AUTH_BOB" >"$TMP/twice"
+chmod 600 "$TMP/twice"
+expect_exit "an auth file naming a user twice is refused, with the lines" 2 \
+  "line 3: user .alice. again (first on line 1)" \
+  -l "127.0.0.1:$port" --auth-file "$TMP/twice"
+expect_exit "a replication secret file group or others may read (0644) is refused" 2 \
+  "replication-secret-file: .*readable or writable by group or others (mode 0644)" \
+  -l "127.0.0.1:$port" --auth-file "$TMP/auth" --replication-listen "127.0.0.1:$port" \
+  --replication-secret-file "$TMP/open"
 printf 'alice prefix=x size=3\n' >"$TMP/badr"
 expect_exit "a rights file with an unknown word" 2 "line 1: unknown word" \
   -l "127.0.0.1:$port" --auth-file "$TMP/auth" --rights-file "$TMP/badr"

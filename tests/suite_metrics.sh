@@ -15,6 +15,9 @@
 #     read back through its HTTP API is > 0 and <= the daemon's own
 #     "stats" incr_ids read afterwards;
 #   - with --prefetch: the segment write histogram counts every segment;
+#   - ulimit -n 1024 and 1,300 idle /metrics connections
+#     (tests/daemon/flood.py): the data port answers new and old clients,
+#     the log grows by less than 1 MB in 5 s, /metrics answers after;
 #   - SIGTERM with metrics on: exit 0.
 # Needs $BUILD/logcounterd, $BUILD/tests/lcd_client, /usr/bin/prometheus,
 # /usr/bin/promtool and /usr/bin/python3 (tests/daemon/prom.py); a missing
@@ -248,6 +251,31 @@ ss=$(stats_value segments)
 echo "     segment write count $sc, stats segments $ss"
 check "the segment write histogram counts every segment (>= 10)" \
   eval '[ "$sc" = "$ss" ] && gt "$sc" 9'
+stop_daemon TERM
+check "SIGTERM: exit 0" [ "$RC" = 0 ]
+
+# ---- an idle flood of /metrics (issue 38) ------------------------------------------
+# ulimit -n 1024 and 1,300 idle connections to /metrics (more than the
+# descriptors; flood.py opens a new one for each not connected in 1 s): at most 64 are
+# taken (the rest wait in the kernel's backlog), so the data port keeps
+# answering new clients and old, and nothing spins or floods the log
+# (before: the daemon ran out of descriptors, the data port stopped
+# answering and the log grew 112 MB in 5 s)
+printf '#!/bin/sh\nulimit -n 1024 || exit 1\nexec "%s" "$@"\n' "$DAEMON" >"$TMP/lcd1024"
+chmod +x "$TMP/lcd1024"
+MPORT=$(free_port)
+DAEMON=$TMP/lcd1024 start_daemon d2 --metrics-listen "127.0.0.1:$MPORT" ||
+  { failed=$((failed + 1)); finish; }
+PIDS+=("$DPID")
+log0=$(stat -c %s "$TMP/daemon.log")
+"$PY" tests/daemon/flood.py "$MPORT" 1300 8 "$DPORT" >"$TMP/flood.out" 2>&1
+frc=$?
+grow=$(($(stat -c %s "$TMP/daemon.log") - log0))
+sed 's/^/    /' "$TMP/flood.out"
+check "1,300 idle /metrics connections, ulimit -n 1024: the data port answers" [ "$frc" = 0 ]
+check "  the log grew by less than 1 MB in those 8 s ($grow bytes)" [ "$grow" -lt 1000000 ]
+check "  /metrics answers once they are gone" \
+  eval '[ "$(prom get "$MPORT" /metrics | head -n 1)" = 200 ]'
 stop_daemon TERM
 check "SIGTERM: exit 0" [ "$RC" = 0 ]
 check "no sanitizer report in the daemons' log" bash -c "! grep -Eq 'Sanitizer|runtime error' '$TMP/daemon.log'"

@@ -25,6 +25,9 @@
 #     (SHA-256 fingerprints from openssl s_client), mutual TLS refuses a
 #     scraper without a client certificate; notls:HOST:PORT stays plain;
 #     a non-loopback --metrics-listen without mutual TLS exits 2;
+#   - 1,030 stalled TLS handshakes from 127.0.0.2 (tests/daemon/flood.py):
+#     new plain and TLS clients from 127.0.0.1 are answered, an old one
+#     allocates throughout;
 #   - --auth-file with TLS: pymemcache (tls_context) authenticates with
 #     the set handshake and allocates; a wrong password and an incr
 #     before the handshake are refused with their messages and closed.
@@ -254,10 +257,28 @@ check "meanwhile a client with a certificate allocated, every id higher" [ "$rc"
 stop_daemon TERM
 check "mutual TLS daemon: SIGTERM, exit 0" [ "$RC" = 0 ]
 
+# ---- stalled handshakes (issue 38) ----------------------------------------
+# 1,030 connections to the TLS port from 127.0.0.2 that send a record
+# header and nothing more: at most 64 of them stay (the oldest pushed out
+# by newer ones, --max-unfinished-per-address), so a new plain client and
+# a new TLS client from 127.0.0.1 are answered (before: every port said
+# "SERVER_ERROR too many open connections")
+start_tls d4 "${TLSOPTS[@]}" || { failed=$((failed + 1)); finish; }
+"$PY" tests/daemon/flood.py "$TPORT" 1030 5 "$DPORT" --send 160301 \
+  --from 127.0.0.2 --tls-port "$TPORT" --ca "$CA" >"$TMP/flood.out" 2>&1
+frc=$?
+sed 's/^/    /' "$TMP/flood.out"
+check "1,030 stalled TLS handshakes: new plain and TLS clients are answered" [ "$frc" = 0 ]
+check "  stats unfinished_dropped counts the stalled ones pushed out" \
+  [ "$(stats_value unfinished_dropped)" -gt 0 ]
+stop_daemon TERM
+check "SIGTERM: exit 0" [ "$RC" = 0 ]
+
 # ---- --auth-file and TLS together; a notls: /metrics ---------------------
 AUTH_ALICE="a$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 export AUTH_ALICE
 printf 'alice:%s\n' "$AUTH_ALICE" >"$TMP/auth"
+chmod 600 "$TMP/auth" # group or others may not read it
 MPORT=$(free_port)
 start_tls d3 "${TLSOPTS[@]}" --auth-file "$TMP/auth" \
   --metrics-listen "notls:127.0.0.1:$MPORT" || { failed=$((failed + 1)); finish; }

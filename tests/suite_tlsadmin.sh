@@ -35,6 +35,7 @@ AUTH_ALICE="a$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 AUTH_BOB="b$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 export AUTH_ALICE AUTH_BOB
 printf 'alice:%s\nbob:%s\n' "$AUTH_ALICE" "$AUTH_BOB" >"$TMP/auth"
+chmod 600 "$TMP/auth" # group or others may not read it
 printf 'alice prefix=* admin\nbob prefix=*\n' >"$TMP/rights"
 ASOCK=$TMP/admin.sock
 SCALE=${LC_TEST_SCALE:-1}

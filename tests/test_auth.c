@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lcd_auth.h"
@@ -97,6 +98,7 @@ static void write_file(const char *path, const char *text) {
   assert_non_null(f);
   fputs(text, f);
   assert_int_equal(fclose(f), 0);
+  assert_int_equal(chmod(path, 0600), 0); /* an auth file must be private */
 }
 
 static int check(const char *user, const char *pass) {
@@ -146,6 +148,18 @@ static void test_tables(void **state) {
   assert_null(lcd_rights_lookup("bob"));
   a = lcd_rights_lookup("alice");
   assert_null(lcd_rights_new_name(a, "orders-2", 8)); /* the count stays 2 */
+  /* an auth file group or others may read is refused (the old table
+   * stays); so is one that names a user twice */
+  write_file(auth, "alice:dos\n");
+  assert_int_equal(chmod(auth, 0644), 0);
+  lcd_auth_reload();
+  assert_true(check("alice", "uno") && !check("alice", "dos"));
+  assert_int_equal(chmod(auth, 0600), 0);
+  lcd_auth_reload();
+  assert_true(check("alice", "dos"));
+  write_file(auth, "alice:tres\nbob:x\nalice:quatro\n");
+  lcd_auth_reload();
+  assert_true(check("alice", "dos") && !check("alice", "tres"));
   lcd_auth_free();
   unlink(auth);
   unlink(rights);
@@ -161,6 +175,24 @@ static void test_delays(void **state) {
   for (int i = 0; i < 10; i++) lcd_auth_fail("10.1.2.3:1");
   assert_int_equal(lcd_auth_fail("10.1.2.3:1"), LCD_AUTH_DELAY_MAX_MS);
   assert_int_equal(lcd_auth_fail("[::1]:8"), 100);
+  /* handshakes: checked at once until the address fails; then one turn
+   * at a time, whatever the number of connections */
+  int taken;
+  assert_int_equal(lcd_auth_turn("10.9.9.9:1", &taken), 0);
+  assert_int_equal(taken, 0);
+  assert_int_equal(lcd_auth_fail("10.9.9.9:2"), 0); /* next turn: now */
+  assert_int_equal(lcd_auth_turn("10.9.9.9:3", &taken), 0);
+  assert_int_equal(taken, 1); /* the 2nd failure, ahead: next in 100 ms */
+  unsigned w = lcd_auth_turn("10.9.9.9:4", &taken);
+  assert_true(w > 0 && w <= 100 && !taken);
+  assert_true(lcd_auth_turn("10.9.9.9:5", &taken) > 0 && !taken);
+  /* log lines: at most LCD_AUTH_LOG_PER_S a second per address (the
+   * loop runs well within one second, or its second half starts anew) */
+  unsigned dropped, ok = 0;
+  lcd_auth_fail("10.7.7.7:1"); /* a failure is logged after it counted */
+  for (int i = 0; i < 4 * LCD_AUTH_LOG_PER_S; i++)
+    ok += (unsigned)lcd_auth_log_ok("10.7.7.7:1", &dropped);
+  assert_true(ok >= LCD_AUTH_LOG_PER_S && ok <= 2 * LCD_AUTH_LOG_PER_S);
 }
 
 static void test_loopback(void **state) {

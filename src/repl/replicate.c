@@ -42,6 +42,8 @@
 #define RING_MAX (64u << 20)
 #define HEARTBEAT_MS 100
 #define IO_TIMEOUT_MS 5000
+#define HELLO_MS 2000  /* a connection proves itself within, or goes */
+#define PENDING_MAX 8  /* connections waiting to speak; the oldest goes */
 #define CHUNK_BYTES (1u << 20)
 
 enum { ST_NONE, ST_CATCHUP, ST_SYNC };
@@ -415,7 +417,7 @@ static int prove(session *s, int version, const char *ns) {
   rc = lc__wire_send(s->w, 'c', msg, strlen(msg), IO_TIMEOUT_MS);
   lc__wire_buf in = {0};
   char type;
-  if (!rc) rc = lc__wire_recv(s->w, &type, &in, IO_TIMEOUT_MS);
+  if (!rc) rc = lc__wire_recv(s->w, &type, &in, HELLO_MS);
   if (!rc &&
       (type != 'v' || !lc__repl_mac_ok(secret, "standby", np, ns, in.p)))
     rc = refuse(s, "wrong replication secret");
@@ -423,12 +425,13 @@ static int prove(session *s, int version, const char *ns) {
   return rc;
 }
 
-/* The hello, then a resume or a copy; *from: the seq the standby has. */
-static int handshake(session *s, uint64_t *from) {
-  lc__repl *r = s->r;
+/* The hello and the secret's proof, before the connection counts as a
+ * standby (HELLO_MS each step); *epoch, *seq: what the standby has. */
+static int hello(session *s, unsigned long long *epoch_out,
+                 unsigned long long *seq_out) {
   lc__wire_buf in = {0};
   char type, ns[LC__REPL_HEX + 2] = "";
-  int rc = lc__wire_recv(s->w, &type, &in, IO_TIMEOUT_MS);
+  int rc = lc__wire_recv(s->w, &type, &in, HELLO_MS);
   unsigned long long epoch = 0, seq = 0;
   int version = 0;
   if (!rc && (type != 'h' ||
@@ -438,7 +441,15 @@ static int handshake(session *s, uint64_t *from) {
     rc = lc__fail(LC_EREMOTE, "replication: not a standby's hello");
   lc__wire_buf_free(&in);
   if (!rc) rc = prove(s, version, ns);
-  if (rc) return rc;
+  *epoch_out = epoch;
+  *seq_out = seq;
+  return rc;
+}
+
+/* After the hello: a resume or a copy; *from: the seq the standby has. */
+static int handshake(session *s, unsigned long long epoch,
+                     unsigned long long seq, uint64_t *from) {
+  lc__repl *r = s->r;
   pthread_mutex_lock(&r->mu);
   bool resume = epoch == r->epoch && seq <= r->seq &&
                 (seq == r->seq || (r->head && r->head->seq <= seq + 1));
@@ -512,6 +523,15 @@ static void serve(lc__repl *r, int fd) {
   lc__wire w;
   lc__wire_init(&w, fd);
   session s = {.r = r, .w = &w};
+  /* TLS and the secret first: until proved, a connection is no standby
+   * (it neither counts as catching up nor delays one for long) */
+  unsigned long long epoch = 0, seq = 0;
+  int rc = r->ctx ? lc__wire_tls(&w, r->ctx, NULL, HELLO_MS) : 0;
+  if (!rc) rc = hello(&s, &epoch, &seq);
+  if (rc) {
+    lc__wire_close(&w);
+    return;
+  }
   pthread_mutex_lock(&r->mu);
   s.gen = ++r->gen;
   r->cfd = fd;
@@ -521,8 +541,7 @@ static void serve(lc__repl *r, int fd) {
   r->connects++;
   pthread_mutex_unlock(&r->mu);
   uint64_t from = 0;
-  int rc = r->ctx ? lc__wire_tls(&w, r->ctx, NULL, IO_TIMEOUT_MS) : 0;
-  if (!rc) rc = handshake(&s, &from);
+  rc = handshake(&s, epoch, seq, &from);
   pthread_t reader;
   bool reading = false;
   if (!rc) {
@@ -544,20 +563,65 @@ static void serve(lc__repl *r, int fd) {
   lc__wire_close(&w);
 }
 
+/* Accepted connections wait here (at most PENDING_MAX, the oldest closed
+ * for a new one, each at most HELLO_MS) until they send something; only
+ * then are they served, one at a time (one standby: the others wait),
+ * so connections that say nothing never stand before the standby. */
 static void *listener(void *arg) {
   lc__repl *r = arg;
+  int pend[PENDING_MAX];
+  int64_t since[PENDING_MAX];
+  int np = 0;
   for (;;) {
     pthread_mutex_lock(&r->mu);
     bool stop = r->stop;
     pthread_mutex_unlock(&r->mu);
     if (stop) break;
-    struct pollfd p = {.fd = r->lfd, .events = POLLIN};
-    if (poll(&p, 1, 200) <= 0) continue;
+    struct pollfd p[1 + PENDING_MAX];
+    p[0] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
+    for (int i = 0; i < np; i++)
+      p[1 + i] = (struct pollfd){.fd = pend[i], .events = POLLIN};
+    int n = poll(p, (nfds_t)(1 + np), 100);
+    int64_t now = lc__clock_mono_us() / 1000;
+    int ready = -1;
+    for (int i = 0; n > 0 && i < np && ready < 0; i++)
+      if (p[1 + i].revents) ready = i;
+    for (int i = 0; i < np;) { /* silent too long: closed */
+      if (i != ready && now - since[i] >= HELLO_MS) {
+        close(pend[i]);
+        if (ready == np - 1) ready = i;
+        pend[i] = pend[--np];
+        since[i] = since[np];
+        continue;
+      }
+      i++;
+    }
+    if (ready >= 0) {
+      int fd = pend[ready];
+      pend[ready] = pend[--np];
+      since[ready] = since[np];
+      serve(r, fd);
+      continue;
+    }
+    if (n <= 0 || !p[0].revents) continue;
     int fd = accept(r->lfd, NULL, NULL);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) poll(NULL, 0, 100); /* a pause */
+      continue;
+    }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    serve(r, fd); /* one standby: others wait in the backlog */
+    if (np == PENDING_MAX) { /* the oldest waiting goes */
+      int oldest = 0;
+      for (int i = 1; i < np; i++)
+        if (since[i] < since[oldest]) oldest = i;
+      close(pend[oldest]);
+      pend[oldest] = pend[--np];
+      since[oldest] = since[np];
+    }
+    pend[np] = fd;
+    since[np++] = now;
   }
+  for (int i = 0; i < np; i++) close(pend[i]);
   return NULL;
 }
 

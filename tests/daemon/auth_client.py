@@ -29,6 +29,12 @@ made up by the suite at run time.
       refused while bob still creates names, and while bob allocates; with
       PID and RIGHTSFILE, a rewritten file and SIGHUP take tenant42: away
       from bob's open connection.
+  auth_client.py parallel PORT N
+      an attacker's N connections from 127.0.0.1 send a wrong password all
+      at once (after two failures): its guesses are checked one turn at a
+      time for the address, so at most 100 of them are answered in 10 s
+      (before: every one, each connection delayed on its own); an
+      authenticated client allocates meanwhile, never waiting 5 s.
 Prints "ok ..." per check, "FAIL ..." then exit 1 on the first failure.
 """
 import os
@@ -125,15 +131,19 @@ class Allocator(threading.Thread):
         self.stop = False
         self.n = 0
         self.err = None
+        self.worst = 0.0
 
     def run(self):
         try:
             r = Raw(self.port)
             if r.auth(self.user, pw(self.user)) != "STORED":
                 raise RuntimeError("allocator cannot authenticate")
+            r.s.settimeout(5)  # a denial of service: a timeout
             last = 0
             while not self.stop:
+                t = time.monotonic()
                 v = r.ask("incr %s 1" % self.name)
+                self.worst = max(self.worst, time.monotonic() - t)
                 if v is None or not v.isdigit() or int(v) <= last:
                     raise RuntimeError("allocator got %r after %d" % (v, last))
                 last = int(v)
@@ -147,7 +157,8 @@ class Allocator(threading.Thread):
         self.join(30)
         if self.err or self.n == 0:
             fail("the allocator beside: %s (%d ids)" % (self.err, self.n))
-        ok("meanwhile another authenticated client allocated %d ids" % self.n)
+        ok("meanwhile another authenticated client allocated %d ids (slowest "
+           "reply %.3f s)" % (self.n, self.worst))
 
 
 def refused(port, req, want, user=None, password=None):
@@ -254,7 +265,48 @@ def delay(port, sock):
     t = time.monotonic()
     if r.auth("alice", pw("alice")) != "STORED":
         fail("a good login after failures")
-    ok("a good login is not delayed (%.2f s)" % (time.monotonic() - t))
+    ok("a good login after the failures took %.2f s" % (time.monotonic() - t))
+
+
+def parallel(port, n):
+    import select
+    bg = Allocator(port, "bob", "parallel-bg")  # alice changed at reload
+    bg.start()
+    while bg.n == 0 and bg.err is None:  # in before the attack
+        time.sleep(0.05)
+    for i in range(2):
+        refused(port, "set a 0 0 %d\r\nalice bad%d\r\n" % (10, i),
+                "CLIENT_ERROR authentication failed", user="alice")
+    conns = [Raw(port) for _ in range(n)]
+    for i, c in enumerate(conns):
+        tok = "alice wrong%05d" % i
+        c.send("set a 0 0 %d\r\n%s\r\n" % (len(tok), tok))
+    t0 = time.monotonic()
+    answered, stored, live = 0, 0, {c.s: c for c in conns}
+    while live and time.monotonic() - t0 < 10:
+        rd, _, _ = select.select(list(live), [], [], 0.2)
+        for s in rd:
+            c = live.pop(s)
+            try:
+                got = c.line()
+            except OSError:
+                got = None
+            if got == "CLIENT_ERROR authentication failed":
+                answered += 1
+            elif got == "STORED":
+                stored += 1
+    for c in conns:
+        c.close()
+    print("    %d wrong passwords sent at once: %d answered in 10 s, %d left "
+          "waiting or closed unanswered" % (n, answered, n - answered - stored))
+    if stored:
+        fail("a wrong password was accepted")
+    if answered > 100:
+        fail("%d of %d parallel guesses answered in 10 s (at most 100)" %
+             (answered, n))
+    ok("parallel guesses from one address are throttled as a whole (%d of %d "
+       "answered in 10 s)" % (answered, n))
+    bg.finish()
 
 
 def reload(port, pid, path):
@@ -264,7 +316,8 @@ def reload(port, pid, path):
         fail("old password before the reload")
     last = int(a.ask("incr rl-a 1"))
     new = "n" + old[::-1]
-    with open(path + ".tmp", "w") as f:
+    with open(os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                      0o600), "w") as f:  # private, or it is refused
         f.write("# reloaded\nalice:%s\nbob:%s\n" % (new, pw("bob")))
     os.rename(path + ".tmp", path)
     os.kill(pid, signal.SIGHUP)
@@ -322,7 +375,8 @@ def rights(port):
     want("stats tally other", deny)
     want("incr tally:orders-x 1", "1")
     ok("alice outside orders- is refused: incr, get, gets, ma, mg, tallies, stats tally")
-    # a long get: 300 keys, one outside her prefix at 250
+    # a long get: 300 keys, one outside her prefix at 250: refused whole,
+    # as a short one is (no VALUE before the refusal, no END after)
     keys = ["orders-1"] * 300
     keys[250] = "zz"
     a.send("get " + " ".join(keys) + "\r\n")
@@ -335,11 +389,11 @@ def rights(port):
             a.line()
             n += 1
             continue
-        if ln != deny:
+        if ln != deny or n:
             fail("long get: ended with %r after %d values" % (ln, n))
         break
     want("incr orders-1 1", "2")
-    ok("a long get with one key outside her prefix ends with the refusal (%d values before)" % n)
+    ok("a long get with one key outside her prefix is refused whole, as a short one")
     # names=4: orders-1, tally:orders-t, tally:orders-x, then one more
     want("incr orders-2 1", "1")
     lim = "CLIENT_ERROR permission denied: names limit of this user reached (names= in the rights file)"
@@ -394,6 +448,8 @@ def main():
         reload(port, int(sys.argv[3]), sys.argv[4])
     elif cmd == "rights":
         rights(port)
+    elif cmd == "parallel":
+        parallel(port, int(sys.argv[3]))
     else:
         fail("unknown command " + cmd)
 

@@ -409,6 +409,21 @@ def stats(port):
     ok("a get with a 3,000-byte key: CLIENT_ERROR, the line skipped; a "
        "3,000-byte incr line: refused and closed")
     raw.close()
+    # a get of 300 keys whose key 201 is bad is refused whole, as a short
+    # one is: the error line alone, no VALUE before it, no END after it
+    raw = Raw(port)
+    expect(raw, "incr mg-k0 1", "1")
+    bad = "b" * 300
+    keys = ["mg-k0"] * 300
+    keys[200] = bad
+    for line in ("get mg-k0 " + bad, "get " + " ".join(keys)):
+        got = raw.ask(line)
+        if not got.startswith("CLIENT_ERROR "):
+            fail("a get of %d keys, one bad: %r first" % (line.count(" "), got))
+        sync(raw)  # the next reply is the next request's: no END left
+    ok("a get of 300 keys with a bad key 201: refused whole (no VALUE, "
+       "no END), as a short one")
+    raw.close()
 
 
 # ---- a client that stops reading ---------------------------------------------

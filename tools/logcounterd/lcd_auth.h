@@ -79,11 +79,28 @@ int lcd_auth_enabled(void);
 int lcd_auth_check(const lcd_auth_span *user, const lcd_auth_span *pass);
 /* One more failure from peer (its address without the port): the delay in
  * ms before its error reply (0 for the first in LCD_AUTH_FAIL_WINDOW s,
- * then 100 ms doubling per failure, at most LCD_AUTH_DELAY_MAX_MS). */
+ * then 100 ms doubling per failure, at most LCD_AUTH_DELAY_MAX_MS); the
+ * address's next turn (lcd_auth_turn) is no sooner. */
 #define LCD_AUTH_FAIL_WINDOW 60
 #define LCD_AUTH_DELAY_MAX_MS 3200
 #define LCD_AUTH_FAIL_SLOTS 256
+#define LCD_AUTH_LOG_PER_S 5
 unsigned lcd_auth_fail(const char *peer);
+/* A handshake from peer, before its password is checked: 0 to check it
+ * now (*taken 1: it took its address's turn, counted as a failure ahead,
+ * so a failure is answered at once; 0: the address has no failure in the
+ * window), else the ms until the address's next turn (ask again then).
+ * One turn at a time per address, whatever the number of connections. */
+unsigned lcd_auth_turn(const char *peer, int *taken);
+/* The handshake that took a turn succeeded: the failure it counted ahead
+ * is given back. */
+void lcd_auth_passed(const char *peer);
+/* 1 if a failure of peer may be logged now (at most LCD_AUTH_LOG_PER_S a
+ * second per address); *dropped: lines left out since the last one. */
+int lcd_auth_log_ok(const char *peer, unsigned *dropped);
+/* 0 if the open file fd (path) is private to its owner, else -1 with
+ * why in err (group or others may read or write it). */
+int lcd_auth_private(int fd, const char *path, char *err, size_t errlen);
 /* Figures for stats: failures answered after a delay. */
 uint64_t lcd_auth_delayed(void);
 /* Whether the numeric ADDR:PORT is a loopback address (127.0.0.0/8,
@@ -117,9 +134,11 @@ const char *lcd_rights_new_name(const lcd_rights_user *u, const char *key,
 int lcd_rights_admin(const lcd_rights_user *u);
 
 /* Internal, between lcd_auth.c and lcd_rights.c: the whole file (at
- * most 1 MiB, NUL-terminated; NULL and err on failure); loading the rights
+ * most 1 MiB, NUL-terminated; NULL and err on failure; private: refused
+ * unless only its owner may read it); loading the rights
  * table (0 or -1 and err; the old one stays on failure); freeing it. */
-char *lcd__read_file(const char *path, size_t *len, char *err, size_t errlen);
+char *lcd__read_file(const char *path, size_t *len, char *err, size_t errlen,
+                     int private);
 int lcd__rights_load(const char *path, char *err, size_t errlen);
 void lcd__rights_free(void);
 

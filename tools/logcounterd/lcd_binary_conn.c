@@ -25,7 +25,10 @@
  * logged, counted in closed_binary, and the connection is closed.  SASL
  * and the authentication gate are lcd_sasl.c's.  Loop thread only.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_server.h"
 #include "lcd_binary.h"
 
 #include <event2/buffer.h>

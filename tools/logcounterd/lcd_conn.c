@@ -41,7 +41,13 @@
  * (see finish).  A connection whose job is still in flight keeps its
  * struct (without a socket) until the job comes back.
  */
-#include "lcd.h"
+#include "lcd_admit.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_tls.h"
 
 #include <event2/buffer.h>
@@ -67,6 +73,7 @@ void lcd_conn_free(lcd_conn *c) {
     s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   lcd_conn_free_jobs(c);
+  lcd_mget_drop(c);
   lcd_gate_free(c);
   free(c);
   s->nlive--;
@@ -76,6 +83,7 @@ void lcd_conn_free(lcd_conn *c) {
 /* Closes the socket now; the struct goes when no job is in flight. */
 static void close_now(lcd_conn *c, const char *why) {
   if (!c->bev) return;
+  lcd_admit_done(c);
   lcd_log(c->loop->set, 1, "connection %" PRIu64 " (%s) closed: %s", c->id,
           c->peer, why);
   lcd_relay_free(c);
@@ -372,6 +380,7 @@ static void write_cb(struct bufferevent *bev, void *arg) {
 static int tls_event(lcd_conn *c, short what) {
   if (what & BEV_EVENT_CONNECTED) {
     c->tls_up = 1;
+    lcd_admit_check(c); /* finished unless it must authenticate */
     return 1;
   }
   if (c->tls_up || !(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) return 0;
@@ -439,6 +448,13 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer, int tls) {
   bufferevent_enable(bev, tls ? EV_READ | EV_WRITE : EV_READ);
   c->reading = 1;
   lcd_log(s->set, 1, "connection %" PRIu64 " from %s", c->id, c->peer);
+  lcd_admit_new(c); /* TLS or must authenticate: counted as unfinished */
+}
+
+void lcd_conn_drop_unfinished(lcd_conn *c) {
+  if (c->tls && !c->tls_up) c->tls_failed = 1; /* no close_notify */
+  close_now(c, "unfinished, pushed out by newer ones "
+               "(--max-unfinished, --max-unfinished-per-address)");
 }
 
 /* 1 (after closing c) if c's replies made no progress for
@@ -497,6 +513,10 @@ void lcd_conn_drain_all(lcd_loop *s) {
     next = c->next;
     if (!c->bev) continue;
     c->draining = 1;
+    if (c->auth_hold) { /* a delayed failure, or a turn: nothing to answer */
+      c->auth_hold = 0;
+      lcd_close_later(c, "shutting down");
+    }
     if (!c->lingering) {
       bufferevent_disable(c->bev, EV_READ);
       c->reading = 0;

@@ -18,7 +18,9 @@
  * joined) runs alone, before lc_close.  lc_tally_flush itself makes a
  * flush exactly-once whoever else flushes at the same time.
  */
-#include "lcd.h"
+#include "lcd_flush.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <inttypes.h>
 #include <signal.h>

@@ -17,6 +17,11 @@
  *    the peer address's delay (lcd_auth_fail) during which the
  *    connection is neither read nor parsed (auth_hold), and the
  *    connection is closed;
+ *  - after a failure from its address, a handshake waits for the
+ *    address's turn (lcd_auth_turn; auth_wait while held) before its
+ *    password is checked, and is then answered at once, right or wrong
+ *    (auth_turn): parallel guesses from one address are as slow as
+ *    sequential ones;
  *  - authenticated stays authenticated: a reload changes who may log in
  *    next, not who is in (but the rights of a user in are looked up again
  *    after a reload, so a revoked prefix is revoked at once);
@@ -28,13 +33,19 @@
  *    hold connections (version keeps no one in);
  *  - no reply or log line holds a password; log lines name the user.
  */
-#include "lcd.h"
+#include "lcd_admit.h"
+#include "lcd_conn.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
@@ -42,11 +53,32 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   lcd_conn *c = arg;
   c->auth_hold = 0;
   if (!c->bev) return;
+  if (c->auth_wait) { /* ask for the turn again: lcd_conn_process */
+    char b;
+    c->auth_wait = 0;
+    if (recv(bufferevent_getfd(c->bev), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+      lcd_close_later(c, "client left while its handshake waited its turn");
+    lcd_conn_process(c);
+    return;
+  }
   lcd_puts(c, "CLIENT_ERROR ");
   lcd_puts(c, c->auth_why);
   lcd_puts(c, "\r\n");
   lcd_close_later(c, "authentication failed");
   lcd_conn_process(c); /* closing: finish writes and closes */
+}
+
+/* Neither reads nor parses c for ms; then hold_cb.  0, or -1 (no timer:
+ * go on at once). */
+static int hold(lcd_conn *c, unsigned ms) {
+  if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, hold_cb, c);
+  if (!c->auth_timer) return -1;
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  bufferevent_disable(c->bev, EV_READ);
+  c->reading = 0;
+  c->auth_hold = 1;
+  evtimer_add(c->auth_timer, &tv);
+  return 0;
 }
 
 /* A failed handshake or an unauthenticated command: everything buffered
@@ -56,21 +88,15 @@ static void fail(lcd_conn *c, struct evbuffer *in, const char *why) {
   s->st.auth_errors++;
   s->st.client_errors++;
   evbuffer_drain(in, evbuffer_get_length(in));
-  unsigned ms = lcd_auth_fail(c->peer);
-  lcd_log(s->set, 0, "connection %" PRIu64 " (%s): %s%s", c->id, c->peer, why,
-          ms ? " (answered after a delay: repeated failures)" : "");
+  /* a handshake that waited its turn was counted then: answered at once */
+  unsigned ms = c->auth_turn ? 0 : lcd_auth_fail(c->peer), dropped;
+  c->auth_turn = 0;
+  if (lcd_auth_log_ok(c->peer, &dropped))
+    lcd_log(s->set, 0, "connection %" PRIu64 " (%s): %s%s (%u more not logged)",
+            c->id, c->peer, why,
+            ms ? " (answered after a delay: repeated failures)" : "", dropped);
   c->auth_why = why;
-  if (ms) {
-    if (!c->auth_timer) c->auth_timer = evtimer_new(s->base, hold_cb, c);
-    if (c->auth_timer) {
-      struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-      bufferevent_disable(c->bev, EV_READ);
-      c->reading = 0;
-      c->auth_hold = 1;
-      evtimer_add(c->auth_timer, &tv);
-      return;
-    }
-  }
+  if (ms && hold(c, ms) == 0) return;
   lcd_puts(c, "CLIENT_ERROR ");
   lcd_puts(c, why);
   lcd_puts(c, "\r\n");
@@ -89,6 +115,13 @@ static int handshake(lcd_conn *c, struct evbuffer *in, size_t line_len,
   }
   size_t need = line_len + (size_t)data_len;
   if (evbuffer_get_length(in) < need) return -1;
+  /* after a failure from its address: wait for the address's turn */
+  unsigned ms = lcd_auth_turn(c->peer, &c->auth_turn);
+  if (ms) {
+    c->auth_wait = 1;
+    if (hold(c, ms) == 0) return 1; /* hold_cb parses it again */
+    c->auth_wait = 0;
+  }
   s->st.auth_cmds++;
   const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)need);
   const char *d = p ? p + line_len : NULL;
@@ -106,6 +139,9 @@ static int handshake(lcd_conn *c, struct evbuffer *in, size_t line_len,
   memcpy(c->user, user.s, user.len);
   c->user[user.len] = '\0';
   c->authed = 1;
+  if (c->auth_turn) lcd_auth_passed(c->peer);
+  lcd_admit_check(c); /* a working connection now: never pushed out */
+  c->auth_turn = 0;
   evbuffer_drain(in, need);
   lcd_log(s->set, 1, "connection %" PRIu64 " (%s): authenticated as %s", c->id,
           c->peer, c->user);
@@ -220,14 +256,21 @@ int lcd_gate_long(lcd_conn *c, struct evbuffer *in) {
 }
 
 int lcd_gate_late(lcd_conn *c, time_t now) {
-  if (!lcd_auth_enabled() || c->authed || c->auth_hold) return 0;
+  /* a failure's delayed answer is not late; a handshake waiting for its
+   * address's turn is, after --line-timeout and the longest delay more */
+  if (!lcd_auth_enabled() || c->authed || (c->auth_hold && !c->auth_wait))
+    return 0;
   if (!c->unauth_since) c->unauth_since = now; /* the first sweep */
-  if (now - c->unauth_since < c->loop->set->line_timeout) return 0;
+  int allow = c->loop->set->line_timeout +
+              (c->auth_wait ? LCD_AUTH_DELAY_MAX_MS / 1000 + 1 : 0);
+  if (now - c->unauth_since < allow) return 0;
   c->loop->st.auth_errors++;
-  lcd_log(c->loop->set, 0,
-          "connection %" PRIu64 " (%s): not authenticated within "
-          "--line-timeout (%d s); closing",
-          c->id, c->peer, c->loop->set->line_timeout);
+  unsigned dropped;
+  if (lcd_auth_log_ok(c->peer, &dropped))
+    lcd_log(c->loop->set, 0,
+            "connection %" PRIu64 " (%s): not authenticated within "
+            "--line-timeout (%d s); closing (%u more not logged)",
+            c->id, c->peer, c->loop->set->line_timeout, dropped);
   return 1;
 }
 

@@ -11,7 +11,13 @@
  * pending); "stats tally NAME" its three figures.  Loop thread only;
  * lcd_conn.c owns the connections and calls in here.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -334,6 +340,11 @@ void lcd_start_get(lcd_conn *c, struct evbuffer *in, lcd_proto_req *req,
   if (req->more) {
     c->mget = 1;
     c->mget_gets = req->gets;
+    if (lcd_mget_hold(c) != 0) { /* out of memory: its END still comes */
+      c->mget = 0;
+      c->skip_line = 1;
+      j->last = 1;
+    }
   }
   submit(c, j);
 }
@@ -454,7 +465,7 @@ static void account(lcd_loop *s, const lcd_job *j) {
 
 static void answer_get(lcd_conn *c, const lcd_job *j) {
   lcd_loop *s = c->loop;
-  struct evbuffer *o = bufferevent_get_output(c->bev);
+  struct evbuffer *o = lcd_mget_out(c); /* a long line's: held (lcd_mget.c) */
   for (size_t i = 0; i < j->nkeys; i++) {
     if (!j->hit[i]) {
       s->st.get_misses++;
@@ -483,7 +494,7 @@ static void answer_get(lcd_conn *c, const lcd_job *j) {
       evbuffer_add_printf(o, " %s", j->values[i] >= 0 ? v : "0");
     evbuffer_add_printf(o, "\r\n%s\r\n", v);
   }
-  if (j->last && !j->meta.on) lcd_puts(c, "END\r\n");
+  if (j->last && !j->meta.on) lcd_mget_end(c);
 }
 
 /* Writes the replies of j, whose turn it is. */
@@ -523,6 +534,7 @@ static void answer(lcd_conn *c, const lcd_job *j) {
         put_value_line(c, end);
     }
   } else if (j->rc) {
+    lcd_mget_drop(c); /* a long get line is refused whole */
     server_error(c, j);
     if (!j->last) { /* the rest of its get line is not answered */
       c->mget = 0;

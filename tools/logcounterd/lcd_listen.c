@@ -10,7 +10,8 @@
  * of spinning.  Loop 0 only; new connections go to the loops in turn
  * (lcd_loops_accept).
  */
-#include "lcd.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

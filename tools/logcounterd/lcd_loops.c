@@ -13,7 +13,12 @@
  * left ends its event loop; loop 0 ends its own once it has none left
  * and every other loop has ended (loops_running), then main joins them.
  */
-#include "lcd.h"
+#include "lcd_admit.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <event2/event.h>
 #include <signal.h>
@@ -38,8 +43,8 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg) {
   pthread_mutex_lock(&l->cmd_mu);
   lcd_newconn *in = l->inbox;
   l->inbox = NULL;
-  int drain = l->cmd_drain, close_all = l->cmd_close;
-  l->cmd_drain = l->cmd_close = 0;
+  int drain = l->cmd_drain, close_all = l->cmd_close, evict = l->cmd_evict;
+  l->cmd_drain = l->cmd_close = l->cmd_evict = 0;
   pthread_mutex_unlock(&l->cmd_mu);
   while (in) {
     lcd_newconn *n = in->next;
@@ -47,6 +52,7 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg) {
     free(in);
     in = n;
   }
+  if (evict) lcd_admit_evicted(l);
   if (close_all) {
     lcd_conn_close_all(l);
     l->draining = 1;

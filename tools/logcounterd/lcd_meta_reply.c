@@ -7,7 +7,8 @@
  * t-1 (no expiry), s<size of the value>, f0.  Errors are written by
  * lcd_jobs.c as for every command.  Loop thread only.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_job.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

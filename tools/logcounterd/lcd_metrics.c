@@ -17,13 +17,29 @@
  *    apply here too); a client that fails the handshake is closed by
  *    evhttp, nothing else notices;
  *  - GET and HEAD of /metrics only; any other path is 404;
+ *  - at most METRICS_MAX_CONNS connections at once: every connection's
+ *    bufferevent comes from bevcb, which keeps a reference to it; a sweep
+ *    every METRICS_SWEEP_MS drops those evhttp has freed (their callbacks
+ *    cleared), which closes their sockets; at the bound the listener is
+ *    disabled (further clients wait in the kernel's backlog, holding no
+ *    descriptor of ours) until a connection ends, and one accepted beyond
+ *    it anyway (a burst libevent takes in one accept callback) is shut
+ *    down right after; so idle clients can neither run the daemon out of
+ *    descriptors nor delay the data ports;
+ *  - accept failing (out of descriptors) pauses accepting for
+ *    METRICS_PAUSE_MS, logged at most once a second, instead of libevent's
+ *    default (a warning per attempt, spinning);
  *  - without --metrics-listen nothing here runs and nothing is timed;
  *  - lcd_metrics_stop joins the thread before lc_close and lcd_loops_free.
  */
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_metrics.h"
 #include "lcd_tls.h"
 
 #include <errno.h>
+#include <event2/bufferevent.h>
+#include <inttypes.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
@@ -40,6 +56,15 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 #define METRICS_TIMEOUT_S 10  /* a request must arrive and leave within */
 #define METRICS_HEADERS 8192  /* request headers, at most */
 #define METRICS_BACKLOG 64
+#define METRICS_MAX_CONNS 64  /* open /metrics connections, at most */
+#define METRICS_SWEEP_MS 100  /* connections evhttp freed: closed within */
+#define METRICS_PAUSE_MS 100  /* accept failed: try again after */
+
+/* A connection evhttp serves, with our reference to its bufferevent. */
+struct mconn {
+  struct bufferevent *bev;
+  int over; /* beyond METRICS_MAX_CONNS: shut down at the next sweep */
+};
 
 struct lcd_metrics {
   lcd_server *srv;
@@ -50,6 +75,15 @@ struct lcd_metrics {
   int running;
   int nhist;      /* nloops + 1 */
   lcd_hist *hist; /* [i]: loop i's; [nloops]: the workers' */
+  /* the connections (bevcb's references), on the HTTP thread only */
+  struct evconnlistener *listener;
+  struct mconn *conns;
+  size_t nconns, capconns;
+  int refusing;           /* an immediate sweep is scheduled */
+  int paused;             /* accept failed: resume_cb comes */
+  struct event *sweep;
+  time_t log_sec;         /* accept failures: one log line a second */
+  uint64_t unlogged;
 };
 
 /* The buckets' bounds, read once from the library. */
@@ -114,14 +148,113 @@ static void request_cb(struct evhttp_request *req, void *arg) {
   evbuffer_free(body);
 }
 
-/* evhttp's bevcb: a TLS bufferevent for each accepted connection (evhttp
- * sets its fd).  On NULL (out of memory) evhttp falls back to a plain
- * bufferevent: request_cb then refuses to serve the figures on it. */
-static struct bufferevent *tls_bevcb(struct event_base *base, void *arg) {
+/* Accepting goes on only below the bound and outside a pause. */
+static void update_accepting(lcd_metrics *m) {
+  if (m->paused || m->nconns >= METRICS_MAX_CONNS)
+    evconnlistener_disable(m->listener);
+  else
+    evconnlistener_enable(m->listener);
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Keeps a reference to bev (NULL: nothing) and counts it.  One beyond the
+ * bound (libevent's accept loop may take a burst before the disable
+ * counts) is shut down right after this accept callback: evhttp then
+ * sees its EOF and frees it. */
+static struct bufferevent *track(lcd_metrics *m, struct bufferevent *bev) {
+  if (!bev) return NULL;
+  if (m->nconns == m->capconns) {
+    size_t cap = m->capconns ? 2 * m->capconns : METRICS_MAX_CONNS;
+    struct mconn *n = realloc(m->conns, cap * sizeof *n);
+    if (!n) return bev; /* untracked: it still closes when evhttp frees it */
+    m->conns = n;
+    m->capconns = cap;
+  }
+  bufferevent_incref(bev);
+  int over = m->nconns >= METRICS_MAX_CONNS;
+  m->conns[m->nconns++] = (struct mconn){bev, over};
+  if (over && !m->refusing) {
+    struct timeval now = {0, 0};
+    m->refusing = event_base_once(m->base, -1, EV_TIMEOUT, sweep_cb, m,
+                                  &now) == 0;
+  }
+  update_accepting(m);
+  return bev;
+}
+
+/* evhttp's bevcb: a bufferevent for each accepted connection (evhttp
+ * sets its fd), TLS with https.  On NULL (out of memory) evhttp falls back
+ * to a plain bufferevent: request_cb then refuses to serve the figures on
+ * it. */
+static struct bufferevent *bevcb(struct event_base *base, void *arg) {
   lcd_metrics *m = arg;
+  if (!m->https)
+    return track(m, bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE));
   struct bufferevent *bev = lcd_tls_bev(m->srv, base, -1);
   if (!bev) lcd_log(m->srv->set, 0, "metrics: cannot set up a TLS connection");
-  return bev;
+  return track(m, bev);
+}
+
+/* Every METRICS_SWEEP_MS: the connections evhttp has freed (it clears
+ * their callbacks) lose our reference too, which closes them. */
+static void sweep_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  lcd_metrics *m = arg;
+  m->refusing = 0;
+  for (size_t i = 0; i < m->nconns;) {
+    struct mconn *c = &m->conns[i];
+    bufferevent_data_cb r, w;
+    bufferevent_event_cb e;
+    void *cbarg;
+    bufferevent_getcb(c->bev, &r, &w, &e, &cbarg);
+    if (e || cbarg) { /* evhttp's still */
+      evutil_socket_t s = c->over ? bufferevent_getfd(c->bev) : -1;
+      if (s >= 0) shutdown(s, SHUT_RDWR); /* beyond the bound: refused */
+      c->over = 0;
+      i++;
+      continue;
+    }
+    bufferevent_decref(c->bev);
+    *c = m->conns[--m->nconns];
+  }
+  update_accepting(m);
+}
+
+static void resume_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  lcd_metrics *m = arg;
+  m->paused = 0;
+  update_accepting(m);
+}
+
+/* The one metrics server, for accept_error_cb: a listener's error
+ * callback gets the accept callback's argument, which evhttp owns. */
+static lcd_metrics *the_metrics;
+
+/* accept failed (out of descriptors and the like): a pause, not a spin. */
+static void accept_error_cb(struct evconnlistener *l, void *arg) {
+  (void)l;
+  (void)arg; /* evhttp's */
+  lcd_metrics *m = the_metrics;
+  int e = EVUTIL_SOCKET_ERROR();
+  time_t now = lcd_now();
+  if (now != m->log_sec) {
+    m->log_sec = now;
+    lcd_log(m->srv->set, 0,
+            "metrics: cannot accept a connection: %s; pausing for %d ms "
+            "(%" PRIu64 " more such failures not logged)",
+            evutil_socket_error_to_string(e), METRICS_PAUSE_MS, m->unlogged);
+    m->unlogged = 0;
+  } else {
+    m->unlogged++;
+  }
+  m->paused = 1;
+  update_accepting(m);
+  struct timeval tv = {0, METRICS_PAUSE_MS * 1000};
+  event_base_once(m->base, -1, EV_TIMEOUT, resume_cb, m, &tv);
 }
 
 static void *metrics_thread(void *arg) {
@@ -165,6 +298,9 @@ int lcd_metrics_addr_ok(const char *text) {
 
 static void metrics_free(lcd_metrics *m) {
   if (m->http) evhttp_free(m->http); /* and its bound listener */
+  for (size_t i = 0; i < m->nconns; i++) bufferevent_decref(m->conns[i].bev);
+  free(m->conns);
+  if (m->sweep) event_free(m->sweep);
   if (m->base) event_base_free(m->base);
   free(m->hist);
   free(m);
@@ -201,7 +337,14 @@ int lcd_metrics_start(lcd_server *s) {
   evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
   evhttp_set_gencb(m->http, request_cb, m);
   m->https = lcd_metrics_https(s->set) && s->tls;
-  if (m->https) evhttp_set_bevcb(m->http, tls_bevcb, m);
+  evhttp_set_bevcb(m->http, bevcb, m);
+  struct timeval every = {0, METRICS_SWEEP_MS * 1000};
+  m->sweep = event_new(m->base, -1, EV_PERSIST, sweep_cb, m);
+  if (!m->sweep || event_add(m->sweep, &every) != 0) {
+    fprintf(stderr, LCD_PROG ": cannot set up the metrics server\n");
+    metrics_free(m);
+    return EXIT_RUNTIME;
+  }
   struct evconnlistener *l = evconnlistener_new_bind(
       m->base, NULL, NULL,
       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
@@ -213,6 +356,9 @@ int lcd_metrics_start(lcd_server *s) {
     metrics_free(m);
     return EXIT_RUNTIME;
   }
+  m->listener = l;
+  the_metrics = m;
+  evconnlistener_set_error_cb(l, accept_error_cb);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old); /* signals go to loop 0 */

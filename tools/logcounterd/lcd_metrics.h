@@ -15,7 +15,8 @@
 #ifndef LCD_METRICS_H
 #define LCD_METRICS_H
 
-#include "lcd.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <stdatomic.h>
 #include <stdint.h>

@@ -10,14 +10,47 @@
  * when no job is in flight on the connection (as every get does), so the
  * VALUE lines come in key order, and memory stays bounded: one job, the
  * input (LCD_INPUT_MAX) and the output (LCD_OUTPUT_MAX) as for any
- * request.  A bad key, or a failed job, ends the answer with its error
- * line (CLIENT_ERROR or SERVER_ERROR, no END) and the rest of the line is
- * discarded (skip_line).  Loop thread only.
+ * request, plus the held answer (below).
+ *
+ * A get line is answered whole or refused whole, whatever its length, as
+ * a short one is: the VALUE lines of its pieces are held (c->mget_hold)
+ * until the piece that ends the line, then written with END.  A bad key,
+ * a key the user may not read, or a failed job drops what was held and
+ * answers the line with its one error line (CLIENT_ERROR or
+ * SERVER_ERROR, no VALUE, no END), the rest of the line discarded
+ * (skip_line); so does an answer that would pass LCD_MGET_HOLD_MAX bytes
+ * (some 30,000 short keys; 3,500 of 250 bytes).  Loop thread only.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <string.h>
+
+int lcd_mget_hold(lcd_conn *c) {
+  if (!c->mget_hold) c->mget_hold = evbuffer_new();
+  return c->mget_hold ? 0 : -1;
+}
+
+struct evbuffer *lcd_mget_out(lcd_conn *c) {
+  return c->mget_hold ? c->mget_hold : bufferevent_get_output(c->bev);
+}
+
+void lcd_mget_end(lcd_conn *c) {
+  if (c->mget_hold) {
+    evbuffer_add_buffer(bufferevent_get_output(c->bev), c->mget_hold);
+    evbuffer_free(c->mget_hold);
+    c->mget_hold = NULL;
+  }
+  lcd_puts(c, "END\r\n");
+}
+
+void lcd_mget_drop(lcd_conn *c) {
+  if (c->mget_hold) evbuffer_free(c->mget_hold);
+  c->mget_hold = NULL;
+}
 
 /* Discards input through the next line end. */
 static int skip(lcd_conn *c, struct evbuffer *in) {
@@ -45,7 +78,14 @@ int lcd_mget_step(lcd_conn *c, struct evbuffer *in) {
   int r = lcd_proto_get_piece(p, look, &req, &used);
   if (r == 0) return 0;
   c->partial_since = 0;
+  if (r > 0 && c->mget_hold &&
+      evbuffer_get_length(c->mget_hold) > LCD_MGET_HOLD_MAX) {
+    r = -1;
+    req.error = "get line too long: its answer passes 1 MiB (split it)";
+    used = 0;
+  }
   if (r < 0) {
+    lcd_mget_drop(c);
     evbuffer_drain(in, used);
     c->mget = 0;
     c->skip_line = 1;
@@ -54,6 +94,7 @@ int lcd_mget_step(lcd_conn *c, struct evbuffer *in) {
   }
   const char *why = lcd_gate_keys(c, &req); /* rights: lcd_gate.c */
   if (why) {
+    lcd_mget_drop(c);
     evbuffer_drain(in, used);
     c->skip_line = req.more;
     c->mget = 0;
@@ -67,7 +108,7 @@ int lcd_mget_step(lcd_conn *c, struct evbuffer *in) {
     return 1;
   }
   evbuffer_drain(in, used);
-  if (!req.more) lcd_puts(c, "END\r\n");
+  if (!req.more) lcd_mget_end(c);
   return 1;
 }
 
@@ -79,5 +120,10 @@ int lcd_mget_begin(lcd_conn *c, struct evbuffer *in, const char *p,
   evbuffer_drain(in, n);
   c->mget = 1;
   c->mget_gets = gets;
+  if (lcd_mget_hold(c) != 0) { /* out of memory: refused */
+    c->mget = 0;
+    c->skip_line = 1;
+    lcd_client_error(c, "out of memory", 0);
+  }
   return 1;
 }

@@ -20,7 +20,7 @@
  * $NOTIFY_SOCKET unset: no socket is opened, nothing is sent.  The
  * variable is left in the environment (the daemon starts no children).
  */
-#include "lcd.h"
+#include "lcd_settings.h"
 #include "lcd_notify.h"
 
 #include <stdarg.h>

@@ -37,6 +37,10 @@
  * With --metrics-listen, each lc_next_n call for incr jobs is timed into
  * its loop's histogram, or the workers' (lcd_metrics.c; relaxed atomics).
  */
+#include "lcd_conn.h"
+#include "lcd_job.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
 #include "lcd_metrics.h"
 
 #include <event2/event.h>

@@ -19,6 +19,7 @@
  * Text is escaped as label values must be; bytes outside printable ASCII
  * become '?', so the body is always valid UTF-8.
  */
+#include "lcd_server.h"
 #include "lcd_metrics.h"
 
 #include <event2/buffer.h>

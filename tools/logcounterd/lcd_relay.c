@@ -18,7 +18,11 @@
  * connection once what it sent is written.  SIGTERM's drain closes
  * relays at once: the library stops its admin server anyway.
  */
-#include "lcd.h"
+#include "lcd_conn.h"
+#include "lcd_gate.h"
+#include "lcd_job.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 
 #include <errno.h>
 #include <event2/buffer.h>

@@ -61,7 +61,7 @@ static void table_free(rights_table *t) {
 
 int lcd__rights_load(const char *path, char *err, size_t errlen) {
   size_t len;
-  char *buf = lcd__read_file(path, &len, err, errlen);
+  char *buf = lcd__read_file(path, &len, err, errlen, 0);
   if (!buf) return -1;
   rights_table *t = calloc(1, sizeof *t);
   size_t cap = 0, lineno = 0;

@@ -15,7 +15,9 @@
  * the connection is neither read nor parsed), and the connection is
  * closed.  A delayed answer carries the opaque 0.  Loop thread only.
  */
-#include "lcd.h"
+#include "lcd_auth.h"
+#include "lcd_conn.h"
+#include "lcd_server.h"
 #include "lcd_binary.h"
 
 #include <event2/buffer.h>

@@ -16,6 +16,13 @@
  * loop at /metrics.  Reading takes what "stats" always took: atomics, and
  * the short locks of the library's getters, the flusher's and the queue's.
  */
+#include "lcd_admit.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_flush.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_metrics.h"
 #include "lcd_tls.h"
 
@@ -112,6 +119,8 @@ static void put_settings(lcd_server *s, emit *o) {
   stat_i(o, "threads", set->threads);
   stat_i(o, "workers", set->workers);
   stat_i(o, "max_connections", set->max_connections);
+  stat_i(o, "max_unfinished", set->max_unfinished);
+  stat_i(o, "max_unfinished_per_address", set->max_unfinished_addr);
   stat_u(o, "max_counters", set->max_counters);
   stat_i(o, "idle_evict_us", (long long)set->idle_evict_us);
   stat_u(o, "max_tallies", set->max_tallies);
@@ -262,6 +271,14 @@ static void put_daemon(lcd_server *s, emit *o) {
         "Client connections accepted.");
   gauge(o, "max_connections", s->set->max_connections,
         "The most open client connections (--max-connections).");
+  int unfin;
+  unsigned long long unfin_dropped;
+  lcd_admit_figures(&unfin, &unfin_dropped);
+  gauge(o, "curr_unfinished", unfin,
+        "Open connections before their TLS or authentication handshake.");
+  count(o, "unfinished_dropped", unfin_dropped,
+        "Unfinished connections closed to make room for newer ones "
+        "(--max-unfinished, --max-unfinished-per-address).");
   gauge_u(o, "jobs_queued", lcd_pool_queued(s),
           "Jobs waiting for a worker thread.");
   for (int k = 0; k < LOOP_FIGS; k++)

@@ -17,7 +17,8 @@
  *  - handshake failures are the connection's (lcd_conn.c counts them in
  *    ssl_handshake_errors and closes it); nothing here blocks.
  */
-#include "lcd.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_tls.h"
 
 #include <event2/bufferevent.h>

@@ -21,7 +21,13 @@
  * SIGKILL needs nothing here: the library's synced reservation keeps the
  * ids unique after any crash.
  */
-#include "lcd.h"
+#include "lcd_admit.h"
+#include "lcd_conn.h"
+#include "lcd_counters.h"
+#include "lcd_flush.h"
+#include "lcd_pool.h"
+#include "lcd_server.h"
+#include "lcd_settings.h"
 #include "lcd_metrics.h"
 #include "lcd_notify.h"
 #include "lcd_tls.h"
@@ -44,6 +50,8 @@
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 #define LCD_LIMIT_MAX 1000000000ULL /* --max-counters, --max-tallies */
 #define DEFAULT_LISTEN "127.0.0.1:11311"
+#define LCD_STR(x) #x
+#define LCD_XSTR(x) LCD_STR(x) /* a number macro as text, for --help */
 #define DEFAULT_MEMCACHED "--SERVER=127.0.0.1:11211"
 
 /* The CPUs this process may run on, within 1..LCD_THREADS_MAX. */
@@ -68,6 +76,8 @@ static void settings_init(lcd_settings *set) {
   set->threads = default_threads();
   set->workers = 32;
   set->max_connections = 1024;
+  set->max_unfinished = LCD_UNFINISHED_DEFAULT;
+  set->max_unfinished_addr = LCD_UNFINISHED_ADDR_DEFAULT;
   set->idle_timeout = 0;
   set->line_timeout = 10;
   set->drain_timeout = 10;
@@ -209,6 +219,15 @@ static void usage(FILE *f) {
       "                          off unless --prefetch is given) (default:\n"
       "                          %s)\n"
       "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
+      "  --max-unfinished N      of them, connections whose TLS or\n"
+      "                          authentication handshake is not done yet,\n"
+      "                          1..1000000 (default "
+      LCD_XSTR(LCD_UNFINISHED_DEFAULT) "); a new one beyond\n"
+      "                          it closes the oldest such (working ones are\n"
+      "                          never closed for it)\n"
+      "  --max-unfinished-per-address N\n"
+      "                          the same, from one peer address (default\n"
+      "                          " LCD_XSTR(LCD_UNFINISHED_ADDR_DEFAULT) ")\n"
       "  --max-counters N        counters the daemon keeps state for at\n"
       "                          once (each name an incr has used and not\n"
       "                          evicted), 1..10^9 (default %llu); a new\n"
@@ -269,7 +288,8 @@ static void usage(FILE *f) {
       "                          proves it on the other's fresh nonce\n"
       "                          (HMAC-SHA256) before any of the log is\n"
       "                          sent; a side with one refuses a side\n"
-      "                          without (default: none)\n"
+      "                          without; refused if group or others may\n"
+      "                          read it (default: none)\n"
       "  --standby-mode MODE     required (default): without an acknowledging\n"
       "                          standby, stop at the end of the current\n"
       "                          window (SERVER_ERROR ENOSTANDBY); preferred:\n"
@@ -308,8 +328,13 @@ static void usage(FILE *f) {
       "                          failures from one address (within %d s of\n"
       "                          the last) are answered after a delay: none\n"
       "                          for the first, then 100 ms doubling, at most\n"
-      "                          %d ms; %d addresses are remembered, the\n"
-      "                          oldest forgotten first.  SIGHUP reloads the\n"
+      "                          %d ms; after a failure the address's\n"
+      "                          handshakes are checked one at a time, each\n"
+      "                          after that delay, however many connections\n"
+      "                          it opens; %d addresses are remembered, the\n"
+      "                          oldest forgotten first.  A file group or\n"
+      "                          others may read, or naming a user twice, is\n"
+      "                          refused.  SIGHUP reloads the\n"
       "                          file (a bad one keeps the old, logged);\n"
       "                          connections already in stay in; a connection\n"
       "                          not authenticated within --line-timeout is\n"
@@ -409,6 +434,8 @@ enum {
   O_PREFETCH,
   O_WORKERS,
   O_MAX_COUNTERS,
+  O_MAX_UNFINISHED,
+  O_MAX_UNFINISHED_ADDR,
   O_MAX_TALLIES,
   O_ADMIN,
   O_ADMIN_MODE,
@@ -445,6 +472,9 @@ static const struct option long_options[] = {
     {"threads", required_argument, NULL, 't'},
     {"workers", required_argument, NULL, O_WORKERS},
     {"max-connections", required_argument, NULL, 'c'},
+    {"max-unfinished", required_argument, NULL, O_MAX_UNFINISHED},
+    {"max-unfinished-per-address", required_argument, NULL,
+     O_MAX_UNFINISHED_ADDR},
     {"max-counters", required_argument, NULL, O_MAX_COUNTERS},
     {"max-tallies", required_argument, NULL, O_MAX_TALLIES},
     {"idle-timeout", required_argument, NULL, O_IDLE},
@@ -491,6 +521,10 @@ static const struct number_option {
     {O_WORKERS, "--workers", 1, 1024, offsetof(lcd_settings, workers), 0},
     {'c', "--max-connections", 1, 1000000,
      offsetof(lcd_settings, max_connections), 0},
+    {O_MAX_UNFINISHED, "--max-unfinished", 1, 1000000,
+     offsetof(lcd_settings, max_unfinished), 0},
+    {O_MAX_UNFINISHED_ADDR, "--max-unfinished-per-address", 1, 1000000,
+     offsetof(lcd_settings, max_unfinished_addr), 0},
     {O_MAX_COUNTERS, "--max-counters", 1, LCD_LIMIT_MAX,
      offsetof(lcd_settings, max_counters), 1},
     {O_MAX_TALLIES, "--max-tallies", 1, LCD_LIMIT_MAX,
@@ -602,6 +636,11 @@ static int read_secret(lcd_settings *set, const char *file) {
   if (!f)
     return usage_error("cannot read --replication-secret-file '%s': %s", file,
                        strerror(errno));
+  char err[512];
+  if (lcd_auth_private(fileno(f), file, err, sizeof err) != 0) {
+    fclose(f);
+    return usage_error("--replication-secret-file: %s", err);
+  }
   if (!fgets(set->repl_secret, sizeof set->repl_secret, f))
     set->repl_secret[0] = '\0';
   fclose(f);
