@@ -161,6 +161,8 @@ client phpwrong php -r '
 done_client phpwrong "php-memcached binary with a wrong password: refused"
 client rawauth "$PY" $D/bin_raw.py auth "$DPORT" alice "s3cret pw" carol pw3 c_
 done_client rawauth "SASL byte by byte: list mechs, auth, a command before it, failures slowed down, rights"
+client rawpar "$PY" $D/bin_raw.py parallel "$DPORT" alice 150
+done_client rawpar "150 parallel wrong SASL passwords from one address: checked one turn at a time"
 text_stop 2
 check "phase 2: every id unique across the text client and three SASL clients" unique 2 4
 stop_daemon TERM

@@ -337,9 +337,46 @@ def auth(port, user, pw):
     ok("a wrong password: 0x20, closed; repeated failures answered after %.2f s, %.2f s, %.2f s" % tuple(times))
 
 
+def parallel(port, user, n):
+    """After failures from 127.0.0.1, n connections send a wrong SASL PLAIN
+    password at once: their guesses wait for the address's turns, one at a
+    time (lcd_auth_turn), so at most n // 3 are answered in 8 s."""
+    import select
+    conns = []
+    for i in range(n):
+        try:
+            c = Conn(port, timeout=10)
+        except OSError:
+            break
+        c.send(req(0x21, key=b"PLAIN", val=b"\0" + user.encode() + b"\0guess%05d" % i))
+        conns.append(c)
+    t0 = time.time()
+    live = {c.s: c for c in conns}
+    answered = 0
+    while live and time.time() - t0 < 8:
+        rd, _, _ = select.select(list(live), [], [], 0.2)
+        for sk in rd:
+            try:
+                d = sk.recv(4096)
+            except OSError:
+                d = b""
+            if d:
+                answered += 1
+            live.pop(sk).s.close()
+    for c in live.values():
+        c.s.close()
+    if answered > n // 3:
+        fail("%d parallel wrong SASL passwords: %d answered in 8 s (each "
+             "waited on its own, not for its address's turn)" % (len(conns), answered))
+    ok("%d parallel wrong SASL passwords from one address: %d answered in 8 s"
+       % (len(conns), answered))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "plain":
         plain(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "parallel":
+        parallel(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "unread":
         unread(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     else:

@@ -13,8 +13,12 @@
  * auth_errors, logged by user (never the password), answered with the auth
  * error status after the peer address's delay (lcd_auth_fail; during it
  * the connection is neither read nor parsed), and the connection is
- * closed.  A delayed answer carries the opaque 0.  Loop thread only.
+ * closed.  After a failure from an address, each SASL request from it
+ * first waits for that address's turn (lcd_auth_turn), as the text
+ * handshake does, and a connection is unfinished (lcd_admit) until it
+ * authenticates.  A delayed answer carries the opaque 0.  Loop thread only.
  */
+#include "lcd_admit.h"
 #include "lcd_auth.h"
 #include "lcd_conn.h"
 #include "lcd_server.h"
@@ -25,6 +29,7 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define AUTH_ERROR "Auth failure"
 
@@ -34,10 +39,31 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   lcd_conn *c = arg;
   c->auth_hold = 0;
   if (!c->bev) return;
+  if (c->auth_wait) { /* its address's turn: the request is parsed again */
+    char b;
+    c->auth_wait = 0;
+    if (recv(bufferevent_getfd(c->bev), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+      lcd_close_later(c, "client left while its SASL request waited its turn");
+    lcd_conn_process(c);
+    return;
+  }
   lcd_bin_put(c, LCD_BIN_SASL_AUTH, LCD_BIN_EAUTH, 0, 0, NULL, 0, NULL, 0,
               AUTH_ERROR, sizeof AUTH_ERROR - 1);
   lcd_close_later(c, "authentication failed");
   lcd_conn_process(c); /* closing: finish writes and closes */
+}
+
+/* Neither reads nor parses c for ms; then hold_cb.  0, or -1 (no timer:
+ * go on at once). */
+static int hold(lcd_conn *c, unsigned ms) {
+  if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, hold_cb, c);
+  if (!c->auth_timer) return -1;
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  bufferevent_disable(c->bev, EV_READ);
+  c->reading = 0;
+  c->auth_hold = 1;
+  evtimer_add(c->auth_timer, &tv);
+  return 0;
 }
 
 /* Everything buffered is discarded, the auth error written (after the
@@ -48,19 +74,16 @@ static void fail(lcd_conn *c, struct evbuffer *in, const lcd_bin_header *h,
   s->st.auth_errors++;
   s->st.client_errors++;
   evbuffer_drain(in, evbuffer_get_length(in));
-  unsigned ms = lcd_auth_fail(c->peer);
-  lcd_log(s->set, 0, "connection %" PRIu64 " (%s): binary: %s%s%s%s", c->id,
-          c->peer, why, user ? " (user " : "", user ? user : "",
-          user ? ")" : "");
-  if (ms && !c->auth_timer) c->auth_timer = evtimer_new(s->base, hold_cb, c);
-  if (ms && c->auth_timer) {
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    bufferevent_disable(c->bev, EV_READ);
-    c->reading = 0;
-    c->auth_hold = 1;
-    evtimer_add(c->auth_timer, &tv);
-    return;
-  }
+  /* a request that waited its address's turn was counted then: at once */
+  unsigned ms = c->auth_turn ? 0 : lcd_auth_fail(c->peer), dropped;
+  c->auth_turn = 0;
+  if (lcd_auth_log_ok(c->peer, &dropped))
+    lcd_log(s->set, 0,
+            "connection %" PRIu64 " (%s): binary: %s%s%s%s (%u more not "
+            "logged)",
+            c->id, c->peer, why, user ? " (user " : "", user ? user : "",
+            user ? ")" : "", dropped);
+  if (ms && hold(c, ms) == 0) return;
   lcd_bin_put(c, h->opcode, LCD_BIN_EAUTH, h->opaque, 0, NULL, 0, NULL, 0,
               AUTH_ERROR, sizeof AUTH_ERROR - 1);
   lcd_close_later(c, "authentication failed");
@@ -87,6 +110,15 @@ void lcd_sasl_request(lcd_conn *c, struct evbuffer *in,
     lcd_bin_put(c, h->opcode, LCD_BIN_OK, h->opaque, 0, NULL, 0, NULL, 0,
                 "PLAIN", 5);
     return;
+  }
+  /* after a failure from its address: wait for the address's turn, as the
+   * text handshake does (lcd_gate.c), so parallel guesses are one at a
+   * time whichever protocol they use */
+  unsigned turn = lcd_auth_turn(c->peer, &c->auth_turn);
+  if (turn) {
+    c->auth_wait = 1;
+    if (hold(c, turn) == 0) return; /* hold_cb parses it again */
+    c->auth_wait = 0;
   }
   s->st.auth_cmds++;
   const char *mech = (const char *)frame + LCD_BIN_HEADER + h->extlen;
@@ -118,6 +150,9 @@ void lcd_sasl_request(lcd_conn *c, struct evbuffer *in,
   }
   memcpy(c->user, name, user.len + 1);
   c->authed = 1;
+  if (c->auth_turn) lcd_auth_passed(c->peer);
+  lcd_admit_check(c); /* a working connection now: never pushed out */
+  c->auth_turn = 0;
   evbuffer_drain(in, flen); /* user, pass point into it: not used below */
   lcd_log(s->set, 1, "connection %" PRIu64 " (%s): authenticated as %s (SASL "
           "PLAIN)", c->id, c->peer, c->user);
