@@ -562,6 +562,9 @@ struct lc {
   struct lc__follow *follow; /* stopped at promotion, freed by lc_close */
   pthread_mutex_t promote_mu; /* one promotion at a time */
   bool promoting;             /* the follower is stopped for good */
+  /* cluster.c: lc_set_lease_deadline's deadline (CLOCK_MONOTONIC, us);
+   * 0: none.  Checked by lc__primary_only (follow.c). */
+  _Atomic int64_t lease_deadline_us;
 };
 /* evict.c: the gate every call that uses a counter's state passes while
  * eviction is on (h->ev.on): lc__gate_enter waits while a pass runs, and

@@ -1,0 +1,137 @@
+/*
+ * cluster.c - what automatic failover (logcounterd --etcd, its
+ * lcd_cluster.c) needs of the library: a lease deadline after which the
+ * handle hands out nothing (fencing), the address of the standby a
+ * primary serves (so the coordinator can name it in etcd) and the
+ * approval without which that standby never goes in sync, a probe of
+ * whether a log directory is a standby's copy, and the term record.
+ *
+ * Fencing is one relaxed atomic and a monotonic clock read in
+ * lc__primary_only, which every allocation passes before any window or
+ * segment serves it (next.c, first.c, tally.c), so a primary whose
+ * deadline passed hands out nothing, whichever thread asks and whether or
+ * not the coordinator's thread runs at all (a frozen process resumed).
+ */
+#include "repl.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define TERM_KEY "!logcounter-term"
+
+static atomic_bool need_approval;
+
+bool lc__lease_expired(lc_t *h) {
+  int64_t d = atomic_load_explicit(&h->lease_deadline_us, memory_order_relaxed);
+  return d != 0 && lc__mono_us() >= d;
+}
+
+bool lc__cluster_approval(void) { return atomic_load(&need_approval); }
+
+int64_t lc_monotonic_us(void) { return lc__mono_us(); }
+
+int lc_set_lease_deadline(lc_t *h, int64_t mono_us) {
+  if (h == NULL || mono_us < 0)
+    return lc__fail(LC_EINVAL, "NULL handle or negative deadline");
+  if (h->remote) return lc__fail(LC_EREMOTE, "a lease deadline is local");
+  atomic_store(&h->lease_deadline_us, mono_us);
+  return 0;
+}
+
+void lc_replication_need_approval(void) { atomic_store(&need_approval, true); }
+
+void lc__sock_name(int fd, bool peer, char *out, size_t size) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  out[0] = '\0';
+  if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+            : getsockname(fd, (struct sockaddr *)&ss, &len)) != 0)
+    return;
+  char host[INET6_ADDRSTRLEN] = "";
+  unsigned port = 0;
+  if (ss.ss_family == AF_INET) {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+    snprintf(out, size, "%s:%u", host, port);
+  } else if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+    snprintf(out, size, "[%s]:%u", host, port);
+  }
+}
+
+int lc_replication_peer(lc_t *h, char *out, size_t size, int *in_sync) {
+  if (h == NULL || out == NULL || size == 0 || in_sync == NULL)
+    return lc__fail(LC_EINVAL, "NULL argument");
+  char peer[LC__PEER_MAX] = "";
+  bool sync = false;
+  /* as lc_get_replication_status: repl is set before standby is cleared */
+  if (atomic_load(&h->standby)) {
+    if (h->follow) lc__follow_local(h->follow, peer, sizeof peer);
+  } else if (h->log.repl) {
+    lc__repl_peer(h->log.repl, peer, sizeof peer, &sync);
+  }
+  snprintf(out, size, "%s", peer);
+  *in_sync = sync;
+  return 0;
+}
+
+int lc_replication_approve(lc_t *h, const char *peer) {
+  if (h == NULL || peer == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  if (atomic_load(&h->standby) || h->log.repl == NULL)
+    return lc__fail(LC_EINVAL, "not a primary serving replication");
+  lc__repl_approve(h->log.repl, peer);
+  return 0;
+}
+
+int lc_log_is_standby_copy(const char *db_path, int *yes) {
+  if (db_path == NULL || yes == NULL)
+    return lc__fail(LC_EINVAL, "NULL argument");
+  *yes = 0;
+  leveldb_options_t *o = leveldb_options_create();
+  leveldb_options_set_create_if_missing(o, 0);
+  char *err = NULL;
+  leveldb_t *db = leveldb_open(o, db_path, &err);
+  leveldb_options_destroy(o);
+  if (err) { /* missing (a new node) or in use: lc_open will say which */
+    leveldb_free(err);
+    return 0;
+  }
+  leveldb_readoptions_t *r = leveldb_readoptions_create();
+  size_t vlen = 0;
+  char *v = leveldb_get(db, r, LC__STANDBY_KEY, strlen(LC__STANDBY_KEY),
+                        &vlen, &err);
+  int rc = 0;
+  if (err) {
+    rc = lc__fail(LC_ELOG, "reading '%s': %s", db_path, err);
+    leveldb_free(err);
+  } else if (v) {
+    *yes = 1;
+    leveldb_free(v);
+  }
+  leveldb_readoptions_destroy(r);
+  leveldb_close(db);
+  return rc;
+}
+
+int lc_record_term(lc_t *h, uint64_t term, const char *node) {
+  if (h == NULL || node == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  int rc = LC__LOCAL_ONLY(h);
+  if (rc) return rc;
+  if (atomic_load(&h->standby))
+    return lc__fail(LC_ESTANDBY, "a term is the primary's");
+  char v[320];
+  int n = snprintf(v, sizeof v, "1 %llu %lld %.255s", (unsigned long long)term,
+                   (long long)(lc__now_us() / 1000000), node);
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  leveldb_writebatch_put(b, TERM_KEY, strlen(TERM_KEY), v, (size_t)n);
+  rc = lc__log_write(&h->log, b, false);
+  leveldb_writebatch_destroy(b);
+  return rc;
+}
