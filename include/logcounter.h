@@ -706,11 +706,13 @@ LC_EXTERN int lc_replication_peer(lc_t *h, char *out, size_t size,
 /* Primary (LC_EINVAL otherwise): the standby at peer may go in sync; it
  * does at once when it has caught up.  "" approves none. */
 LC_EXTERN int lc_replication_approve(lc_t *h, const char *peer);
-/* *yes = 1 if db_path holds a standby's copy (it must be opened with
- * standby_of and promoted), else 0 (a primary's log, none, or in use:
- * lc_open then says which).  Opens and closes the directory: call it
- * before lc_open. */
-LC_EXTERN int lc_log_is_standby_copy(const char *db_path, int *yes);
+/* What db_path holds, in *kind: LC_LOG_KIND_NONE (no log there yet),
+ * LC_LOG_KIND_STANDBY (a standby's copy: open it with standby_of, then
+ * promote it) or LC_LOG_KIND_PRIMARY (a log of its own; also when the
+ * directory could not be opened: lc_open then says why).  Opens and
+ * closes the directory: call it before lc_open. */
+enum { LC_LOG_KIND_NONE, LC_LOG_KIND_PRIMARY, LC_LOG_KIND_STANDBY };
+LC_EXTERN int lc_log_kind(const char *db_path, int *kind);
 /* Writes the leadership term (the etcd leader key's create revision) and
  * the node's name into the log ("!logcounter-term": "1 TERM UNIXTIME
  * NODE"), replicated like any write; not synced (it records, it guards

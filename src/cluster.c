@@ -4,7 +4,7 @@
  * handle hands out nothing (fencing), the address of the standby a
  * primary serves (so the coordinator can name it in etcd) and the
  * approval without which that standby never goes in sync, a probe of
- * whether a log directory is a standby's copy, and the term record.
+ * what a log directory holds (before lc_open), and the term record.
  *
  * Fencing is one relaxed atomic and a monotonic clock read in
  * lc__primary_only, which every allocation passes before any window or
@@ -90,29 +90,33 @@ int lc_replication_approve(lc_t *h, const char *peer) {
   return 0;
 }
 
-int lc_log_is_standby_copy(const char *db_path, int *yes) {
-  if (db_path == NULL || yes == NULL)
+int lc_log_kind(const char *db_path, int *kind) {
+  if (db_path == NULL || kind == NULL)
     return lc__fail(LC_EINVAL, "NULL argument");
-  *yes = 0;
+  *kind = LC_LOG_KIND_NONE;
   leveldb_options_t *o = leveldb_options_create();
   leveldb_options_set_create_if_missing(o, 0);
   char *err = NULL;
   leveldb_t *db = leveldb_open(o, db_path, &err);
   leveldb_options_destroy(o);
-  if (err) { /* missing (a new node) or in use: lc_open will say which */
+  if (err) { /* missing (a new node), or in use: lc_open will say which */
+    bool missing = strstr(err, "does not exist") != NULL;
     leveldb_free(err);
+    if (missing) return 0;
+    *kind = LC_LOG_KIND_PRIMARY; /* not known: lc_open says why */
     return 0;
   }
   leveldb_readoptions_t *r = leveldb_readoptions_create();
   size_t vlen = 0;
+  int rc = 0;
+  *kind = LC_LOG_KIND_PRIMARY;
   char *v = leveldb_get(db, r, LC__STANDBY_KEY, strlen(LC__STANDBY_KEY),
                         &vlen, &err);
-  int rc = 0;
   if (err) {
     rc = lc__fail(LC_ELOG, "reading '%s': %s", db_path, err);
     leveldb_free(err);
   } else if (v) {
-    *yes = 1;
+    *kind = LC_LOG_KIND_STANDBY;
     leveldb_free(v);
   }
   leveldb_readoptions_destroy(r);

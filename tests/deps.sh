@@ -11,6 +11,9 @@ need="$need libssl-dev openssl"
 # the tools the suites drive: twemproxy (suite_proxy.sh), Prometheus and
 # promtool (suite_metrics.sh)
 need="$need nutcracker prometheus"
+# logcounterd --etcd (lcd_etcd.c over libcurl and json-c); etcd itself for
+# tests/suite_cluster.sh
+need="$need libcurl4-openssl-dev libjson-c-dev etcd-server"
 missing=""
 for p in $need; do
   if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed'; then

@@ -22,6 +22,7 @@
  * ids unique after any crash.
  */
 #include "lcd.h"
+#include "lcd_cluster.h"
 #include "lcd_metrics.h"
 #include "lcd_notify.h"
 #include "lcd_tls.h"
@@ -909,9 +910,11 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
 int main(int argc, char **argv) {
   lcd_settings set;
   settings_init(&set);
-  int status = parse_options(&set, argc, argv);
+  int status = lcd_cluster_options(&argc, argv); /* --etcd ... */
+  if (!status) status = parse_options(&set, argc, argv);
   if (status == -1)
     return fflush(stdout) == 0 && !ferror(stdout) ? 0 : EXIT_RUNTIME;
+  if (!status) status = lcd_cluster_check(&set);
   if (status) return status;
 
   lcd_server s;
@@ -929,7 +932,9 @@ int main(int argc, char **argv) {
   }
   struct event_base *base = s.loops[0].base;
   if ((status = lcd_tls_init(&s)) || (status = lcd_listen(&s)) ||
-      (status = open_log(&s, owner, sizeof owner)))
+      (status = lcd_cluster_join(&set)) ||
+      (status = open_log(&s, owner, sizeof owner)) ||
+      (status = lcd_cluster_start(&s)))
     goto out;
   if (set.pidfile) {
     if ((status = write_pidfile(set.pidfile))) goto out;
@@ -992,6 +997,7 @@ out:
   }
   lcd_flusher_stop(&s);
   lcd_metrics_stop(&s);
+  lcd_cluster_stop(&s);
   if (s.lc && s.started && lcd_flush_final(&s) != 0) status = EXIT_RUNTIME;
   if (s.lc && lcd_log_watch(&s) == LC_LOG_LOST) {
     lcd_log(&set, 0, "exiting with the log lost: %s", s.log_seen.error);
@@ -1007,6 +1013,7 @@ out:
       lcd_log(&set, 0, "log closed; exiting");
     }
   }
+  lcd_cluster_leave();
   if (pidfile_written) remove_pidfile(set.pidfile);
   for (int i = 0; i < 3; i++)
     if (sigs[i]) event_free(sigs[i]);
