@@ -37,8 +37,10 @@
  * the renewal.  Uniqueness does not rest on it: a standby acknowledges
  * floors only of the primary it follows, and a promoted one none.
  *
- * One thread (run) does all the talking to etcd after the start, every
- * POLL_MS; the state the figures read is atomics and the strings under mu.
+ * Two threads talk to etcd after the start, each with its own handle:
+ * the keeper renews the lease (only that, so nothing delays it), the run
+ * thread reads the leader key every POLL_MS and acts on it.  The state
+ * the figures read is atomics and the strings under mu.
  */
 #include "lcd_cluster.h"
 #include "lcd_etcd.h"
@@ -70,9 +72,10 @@ static struct {
   char **argv; /* as given, for the re-exec */
   const lcd_settings *set;
   lcd_settings *wset; /* the same, to set standby_of (lcd_cluster_join) */
-  lcd_etcd *etcd;
+  lcd_etcd *etcd; /* the run thread's (join's before it starts) */
+  lcd_etcd *ka;   /* the keeper thread's: renewals only (and grants) */
   char kleader[200], ksync[200], kmembers[200], kmember[300];
-  int64_t lease;
+  _Atomic int64_t lease;
   _Atomic int granted_s;         /* the TTL etcd granted */
   _Atomic int64_t renewed_us;    /* the last good renewal's send time */
   _Atomic int64_t deadline_us;   /* primary: the handle's deadline */
@@ -85,7 +88,7 @@ static struct {
   char approved[ADDR_MAX];   /* the standby address approved */
   pthread_mutex_t mu;        /* the strings below */
   char leader[NAME_MAX_LEN + 1], sync[NAME_MAX_LEN + 1];
-  pthread_t thread;
+  pthread_t thread, keeper;
   int started;
   atomic_bool stop;
   time_t said_err; /* rate limit for etcd errors */
@@ -267,14 +270,14 @@ static void field(const char *json, const char *name, char *out, size_t size) {
 static int grant(void) {
   char err[LCD_ETCD_ERR];
   int granted = 0;
-  int64_t t0 = mono();
-  if (lcd_etcd_grant(C.etcd, C.ttl_s, &C.lease, &granted, err, sizeof err)) {
+  int64_t t0 = mono(), id = 0;
+  if (lcd_etcd_grant(C.ka, C.ttl_s, &id, &granted, err, sizeof err)) {
     etcd_err("cannot take a lease", err);
     return -1;
   }
   atomic_store(&C.granted_s, granted);
   atomic_store(&C.renewed_us, t0);
-  C.registered[0] = '\0'; /* the member key went with the old lease */
+  atomic_store(&C.lease, id); /* the run thread registers again */
   return 0;
 }
 
@@ -314,12 +317,14 @@ static void reexec(lcd_server *s, const char *why) {
   _exit(EXIT_RUNTIME);
 }
 
-/* One renewal.  0 renewed; 1 the lease is gone; -1 etcd not reached. */
+/* One renewal (the keeper's, or join's before the threads start).  0
+ * renewed; 1 the lease is gone; -1 etcd not reached. */
 static int renew(lcd_server *s) {
   char err[LCD_ETCD_ERR];
   int ttl = 0;
   int64_t t0 = mono();
-  if (lcd_etcd_keepalive(C.etcd, C.lease, &ttl, err, sizeof err)) {
+  if (lcd_etcd_keepalive(C.ka, atomic_load(&C.lease), &ttl, err,
+                         sizeof err)) {
     etcd_err("cannot renew the lease", err);
     return -1;
   }
@@ -386,7 +391,8 @@ int lcd_cluster_join(lcd_settings *set) {
   if (req_ms > 1000) req_ms = 1000;
   char err[LCD_ETCD_ERR];
   C.etcd = lcd_etcd_new(C.urls, req_ms, err, sizeof err);
-  if (C.etcd == NULL) {
+  if (C.etcd) C.ka = lcd_etcd_new(C.urls, req_ms, err, sizeof err);
+  if (C.etcd == NULL || C.ka == NULL) {
     lcd_log(set, 0, "cluster: %s", err);
     return EXIT_RUNTIME;
   }
@@ -449,8 +455,8 @@ int lcd_cluster_join(lcd_settings *set) {
     int won = 0;
     int64_t term = 0;
     if (renew(NULL) != 0 ||
-        lcd_etcd_create(C.etcd, C.kleader, value, C.lease, &won, &term, err,
-                        sizeof err) != 0) {
+        lcd_etcd_create(C.etcd, C.kleader, value, atomic_load(&C.lease),
+                        &won, &term, err, sizeof err) != 0) {
       etcd_err("cannot campaign", err);
       nap(200);
       continue;
@@ -540,13 +546,14 @@ static void campaign(lcd_server *s, int64_t gone_us) {
   }
   set_str(C.sync, sizeof C.sync, sync.found ? sync.value : "");
   if (!sync.found || strcmp(sync.value, C.node) != 0) return;
-  if (renew(s) != 0) return;
+  /* the keeper renews every sixth of the TTL: its last renewal is fresh */
+  if (mono() >= deadline_of(atomic_load(&C.renewed_us))) return;
   char value[512];
   own_value(value, sizeof value, NULL);
   int won = 0;
   int64_t term = 0;
-  if (lcd_etcd_create(C.etcd, C.kleader, value, C.lease, &won, &term, err,
-                      sizeof err) != 0) {
+  if (lcd_etcd_create(C.etcd, C.kleader, value, atomic_load(&C.lease), &won,
+                      &term, err, sizeof err) != 0) {
     etcd_err("cannot campaign", err);
     return;
   }
@@ -604,38 +611,50 @@ static void keep_sync(lcd_server *s) {
 
 /* A standby: its member key says where its replication connection is. */
 static void register_peer(lcd_server *s) {
+  static int64_t lease_registered;
   char peer[ADDR_MAX], err[LCD_ETCD_ERR], value[512];
   int in_sync = 0;
+  int64_t lease = atomic_load(&C.lease);
   if (lc_replication_peer(s->lc, peer, sizeof peer, &in_sync) != 0 ||
-      strcmp(peer, C.registered) == 0)
+      (strcmp(peer, C.registered) == 0 && lease == lease_registered))
     return;
   own_value(value, sizeof value, peer);
-  if (lcd_etcd_put(C.etcd, C.kmember, value, C.lease, err, sizeof err)) {
+  if (lcd_etcd_put(C.etcd, C.kmember, value, lease, err, sizeof err)) {
     etcd_err("cannot register this standby", err);
     return;
   }
   snprintf(C.registered, sizeof C.registered, "%s", peer);
+  lease_registered = lease;
 }
 
-static void *run(void *arg) {
+/* The keeper thread: renewals only, every sixth of the TTL (so that
+ * nothing else the cluster asks etcd delays them); a primary whose lease
+ * is gone re-executes, a standby takes a new one. */
+static void *keeper(void *arg) {
   lcd_server *s = arg;
-  int64_t next_renew = 0, gone_us = 0;
   while (!atomic_load(&C.stop)) {
-    int64_t now = mono();
-    int role = atomic_load(&C.role);
-    if (now >= next_renew) {
-      int r = renew(s);
-      if (r == 1 && role == R_PRIMARY) reexec(s, "the lease expired");
-      if (r == 1) grant();
-      next_renew = now + (r == 0 ? margin_us() : POLL_MS * 1000);
-    }
-    if (role == R_PRIMARY && !C.fence_said &&
+    int r = renew(s);
+    if (r == 1 && atomic_load(&C.role) == R_PRIMARY)
+      reexec(s, "the lease expired");
+    if (r == 1) grant();
+    if (atomic_load(&C.role) == R_PRIMARY && !C.fence_said &&
         mono() >= atomic_load(&C.deadline_us)) {
       lcd_log(C.set, 0, "cluster: FENCED: the lease was not renewed in time "
                         "(etcd at %s unreachable?): handing out nothing",
-              lcd_etcd_endpoint(C.etcd));
+              lcd_etcd_endpoint(C.ka));
       C.fence_said = 1;
     }
+    nap(r == 0 ? atomic_load(&C.granted_s) * 1000 / 6 : POLL_MS);
+  }
+  return NULL;
+}
+
+/* The run thread: the leader key every POLL_MS, and what follows. */
+static void *run(void *arg) {
+  lcd_server *s = arg;
+  int64_t gone_us = 0;
+  while (!atomic_load(&C.stop)) {
+    int role = atomic_load(&C.role);
     char err[LCD_ETCD_ERR];
     lcd_etcd_kv kv;
     if (lcd_etcd_get(C.etcd, C.kleader, &kv, err, sizeof err) != 0) {
@@ -683,8 +702,14 @@ int lcd_cluster_start(lcd_server *s) {
       if (!same_str(C.sync, C.node)) name_sync(C.node);
     }
   }
+  if (pthread_create(&C.keeper, NULL, keeper, s) != 0) {
+    lcd_log(C.set, 0, "cluster: cannot start its threads");
+    return EXIT_RUNTIME;
+  }
   if (pthread_create(&C.thread, NULL, run, s) != 0) {
-    lcd_log(C.set, 0, "cluster: cannot start its thread");
+    atomic_store(&C.stop, 1);
+    pthread_join(C.keeper, NULL);
+    lcd_log(C.set, 0, "cluster: cannot start its threads");
     return EXIT_RUNTIME;
   }
   C.started = 1;
@@ -696,16 +721,19 @@ void lcd_cluster_stop(lcd_server *s) {
   if (!C.on || !C.started) return;
   atomic_store(&C.stop, 1);
   pthread_join(C.thread, NULL);
+  pthread_join(C.keeper, NULL);
   C.started = 0;
 }
 
 void lcd_cluster_leave(void) {
   if (!C.on || !C.etcd) return;
   char err[LCD_ETCD_ERR];
-  if (C.lease && lcd_etcd_revoke(C.etcd, C.lease, err, sizeof err) != 0)
+  int64_t lease = atomic_load(&C.lease);
+  if (lease && lcd_etcd_revoke(C.etcd, lease, err, sizeof err) != 0)
     etcd_err("cannot revoke the lease (it expires by itself)", err);
   lcd_etcd_free(C.etcd);
-  C.etcd = NULL;
+  lcd_etcd_free(C.ka);
+  C.etcd = C.ka = NULL;
 }
 
 /* ---- figures --------------------------------------------------------- */
