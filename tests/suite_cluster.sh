@@ -50,10 +50,13 @@ declare -A PID=() EPID=() XPID=()
 cleanup() {
   local p
   touch "$TMP/load/stop" 2>/dev/null
-  for p in "${PID[@]}" "${EPID[@]}" "${XPID[@]}"; do
-    kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null
-  done
-  [ -n "${LPID:-}" ] && kill "$LPID" 2>/dev/null
+  {
+    for p in "${PID[@]}" "${EPID[@]}" "${XPID[@]}"; do
+      kill -CONT "$p"; kill -9 "$p"
+    done
+    [ -n "${LPID:-}" ] && kill "$LPID"
+    wait
+  } 2>/dev/null
   tests/memcached.sh stop "$TMP" 2>/dev/null
   [ "$EDIR" != "$TMP" ] && rm -rf "$EDIR"
   if [ "${LC_TEST_KEEP:-0}" = 1 ]; then echo "# kept $TMP"; else rm -rf "$TMP"; fi
@@ -98,8 +101,8 @@ for n in 1 2 3; do
     maps="$maps${maps:+,}$x:${EC[$m]}"
     URLS[$n]="${URLS[$n]}${URLS[$n]:+,}http://127.0.0.1:$x"
   done
-  TOOL proxy "$maps" >"$TMP/proxy$n.out" 2>&1 &
-  XPID[$n]=$!
+  /usr/bin/python3 tests/daemon/cluster_tool.py proxy "$maps" >"$TMP/proxy$n.out" 2>&1 &
+  XPID[$n]=$!   # python's own pid: the signals cut and heal
 done
 for n in 1 2 3; do
   for _ in $(seq 50); do grep -q ready "$TMP/proxy$n.out" 2>/dev/null && break; sleep 0.1; done
