@@ -9,6 +9,8 @@
 # another on whichever node is the primary then:
 #   kill    SIGKILL: another node serves within --leader-ttl + 4 s; the old
 #           one, restarted, follows the new primary as a standby
+#   disk    SIGKILL, its log directory deleted and memcached flushed: the
+#           same (floors come from the promoted standby's log)
 #   freeze  SIGSTOP past its lease, then SIGCONT: another takes over, no
 #           two nodes ever say primary at once, the old one rejoins
 #   cut     its proxy to etcd cut (a partition: requests time out): it
@@ -194,6 +196,20 @@ check "kill: ids again within ttl + 4 s (${OUTAGE} s)" le "$OUTAGE" $((TTL + 4))
 node "$old"
 check "kill: n$old, restarted, follows n$PRIMARY" wait_standby "$old" 15
 
+# ---- disk: the primary lost with its log, memcached flushed -------------------------
+old=$PRIMARY
+wait_acks 100 10 >/dev/null
+T0=$(now)
+kill -9 "${PID[$old]}"; wait "${PID[$old]}" 2>/dev/null
+rm -rf "$TMP/db$old"
+(exec 3<>"/dev/tcp/127.0.0.1/$MCPORT" && printf 'flush_all\r\n' >&3 && IFS= read -r -t 2 l <&3) 2>/dev/null
+echo "# disk: SIGKILL n$old (primary), its log deleted, memcached flushed, at $T0"
+check "disk: another node is primary within ttl + 4 s" wait_primary "$old" $((TTL + 4))
+check "disk: the new primary hands out ids" wait_acks 100 $((TTL + 6))
+report_outage disk "$T0"
+node "$old"
+check "disk: n$old, restarted without its log, follows n$PRIMARY" wait_standby "$old" 15
+
 # ---- freeze -------------------------------------------------------------------
 old=$PRIMARY
 T0=$(now)
@@ -226,12 +242,16 @@ echo "# cut: $(TOOL roles "${D[$old]}")"
 check "cut: n$old says fenced" test "$(role_of "$old")" = fenced
 check "cut: another node is primary" wait_primary "$old" 10
 check "cut: the new primary hands out ids" wait_acks 100 10
-T1=$(now)
-last=$(TOOL outage "$TMP/load" "$T0" "$T1" "${D[$old]}" | awk '$1 == "last" { print $3 }')
-first=$(awk -v t="$T0" -v p="${D[$old]}" '$1 > t && $2 != p { print $1 }' "$TMP"/load/client_*.txt | sort -n | head -1)
-echo "# cut: n$old's last id at +$(awk -v a="$last" -v b="$T0" 'BEGIN { printf "%.3f", a - b }') s; the new primary's first at +$(awk -v a="$first" -v b="$T0" 'BEGIN { printf "%.3f", a - b }') s (lease ${TTL} s)"
+# the new primary's first id F (on its own port): every id below F
+# acknowledged after the cut came from n$old (directly, or forwarded by a
+# standby); the last of them must be before n$old's lease could expire
+# and before F
+read -r ft fv < <(awk -v t="$T0" -v p="${D[$PRIMARY]}" '$1 > t && $2 == p { print $1, $3 }' "$TMP"/load/client_*.txt | sort -n | head -1)
+last=$(awk -v t="$T0" -v f="${fv:-0}" '$1 > t && $3 < f { print $1 }' "$TMP"/load/client_*.txt | sort -n | tail -1)
+last=${last:-$T0} ft=${ft:-0}
+echo "# cut: n$old's last id at +$(awk -v a="$last" -v b="$T0" 'BEGIN { printf "%.3f", a - b }') s; the new primary's first ($fv) at +$(awk -v a="$ft" -v b="$T0" 'BEGIN { printf "%.3f", a - b }') s (lease ${TTL} s)"
 check "cut: n$old's last id before its lease could expire" lt "$last" "$(awk -v t="$T0" -v l="$TTL" 'BEGIN { printf "%.6f", t + l }')"
-check "cut: n$old's last id before the new primary's first" lt "$last" "$first"
+check "cut: n$old's last id before the new primary's first" lt "$last" "$ft"
 report_outage cut "$T0"
 kill -USR2 "${XPID[$old]}"
 check "cut: n$old, healed, follows n$PRIMARY" wait_standby "$old" 15

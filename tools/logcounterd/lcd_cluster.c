@@ -46,6 +46,10 @@
 #include "lcd_etcd.h"
 
 #include <dirent.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -60,6 +64,7 @@
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 }; /* as logcounterd.c's */
 
 #define POLL_MS 100
+#define FWD_TIMEOUT_MS 2000
 #define NAME_MAX_LEN 64
 #define ADDR_MAX 256
 
@@ -84,6 +89,9 @@ static struct {
   int promote_pending; /* join won with a standby's copy */
   int fence_said;
   char own_repl[ADDR_MAX], standby_of[ADDR_MAX];
+  char leader_data[ADDR_MAX]; /* a standby's: the primary's data port, ""
+                                 when not one to forward to (set at join) */
+  _Atomic uint64_t forwarded, forward_errors;
   char registered[ADDR_MAX]; /* the peer last written to member/NODE */
   char approved[ADDR_MAX];   /* the standby address approved */
   pthread_mutex_t mu;        /* the strings below */
@@ -425,6 +433,12 @@ int lcd_cluster_join(lcd_settings *set) {
       } else {
         snprintf(C.standby_of, sizeof C.standby_of, "%s", repl);
         set->standby_of = C.standby_of;
+        /* allocations go on to the primary's data port, plain TCP and
+         * without authentication only (see lcd_cluster_forward) */
+        field(kv.value, "data", C.leader_data, sizeof C.leader_data);
+        if (set->auth_file || set->tls_cert || !strchr(C.leader_data, ':') ||
+            strchr(C.leader_data, ','))
+          C.leader_data[0] = '\0';
         set_str(C.leader, sizeof C.leader, node);
         atomic_store(&C.term, (uint64_t)kv.create_rev);
         atomic_store(&C.role, R_STANDBY);
@@ -736,6 +750,104 @@ void lcd_cluster_leave(void) {
   C.etcd = C.ka = NULL;
 }
 
+/* ---- forwarding ------------------------------------------------------ */
+
+static _Thread_local int fwd_fd = -1; /* each worker's connection */
+
+static int fwd_connect(void) {
+  char host[ADDR_MAX];
+  snprintf(host, sizeof host, "%s", C.leader_data);
+  char *colon = strrchr(host, ':');
+  if (colon == NULL) return -1;
+  *colon = '\0';
+  const char *h = host;
+  if (h[0] == '[') { /* [v6]:PORT */
+    h++;
+    host[strlen(host) - 1] = '\0';
+  }
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+  if (getaddrinfo(h, colon + 1, &hints, &ai) != 0) return -1;
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct timeval tv = {FWD_TIMEOUT_MS / 1000, (FWD_TIMEOUT_MS % 1000) * 1000};
+  if (fd >= 0 &&
+      (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
+       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+       connect(fd, ai->ai_addr, ai->ai_addrlen) != 0)) {
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(ai);
+  if (fd >= 0) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return fd;
+}
+
+/* One "incr NAME N" on fd: the answer line into line. */
+static int fwd_once(int fd, const char *name, uint64_t n, char *line,
+                    size_t size) {
+  char req[LC_NAME_MAX + 48];
+  int len = snprintf(req, sizeof req, "incr %s %llu\r\n", name,
+                     (unsigned long long)n);
+  if (len <= 0 || (size_t)len >= sizeof req ||
+      send(fd, req, (size_t)len, MSG_NOSIGNAL) != len)
+    return -1;
+  size_t got = 0;
+  while (got < size - 1) {
+    ssize_t r = recv(fd, line + got, 1, 0); /* one line, never past it */
+    if (r <= 0) return -1;
+    if (line[got] == '\n') {
+      line[got && line[got - 1] == '\r' ? got - 1 : got] = '\0';
+      return 0;
+    }
+    got++;
+  }
+  return -1;
+}
+
+/* The LC_E code an answer "SERVER_ERROR ENAME ..." names, or ESTANDBY. */
+static int fwd_code(const char *line) {
+  const char *p = strncmp(line, "SERVER_ERROR ", 13) == 0 ? line + 13 : "";
+  for (int rc = -1; rc >= -64; rc--) {
+    const char *e = lc_err_name(rc);
+    size_t n = strlen(e);
+    if (strncmp(p, e, n) == 0 && (p[n] == ' ' || p[n] == '\0') &&
+        strcmp(e, "EUNKNOWN") != 0)
+      return rc;
+  }
+  return LC_ESTANDBY;
+}
+
+int lcd_cluster_forward(const char *name, uint64_t n, int64_t *first) {
+  if (!C.on || atomic_load(&C.role) != R_STANDBY || !C.leader_data[0])
+    return LC_ESTANDBY;
+  char line[256];
+  for (int tries = 0; tries < 2; tries++) {
+    int reused = fwd_fd >= 0;
+    if (fwd_fd < 0 && (fwd_fd = fwd_connect()) < 0) break;
+    if (fwd_once(fwd_fd, name, n, line, sizeof line) != 0) {
+      close(fwd_fd);
+      fwd_fd = -1;
+      if (reused) continue; /* a connection the primary closed: once more */
+      break;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(line, &end, 10);
+    if (line[0] >= '0' && line[0] <= '9' && *end == '\0' && !errno &&
+        v >= (long long)n) {
+      *first = (int64_t)(v - (long long)n + 1);
+      atomic_fetch_add(&C.forwarded, 1);
+      return 0;
+    }
+    atomic_fetch_add(&C.forward_errors, 1);
+    return fwd_code(line); /* the primary's own refusal */
+  }
+  atomic_fetch_add(&C.forward_errors, 1);
+  return LC_ESTANDBY;
+}
+
 /* ---- figures --------------------------------------------------------- */
 
 void lcd_cluster_figures(lcd_server *s, lcd_fig_fn fn, void *arg) {
@@ -779,6 +891,14 @@ void lcd_cluster_figures(lcd_server *s, lcd_fig_fn fn, void *arg) {
       {.name = "cluster_failovers", .kind = LCD_FIG_COUNTER, .type = 'u',
        .u = atomic_load(&C.failovers),
        .help = "Promotions of this node by the cluster since it started."},
+      {.name = "cluster_forwarded", .kind = LCD_FIG_COUNTER, .type = 'u',
+       .u = atomic_load(&C.forwarded),
+       .help = "Allocations this standby forwarded to the primary and "
+               "answered with its ids."},
+      {.name = "cluster_forward_errors", .kind = LCD_FIG_COUNTER,
+       .type = 'u', .u = atomic_load(&C.forward_errors),
+       .help = "Forwarded allocations the primary refused or did not "
+               "answer (answered with its error or ESTANDBY)."},
   };
   for (size_t i = 0; i < sizeof f / sizeof *f; i++) fn(arg, &f[i]);
 }

@@ -43,6 +43,15 @@ void lcd_cluster_stop(lcd_server *s);
  * goes at once and its synchronous standby takes over without waiting
  * for the TTL. */
 void lcd_cluster_leave(void);
+/* A standby's forwarding of an allocation its data port received: one
+ * "incr NAME N" to the primary's data port over this thread's own
+ * connection (each worker keeps one), the answer's block in *first.  0;
+ * the primary's refusal (its code); LC_ESTANDBY when this node is not a
+ * standby, knows no primary to forward to (the primary's data port with
+ * --auth-file or TLS is not forwarded to), or the primary did not answer
+ * within 2 s.  Worker threads (it blocks); the ids keep the order of the
+ * calls of one thread. */
+int lcd_cluster_forward(const char *name, uint64_t n, int64_t *first);
 /* The cluster's figures for "stats" and /metrics (none without --etcd). */
 void lcd_cluster_figures(lcd_server *s, lcd_fig_fn fn, void *arg);
 
