@@ -40,6 +40,9 @@
  *              OpenSSL socket layer every TLS connection shares
  *   replicate.c, follow.c, promote.c, repl_*.c  the hot standby (repl.h;
  *              repl_tls.c replication over mutual TLS)
+ *   cluster.c  automatic failover's hooks: the lease deadline that fences
+ *              allocations, the standby's address and its approval, the
+ *              log-kind probe, the term record (logcounterd --etcd)
  *   admin*.c   the admin socket: its server (admin_srv.c, admin_ops.c),
  *              its client (admin_cli.c), their line I/O (admin_io.c);
  *              admin.h

@@ -163,6 +163,15 @@ wait_acks() {
   return 1
 }
 now() { date +%s.%N; }
+# need_primary PHASE: a phase needs a primary to hurt; without one the
+# rest of the suite cannot run (counted as a failure)
+need_primary() {
+  roles
+  [ -n "$PRIMARY" ] && return 0
+  echo "FAIL - $1: no primary to start from"; failed=$((failed + 1))
+  echo "$ROLES" | sed 's/^/#   /'
+  finish
+}
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 report_outage() { # NAME T0: the longest time without an id since T0
@@ -185,6 +194,7 @@ LPID=$!
 check "start: ids are handed out" wait_acks 200 10
 
 # ---- kill ---------------------------------------------------------------------
+need_primary kill
 old=$PRIMARY
 T0=$(now)
 kill -9 "${PID[$old]}"; wait "${PID[$old]}" 2>/dev/null
@@ -197,6 +207,7 @@ node "$old"
 check "kill: n$old, restarted, follows n$PRIMARY" wait_standby "$old" 15
 
 # ---- disk: the primary lost with its log, memcached flushed -------------------------
+need_primary disk
 old=$PRIMARY
 wait_acks 100 10 >/dev/null
 T0=$(now)
@@ -211,6 +222,7 @@ node "$old"
 check "disk: n$old, restarted without its log, follows n$PRIMARY" wait_standby "$old" 15
 
 # ---- freeze -------------------------------------------------------------------
+need_primary freeze
 old=$PRIMARY
 T0=$(now)
 kill -STOP "${PID[$old]}"
@@ -231,6 +243,7 @@ report_outage freeze "$T0"
 check "freeze: n$old, resumed, follows n$PRIMARY" wait_standby "$old" 15
 
 # ---- cut from etcd --------------------------------------------------------------
+need_primary cut
 old=$PRIMARY
 wait_acks 100 10 >/dev/null
 T0=$(now)
@@ -257,6 +270,7 @@ kill -USR2 "${XPID[$old]}"
 check "cut: n$old, healed, follows n$PRIMARY" wait_standby "$old" 15
 
 # ---- etcd's quorum lost ------------------------------------------------------------
+need_primary quorum
 wait_acks 100 10 >/dev/null
 roles
 prim=$PRIMARY terms=$(awk '{ print $3 }' <<<"$ROLES" | sort -u | tr '\n' ' ')

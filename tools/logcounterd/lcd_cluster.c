@@ -667,6 +667,7 @@ static void *keeper(void *arg) {
 static void *run(void *arg) {
   lcd_server *s = arg;
   int64_t gone_us = 0;
+  unsigned polls = 0;
   while (!atomic_load(&C.stop)) {
     int role = atomic_load(&C.role);
     char err[LCD_ETCD_ERR];
@@ -688,6 +689,10 @@ static void *run(void *arg) {
         reexec(s, why);
       }
       register_peer(s);
+      lcd_etcd_kv sync;
+      if (++polls % 10 == 0 && /* for stats: who may take over */
+          lcd_etcd_get(C.etcd, C.ksync, &sync, err, sizeof err) == 0)
+        set_str(C.sync, sizeof C.sync, sync.found ? sync.value : "");
     } else {
       if (!gone_us) gone_us = mono();
       set_str(C.leader, sizeof C.leader, "");
