@@ -57,6 +57,7 @@ cleanup() {
       kill -CONT "$p"; kill -9 "$p"
     done
     [ -n "${LPID:-}" ] && kill "$LPID"
+    touch "$TMP/pin/stop"
     wait
   } 2>/dev/null
   tests/memcached.sh stop "$TMP" 2>/dev/null
@@ -246,6 +247,12 @@ check "freeze: n$old, resumed, follows n$PRIMARY" wait_standby "$old" 15
 need_primary cut
 old=$PRIMARY
 wait_acks 100 10 >/dev/null
+# one client more, pinned to n$old's port: what n$old itself answers
+mkdir -p "$TMP/pin"
+TOOL load "$TMP/pin" cl 1 "${D[$old]}" &
+PPID_PIN=$!
+wait_acks_in() { local d=$1 want=$2 end=$((SECONDS + 10)); while [ $SECONDS -le $end ]; do [ "$(cat "$d"/client_*.txt 2>/dev/null | wc -l)" -ge "$want" ] && return 0; sleep 0.1; done; return 1; }
+wait_acks_in "$TMP/pin" 50
 T0=$(now)
 kill -USR1 "${XPID[$old]}"
 echo "# cut: n$old (primary) cut from etcd at $T0"
@@ -257,7 +264,10 @@ check "cut: the new primary hands out ids" wait_acks 100 10
 # primary, so an id on another port may be either primary's: the
 # uniqueness check at the end covers those) against the earliest moment
 # its lease could expire and the moment the new primary was seen
-last=$(awk -v t="$T0" -v p="${D[$old]}" '$1 > t && $2 == p { print $1 }' "$TMP"/load/client_*.txt | sort -n | tail -1)
+touch "$TMP/pin/stop"; wait "$PPID_PIN"
+last=$(awk -v t="$T0" -v p="${D[$old]}" '$1 > t && $2 == p { print $1 }' "$TMP"/load/client_*.txt "$TMP"/pin/client_*.txt | sort -n | tail -1)
+before=$(awk -v t="$T0" '$1 <= t' "$TMP"/pin/client_*.txt | wc -l)
+check "cut: the pinned client had ids from n$old before the cut ($before)" test "$before" -gt 0
 last=${last:-$T0}
 rel() { awk -v a="$1" -v b="$T0" 'BEGIN { printf "%.3f", a - b }'; }
 echo "# cut: n$old's last id at +$(rel "$last") s; n$PRIMARY seen primary at +$(rel "$T_NEW") s (lease ${TTL} s)"
@@ -299,7 +309,7 @@ report_outage quorum "$T0"
 # ---- the ids --------------------------------------------------------------------
 touch "$TMP/load/stop"
 wait "$LPID"; LPID=""
-check "no id twice, each client's ids increasing" TOOL check "$TMP/load"
+check "no id twice, each client's ids increasing" TOOL check "$TMP/load" "$TMP/pin"
 echo "# failovers: $(grep -h 'PRIMARY: promoted' "$TMP"/n*.log | sed 's/.*(term/term/' | tr '\n' ';')"
 echo "# suite_cluster: $((SECONDS - T_START)) s"
 finish

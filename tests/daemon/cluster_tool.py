@@ -9,8 +9,8 @@ failover on etcd), standard library only, 127.0.0.1 only.
       1 s, moves to the next port.  Every acknowledged id goes to
       DIR/client_N.txt as "WALLTIME PORT ID" at once; it stops when
       DIR/stop appears.
-  check DIR
-      no id twice across all clients, each client's ids strictly
+  check DIR [DIR...]
+      no id twice across all clients (of every DIR), each client's ids strictly
       increasing; prints the counts.  Exit 1 on a violation.
   outage DIR T0 T1 [PORT]
       the longest time without any acknowledged id (every client merged)
@@ -89,11 +89,14 @@ def acks(d):
     return out
 
 
-def check(d):
+def check(*dirs):
     seen = {}
     bad = 0
     total = 0
-    for name, rows in acks(d).items():
+    every = {}
+    for d in dirs:
+        every.update({os.path.join(d, k): v for k, v in acks(d).items()})
+    for name, rows in every.items():
         last = 0
         for t, port, v in rows:
             total += 1
