@@ -26,6 +26,7 @@
 # (node and etcd logs, every acknowledged id).  Ends with
 # "cluster: N passed, M failed".
 set -u
+shopt -s extglob
 cd "$(dirname "$0")/.." || exit 1
 . tests/port.sh
 BUILD=${BUILD:-build}
@@ -289,7 +290,9 @@ moved=0
 end=$((SECONDS + 2 * TTL + 3))
 while [ $SECONDS -lt $end ]; do
   roles
-  [ -n "$PRIMARY" ] && [ "$PRIMARY" != "$prim" ] && moved=1
+  for n in 1 2 3; do # a node other than n$prim leading, even fenced
+    [ "$n" != "$prim" ] && [[ $(role_of "$n") == @(primary|fenced) ]] && moved=1
+  done
   [ "$(awk '{ print $3 }' <<<"$ROLES" | sort -u | tr '\n' ' ')" != "$terms" ] && moved=1
   sleep 0.2
 done
@@ -302,8 +305,11 @@ T1=$(now)
 member 2; member 3
 check "quorum: etcd back" bash -c 'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/'"${EC[2]}"') 2>/dev/null && exit 0; sleep 0.1; done; exit 1'
 check "quorum: ids again once etcd is back" wait_acks 100 30
-roles
+two=0
+end=$((SECONDS + 2))
+while [ $SECONDS -lt $end ]; do roles; [ "$NPRIM" -gt 1 ] && two=1; sleep 0.1; done
 echo "# quorum: after: $(echo "$ROLES" | tr '\n' ';')"
+check "quorum: etcd back, never two nodes saying primary" test "$two" = 0
 report_outage quorum "$T0"
 
 # ---- the ids --------------------------------------------------------------------
