@@ -146,10 +146,17 @@ static int call(lcd_etcd *e, const char *path, json_object *req,
       say(err, errsize, "%s: an answer that is not a JSON object", url);
       return -1;
     }
-    if (rc == CURLE_OK) { /* etcd answered: an error of its, not a retry */
+    if (rc == CURLE_OK && status < 500) { /* a refusal: the same anywhere */
       say(err, errsize, "%s: HTTP %ld: %.200s", url, status,
           e->blen ? e->body : "");
       return -1;
+    }
+    if (rc == CURLE_OK) { /* 5xx: this member cannot answer (no leader,
+                             no quorum): the next one may */
+      say(err, errsize, "%s: HTTP %ld: %.200s", url, status,
+          e->blen ? e->body : "");
+      e->cur = (e->cur + 1) % e->n;
+      continue;
     }
     say(err, errsize, "%s: %s", url,
         e->too_big ? "an answer too large" : curl_easy_strerror(rc));
