@@ -8,7 +8,9 @@
  *
  * A handle is used by one thread at a time (it owns one curl handle, so
  * its connection is kept).  Each call tries the endpoints in turn, from
- * the one that answered last, each within the handle's timeout; it
+ * the one that answered last, each within the handle's timeout (moving
+ * on when one cannot be reached or answers 5xx, e.g. a member without a
+ * leader; a 4xx is the answer); it
  * returns 0, or -1 with a message in err (etcd unreachable, an HTTP
  * error, an answer that is not JSON or lacks what is needed).  Nothing
  * here retries beyond that or sleeps.
