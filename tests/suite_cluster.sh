@@ -13,6 +13,10 @@
 #           same (floors come from the promoted standby's log)
 #   freeze  SIGSTOP past its lease, then SIGCONT: another takes over, no
 #           two nodes ever say primary at once, the old one rejoins
+#   standby the synchronous standby SIGKILLed: the third node takes the
+#           stream over and the primary names it in /sync only once it
+#           holds every write (then approves its acknowledgments); ids
+#           resume; the killed one, restarted, follows again
 #   cut     its proxy to etcd cut (a partition: requests time out): it
 #           stops handing out ids before its lease can have expired
 #           (stats says fenced) and before the new primary's first id;
@@ -122,7 +126,7 @@ node() {
   PID[$n]=$!
 }
 PORTS="${D[1]},${D[2]},${D[3]}"
-# roles: "PORT ROLE TERM LEADER" per node into ROLES; PRIMARY = the node
+# roles: "PORT ROLE TERM LEADER SYNC" per node into ROLES; PRIMARY = the node
 # (1..3) that says primary ("" with none), NPRIM how many say it
 roles() {
   ROLES=$(TOOL roles "$PORTS")
@@ -150,7 +154,7 @@ wait_standby() {
   while [ $SECONDS -le $end ]; do
     roles
     [ "$(role_of "$1")" = standby ] && [ -n "$PRIMARY" ] &&
-      grep -q "^${D[$1]} standby [0-9]* n$PRIMARY\$" <<<"$ROLES" && return 0
+      grep -Eq "^${D[$1]} standby [0-9]+ n$PRIMARY( |\$)" <<<"$ROLES" && return 0
     sleep 0.2
   done
   return 1
@@ -243,6 +247,29 @@ check "freeze: never two nodes saying primary" test "$two" = 0
 check "freeze: the new primary hands out ids" wait_acks 100 10
 report_outage freeze "$T0"
 check "freeze: n$old, resumed, follows n$PRIMARY" wait_standby "$old" 15
+
+# ---- the synchronous standby killed ------------------------------------------------
+need_primary standby
+prim=$PRIMARY
+sync_of() { awk -v p="${D[$1]}" '$1 == p { print $5 }' <<<"$ROLES"; }
+sb=$(sync_of "$prim"); sb=${sb#n}
+if [ -z "$sb" ] || [ "$sb" = "$prim" ] || [ -z "${PID[$sb]:-}" ]; then
+  echo "FAIL - standby: n$prim names no standby in sync (${sb:-none})"; failed=$((failed + 1))
+else
+  T0=$(now)
+  kill -9 "${PID[$sb]}"; wait "${PID[$sb]}" 2>/dev/null
+  echo "# standby: SIGKILL n$sb (the synchronous standby of n$prim) at $T0"
+  third=$((6 - prim - sb))
+  ok=0 end=$((SECONDS + 15))
+  while [ $SECONDS -le $end ]; do roles; [ "$(sync_of "$prim")" = "n$third" ] && { ok=1; break; }; sleep 0.2; done
+  check "standby: n$prim names n$third in sync instead" test "$ok" = 1
+  check "standby: n$prim hands out ids again" wait_acks 100 15
+  roles
+  check "standby: n$prim is still the primary" test "$PRIMARY" = "$prim"
+  report_outage standby "$T0"
+  node "$sb"
+  check "standby: n$sb, restarted, follows n$prim" wait_standby "$sb" 15
+fi
 
 # ---- cut from etcd --------------------------------------------------------------
 need_primary cut

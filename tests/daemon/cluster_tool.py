@@ -17,8 +17,8 @@ failover on etcd), standard library only, 127.0.0.1 only.
       between wall times T0 and T1, in seconds; with PORT, also the last
       id acknowledged by PORT and when ("last PORT T ID").
   roles PORT[,PORT...]
-      one line per node: "PORT ROLE TERM LEADER" from its stats ("down"
-      when it does not answer within 1 s).
+      one line per node: "PORT ROLE TERM LEADER SYNC" from its stats
+      ("down" when it does not answer within 1 s).
   proxy LPORT:RPORT[,LPORT:RPORT...]
       a TCP proxy on 127.0.0.1 (one per node, between it and etcd):
       SIGUSR1 cuts it (every connection, open or new, is held without a
@@ -136,7 +136,7 @@ def outage(d, t0, t1, port=None):
 
 def roles(ports):
     for p in ports.split(","):
-        role, term, leader = "down", "-", "-"
+        role, term, leader, sync = "down", "-", "-", "-"
         try:
             s = socket.create_connection(("127.0.0.1", int(p)), timeout=1)
             s.sendall(b"stats\r\n")
@@ -152,9 +152,10 @@ def roles(ports):
             role = st.get("cluster_role", "none")
             term = st.get("cluster_term", "-")
             leader = st.get("cluster_leader", "-")
+            sync = st.get("cluster_sync_standby", "-")
         except (OSError, ValueError):
             pass
-        print(p, role, term, leader)
+        print(p, role, term, leader, sync)
     return 0
 
 
