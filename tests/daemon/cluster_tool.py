@@ -19,6 +19,9 @@ failover on etcd), standard library only, 127.0.0.1 only.
   roles PORT[,PORT...]
       one line per node: "PORT ROLE TERM LEADER SYNC" from its stats
       ("down" when it does not answer within 1 s).
+  etcdauth URL CA CERT KEY PASSWORDFILE
+      turns on etcd's auth over its https gateway (client certificate
+      CERT/KEY, CA CA): user root with the file's password, role root.
   proxy LPORT:RPORT[,LPORT:RPORT...]
       a TCP proxy on 127.0.0.1 (one per node, between it and etcd):
       SIGUSR1 cuts it (every connection, open or new, is held without a
@@ -159,6 +162,27 @@ def roles(ports):
     return 0
 
 
+def etcdauth(url, ca, cert, key, pwfile):
+    import json
+    import ssl
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.load_cert_chain(cert, key)
+    with open(pwfile) as f:
+        pw = f.readline().strip()
+
+    def post(path, body):
+        req = urllib.request.Request(url + path, data=json.dumps(body).encode())
+        with urllib.request.urlopen(req, context=ctx, timeout=5) as r:
+            return json.loads(r.read())
+
+    post("/v3/auth/role/add", {"name": "root"})
+    post("/v3/auth/user/add", {"name": "root", "password": pw})
+    post("/v3/auth/user/grant", {"user": "root", "role": "root"})
+    post("/v3/auth/enable", {})
+    return 0
+
+
 def proxy(maps):
     cut = {"on": False}
     held = set()
@@ -228,4 +252,5 @@ if __name__ == "__main__":
     if cmd == "load":
         load(args[0], args[1], int(args[2]), args[3])
         sys.exit(0)
-    sys.exit({"check": check, "outage": outage, "roles": roles, "proxy": proxy}[cmd](*args))
+    sys.exit({"check": check, "outage": outage, "roles": roles, "proxy": proxy,
+              "etcdauth": etcdauth}[cmd](*args))

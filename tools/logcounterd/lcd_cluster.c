@@ -73,6 +73,8 @@ enum { R_CANDIDATE, R_STANDBY, R_PRIMARY };
 static struct {
   int on;
   const char *urls, *cluster, *node;
+  lcd_etcd_auth auth; /* --etcd-cacert, -cert, -key, -user */
+  char password[256]; /* --etcd-password-file's line (never printed) */
   int ttl_s; /* asked for */
   char **argv; /* as given, for the re-exec */
   const lcd_settings *set;
@@ -169,9 +171,27 @@ static int ttl_parse(const char *t, int *out) {
   return 0;
 }
 
+/* --etcd-password-file's first line into C.password. */
+static int read_password(const char *file) {
+  FILE *f = fopen(file, "r");
+  if (f == NULL)
+    return bad("cannot read --etcd-password-file '%s': %s", file,
+               strerror(errno));
+  int ok = fgets(C.password, sizeof C.password, f) != NULL;
+  fclose(f);
+  C.password[strcspn(C.password, "\r\n")] = '\0';
+  if (!ok || !C.password[0])
+    return bad("--etcd-password-file '%s' is empty%s", file, "");
+  return 0;
+}
+
 int lcd_cluster_options(int *argc, char **argv) {
-  static const char *const names[] = {"--etcd", "--cluster", "--node",
-                                      "--leader-ttl"};
+  static const char *const names[] = {
+      "--etcd",        "--cluster",       "--node",
+      "--leader-ttl",  "--etcd-cacert",   "--etcd-cert",
+      "--etcd-key",    "--etcd-user",     "--etcd-password-file"};
+  enum { NOPTS = sizeof names / sizeof *names };
+  const char *pwfile = NULL;
   C.argv = calloc((size_t)*argc + 1, sizeof *C.argv);
   if (C.argv == NULL) return EXIT_RUNTIME;
   memcpy(C.argv, argv, (size_t)*argc * sizeof *argv);
@@ -184,7 +204,7 @@ int lcd_cluster_options(int *argc, char **argv) {
     }
     int k = -1;
     const char *val = NULL;
-    for (int j = 0; j < 4 && k < 0; j++) {
+    for (int j = 0; j < NOPTS && k < 0; j++) {
       size_t n = strlen(names[j]);
       if (strncmp(argv[i], names[j], n) == 0 &&
           (argv[i][n] == '\0' || argv[i][n] == '=')) {
@@ -205,6 +225,11 @@ int lcd_cluster_options(int *argc, char **argv) {
     case 1: C.cluster = val; break;
     case 2: C.node = val; break;
     case 3: ttl = val; break;
+    case 4: C.auth.cacert = val; break;
+    case 5: C.auth.cert = val; break;
+    case 6: C.auth.key = val; break;
+    case 7: C.auth.user = val; break;
+    case 8: pwfile = val; break;
     }
   }
   argv[out] = NULL;
@@ -213,8 +238,17 @@ int lcd_cluster_options(int *argc, char **argv) {
     return bad("invalid duration '%s' for --leader-ttl (whole seconds, "
                "2s .. 3600s, e.g. 5s)%s",
                ttl, "");
-  if (!C.urls && (C.cluster || C.node || ttl))
-    return bad("--cluster, --node and --leader-ttl need --etcd%s%s", "", "");
+  if (!C.urls && (C.cluster || C.node || ttl || C.auth.cacert ||
+                  C.auth.cert || C.auth.key || C.auth.user || pwfile))
+    return bad("--cluster, --node, --leader-ttl and --etcd-* need --etcd%s%s",
+               "", "");
+  if (!C.auth.cert != !C.auth.key)
+    return bad("--etcd-cert and --etcd-key go together%s%s", "", "");
+  if (!C.auth.user != !pwfile)
+    return bad("--etcd-user and --etcd-password-file go together%s%s", "",
+               "");
+  if (pwfile && read_password(pwfile) != 0) return EXIT_USAGE;
+  if (pwfile) C.auth.password = C.password;
   if (!C.urls) return 0;
   if (!C.cluster || !name_ok(C.cluster))
     return bad("--etcd needs --cluster NAME (1-64 of A-Z a-z 0-9 . _ -)%s%s",
@@ -224,7 +258,7 @@ int lcd_cluster_options(int *argc, char **argv) {
                "unique in the cluster%s%s",
                "", "");
   char err[LCD_ETCD_ERR];
-  C.etcd = lcd_etcd_new(C.urls, 1000, err, sizeof err);
+  C.etcd = lcd_etcd_new(C.urls, 1000, NULL, err, sizeof err);
   if (C.etcd == NULL) return bad("invalid --etcd '%s': %s", C.urls, err);
   lcd_etcd_free(C.etcd); /* checked; made again with the real timeout */
   C.etcd = NULL;
@@ -398,8 +432,8 @@ int lcd_cluster_join(lcd_settings *set) {
   int req_ms = C.ttl_s * 1000 / 4;
   if (req_ms > 1000) req_ms = 1000;
   char err[LCD_ETCD_ERR];
-  C.etcd = lcd_etcd_new(C.urls, req_ms, err, sizeof err);
-  if (C.etcd) C.ka = lcd_etcd_new(C.urls, req_ms, err, sizeof err);
+  C.etcd = lcd_etcd_new(C.urls, req_ms, &C.auth, err, sizeof err);
+  if (C.etcd) C.ka = lcd_etcd_new(C.urls, req_ms, &C.auth, err, sizeof err);
   if (C.etcd == NULL || C.ka == NULL) {
     lcd_log(set, 0, "cluster: %s", err);
     return EXIT_RUNTIME;

@@ -16,8 +16,10 @@
 
 #include "lcd_metrics.h"
 
-/* Takes --etcd URL[,URL...], --cluster NAME, --node NAME and
- * --leader-ttl DURATION out of argv (*argc and argv compacted, the rest
+/* Takes --etcd URL[,URL...], --cluster NAME, --node NAME,
+ * --leader-ttl DURATION, --etcd-cacert FILE, --etcd-cert FILE,
+ * --etcd-key FILE, --etcd-user USER and --etcd-password-file FILE out
+ * of argv (*argc and argv compacted, the rest
  * left in order for getopt), keeping the full argv for a re-exec.
  * 0, or EXIT_USAGE with a message on stderr. */
 int lcd_cluster_options(int *argc, char **argv);

@@ -21,6 +21,8 @@ struct lcd_etcd {
   char *urls[URLS_MAX];
   int n, cur;
   int timeout_ms;
+  lcd_etcd_auth auth;
+  char token[512]; /* auth: the current token, "" before the first */
   char *body; /* the answer being read */
   size_t blen, bcap;
   int too_big;
@@ -43,8 +45,8 @@ static void curl_global(void) {
   }
 }
 
-lcd_etcd *lcd_etcd_new(const char *urls, int timeout_ms, char *err,
-                       size_t errsize) {
+lcd_etcd *lcd_etcd_new(const char *urls, int timeout_ms,
+                       const lcd_etcd_auth *auth, char *err, size_t errsize) {
   curl_global();
   lcd_etcd *e = calloc(1, sizeof *e);
   if (e == NULL) {
@@ -52,6 +54,7 @@ lcd_etcd *lcd_etcd_new(const char *urls, int timeout_ms, char *err,
     return NULL;
   }
   e->timeout_ms = timeout_ms;
+  if (auth) e->auth = *auth;
   const char *p = urls;
   while (p && *p) {
     size_t len = strcspn(p, ",");
@@ -114,11 +117,19 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
   return len;
 }
 
-/* POSTs req to path; *out the parsed answer (json_object_put it). */
-static int call(lcd_etcd *e, const char *path, json_object *req,
-                json_object **out, char *err, size_t errsize) {
+/* POSTs req to path (with the token unless bare); *out the parsed answer
+ * (json_object_put it).  *refused: etcd answered 4xx. */
+static int post(lcd_etcd *e, const char *path, json_object *req, int bare,
+                json_object **out, int *refused, char *err, size_t errsize) {
   const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
   *out = NULL;
+  *refused = 0;
+  char authz[600];
+  struct curl_slist *hdrs = NULL;
+  if (!bare && e->token[0]) {
+    snprintf(authz, sizeof authz, "Authorization: %s", e->token);
+    hdrs = curl_slist_append(NULL, authz);
+  }
   for (int tries = 0; tries < e->n; tries++) {
     char url[512];
     snprintf(url, sizeof url, "%s%s", e->urls[e->cur], path);
@@ -131,6 +142,10 @@ static int call(lcd_etcd *e, const char *path, json_object *req,
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, e);
+    if (hdrs) curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    if (e->auth.cacert) curl_easy_setopt(c, CURLOPT_CAINFO, e->auth.cacert);
+    if (e->auth.cert) curl_easy_setopt(c, CURLOPT_SSLCERT, e->auth.cert);
+    if (e->auth.key) curl_easy_setopt(c, CURLOPT_SSLKEY, e->auth.key);
     e->blen = 0;
     e->too_big = 0;
     CURLcode rc = curl_easy_perform(c);
@@ -138,6 +153,7 @@ static int call(lcd_etcd *e, const char *path, json_object *req,
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     if (rc == CURLE_OK && status == 200 && e->blen) {
       json_object *j = json_tokener_parse(e->body);
+      curl_slist_free_all(hdrs);
       if (j && json_object_is_type(j, json_type_object)) {
         *out = j;
         return 0;
@@ -147,8 +163,10 @@ static int call(lcd_etcd *e, const char *path, json_object *req,
       return -1;
     }
     if (rc == CURLE_OK && status < 500) { /* a refusal: the same anywhere */
+      curl_slist_free_all(hdrs);
       say(err, errsize, "%s: HTTP %ld: %.200s", url, status,
           e->blen ? e->body : "");
+      *refused = 1;
       return -1;
     }
     if (rc == CURLE_OK) { /* 5xx: this member cannot answer (no leader,
@@ -162,7 +180,48 @@ static int call(lcd_etcd *e, const char *path, json_object *req,
         e->too_big ? "an answer too large" : curl_easy_strerror(rc));
     e->cur = (e->cur + 1) % e->n; /* the next endpoint */
   }
+  curl_slist_free_all(hdrs);
   return -1;
+}
+
+/* A token for the user (/v3/auth/authenticate). */
+static int authenticate(lcd_etcd *e, char *err, size_t errsize) {
+  json_object *req = json_object_new_object(), *res, *tok;
+  json_object_object_add(req, "name", json_object_new_string(e->auth.user));
+  json_object_object_add(req, "password",
+                         json_object_new_string(e->auth.password
+                                                    ? e->auth.password
+                                                    : ""));
+  int refused;
+  int rc = post(e, "/v3/auth/authenticate", req, 1, &res, &refused, err,
+                errsize);
+  json_object_put(req);
+  if (rc) return rc;
+  if (!json_object_object_get_ex(res, "token", &tok) ||
+      strlen(json_object_get_string(tok)) >= sizeof e->token) {
+    say(err, errsize, "etcd authenticate: no token in the answer");
+    json_object_put(res);
+    return -1;
+  }
+  snprintf(e->token, sizeof e->token, "%s", json_object_get_string(tok));
+  json_object_put(res);
+  return 0;
+}
+
+/* post() with auth: a token first, and a new one when etcd refuses the
+ * one it gave (they expire). */
+static int call(lcd_etcd *e, const char *path, json_object *req,
+                json_object **out, char *err, size_t errsize) {
+  if (e->auth.user && !e->token[0] && authenticate(e, err, errsize) != 0)
+    return -1;
+  int refused;
+  int rc = post(e, path, req, 0, out, &refused, err, errsize);
+  if (rc && refused && e->auth.user) {
+    e->token[0] = '\0';
+    if (authenticate(e, err, errsize) != 0) return -1;
+    rc = post(e, path, req, 0, out, &refused, err, errsize);
+  }
+  return rc;
 }
 
 /* ---- JSON and base64 ----------------------------------------------------- */

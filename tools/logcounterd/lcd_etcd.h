@@ -26,10 +26,20 @@
 
 typedef struct lcd_etcd lcd_etcd;
 
-/* urls: "http://HOST:PORT[,http://HOST:PORT...]"; timeout_ms per request.
- * NULL on a bad list (err says why) or no memory. */
-lcd_etcd *lcd_etcd_new(const char *urls, int timeout_ms, char *err,
-                       size_t errsize);
+/* How to reach etcd beyond the URLs: TLS files (PEM; NULL: none, the
+ * system's CAs for https) and user/password auth (user NULL: none; the
+ * gateway then gets a token from /v3/auth/authenticate, again whenever
+ * etcd refuses it).  The strings must outlive the handle. */
+typedef struct lcd_etcd_auth {
+  const char *cacert, *cert, *key;
+  const char *user, *password;
+} lcd_etcd_auth;
+
+/* urls: "http://HOST:PORT[,https://HOST:PORT...]"; timeout_ms per
+ * request; auth may be NULL.  NULL on a bad list (err says why) or no
+ * memory. */
+lcd_etcd *lcd_etcd_new(const char *urls, int timeout_ms,
+                       const lcd_etcd_auth *auth, char *err, size_t errsize);
 void lcd_etcd_free(lcd_etcd *e);
 /* The endpoint the last call used (for messages). */
 const char *lcd_etcd_endpoint(const lcd_etcd *e);
