@@ -101,7 +101,7 @@ static struct {
   pthread_t thread, keeper;
   int started;
   atomic_bool stop;
-  time_t said_err; /* rate limit for etcd errors */
+  _Atomic time_t said_err; /* rate limit for etcd errors (both threads) */
 } C = {.ttl_s = 5, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t mono(void) { return lc_monotonic_us(); }
@@ -131,8 +131,7 @@ static int same_str(const char *a, const char *b) {
 /* etcd errors, at most one line a second. */
 static void etcd_err(const char *what, const char *err) {
   time_t now = lcd_now();
-  if (now == C.said_err) return;
-  C.said_err = now;
+  if (atomic_exchange(&C.said_err, now) == now) return;
   lcd_log(C.set, 0, "cluster: %s: %s", what, err);
 }
 
