@@ -420,6 +420,25 @@ static int leader_of(const lcd_etcd_kv *kv, char *node, char *repl) {
   return node[0] && repl[0] ? 0 : -1;
 }
 
+/* join's end when this node holds the leader key (term). */
+static int join_won(lcd_settings *set, int64_t term, const lcd_etcd_kv *sync,
+                    int kind) {
+  atomic_store(&C.term, (uint64_t)term);
+  atomic_store(&C.deadline_us, deadline_of(atomic_load(&C.renewed_us)));
+  atomic_store(&C.role, R_PRIMARY);
+  set_str(C.leader, sizeof C.leader, C.node);
+  if (sync->found) set_str(C.sync, sizeof C.sync, sync->value);
+  if (kind == LC_LOG_KIND_STANDBY) { /* promoted in lcd_cluster_start */
+    snprintf(C.standby_of, sizeof C.standby_of, "%s", C.own_repl);
+    set->standby_of = C.standby_of;
+    C.promote_pending = 1;
+  }
+  lcd_log(set, 0, "cluster: won the leader key (term %lld)%s",
+          (long long)term,
+          C.promote_pending ? ": promoting this standby's copy" : "");
+  return 0;
+}
+
 int lcd_cluster_join(lcd_settings *set) {
   if (!C.on) return 0;
   C.set = C.wset = set;
@@ -446,6 +465,7 @@ int lcd_cluster_join(lcd_settings *set) {
   char said[300] = "";
   for (;;) {
     lcd_etcd_kv kv, sync;
+    int kind;
     if (lcd_etcd_get(C.etcd, C.kleader, &kv, err, sizeof err)) {
       etcd_err("cannot read the leader key", err);
       nap(200);
@@ -458,6 +478,12 @@ int lcd_cluster_join(lcd_settings *set) {
     if (kv.found) {
       if (leader_of(&kv, node, repl) != 0) {
         etcd_err("the leader key", "a value without node and replication");
+      } else if (strcmp(node, C.node) == 0 &&
+                 kv.lease == atomic_load(&C.lease)) {
+        /* our campaign below won though its answer was lost: take it */
+        if (lcd_etcd_get(C.etcd, C.ksync, &sync, err, sizeof err) == 0 &&
+            log_kind(set, &kind) == 0)
+          return join_won(set, kv.create_rev, &sync, kind);
       } else if (strcmp(node, C.node) == 0) {
         if (strcmp(said, "self") != 0)
           lcd_log(set, 0, "cluster: the leader key names this node (an "
@@ -482,7 +508,6 @@ int lcd_cluster_join(lcd_settings *set) {
       nap(200);
       continue;
     }
-    int kind;
     if (lcd_etcd_get(C.etcd, C.ksync, &sync, err, sizeof err)) {
       etcd_err("cannot read the sync key", err);
       nap(200);
@@ -509,20 +534,7 @@ int lcd_cluster_join(lcd_settings *set) {
       continue;
     }
     if (!won) continue; /* another node won: follow it */
-    atomic_store(&C.term, (uint64_t)term);
-    atomic_store(&C.deadline_us, deadline_of(atomic_load(&C.renewed_us)));
-    atomic_store(&C.role, R_PRIMARY);
-    set_str(C.leader, sizeof C.leader, C.node);
-    if (sync.found) set_str(C.sync, sizeof C.sync, sync.value);
-    if (kind == LC_LOG_KIND_STANDBY) { /* promoted in lcd_cluster_start */
-      snprintf(C.standby_of, sizeof C.standby_of, "%s", C.own_repl);
-      set->standby_of = C.standby_of;
-      C.promote_pending = 1;
-    }
-    lcd_log(set, 0, "cluster: won the leader key (term %lld)%s",
-            (long long)term,
-            C.promote_pending ? ": promoting this standby's copy" : "");
-    return 0;
+    return join_won(set, term, &sync, kind);
   }
 }
 
@@ -583,6 +595,16 @@ static int promote(lcd_server *s, int64_t since_us) {
   return 0;
 }
 
+/* This standby holds the leader key (term): it promotes. */
+static void lead_won(lcd_server *s, int64_t term, int64_t gone_us,
+                     const char *how) {
+  atomic_store(&C.term, (uint64_t)term);
+  atomic_store(&C.deadline_us, deadline_of(atomic_load(&C.renewed_us)));
+  lcd_log(C.set, 0, "cluster: %s (term %lld), promoting", how,
+          (long long)term);
+  if (promote(s, gone_us) != 0) nap(1000);
+}
+
 /* A standby with no leader key in etcd: campaign if /sync names it. */
 static void campaign(lcd_server *s, int64_t gone_us) {
   char err[LCD_ETCD_ERR];
@@ -604,13 +626,8 @@ static void campaign(lcd_server *s, int64_t gone_us) {
     etcd_err("cannot campaign", err);
     return;
   }
-  if (!won) return;
-  atomic_store(&C.term, (uint64_t)term);
-  atomic_store(&C.deadline_us, deadline_of(atomic_load(&C.renewed_us)));
-  lcd_log(C.set, 0, "cluster: the leader key was gone and /sync names this "
-                    "node: won it (term %lld), promoting",
-          (long long)term);
-  if (promote(s, gone_us) != 0) nap(1000);
+  if (won) lead_won(s, term, gone_us, "the leader key was gone and /sync "
+                                       "names this node: won it");
 }
 
 typedef struct finding {
@@ -712,6 +729,11 @@ static void *run(void *arg) {
         reexec(s, kv.found ? "the leader key is another node's"
                            : "the leader key is gone");
       keep_sync(s);
+    } else if (kv.found && kv.lease == atomic_load(&C.lease)) {
+      /* our own campaign won though its answer was lost (timed out) */
+      lead_won(s, kv.create_rev, gone_us ? gone_us : mono(),
+               "the leader key holds this node's lease (a campaign whose "
+               "answer was lost)");
     } else if (kv.found) {
       gone_us = 0;
       char node[NAME_MAX_LEN + 1], repl[ADDR_MAX];
