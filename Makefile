@@ -223,9 +223,10 @@ DAEMON_CLIENT = $(BUILD)/tests/lcd_client
 all: $(DAEMON)
 
 # sd_notify (tools/logcounterd/lcd_notify.c): Debian's libsystemd-dev.
+# etcd's JSON gateway (lcd_etcd.c, --etcd): libcurl4-openssl-dev, libjson-c-dev.
 SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
 $(DAEMON): $(DAEMON_SRC) $(wildcard tools/logcounterd/*.h) $(LIB_A)
-	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads -levent_openssl $(SYSTEMD_LIBS)
+	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(DAEMON_SRC) $(LIB_A) $(LIBS) -levent -levent_pthreads -levent_openssl $(SYSTEMD_LIBS) -lcurl -ljson-c
 
 # The systemd unit (dist/logcounterd.service.in, Type=notify) with
 # @BINDIR@ replaced, rendered again when BINDIR changes (like the .pc);

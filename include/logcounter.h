@@ -109,7 +109,10 @@ extern "C" {
                     "mode, or never caught up): promote it with force, "  \
                     "above the last id issued")                           \
   X(EAUTH,     -27, "logcounterd refused the user or password (remote "    \
-                    "mode with lc_options.user)")
+                    "mode with lc_options.user)")                         \
+  X(EFENCED,   -28, "this node's leadership lease may have expired (it "   \
+                    "could not renew it in time): it hands out nothing "   \
+                    "until it holds the lease again")
 /* clang-format on */
 
 typedef enum {
@@ -677,6 +680,48 @@ typedef struct lc_replication_status {
   uint64_t connects;     /* connections of a standby so far */
 } lc_replication_status;
 LC_EXTERN int lc_get_replication_status(lc_t *h, lc_replication_status *out);
+
+/* ==== Automatic failover's hooks (src/cluster.c; logcounterd --etcd) ====
+ * What a coordinator (a process holding a leadership lease in etcd) uses.
+ * Each is safe from any thread without a lock of the caller's. */
+/* CLOCK_MONOTONIC in microseconds: the clock of lc_set_lease_deadline. */
+LC_EXTERN int64_t lc_monotonic_us(void);
+/* Fencing: once CLOCK_MONOTONIC passes mono_us, h hands out nothing
+ * (every allocation, from held windows and segments too, and every tally
+ * change fails LC_EFENCED) until a later deadline is set; 0 (the
+ * default): no deadline; a time already past fences at once.  Set it to
+ * the last lease renewal's send time + the TTL - a margin.  Requires a
+ * local handle (LC_EREMOTE otherwise).  Calls already past the check
+ * when the deadline passes may still complete: the margin covers them. */
+LC_EXTERN int lc_set_lease_deadline(lc_t *h, int64_t mono_us);
+/* Process-wide, before lc_open: every primary opened or promoted after it
+ * lets a standby go in sync (acknowledge floors, 'y') only once
+ * lc_replication_approve named that standby's address, so a coordinator
+ * can name the standby in its store before the standby holds a floor the
+ * one named before lacks.  Until approved, floors wait and fail
+ * (LC_ENOSTANDBY) as with no standby. */
+LC_EXTERN void lc_replication_need_approval(void);
+/* Primary: the address "HOST:PORT" of the standby connected now ("" with
+ * none) and in *in_sync whether it is in sync.  Standby: its own local
+ * address on its connection to the primary ("" while not connected), the
+ * same text the primary sees.  out gets at most size bytes. */
+LC_EXTERN int lc_replication_peer(lc_t *h, char *out, size_t size,
+                                  int *in_sync);
+/* Primary (LC_EINVAL otherwise): the standby at peer may go in sync; it
+ * does at once when it has caught up.  "" approves none. */
+LC_EXTERN int lc_replication_approve(lc_t *h, const char *peer);
+/* What db_path holds, in *kind: LC_LOG_KIND_NONE (no log there yet),
+ * LC_LOG_KIND_STANDBY (a standby's copy: open it with standby_of, then
+ * promote it) or LC_LOG_KIND_PRIMARY (a log of its own; also when the
+ * directory could not be opened: lc_open then says why).  Opens and
+ * closes the directory: call it before lc_open. */
+enum { LC_LOG_KIND_NONE, LC_LOG_KIND_PRIMARY, LC_LOG_KIND_STANDBY };
+LC_EXTERN int lc_log_kind(const char *db_path, int *kind);
+/* Writes the leadership term (the etcd leader key's create revision) and
+ * the node's name into the log ("!logcounter-term": "1 TERM UNIXTIME
+ * NODE"), replicated like any write; not synced (it records, it guards
+ * nothing).  A primary only (LC_ESTANDBY otherwise). */
+LC_EXTERN int lc_record_term(lc_t *h, uint64_t term, const char *node);
 LC_EXTERN const char *lc_role_name(lc_role_t role);
 
 /* ==== Write latency (added in 0.6) =====================================

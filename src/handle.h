@@ -99,6 +99,9 @@ struct lc {
   lc__repl *repl; /* repl/replicate.c: the stream to a standby, or NULL */
   pthread_mutex_t promote_mu; /* one promotion at a time */
   bool promoting;             /* the follower is stopped for good */
+  /* repl/cluster.c: lc_set_lease_deadline's deadline (CLOCK_MONOTONIC,
+   * us); 0: none.  Checked by lc__follow_primary_only (follow.c). */
+  _Atomic int64_t lease_deadline_us;
 };
 
 #define LC__STAT(h, field, n) \

@@ -41,6 +41,9 @@
  *                        mutual TLS; auth.c its HMAC handshake
  *             replicate.c  the primary's side (installs the log's hook)
  *             follow.c   the standby's side
+ *             cluster.c  automatic failover's hooks: the lease deadline
+ *                        that fences allocations, the standby's address
+ *                        and approval, the log-kind probe, the term record
  *   counter/  in layers, each calling only those below it:
  *             first.c    lc_next_each: many counters, first uses batched
  *             records.c  lc_iter_open, lc_ledger_open: settled, then read

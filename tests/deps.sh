@@ -17,6 +17,9 @@ need="$need ruby ruby-dalli php-cli php-memcached libcache-memcached-fast-perl p
 need="$need nutcracker prometheus"
 # make deb and tests/suite_package.sh: building and checking the packages
 need="$need debhelper dpkg-dev fakeroot lintian"
+# logcounterd --etcd (lcd_etcd.c over libcurl and json-c); etcd itself for
+# tests/suite_cluster.sh
+need="$need libcurl4-openssl-dev libjson-c-dev etcd-server"
 missing=""
 for p in $need; do
   if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed'; then

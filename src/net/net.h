@@ -50,6 +50,8 @@ int lc__net_listen(const char *addr, int *fd);
  * ("replication", "server"): LC_EINVAL or LC_EREMOTE. */
 int lc__net_connect(const char *what, const char *addr, int timeout_ms,
                     int *fd);
+/* fd's peer (peer) or local address as "HOST:PORT" ("[v6]:PORT"), or "". */
+void lc__net_sock_name(int fd, bool peer, char *out, size_t size);
 
 /* ---- ssl.c: OpenSSL on our non-blocking sockets ---- */
 /* A TLS connection of ctx over fd, through a BIO that never blocks and

@@ -6,6 +6,7 @@
  */
 #include "net/net.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -127,3 +128,24 @@ int lc__net_connect(const char *what, const char *addr, int timeout_ms,
   return 0;
 }
 
+void lc__net_sock_name(int fd, bool peer, char *out, size_t size) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  out[0] = '\0';
+  if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+            : getsockname(fd, (struct sockaddr *)&ss, &len)) != 0)
+    return;
+  char host[INET6_ADDRSTRLEN] = "";
+  unsigned port = 0;
+  if (ss.ss_family == AF_INET) {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+    snprintf(out, size, "%s:%u", host, port);
+  } else if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+    snprintf(out, size, "[%s]:%u", host, port);
+  }
+}

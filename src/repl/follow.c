@@ -46,6 +46,8 @@ struct lc__follow {
 };
 
 int lc__follow_primary_only(lc_t *h) {
+  if (h && lc__cluster_lease_expired(h)) /* cluster.c: fenced */
+    return lc__fail(LC_EFENCED, "the leadership lease's deadline passed");
   if (h == NULL || !atomic_load(&h->standby)) return 0;
   return lc__fail(LC_ESTANDBY, "it follows %s",
                   h->opt.standby_of ? h->opt.standby_of : "its primary");
@@ -447,5 +449,14 @@ void lc__follow_status(lc__follow *f, lc_replication_status *s) {
                        : 0.0;
   s->snapshots = f->snapshots;
   s->connects = f->connects;
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* cluster.c: this standby's own address on its connection to the
+ * primary (what the primary's lc__repl_peer sees), or "". */
+void lc__follow_local(lc__follow *f, char *out, size_t size) {
+  out[0] = '\0';
+  pthread_mutex_lock(&f->mu);
+  if (f->fd >= 0 && f->connected) lc__net_sock_name(f->fd, false, out, size);
   pthread_mutex_unlock(&f->mu);
 }

@@ -128,4 +128,20 @@ int lc__follow_copy_check(lc_t *h);
 /* LC_ESTANDBY while h is a standby. */
 int lc__follow_primary_only(lc_t *h);
 
+/* ---- cluster.c: automatic failover's hooks (lc_set_lease_deadline,
+ * lc_replication_peer, lc_replication_approve in logcounter.h) ---- */
+#define LC__PEER_MAX 64 /* "HOST:PORT" of one end of a connection */
+/* Whether the handle's lease deadline has passed (0: there is none). */
+bool lc__cluster_lease_expired(lc_t *h);
+/* Whether lc_replication_need_approval was called (before lc_open). */
+bool lc__cluster_approval(void);
+/* The primary: its standby's address ("" with none) and whether it is in
+ * sync; takes r->mu. */
+void lc__repl_peer(lc__repl *r, char *out, size_t size, bool *in_sync);
+/* The primary: the standby at peer may go in sync (and does now, if it
+ * has caught up); takes r->mu. */
+void lc__repl_approve(lc__repl *r, const char *peer);
+/* The standby: its own address on the connection, or ""; takes f->mu. */
+void lc__follow_local(lc__follow *f, char *out, size_t size);
+
 #endif

@@ -76,6 +76,10 @@ struct lc__repl {
   struct ssl_ctx_st *ctx; /* h->repl_tls[0]: TLS (wire_tls.c), or NULL */
   pthread_t listener;
   uint64_t ack_timeouts, snapshots, connects;
+  /* cluster.c: with need_approval, a standby goes in sync only while
+   * its address (getpeername of cfd) is approved (lc__repl_approve) */
+  bool need_approval;
+  char approved[LC__PEER_MAX];
 };
 
 static uint64_t random_epoch(void) {
@@ -291,8 +295,10 @@ typedef struct session {
 
 /* mu held: a standby that has everything so far is in sync; from now on
  * every floor waits for it (and the floors waiting for one go on). */
+static bool peer_approved(lc__repl *r); /* at the end of this file */
 static void maybe_sync(lc__repl *r) {
   if (r->state != ST_CATCHUP || r->acked != r->seq) return;
+  if (r->need_approval && !peer_approved(r)) return;
   r->state = ST_SYNC;
   r->say_sync = true;
   r->gave_up = false;
@@ -645,6 +651,7 @@ int lc__repl_start(lc_t *h) {
   r->timeout_ms = h->opt.standby_timeout_ms ? h->opt.standby_timeout_ms : 2000;
   r->epoch = random_epoch();
   r->cfd = -1;
+  r->need_approval = lc__cluster_approval();
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -697,5 +704,34 @@ void lc__repl_status(lc__repl *r, lc_replication_status *s) {
   s->ack_timeouts = r->ack_timeouts;
   s->snapshots = r->snapshots;
   s->connects = r->connects;
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- cluster.c's hooks (see repl.h) ------------------------------------- */
+
+/* mu held: the session's standby address, or "" with none. */
+static void session_peer(lc__repl *r, char *out, size_t size) {
+  out[0] = '\0';
+  if (r->cfd < 0 || r->state == ST_NONE) return;
+  lc__net_sock_name(r->cfd, true, out, size);
+}
+
+static bool peer_approved(lc__repl *r) {
+  char peer[LC__PEER_MAX];
+  session_peer(r, peer, sizeof peer);
+  return peer[0] && strcmp(peer, r->approved) == 0;
+}
+
+void lc__repl_peer(lc__repl *r, char *out, size_t size, bool *in_sync) {
+  pthread_mutex_lock(&r->mu);
+  session_peer(r, out, size);
+  *in_sync = r->state == ST_SYNC;
+  pthread_mutex_unlock(&r->mu);
+}
+
+void lc__repl_approve(lc__repl *r, const char *peer) {
+  pthread_mutex_lock(&r->mu);
+  snprintf(r->approved, sizeof r->approved, "%s", peer ? peer : "");
+  maybe_sync(r);
   pthread_mutex_unlock(&r->mu);
 }

@@ -37,6 +37,7 @@
  * With --metrics-listen, each lc_next_n call for incr jobs is timed into
  * its loop's histogram, or the workers' (lcd_metrics.c; relaxed atomics).
  */
+#include "lcd_cluster.h"
 #include "lcd_conn.h"
 #include "lcd_job.h"
 #include "lcd_pool.h"
@@ -182,6 +183,8 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
     if (!rc) rc = lc_next_n(lc, j->names, total, &first);
     if (lat) lcd_hist_record(lat, now_us() - t0);
     if (rc) keep_detail(j);
+    if (rc == LC_ESTANDBY && !j->meta.has_init) /* --etcd: to the primary */
+      rc = lcd_cluster_forward(j->names, total, &first);
     for (lcd_job *k = j; k; k = k->next) {
       k->rc = rc;
       k->first = first;
@@ -199,6 +202,8 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
     if (lat) lcd_hist_record(lat, now_us() - t0);
     if (j->rc) keep_detail(j);
     for (int i = 0; i < j->nreq; i++) {
+      if (e[i].rc == LC_ESTANDBY) /* --etcd: to the primary */
+        e[i].rc = lcd_cluster_forward(e[i].name, e[i].n, &e[i].first);
       j->trc[i] = e[i].rc;
       j->values[i] = e[i].first;
     }
@@ -310,6 +315,9 @@ static void run_each(lc_t *lc, lcd_job **chains, int n, lcd_hist *lat) {
   if (lat) lcd_hist_record(lat, now_us() - t0);
   char detail[sizeof chains[0]->detail] = "";
   if (first_rc) copy_detail(detail);
+  for (int i = 0; i < n; i++) /* --etcd: a standby's go to the primary */
+    if (e[i].rc == LC_ESTANDBY)
+      e[i].rc = lcd_cluster_forward(e[i].name, e[i].n, &e[i].first);
   for (int i = 0; i < n; i++) {
     int64_t first = e[i].first;
     for (lcd_job *k = chains[i]; k; k = k->next) {

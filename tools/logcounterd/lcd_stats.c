@@ -16,6 +16,7 @@
  * loop at /metrics.  Reading takes what "stats" always took: atomics, and
  * the short locks of the library's getters, the flusher's and the queue's.
  */
+#include "lcd_cluster.h"
 #include "lcd_admit.h"
 #include "lcd_conn.h"
 #include "lcd_counters.h"
@@ -456,6 +457,7 @@ void lcd_stats_figures(lcd_server *s, int settings, lcd_fig_fn fn,
   put_log(s, &e);
   put_retention(s, &e);
   put_replication(s, &e);
+  lcd_cluster_figures(s, fn, arg); /* --etcd (lcd_cluster.c) */
 }
 
 /* ---- "STAT name value" lines, as memcached's APPEND_STAT ---------------- */

@@ -28,6 +28,7 @@
 #include "lcd_pool.h"
 #include "lcd_server.h"
 #include "lcd_settings.h"
+#include "lcd_cluster.h"
 #include "lcd_metrics.h"
 #include "lcd_notify.h"
 #include "lcd_tls.h"
@@ -300,6 +301,20 @@ static void usage(FILE *f) {
       "                          its log; allocations answer SERVER_ERROR\n"
       "                          ESTANDBY, get and stats work; 'logcounter\n"
       "                          --server ADMIN promote' makes it the primary\n"
+      "  --etcd URL[,URL...]     automatic failover: the node holding etcd's\n"
+      "                          key /logcounter/CLUSTER/leader is the primary,\n"
+      "                          the others follow it (no --standby-of); needs\n"
+      "                          --cluster, --node and --replication-listen\n"
+      "  --cluster NAME          the cluster's name in etcd\n"
+      "  --node NAME             this node's name, unique in the cluster\n"
+      "  --leader-ttl DURATION   the leader lease (default 5s; 2s .. 3600s)\n"
+      "  --etcd-cacert FILE      the CA of etcd's https certificates (PEM)\n"
+      "  --etcd-cert FILE        a client certificate for etcd (PEM), with\n"
+      "                          --etcd-key FILE, its private key\n"
+      "  --etcd-key FILE         the private key of --etcd-cert\n"
+      "  --etcd-user USER        etcd's user/password auth, the password the\n"
+      "                          first line of --etcd-password-file FILE\n"
+      "  --etcd-password-file FILE  the password of --etcd-user\n"
       "  --metrics-listen HOST:PORT  serve Prometheus's text format at\n"
       "                          http://HOST:PORT/metrics (numeric; a bare\n"
       "                          PORT means 127.0.0.1:PORT): every 'stats'\n"
@@ -953,9 +968,11 @@ static int open_log(lcd_server *s, char *owner, size_t size) {
 int main(int argc, char **argv) {
   lcd_settings set;
   settings_init(&set);
-  int status = parse_options(&set, argc, argv);
+  int status = lcd_cluster_options(&argc, argv); /* --etcd ... */
+  if (!status) status = parse_options(&set, argc, argv);
   if (status == -1)
     return fflush(stdout) == 0 && !ferror(stdout) ? 0 : EXIT_RUNTIME;
+  if (!status) status = lcd_cluster_check(&set);
   if (status) return status;
 
   lcd_server s;
@@ -973,7 +990,9 @@ int main(int argc, char **argv) {
   }
   struct event_base *base = s.loops[0].base;
   if ((status = lcd_tls_init(&s)) || (status = lcd_listen(&s)) ||
-      (status = open_log(&s, owner, sizeof owner)))
+      (status = lcd_cluster_join(&set)) ||
+      (status = open_log(&s, owner, sizeof owner)) ||
+      (status = lcd_cluster_start(&s)))
     goto out;
   if (set.pidfile) {
     if ((status = write_pidfile(set.pidfile))) goto out;
@@ -1036,6 +1055,7 @@ out:
   }
   lcd_flusher_stop(&s);
   lcd_metrics_stop(&s);
+  lcd_cluster_stop(&s);
   if (s.lc && s.started && lcd_flush_final(&s) != 0) status = EXIT_RUNTIME;
   if (s.lc && lcd_log_watch(&s) == LC_LOG_LOST) {
     lcd_log(&set, 0, "exiting with the log lost: %s", s.log_seen.error);
@@ -1051,6 +1071,7 @@ out:
       lcd_log(&set, 0, "log closed; exiting");
     }
   }
+  lcd_cluster_leave();
   if (pidfile_written) remove_pidfile(set.pidfile);
   for (int i = 0; i < 3; i++)
     if (sigs[i]) event_free(sigs[i]);
