@@ -52,7 +52,8 @@
  *                        restore, advance, release, adopt, failover, void
  *             prefetch.c ids from held segments, fetches, the prefetcher
  *             counter.c  per-counter state, the name table, load, claim,
- *                        seed, increment, restore; close and eviction
+ *                        seed, increment, restore
+ *             close.c    a counter leaving memory: lc_close, eviction
  *             the leaves, which take the counter they work on:
  *             segment.c  prefetched segments; seg_fast.c their lock-free
  *                        window and the counter's lock

@@ -25,7 +25,7 @@ import sys
 
 LEAVES = {"segment", "seg_fast", "ledger", "claim"}
 COUNTER_ABOVE = {"counter", "counter_ops", "next", "prefetch", "first",
-                 "records"}
+                 "records", "close"}
 # Names every file uses, kept short on purpose (base/errors.c).
 SHARED = {"lc__fail": "errors", "lc__detail": "errors"}
 

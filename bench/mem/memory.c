@@ -24,7 +24,7 @@
  * pages are page cache, RssFile, and not counted).  Output lines are
  * "key value".
  */
-#include "internal.h"
+#include "log/log.h" /* the records a plant writes, as the library does */
 #include "common.h"
 
 #include <leveldb/c.h>

@@ -3,8 +3,9 @@
  * headers, and how they meet.  No file includes it: each .c includes the
  * headers of what it uses (below), each header says what it is for.
  *
- *   logcounterd.c  settings, options, signals, startup and the orderly
- *                  shutdown (drain, lc_close, pidfile)
+ *   logcounterd.c  logging, signals, startup and the orderly shutdown
+ *                  (drain, lc_close, pidfile)
+ *   lcd_options.c  the settings' defaults, --help and the options
  *   lcd_loops.c    the event-loop threads, handing them connections and
  *                  commands (drain, close)
  *   lcd_conn.c     connections: framing and parsing requests (lcd_proto.c),
@@ -28,6 +29,11 @@
  *                  lcd_mget.c (lcd_auth.h)
  *   lcd_admit.c    unfinished connections (TLS or auth handshake to come):
  *                  --max-unfinished[-per-address], the oldest dropped
+ *   lcd_cluster.c  --etcd: the leader key on a lease, /sync, fencing by
+ *                  the lease's deadline, promotion, re-exec to follow a
+ *                  new primary (lcd_etcd.c: etcd's JSON gateway over
+ *                  libcurl and json-c; lcd_cluster_forward.c: a standby
+ *                  forwards allocations to the primary)
  *   lcd_binary.c   the memcached binary protocol's frames (pure; fuzzed);
  *                  lcd_binary_conn.c serves them on a connection whose
  *                  first byte is 0x80, lcd_sasl.c its SASL PLAIN
@@ -57,6 +63,7 @@
  *   lcd_admit.h    admission: the bound on unfinished connections
  *   lcd_metrics.h  the figures as one list, /metrics
  *   lcd_binary.h   the binary protocol: frames, serving, SASL
+ *   lcd_etcd.h, lcd_cluster.h  the etcd client; the cluster
  *
  * The daemon uses liblogcounter's public API only (include/logcounter.h).
  *

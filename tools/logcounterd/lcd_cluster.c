@@ -64,7 +64,6 @@
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 }; /* as logcounterd.c's */
 
 #define POLL_MS 100
-#define FWD_TIMEOUT_MS 2000
 #define NAME_MAX_LEN 64
 #define ADDR_MAX 256
 
@@ -93,7 +92,6 @@ static struct {
   char own_repl[ADDR_MAX], standby_of[ADDR_MAX];
   char leader_data[ADDR_MAX]; /* a standby's: the primary's data port, ""
                                  when not one to forward to (set at join) */
-  _Atomic uint64_t forwarded, forward_errors;
   char registered[ADDR_MAX]; /* the peer last written to member/NODE */
   char approved[ADDR_MAX];   /* the standby address approved */
   pthread_mutex_t mu;        /* the strings below */
@@ -426,6 +424,7 @@ static int join_won(lcd_settings *set, int64_t term, const lcd_etcd_kv *sync,
   atomic_store(&C.term, (uint64_t)term);
   atomic_store(&C.deadline_us, deadline_of(atomic_load(&C.renewed_us)));
   atomic_store(&C.role, R_PRIMARY);
+  lcd_forward_enable(0);
   set_str(C.leader, sizeof C.leader, C.node);
   if (sync->found) set_str(C.sync, sizeof C.sync, sync->value);
   if (kind == LC_LOG_KIND_STANDBY) { /* promoted in lcd_cluster_start */
@@ -458,6 +457,7 @@ int lcd_cluster_join(lcd_settings *set) {
   }
   lc_replication_need_approval(); /* before lc_open: see cluster.c */
   atomic_store(&C.role, R_CANDIDATE);
+  lcd_forward_enable(0);
   lcd_log(set, 0, "cluster: node %s of cluster %s joining through %s "
                   "(leader TTL %d s)",
           C.node, C.cluster, C.urls, C.ttl_s);
@@ -501,6 +501,8 @@ int lcd_cluster_join(lcd_settings *set) {
         set_str(C.leader, sizeof C.leader, node);
         atomic_store(&C.term, (uint64_t)kv.create_rev);
         atomic_store(&C.role, R_STANDBY);
+        lcd_forward_set(C.leader_data);
+        lcd_forward_enable(1);
         lcd_log(set, 0, "cluster: STANDBY of %s (%s, term %lld)", node, repl,
                 (long long)kv.create_rev);
         return 0;
@@ -570,11 +572,13 @@ static int promote(lcd_server *s, int64_t since_us) {
             lc_last_detail());
     fence(s);
     atomic_store(&C.role, R_STANDBY);
+    lcd_forward_enable(1);
     lcd_etcd_delete_if(C.etcd, C.kleader, (int64_t)atomic_load(&C.term), &ok,
                        err, sizeof err);
     return -1;
   }
   atomic_store(&C.role, R_PRIMARY);
+  lcd_forward_enable(0);
   atomic_fetch_add(&C.failovers, 1);
   set_str(C.leader, sizeof C.leader, C.node);
   C.approved[0] = '\0';
@@ -764,6 +768,7 @@ int lcd_cluster_start(lcd_server *s) {
   if (atomic_load(&C.role) == R_PRIMARY) {
     if (C.promote_pending) {
       atomic_store(&C.role, R_STANDBY); /* until promoted */
+      lcd_forward_enable(1);
       if (promote(s, 0) != 0) return EXIT_RUNTIME;
       C.wset->standby_of = NULL; /* before the loops: nobody reads it yet */
     } else {
@@ -810,104 +815,6 @@ void lcd_cluster_leave(void) {
   C.etcd = C.ka = NULL;
 }
 
-/* ---- forwarding ------------------------------------------------------ */
-
-static _Thread_local int fwd_fd = -1; /* each worker's connection */
-
-static int fwd_connect(void) {
-  char host[ADDR_MAX];
-  snprintf(host, sizeof host, "%s", C.leader_data);
-  char *colon = strrchr(host, ':');
-  if (colon == NULL) return -1;
-  *colon = '\0';
-  const char *h = host;
-  if (h[0] == '[') { /* [v6]:PORT */
-    h++;
-    host[strlen(host) - 1] = '\0';
-  }
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-  if (getaddrinfo(h, colon + 1, &hints, &ai) != 0) return -1;
-  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct timeval tv = {FWD_TIMEOUT_MS / 1000, (FWD_TIMEOUT_MS % 1000) * 1000};
-  if (fd >= 0 &&
-      (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
-       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
-       connect(fd, ai->ai_addr, ai->ai_addrlen) != 0)) {
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(ai);
-  if (fd >= 0) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  return fd;
-}
-
-/* One "incr NAME N" on fd: the answer line into line. */
-static int fwd_once(int fd, const char *name, uint64_t n, char *line,
-                    size_t size) {
-  char req[LC_NAME_MAX + 48];
-  int len = snprintf(req, sizeof req, "incr %s %llu\r\n", name,
-                     (unsigned long long)n);
-  if (len <= 0 || (size_t)len >= sizeof req ||
-      send(fd, req, (size_t)len, MSG_NOSIGNAL) != len)
-    return -1;
-  size_t got = 0;
-  while (got < size - 1) {
-    ssize_t r = recv(fd, line + got, 1, 0); /* one line, never past it */
-    if (r <= 0) return -1;
-    if (line[got] == '\n') {
-      line[got && line[got - 1] == '\r' ? got - 1 : got] = '\0';
-      return 0;
-    }
-    got++;
-  }
-  return -1;
-}
-
-/* The LC_E code an answer "SERVER_ERROR ENAME ..." names, or ESTANDBY. */
-static int fwd_code(const char *line) {
-  const char *p = strncmp(line, "SERVER_ERROR ", 13) == 0 ? line + 13 : "";
-  for (int rc = -1; rc >= -64; rc--) {
-    const char *e = lc_err_name(rc);
-    size_t n = strlen(e);
-    if (strncmp(p, e, n) == 0 && (p[n] == ' ' || p[n] == '\0') &&
-        strcmp(e, "EUNKNOWN") != 0)
-      return rc;
-  }
-  return LC_ESTANDBY;
-}
-
-int lcd_cluster_forward(const char *name, uint64_t n, int64_t *first) {
-  if (!C.on || atomic_load(&C.role) != R_STANDBY || !C.leader_data[0])
-    return LC_ESTANDBY;
-  char line[256];
-  for (int tries = 0; tries < 2; tries++) {
-    int reused = fwd_fd >= 0;
-    if (fwd_fd < 0 && (fwd_fd = fwd_connect()) < 0) break;
-    if (fwd_once(fwd_fd, name, n, line, sizeof line) != 0) {
-      close(fwd_fd);
-      fwd_fd = -1;
-      if (reused) continue; /* a connection the primary closed: once more */
-      break;
-    }
-    char *end;
-    errno = 0;
-    long long v = strtoll(line, &end, 10);
-    if (line[0] >= '0' && line[0] <= '9' && *end == '\0' && !errno &&
-        v >= (long long)n) {
-      *first = (int64_t)(v - (long long)n + 1);
-      atomic_fetch_add(&C.forwarded, 1);
-      return 0;
-    }
-    atomic_fetch_add(&C.forward_errors, 1);
-    return fwd_code(line); /* the primary's own refusal */
-  }
-  atomic_fetch_add(&C.forward_errors, 1);
-  return LC_ESTANDBY;
-}
-
 /* ---- figures --------------------------------------------------------- */
 
 void lcd_cluster_figures(lcd_server *s, lcd_fig_fn fn, void *arg) {
@@ -925,6 +832,8 @@ void lcd_cluster_figures(lcd_server *s, lcd_fig_fn fn, void *arg) {
            (int64_t)atomic_load(&C.granted_s) * 1000000 - now;
   }
   char leader[NAME_MAX_LEN + 1], sync[NAME_MAX_LEN + 1];
+  uint64_t fwd_n, fwd_err;
+  lcd_forward_counts(&fwd_n, &fwd_err);
   pthread_mutex_lock(&C.mu);
   snprintf(leader, sizeof leader, "%s", C.leader);
   snprintf(sync, sizeof sync, "%s", C.sync);
@@ -952,11 +861,11 @@ void lcd_cluster_figures(lcd_server *s, lcd_fig_fn fn, void *arg) {
        .u = atomic_load(&C.failovers),
        .help = "Promotions of this node by the cluster since it started."},
       {.name = "cluster_forwarded", .kind = LCD_FIG_COUNTER, .type = 'u',
-       .u = atomic_load(&C.forwarded),
+       .u = fwd_n,
        .help = "Allocations this standby forwarded to the primary and "
                "answered with its ids."},
       {.name = "cluster_forward_errors", .kind = LCD_FIG_COUNTER,
-       .type = 'u', .u = atomic_load(&C.forward_errors),
+       .type = 'u', .u = fwd_err,
        .help = "Forwarded allocations the primary refused or did not "
                "answer (answered with its error or ESTANDBY)."},
   };

@@ -54,6 +54,12 @@ void lcd_cluster_leave(void);
  * within 2 s.  Worker threads (it blocks); the ids keep the order of the
  * calls of one thread. */
 int lcd_cluster_forward(const char *name, uint64_t n, int64_t *first);
+/* lcd_cluster_forward.c, for lcd_cluster.c: the primary's data address
+ * ("" or NULL: none; set before the workers run), whether this node
+ * forwards now (a standby), and the figures (forwarded, refused). */
+void lcd_forward_set(const char *data_addr);
+void lcd_forward_enable(int on);
+void lcd_forward_counts(uint64_t *forwarded, uint64_t *errors);
 /* The cluster's figures for "stats" and /metrics (none without --etcd). */
 void lcd_cluster_figures(lcd_server *s, lcd_fig_fn fn, void *arg);
 

@@ -110,4 +110,11 @@ void lcd_log(const lcd_settings *set, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 time_t lcd_now(void); /* monotonic seconds */
 
+/* lcd_options.c: the defaults; the command line over them (0; -1 after
+ * --help or --version, printed; or the exit status of a usage error,
+ * said on stderr); whether replication runs over mutual TLS. */
+void lcd_settings_init(lcd_settings *set);
+int lcd_options_parse(lcd_settings *set, int argc, char **argv);
+int lcd_settings_repl_tls(const lcd_settings *set);
+
 #endif /* LCD_SETTINGS_H */

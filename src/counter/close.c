@@ -1,0 +1,264 @@
+/*
+ * close.c - a counter leaving memory: at lc_close every counter of the
+ * table (lc__counter_table_close), and in an eviction pass the idle ones
+ * chosen (lc__counters_evict, for evict.c).  Each counter's exact
+ * reservation is written, with its prefetched segments' records cut to
+ * what went out, in synced chunks of CLOSE_CHUNK counters, and memcached
+ * is set back in pipelined rounds where it still holds what this handle
+ * left there; the values given back that way are never lost, those it
+ * could not set back are explained in the ledger.  Above the leaves, like
+ * counter.c.
+ */
+#include "counter/counter.h"
+#include "handle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* lc__counter_table_close's passes over the counters. */
+typedef struct closing {
+  leveldb_writebatch_t *b;
+  lc__log *log;
+  lc__cache *cache;
+  bool any;     /* b holds something to write */
+  bool written; /* the first write succeeded: lower memcached */
+  lc__table *evict; /* eviction: only the counters marked evicting, taken
+                       out of this table when freed */
+  int freed;
+  bool lower_failed; /* memcached failed a lowering */
+  size_t inbatch;    /* lc_close: counters in b since its last write */
+  int rc;            /* lc_close: the first failed write's code */
+} closing;
+
+#define CLOSE_CHUNK 4096 /* lc_close writes b every this many counters */
+
+/* lc_close: writes what b holds (synced), keeping the first failure. */
+static void close_flush(closing *k) {
+  if (k->any && k->rc == 0) k->rc = lc__log_write(k->log, k->b, true);
+  leveldb_writebatch_clear(k->b);
+  k->any = false;
+  k->inbatch = 0;
+}
+
+/* First pass: each counter's rewritten segment records, exact reservation
+ * and last ledger entries go into one batch; lc_close's in chunks (one
+ * batch of millions of counters would sit whole in LevelDB's memtable and
+ * write-ahead log, which the next open must replay: seconds per million).
+ * Each counter's part is safe alone: a crash after some chunks leaves
+ * those exact and the rest as at a crash (segments open, above). */
+static void close_write(lc__named *e, void *arg) {
+  lc__counter *c = (lc__counter *)e;
+  closing *k = arg;
+  if (k->evict && !c->evicting) return;
+  int64_t stands = lc__seg_close(c, k->b);
+  if (stands < 0)
+    stands = c->floor;
+  else
+    k->any = true; /* segment records rewritten */
+  if (c->used && stands != c->reserved) {
+    /* exact: a restart after a clean close skips nothing */
+    lc__log_batch_reservation(k->b, c->name, c->nlen, stands);
+    k->any = true;
+  }
+  c->reserved = stands;
+  if (c->used) { /* nothing in flight: every hole is final */
+    lc__gap g[LC__GAPS];
+    lc__ledger_settle(c, c->floor);
+    int n = lc__ledger_take(k->log, c, g);
+    lc__ledger_batch(k->b, c, g, n);
+    k->any = k->any || n > 0;
+  }
+  if (!k->evict && ++k->inbatch == CLOSE_CHUNK) close_flush(k);
+}
+
+#define NOT_LOWERED 3 /* lower_all: c needs no lowering */
+#define LOWER_CHUNK 512 /* lowerings pipelined at once */
+
+static bool wants_lower(const closing *k, const lc__counter *c) {
+  return (!k->evict || c->evicting) && k->written && c->used &&
+         c->reserved < c->floor;
+}
+
+/* Second pass, first half: segments left memcached at floor, ahead of what
+ * went out; each key is set back to reserved where it still holds floor
+ * (gets, then cas), so that a restart goes on at the next value.  res[i]:
+ * 0 lowered, LC__MISS, LC__EXISTS (it moved on), negative, or NOT_LOWERED.
+ * LOWER_CHUNK at a time in two pipelined rounds (cache_pipe.c), or one
+ * counter at a time (lc__cache_lower) where that is not spoken.  An
+ * eviction stops trying after memcached failed once (each try could wait
+ * the timeout, and calls wait for the pass). */
+static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
+  lc__op *ops = malloc(sizeof *ops * LOWER_CHUNK);
+  size_t idx[LOWER_CHUNK];
+  for (size_t from = 0; from < n; from += LOWER_CHUNK) {
+    size_t to = n - from < LOWER_CHUNK ? n : from + LOWER_CHUNK, m = 0;
+    for (size_t i = from; i < to; i++) {
+      lc__counter *c = v[i];
+      res[i] = NOT_LOWERED;
+      if (!wants_lower(k, c)) continue;
+      if (k->evict && k->lower_failed) {
+        res[i] = LC_EMEMCACHED;
+        continue;
+      }
+      idx[m] = i;
+      if (ops)
+        ops[m] = (lc__op){.kind = LC__OP_GETS, .master = c->key,
+                          .mlen = c->klen, .key = c->key, .klen = c->klen};
+      m++;
+    }
+    int rc = m && ops ? lc__cache_pipe(k->cache, ops, m) : LC__MISS;
+    size_t cas = 0;
+    for (size_t j = 0; j < m; j++) {
+      lc__counter *c = v[idx[j]];
+      int *r = &res[idx[j]];
+      uint64_t x;
+      if (rc == LC__MISS) /* one at a time */
+        *r = k->evict && k->lower_failed
+                 ? LC_EMEMCACHED
+                 : lc__cache_lower(k->cache, c->key, c->klen,
+                                   (uint64_t)c->floor, (uint64_t)c->reserved);
+      else if (rc < 0 || ops[j].rc < 0)
+        *r = rc < 0 ? rc : ops[j].rc;
+      else if (ops[j].rc == LC__MISS)
+        *r = LC__MISS;
+      else if (!lc__cache_parse_u64(ops[j].text, strlen(ops[j].text), &x) ||
+               x != (uint64_t)c->floor)
+        *r = LC__EXISTS;
+      else { /* still at floor: set it back (ops before cas are done) */
+        lc__op *o = &ops[cas];
+        uint64_t unique = ops[j].cas;
+        *o = (lc__op){.kind = LC__OP_CAS, .master = c->key, .mlen = c->klen,
+                      .key = c->key, .klen = c->klen, .cas = unique};
+        o->vlen = (size_t)snprintf(o->text, sizeof o->text, "%lld",
+                                   (long long)c->reserved);
+        o->val = o->text;
+        idx[cas++] = idx[j];
+      }
+      if (*r < 0) k->lower_failed = true;
+    }
+    rc = cas ? lc__cache_pipe(k->cache, ops, cas) : 0;
+    for (size_t j = 0; j < cas; j++) {
+      res[idx[j]] = rc < 0 ? rc : rc == LC__MISS ? LC__EXISTS : ops[j].rc;
+      if (res[idx[j]] < 0) k->lower_failed = true;
+    }
+  }
+  free(ops);
+}
+
+/* Second pass, second half: where memcached could not be set back, a
+ * gap, in the ledger, and the reservation at floor (a restart then never
+ * reissues it).  Then the counter is freed. */
+static void close_lower(lc__counter *c, closing *k, int lowered) {
+  if (k->evict && (!c->evicting || !k->written)) {
+    c->evicting = false; /* stays, as it is */
+    return;
+  }
+  if (lowered != NOT_LOWERED && lowered != 0 && lowered != LC__MISS) {
+    lc__gap g = {c->reserved + 1, c->floor, LC_GAP_SEGMENT};
+    if (k->evict) {
+      /* not evicted: the gap rides along with its next write, and the
+       * floor stays where memcached is */
+      lc__counter_lock(c);
+      lc__ledger_gap(c, g.first, g.last, g.cause);
+      lc__counter_unlock(c);
+      c->evicting = false;
+      return;
+    }
+    lc__ledger_batch(k->b, c, &g, 1);
+    lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
+    k->any = true;
+    if (++k->inbatch == CLOSE_CHUNK) close_flush(k); /* lc_close only */
+  }
+  if (k->evict) {
+    pthread_mutex_lock(&k->evict->mu);
+    lc__names_remove(&k->evict->names, &c->node);
+    pthread_mutex_unlock(&k->evict->mu);
+  }
+  k->freed++;
+  lc__counter_free(c);
+}
+
+/* The second pass over v[0..n): the lowerings, then each counter closed
+ * (one at a time when out of memory). */
+static void lower_and_close(closing *k, lc__counter **v, size_t n) {
+  int *res = malloc(sizeof *res * (n ? n : 1));
+  for (size_t i = 0; i < n; i++) {
+    if (res == NULL) {
+      int one;
+      lower_all(k, &v[i], 1, &one);
+      close_lower(v[i], k, one);
+    } else {
+      if (i == 0) lower_all(k, v, n, res);
+      close_lower(v[i], k, res[i]);
+    }
+  }
+  free(res);
+}
+
+/* mu held: nothing uses c, nor has since the pass's scan (evict.c). */
+static bool evictable(lc__counter *c) {
+  return !atomic_load_explicit(&c->touched, memory_order_relaxed) &&
+         !c->busy && c->excl_waiting == 0 && c->head == NULL &&
+         c->inflight == 0 && c->committing == 0 && !c->res_writing &&
+         !c->fetching && !c->queued && !c->pending && !c->recheck;
+}
+
+int lc__counters_evict(lc_t *h, lc__counter **v, size_t n) {
+  closing k = {.cache = &h->cache, .log = &h->log, .evict = &h->counters};
+  size_t marked = 0;
+  for (size_t i = 0; i < n; i++) {
+    lc__counter_lock(v[i]);
+    v[i]->evicting = evictable(v[i]);
+    marked += v[i]->evicting;
+    lc__counter_unlock(v[i]);
+  }
+  if (marked == 0) return 0;
+  int rc = 0;
+  k.b = leveldb_writebatch_create();
+  for (size_t i = 0; i < n; i++) close_write(&v[i]->node, &k);
+  if (k.any) rc = lc__log_write(k.log, k.b, true);
+  k.written = rc == 0;
+  lower_and_close(&k, v, n);
+  leveldb_writebatch_destroy(k.b);
+  return rc ? rc : k.freed;
+}
+
+typedef struct gather {
+  lc__counter **v;
+  size_t n;
+  closing *k; /* v is NULL (out of memory): each closed at once */
+} gather;
+
+static void gather_one(lc__named *e, void *arg) {
+  gather *g = arg;
+  lc__counter *c = (lc__counter *)e;
+  if (g->v)
+    g->v[g->n++] = c;
+  else
+    lower_and_close(g->k, &c, 1);
+}
+
+int lc__counter_table_close(lc__table *t, lc__log *log, lc__cache *cache) {
+  closing k = {.cache = cache, .log = log};
+  int rc = 0;
+  if (log->db) {
+    k.b = leveldb_writebatch_create();
+    lc__names_each(&t->names, close_write, &k);
+    close_flush(&k);
+    rc = k.rc;
+    k.written = rc == 0;
+  }
+  gather g = {.v = malloc(sizeof *g.v * (t->names.count + 1)), .k = &k};
+  lc__names_each(&t->names, gather_one, &g);
+  if (g.v) lower_and_close(&k, g.v, g.n);
+  free(g.v);
+  if (k.b) { /* the gaps of those memcached did not take back */
+    close_flush(&k);
+    rc = k.rc;
+    leveldb_writebatch_destroy(k.b);
+  }
+  lc__names_clear(&t->names);
+  pthread_mutex_destroy(&t->mu);
+  return rc;
+}
