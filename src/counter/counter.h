@@ -175,8 +175,8 @@ struct lc__counter {
   int64_t restart_to; /* holes up to here: LC_GAP_RESTART */
   int nahead; /* rare->ahead */
   int ngaps;  /* pending: rare->gaps */
-  /* rare.c: the arrays above, which most counters never fill (NULL while
-   * every count is 0) */
+  /* rare.c: the arrays above, which most counters never fill: allocated
+   * whenever a count is nonzero, freed at the next trim once all are 0 */
   struct lc__rare *rare;
   bool recheck; /* a write failed: it may have reached the log after all,
                    so the pending gaps are checked against it first */

@@ -325,6 +325,14 @@ static void run(batch *bt) {
 static void chunk(batch *bt, size_t from, size_t to) {
   lc_t *h = bt->h;
   bt->n = 0;
+  /* each chunk asks again: a lease deadline (repl/cluster.c) may pass
+   * between chunks, or the handle become a standby; then every entry
+   * goes the one-name way, which refuses it */
+  if (lc__follow_primary_only(h) != 0) {
+    lc__detail_clear();
+    for (size_t i = from; i < to; i++) one(bt, i);
+    return;
+  }
   for (size_t i = from; i < to; i++) {
     lc_each *e = &bt->v[i];
     lc__counter *c;

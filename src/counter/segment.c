@@ -206,13 +206,15 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   if (c->nseg > 0 && c->seg[0].first + (int64_t)c->seg[0].used <= below) {
     while (c->nseg > 0) lc__seg_finish_oldest(c);
     nclose = c->nclose;
-    if (nclose) memcpy(closes, c->rare->closes, sizeof closes[0] * (size_t)nclose);
+    if (nclose)
+      memcpy(closes, c->rare->closes, sizeof closes[0] * (size_t)nclose);
     c->nclose = 0;
     lc__counter_rare_trim(c);
     reserve = below > c->reserved ? below : c->reserved;
   }
   lc__counter_unlock(c);
-  if (nclose == 0) return 0;
+  /* (none dropped; or, without memory for closes, only the reservation) */
+  if (reserve == 0) return 0;
   /* The records cut to what went out, and the reservation at below in the
    * same synced write: after it no restore starts below below. */
   leveldb_writebatch_t *b = leveldb_writebatch_create();

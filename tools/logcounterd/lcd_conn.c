@@ -515,6 +515,7 @@ void lcd_conn_drain_all(lcd_loop *s) {
     c->draining = 1;
     if (c->auth_hold) { /* a delayed failure, or a turn: nothing to answer */
       c->auth_hold = 0;
+      if (c->auth_timer) evtimer_del(c->auth_timer); /* nor later */
       lcd_close_later(c, "shutting down");
     }
     if (!c->lingering) {

@@ -62,7 +62,7 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
     return;
   }
   lcd_puts(c, "CLIENT_ERROR ");
-  lcd_puts(c, c->auth_why);
+  lcd_puts(c, c->auth_why ? c->auth_why : "authentication failed");
   lcd_puts(c, "\r\n");
   lcd_close_later(c, "authentication failed");
   lcd_conn_process(c); /* closing: finish writes and closes */
@@ -71,8 +71,12 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
 /* Neither reads nor parses c for ms; then hold_cb.  0, or -1 (no timer:
  * go on at once). */
 static int hold(lcd_conn *c, unsigned ms) {
+  /* the timer is the connection's, shared with the binary (lcd_sasl.c) handshake's
+   * hold: it is given this file's callback every time */
   if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, hold_cb, c);
   if (!c->auth_timer) return -1;
+  evtimer_del(c->auth_timer);
+  evtimer_assign(c->auth_timer, c->loop->base, hold_cb, c);
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
   bufferevent_disable(c->bev, EV_READ);
   c->reading = 0;

@@ -56,8 +56,12 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
 /* Neither reads nor parses c for ms; then hold_cb.  0, or -1 (no timer:
  * go on at once). */
 static int hold(lcd_conn *c, unsigned ms) {
+  /* the timer is the connection's, shared with the text (lcd_gate.c) handshake's
+   * hold: it is given this file's callback every time */
   if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, hold_cb, c);
   if (!c->auth_timer) return -1;
+  evtimer_del(c->auth_timer);
+  evtimer_assign(c->auth_timer, c->loop->base, hold_cb, c);
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
   bufferevent_disable(c->bev, EV_READ);
   c->reading = 0;
