@@ -68,15 +68,14 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   lcd_conn_process(c); /* closing: finish writes and closes */
 }
 
-/* Neither reads nor parses c for ms; then hold_cb.  0, or -1 (no timer:
- * go on at once). */
-static int hold(lcd_conn *c, unsigned ms) {
-  /* the timer is the connection's, shared with the binary (lcd_sasl.c) handshake's
-   * hold: it is given this file's callback every time */
-  if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, hold_cb, c);
+int lcd_auth_hold(lcd_conn *c, unsigned ms,
+                  void (*cb)(evutil_socket_t, short, void *)) {
+  /* the connection's one timer, shared by the text handshake (here) and
+   * the binary one (lcd_sasl.c): given the caller's callback every time */
+  if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, cb, c);
   if (!c->auth_timer) return -1;
   evtimer_del(c->auth_timer);
-  evtimer_assign(c->auth_timer, c->loop->base, hold_cb, c);
+  evtimer_assign(c->auth_timer, c->loop->base, cb, c);
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
   bufferevent_disable(c->bev, EV_READ);
   c->reading = 0;
@@ -84,6 +83,8 @@ static int hold(lcd_conn *c, unsigned ms) {
   evtimer_add(c->auth_timer, &tv);
   return 0;
 }
+
+static int hold(lcd_conn *c, unsigned ms) { return lcd_auth_hold(c, ms, hold_cb); }
 
 /* A failed handshake or an unauthenticated command: everything buffered
  * is discarded, the error written (after the delay) and c closed. */

@@ -21,6 +21,7 @@
 #include "lcd_admit.h"
 #include "lcd_auth.h"
 #include "lcd_conn.h"
+#include "lcd_gate.h"
 #include "lcd_server.h"
 #include "lcd_binary.h"
 
@@ -53,22 +54,7 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   lcd_conn_process(c); /* closing: finish writes and closes */
 }
 
-/* Neither reads nor parses c for ms; then hold_cb.  0, or -1 (no timer:
- * go on at once). */
-static int hold(lcd_conn *c, unsigned ms) {
-  /* the timer is the connection's, shared with the text (lcd_gate.c) handshake's
-   * hold: it is given this file's callback every time */
-  if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, hold_cb, c);
-  if (!c->auth_timer) return -1;
-  evtimer_del(c->auth_timer);
-  evtimer_assign(c->auth_timer, c->loop->base, hold_cb, c);
-  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-  bufferevent_disable(c->bev, EV_READ);
-  c->reading = 0;
-  c->auth_hold = 1;
-  evtimer_add(c->auth_timer, &tv);
-  return 0;
-}
+static int hold(lcd_conn *c, unsigned ms) { return lcd_auth_hold(c, ms, hold_cb); }
 
 /* Everything buffered is discarded, the auth error written (after the
  * delay) and c closed. */
