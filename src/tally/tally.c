@@ -523,6 +523,24 @@ static int report(lc_t *h, lc__tally *t, int64_t *total, int64_t *pending,
   return 0;
 }
 
+/* A tally's state for one read of a name this handle does not keep (no
+ * state stays, so reading many names costs no memory); NULL without
+ * memory.  passing_free ends it. */
+static lc__tally *passing(const char *name) {
+  size_t n = strlen(name);
+  lc__tally *t = calloc(1, sizeof *t + n + 1);
+  if (t == NULL) return NULL;
+  pthread_mutex_init(&t->mu, NULL);
+  memcpy(t->name, name, n + 1);
+  t->nlen = n;
+  return t;
+}
+
+static void passing_free(lc__tally *t) {
+  pthread_mutex_destroy(&t->mu);
+  free(t);
+}
+
 int lc_tally_lost(lc_t *h, const char *name, uint64_t *plus,
                   uint64_t *minus) {
   lc__detail_clear();
@@ -537,17 +555,12 @@ int lc_tally_lost(lc_t *h, const char *name, uint64_t *plus,
   int rc = find(h, name, false, &t);
   if (rc) return rc;
   if (t == NULL) { /* not used by this handle: the record alone */
-    size_t n = strlen(name);
-    if ((t = calloc(1, sizeof *t + n + 1)) == NULL)
+    if ((t = passing(name)) == NULL)
       return lc__fail(LC_ENOMEM, "cannot allocate tally state");
-    pthread_mutex_init(&t->mu, NULL);
-    memcpy(t->name, name, n + 1);
-    t->nlen = n;
     rc = lc__tally_rec_read(h, t);
     if (!rc && plus) *plus = t->lost_p;
     if (!rc && minus) *minus = t->lost_m;
-    pthread_mutex_destroy(&t->mu);
-    free(t);
+    passing_free(t);
     return rc;
   }
   lc__tally_acquire(t);
@@ -578,16 +591,11 @@ int lc_tally_get(lc_t *h, const char *name, int64_t *total, int64_t *pending,
   if (t == NULL) {
     /* Not used by this handle: read it without keeping any state, so that
      * reading many names (a daemon's "get tally:...") costs no memory. */
-    size_t n = strlen(name);
-    if ((t = calloc(1, sizeof *t + n + 1)) == NULL)
+    if ((t = passing(name)) == NULL)
       return lc__fail(LC_ENOMEM, "cannot allocate tally state");
-    pthread_mutex_init(&t->mu, NULL);
-    memcpy(t->name, name, n + 1);
-    t->nlen = n;
     rc = lc__tally_rec_read(h, t);
     if (!rc) rc = report(h, t, total, pending, losses);
-    pthread_mutex_destroy(&t->mu);
-    free(t);
+    passing_free(t);
     return rc;
   }
   lc__tally_acquire(t);
