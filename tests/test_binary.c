@@ -164,19 +164,21 @@ static void test_header_fields(void **state) {
 
 static void test_body_bound(void **state) {
   (void)state;
-  unsigned char b[LCD_BIN_HEADER];
+  /* room for the key frame() writes after the header; check() is given
+   * the header alone */
+  unsigned char b[LCD_BIN_HEADER + 16];
   lcd_bin_header h;
   uint16_t st;
   const char *why;
   /* sasl auth takes a value: up to the bound, it waits for the body */
   frame(b, LCD_BIN_SASL_AUTH, NULL, 0, "PLAIN", NULL, 0, 0);
   set_body(b, LCD_BIN_BODY_MAX);
-  assert_int_equal(check(b, sizeof b, &h, &st, &why), LCD_BIN_MORE);
+  assert_int_equal(check(b, (size_t)LCD_BIN_HEADER, &h, &st, &why), LCD_BIN_MORE);
   set_body(b, LCD_BIN_BODY_MAX + 1);
-  assert_int_equal(check(b, sizeof b, &h, &st, &why), LCD_BIN_BAD);
+  assert_int_equal(check(b, (size_t)LCD_BIN_HEADER, &h, &st, &why), LCD_BIN_BAD);
   assert_int_equal(st, LCD_BIN_E2BIG);
   set_body(b, 0xffffffffu);
-  assert_int_equal(check(b, sizeof b, &h, &st, &why), LCD_BIN_BAD);
+  assert_int_equal(check(b, (size_t)LCD_BIN_HEADER, &h, &st, &why), LCD_BIN_BAD);
   /* a set's value is discarded, up to 1 MiB, once the header is seen */
   unsigned char e8[8] = {0};
   unsigned char s[64];
