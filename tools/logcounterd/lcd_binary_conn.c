@@ -240,19 +240,6 @@ static void take_gets(lcd_conn *c, struct evbuffer *in,
   *flen = off;
 }
 
-/* As lcd_conn.c's may_start (lcd.h, Ordering). */
-static int may_start(const lcd_conn *c, const lcd_proto_req *req,
-                     lcd_proto_cmd kind) {
-  switch (kind) {
-  case LCD_PROTO_INCR:
-    return lcd_may_start(c, LCD_JOB_INCR, req->keys[0].s, req->keys[0].len);
-  case LCD_PROTO_TALLY:
-    return lcd_may_start(c, LCD_JOB_TALLY, req->tally.s, req->tally.len);
-  case LCD_PROTO_GET: return lcd_may_start(c, LCD_JOB_GET, NULL, 0);
-  default: return c->njobs == 0;
-  }
-}
-
 int lcd_bin_request(lcd_conn *c, struct evbuffer *in) {
   lcd_loop *s = c->loop;
   size_t avail = evbuffer_get_length(in);
@@ -303,10 +290,10 @@ int lcd_bin_request(lcd_conn *c, struct evbuffer *in) {
   }
   lcd_proto_req req;
   lcd_proto_cmd kind = lcd_bin_parse(&h, p, &req);
-  if (!may_start(c, &req, kind)) return 0;
+  if (!lcd_conn_may_start(c, &req, kind)) return 0;
   if (!lcd_auth_enabled() || c->authed) /* rights; version, noop, quit */
     lcd_gate_request(c, in, flen, &req, &kind); /* pass before that */
-  if (kind == LCD_PROTO_BAD && !may_start(c, &req, kind)) return 0;
+  if (kind == LCD_PROTO_BAD && !lcd_conn_may_start(c, &req, kind)) return 0;
   switch (kind) {
   case LCD_PROTO_INCR: lcd_start_incr(c, in, &req, flen); return 1;
   case LCD_PROTO_GET:

@@ -177,9 +177,8 @@ static void update_reading(lcd_conn *c) {
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* 1 if the request req may be handled now (lcd.h, Ordering). */
-static int may_start(const lcd_conn *c, const lcd_proto_req *req,
-                     lcd_proto_cmd kind) {
+int lcd_conn_may_start(const lcd_conn *c, const lcd_proto_req *req,
+                       lcd_proto_cmd kind) {
   switch (kind) {
   case LCD_PROTO_INCR:
     return lcd_may_start(c, LCD_JOB_INCR, req->keys[0].s, req->keys[0].len);
@@ -198,10 +197,10 @@ static int handle_line(lcd_conn *c, struct evbuffer *in, const char *line,
                        size_t line_len) {
   lcd_proto_req req;
   lcd_proto_cmd kind = lcd_proto_parse(line, line_len, &req);
-  if (!may_start(c, &req, kind)) return 0;
+  if (!lcd_conn_may_start(c, &req, kind)) return 0;
   int g = lcd_gate_request(c, in, line_len, &req, &kind); /* lcd_gate.c */
   if (g) return g < 0 ? 2 : 1;
-  if (kind == LCD_PROTO_BAD && !may_start(c, &req, kind)) return 0;
+  if (kind == LCD_PROTO_BAD && !lcd_conn_may_start(c, &req, kind)) return 0;
   if (req.meta.on || kind == LCD_PROTO_MN) c->loop->st.cmd_meta++;
   switch (kind) {
   case LCD_PROTO_INCR: lcd_start_incr(c, in, &req, line_len); return 1;

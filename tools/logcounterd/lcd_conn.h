@@ -107,4 +107,9 @@ void lcd_conn_close_all(lcd_loop *l);
  * (lcd_admit.c). */
 void lcd_conn_drop_unfinished(lcd_conn *c);
 
+/* 1 if the request req (of kind, text or binary) may be handled now:
+ * after every job before it that it must follow (lcd.h, Ordering). */
+int lcd_conn_may_start(const lcd_conn *c, const lcd_proto_req *req,
+                       lcd_proto_cmd kind);
+
 #endif /* LCD_CONN_H */
