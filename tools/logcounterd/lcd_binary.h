@@ -227,4 +227,8 @@ void lcd_sasl_request(struct lcd_conn *c, struct evbuffer *in,
 void lcd_sasl_refuse(struct lcd_conn *c, struct evbuffer *in,
                      const lcd_bin_header *h, const char *why);
 
+/* lcd_sasl.c: the auth error a delayed SASL failure is answered with
+ * (lcd_gate.c's hold ends with it on a binary connection). */
+void lcd_sasl_put_failure(struct lcd_conn *c);
+
 #endif /* LCD_BINARY_H */

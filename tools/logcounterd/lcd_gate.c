@@ -36,6 +36,7 @@
 #include "lcd_admit.h"
 #include "lcd_conn.h"
 #include "lcd_gate.h"
+#include "lcd_binary.h" /* lcd_sasl_put_failure */
 #include "lcd_job.h"
 #include "lcd_server.h"
 #include "lcd_settings.h"
@@ -47,13 +48,16 @@
 #include <string.h>
 #include <sys/socket.h>
 
+/* The end of a hold (lcd_auth_hold): a turn waited for is asked for
+ * again (lcd_conn_process parses the request again); a delayed failure is
+ * answered, in the connection's protocol, and c closed. */
 static void hold_cb(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   lcd_conn *c = arg;
   c->auth_hold = 0;
   if (!c->bev) return;
-  if (c->auth_wait) { /* ask for the turn again: lcd_conn_process */
+  if (c->auth_wait) {
     char b;
     c->auth_wait = 0;
     if (recv(bufferevent_getfd(c->bev), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
@@ -61,21 +65,20 @@ static void hold_cb(evutil_socket_t fd, short what, void *arg) {
     lcd_conn_process(c);
     return;
   }
-  lcd_puts(c, "CLIENT_ERROR ");
-  lcd_puts(c, c->auth_why ? c->auth_why : "authentication failed");
-  lcd_puts(c, "\r\n");
+  if (c->binary) {
+    lcd_sasl_put_failure(c);
+  } else {
+    lcd_puts(c, "CLIENT_ERROR ");
+    lcd_puts(c, c->auth_why ? c->auth_why : "authentication failed");
+    lcd_puts(c, "\r\n");
+  }
   lcd_close_later(c, "authentication failed");
   lcd_conn_process(c); /* closing: finish writes and closes */
 }
 
-int lcd_auth_hold(lcd_conn *c, unsigned ms,
-                  void (*cb)(evutil_socket_t, short, void *)) {
-  /* the connection's one timer, shared by the text handshake (here) and
-   * the binary one (lcd_sasl.c): given the caller's callback every time */
-  if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, cb, c);
+int lcd_auth_hold(lcd_conn *c, unsigned ms) {
+  if (!c->auth_timer) c->auth_timer = evtimer_new(c->loop->base, hold_cb, c);
   if (!c->auth_timer) return -1;
-  evtimer_del(c->auth_timer);
-  evtimer_assign(c->auth_timer, c->loop->base, cb, c);
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
   bufferevent_disable(c->bev, EV_READ);
   c->reading = 0;
@@ -83,8 +86,6 @@ int lcd_auth_hold(lcd_conn *c, unsigned ms,
   evtimer_add(c->auth_timer, &tv);
   return 0;
 }
-
-static int hold(lcd_conn *c, unsigned ms) { return lcd_auth_hold(c, ms, hold_cb); }
 
 /* A failed handshake or an unauthenticated command: everything buffered
  * is discarded, the error written (after the delay) and c closed. */
@@ -101,7 +102,7 @@ static void fail(lcd_conn *c, struct evbuffer *in, const char *why) {
             c->id, c->peer, why,
             ms ? " (answered after a delay: repeated failures)" : "", dropped);
   c->auth_why = why;
-  if (ms && hold(c, ms) == 0) return;
+  if (ms && lcd_auth_hold(c, ms) == 0) return;
   lcd_puts(c, "CLIENT_ERROR ");
   lcd_puts(c, why);
   lcd_puts(c, "\r\n");
@@ -124,7 +125,7 @@ static int handshake(lcd_conn *c, struct evbuffer *in, size_t line_len,
   unsigned ms = lcd_auth_turn(c->peer, &c->auth_turn);
   if (ms) {
     c->auth_wait = 1;
-    if (hold(c, ms) == 0) return 1; /* hold_cb parses it again */
+    if (lcd_auth_hold(c, ms) == 0) return 1; /* hold_cb parses it again */
     c->auth_wait = 0;
   }
   s->st.auth_cmds++;

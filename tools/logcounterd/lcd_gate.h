@@ -9,7 +9,6 @@
 
 #include "lcd_proto.h"
 
-#include <event2/util.h> /* evutil_socket_t */
 #include <stddef.h>
 #include <time.h>
 
@@ -36,10 +35,11 @@ const char *lcd_gate_keys(lcd_conn *c, const lcd_proto_req *req);
 int lcd_gate_late(lcd_conn *c, time_t now);
 void lcd_gate_free(lcd_conn *c);
 /* Neither reads nor parses c for ms (a failure's delay, or a wait for its
- * address's turn), then calls cb(fd, what, c) on its loop: 0, or -1 (no
- * timer: go on at once).  Loop thread; the text handshake's and SASL's. */
-int lcd_auth_hold(lcd_conn *c, unsigned ms,
-                  void (*cb)(evutil_socket_t, short, void *));
+ * address's turn, c->auth_wait), then goes on: the request parsed again
+ * after a turn, the failure answered (text or binary) and c closed after a
+ * delay.  0, or -1 (no timer: go on at once).  Loop thread; both
+ * handshakes' (here and lcd_sasl.c). */
+int lcd_auth_hold(lcd_conn *c, unsigned ms);
 /* NULL if c may run the admin commands over TCP (TLS, authenticated, the
  * admin right), else why not. */
 const char *lcd_gate_admin(lcd_conn *c);

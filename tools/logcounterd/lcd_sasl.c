@@ -30,31 +30,13 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define AUTH_ERROR "Auth failure"
 
-static void hold_cb(evutil_socket_t fd, short what, void *arg) {
-  (void)fd;
-  (void)what;
-  lcd_conn *c = arg;
-  c->auth_hold = 0;
-  if (!c->bev) return;
-  if (c->auth_wait) { /* its address's turn: the request is parsed again */
-    char b;
-    c->auth_wait = 0;
-    if (recv(bufferevent_getfd(c->bev), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-      lcd_close_later(c, "client left while its SASL request waited its turn");
-    lcd_conn_process(c);
-    return;
-  }
+void lcd_sasl_put_failure(lcd_conn *c) {
   lcd_bin_put(c, LCD_BIN_SASL_AUTH, LCD_BIN_EAUTH, 0, 0, NULL, 0, NULL, 0,
               AUTH_ERROR, sizeof AUTH_ERROR - 1);
-  lcd_close_later(c, "authentication failed");
-  lcd_conn_process(c); /* closing: finish writes and closes */
 }
-
-static int hold(lcd_conn *c, unsigned ms) { return lcd_auth_hold(c, ms, hold_cb); }
 
 /* Everything buffered is discarded, the auth error written (after the
  * delay) and c closed. */
@@ -73,7 +55,7 @@ static void fail(lcd_conn *c, struct evbuffer *in, const lcd_bin_header *h,
             "logged)",
             c->id, c->peer, why, user ? " (user " : "", user ? user : "",
             user ? ")" : "", dropped);
-  if (ms && hold(c, ms) == 0) return;
+  if (ms && lcd_auth_hold(c, ms) == 0) return;
   lcd_bin_put(c, h->opcode, LCD_BIN_EAUTH, h->opaque, 0, NULL, 0, NULL, 0,
               AUTH_ERROR, sizeof AUTH_ERROR - 1);
   lcd_close_later(c, "authentication failed");
@@ -107,7 +89,7 @@ void lcd_sasl_request(lcd_conn *c, struct evbuffer *in,
   unsigned turn = lcd_auth_turn(c->peer, &c->auth_turn);
   if (turn) {
     c->auth_wait = 1;
-    if (hold(c, turn) == 0) return; /* hold_cb parses it again */
+    if (lcd_auth_hold(c, turn) == 0) return; /* hold_cb parses it again */
     c->auth_wait = 0;
   }
   s->st.auth_cmds++;
