@@ -25,8 +25,9 @@
 #      (preferred: --force if refused), verify, ids above all acknowledged
 #   8. the replication secret (sc) and mutual TLS (tl): a standby without
 #      either, or with another CA's certificate, never connects; 3 idle
-#      connections held on the replication port (id) delay neither a
-#      restarted standby's sync nor new names (required mode)
+#      connections held on the replication port (id), and 6 more that
+#      send one byte and stall (it), delay neither a restarted standby's
+#      sync nor new names (required mode)
 #   7. the standby's data port: incr/decr SERVER_ERROR ESTANDBY, get and
 #      stats work; the primary's stats say replication_standby sync
 #   clients: logcounter --server A,B (the library's remote mode on two
@@ -40,7 +41,7 @@
 # asserted.  LC_TEST_SCALE divides the id counts each phase waits for;
 # LC_TEST_KEEP=1 keeps the temporary directory (daemon logs, id files);
 # LC_STANDBY_ONLY="cp cr" runs only the scenarios named (h1 h2 h3 pt pp st
-# sr cp cr cf sc id tl).  Ends with "standby: N passed, M failed".
+# sr cp cr cf sc id it tl).  Ends with "standby: N passed, M failed".
 # shellcheck disable=SC2034,SC2317
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -665,38 +666,58 @@ want sc && secret_scenario
 # restarts: the restarted standby still reaches sync and new names
 # allocate (before: the primary served the idle ones first, counted each
 # as a standby catching up for 5 s, and every new name failed with
-# ENOSTANDBY for the whole attack).
+# ENOSTANDBY for the whole attack).  it: the same with 4 connections more
+# that each send a hello one byte a second (before: the primary served
+# connections one at a time on one thread, the timeout was per byte, and
+# the first such connection held it, the standby waiting behind, for as
+# long as it went on).
 idle_scenario() {
-  local tag=id R; R=$(free_port) || { setup_fail "$tag: a port"; return; }
+  local tag=$1 trickle=$2 R; R=$(free_port) || { setup_fail "$tag: a port"; return; }
   lcd p "$tag-p" --replication-listen "127.0.0.1:$R" --standby-mode required ||
     { setup_fail "$tag: the primary starts"; return; }
   lcd s "$tag-s" --standby-of "127.0.0.1:$R" || { setup_fail "$tag: the standby starts"; return; }
   wait_stat p replication_state sync 10 || { setup_fail "$tag: first sync"; down_all; return; }
   rm -f "$TMP/$tag.stop"
-  /usr/bin/python3 - "$R" "$TMP/$tag.stop" >"$TMP/$tag.idle" 2>&1 <<'PY' &
+  /usr/bin/python3 - "$R" "$TMP/$tag.stop" "$trickle" >"$TMP/$tag.idle" 2>&1 <<'PY' &
 import os, select, socket, sys, time
-port, stop = int(sys.argv[1]), sys.argv[2]
-held, opened = [], 0
+port, stop, trickle = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+frame = b"h\x00\x00\x10\x00" + b"1" * 4096
+held, slow, opened, last = [], {}, 0, 0.0
 while not os.path.exists(stop):
-    while len(held) < 3:
-        held.append(socket.create_connection(("127.0.0.1", port), 5))
-        opened += 1
+    if len(held) < 3 + trickle:  # one at a time, the trickle going on
+        try:
+            c = socket.create_connection(("127.0.0.1", port), 0.2)
+            held.append(c)
+            if len(held) > 3:
+                slow[c] = 0
+            opened += 1
+        except OSError:  # the backlog full: again later
+            pass
+    if time.time() - last >= 1:  # a byte of a 4 KiB hello frame from each
+        last = time.time()
+        for c in slow:
+            try:
+                c.send(frame[slow[c]:slow[c] + 1])
+                slow[c] += 1
+            except OSError:
+                pass
     rd, _, _ = select.select(held, [], [], 0.05)
     for s in rd:  # closed by the primary: open another at once
         held.remove(s)
+        slow.pop(s, None)
         s.close()
 print("idle connections opened: %d" % opened)
 PY
   local apid=$!
-  sleep 0.5
+  sleep 2   # the attack under way
   down s KILL
   SAME_PORT=1 lcd s "$tag-s" --standby-of "127.0.0.1:$R" ||
     { setup_fail "$tag: the standby restarts"; touch "$TMP/$tag.stop"; wait "$apid"; down_all; return; }
-  check "$tag: 3 idle replication connections held: the restarted standby reaches sync" \
+  check "$tag: 3 idle and $trickle stalled replication connections held: the restarted standby reaches sync" \
     synced_or_show 10
   local i ok_n=0
   for i in 1 2 3 4 5; do
-    ask p "incr id-new$i 1"
+    ask p "incr $tag-new$i 1"
     [ "$REPLY_LINE" = 1 ] && ok_n=$((ok_n + 1))
   done
   check "$tag: ... and new names allocate meanwhile ($ok_n of 5; last: $REPLY_LINE)" test "$ok_n" = 5
@@ -704,7 +725,8 @@ PY
   sed 's/^/# /' "$TMP/$tag.idle"
   down_all
 }
-want id && idle_scenario
+want id && idle_scenario id 0
+want it && idle_scenario it 4
 
 # Replication over mutual TLS (src/repl/wire_tls.c): the daemons' --tls-cert,
 # --tls-key and --tls-ca.  A standby whose certificate another CA signed,

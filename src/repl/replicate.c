@@ -1,8 +1,9 @@
 /*
  * replicate.c - the primary's side of replication (see repl.h): the ring
- * of recent write groups, the one standby's session (a thread that sends,
- * one that reads acknowledgments), and the wait of a synced write for
- * the standby.
+ * of recent write groups, the connections (each proves itself on a
+ * thread of its own, at most PENDING_MAX at once), the one standby's
+ * session (that thread sends, another reads acknowledgments), and the
+ * wait of a synced write for the standby.
  *
  * Invariants:
  *  - a group enters the ring (and gets its seq) before it is written
@@ -42,8 +43,9 @@
 #define RING_MAX (64u << 20)
 #define HEARTBEAT_MS 100
 #define IO_TIMEOUT_MS 5000
-#define HELLO_MS 2000  /* a connection proves itself within, or goes */
-#define PENDING_MAX 8  /* connections waiting to speak; the oldest goes */
+#define HELLO_MS 2000  /* each step of a connection's proof, at most */
+#define PROOF_MS 5000  /* the whole proof (TLS, hello, secret), at most */
+#define PENDING_MAX 8  /* connections not yet the session; the oldest goes */
 #define CHUNK_BYTES (1u << 20)
 
 enum { ST_NONE, ST_CATCHUP, ST_SYNC };
@@ -75,6 +77,13 @@ struct lc__repl {
   int lfd;
   struct ssl_ctx_st *ctx; /* h->repl_tls[0]: TLS (wire_tls.c), or NULL */
   pthread_t listener;
+  /* connections not (yet) the session, each served by a thread of its
+   * own (conn_main): proving itself, or proved and waiting for the
+   * session to be free; at most PENDING_MAX, the oldest shut down */
+  struct pend *pending;
+  int npending, nthreads; /* nthreads: conn_main threads alive */
+  bool busy;              /* a session runs */
+  pthread_cond_t scv;     /* busy cleared, a connection kicked, threads */
   uint64_t ack_timeouts, snapshots, connects;
   /* cluster.c: with need_approval, a standby goes in sync only while
    * its address (getpeername of cfd) is approved (lc__repl_approve) */
@@ -286,6 +295,15 @@ void lc__repl_after(lc__repl *r, uint64_t seq, bool ok) {
 }
 
 /* ---- the session ------------------------------------------------------- */
+
+/* A connection's place among those not yet the session (mu). */
+typedef struct pend {
+  struct pend *next;
+  lc__repl *r;
+  int fd;
+  int64_t since;
+  bool listed, kicked, proved;
+} pend;
 
 typedef struct session {
   lc__repl *r;
@@ -525,20 +543,42 @@ static void stream(session *s, uint64_t pos) {
   pthread_mutex_unlock(&r->mu);
 }
 
-static void serve(lc__repl *r, int fd) {
+/* mu held: n leaves the pending list (once). */
+static void unlist(lc__repl *r, pend *n) {
+  if (!n->listed) return;
+  for (pend **pp = &r->pending; *pp; pp = &(*pp)->next)
+    if (*pp == n) {
+      *pp = n->next;
+      break;
+    }
+  n->listed = false;
+  r->npending--;
+}
+
+/* A connection's own thread: TLS and the secret first (each step within
+ * HELLO_MS), so that until proved a connection is no standby and delays
+ * nobody; then it waits for the session to be free (one standby at a
+ * time: the others wait) unless it is shut down first, and serves it. */
+static void serve(pend *n) {
+  lc__repl *r = n->r;
+  int fd = n->fd;
   lc__wire w;
   lc__wire_init(&w, fd);
   session s = {.r = r, .w = &w};
-  /* TLS and the secret first: until proved, a connection is no standby
-   * (it neither counts as catching up nor delays one for long) */
   unsigned long long epoch = 0, seq = 0;
   int rc = r->ctx ? lc__wire_tls(&w, r->ctx, NULL, HELLO_MS) : 0;
   if (!rc) rc = hello(&s, &epoch, &seq);
-  if (rc) {
+  pthread_mutex_lock(&r->mu);
+  n->proved = !rc;
+  while (!rc && r->busy && !n->kicked && !r->stop)
+    pthread_cond_wait(&r->scv, &r->mu);
+  if (rc || n->kicked || r->stop) {
+    pthread_mutex_unlock(&r->mu);
     lc__wire_close(&w);
     return;
   }
-  pthread_mutex_lock(&r->mu);
+  unlist(r, n);
+  r->busy = true;
   s.gen = ++r->gen;
   r->cfd = fd;
   r->state = ST_CATCHUP;
@@ -567,67 +607,97 @@ static void serve(lc__repl *r, int fd) {
   shutdown(fd, SHUT_RDWR);
   if (reading) pthread_join(reader, NULL);
   lc__wire_close(&w);
+  pthread_mutex_lock(&r->mu);
+  r->busy = false;
+  pthread_cond_broadcast(&r->scv);
+  pthread_mutex_unlock(&r->mu);
 }
 
-/* Accepted connections wait here (at most PENDING_MAX, the oldest closed
- * for a new one, each at most HELLO_MS) until they send something; only
- * then are they served, one at a time (one standby: the others wait),
- * so connections that say nothing never stand before the standby. */
+static void *conn_main(void *arg) {
+  pend *n = arg;
+  lc__repl *r = n->r;
+  serve(n);
+  pthread_mutex_lock(&r->mu);
+  unlist(r, n);
+  r->nthreads--;
+  pthread_cond_broadcast(&r->scv);
+  pthread_mutex_unlock(&r->mu);
+  free(n);
+  return NULL;
+}
+
+/* mu held: n is shut down (its thread sees it and leaves). */
+static void kick(lc__repl *r, pend *n) {
+  n->kicked = true;
+  shutdown(n->fd, SHUT_RDWR);
+  unlist(r, n);
+  pthread_cond_broadcast(&r->scv);
+}
+
+/* mu held: connections that have not proved themselves within PROOF_MS
+ * (a hello sent a byte at a time) are shut down. */
+static void kick_slow(lc__repl *r) {
+  int64_t old = lc__clock_mono_us() - (int64_t)PROOF_MS * 1000;
+  for (pend *p = r->pending, *next; p; p = next) {
+    next = p->next;
+    if (!p->proved && p->since < old) kick(r, p);
+  }
+}
+
+/* mu held: a new connection fd gets a thread; over PENDING_MAX the
+ * oldest connection not yet the session is shut down (its thread sees
+ * it and leaves).  False: no memory or thread (fd is then closed). */
+static bool take(lc__repl *r, int fd) {
+  if (r->npending >= PENDING_MAX) {
+    pend *oldest = r->pending;
+    for (pend *p = r->pending; p; p = p->next)
+      if (p->since < oldest->since) oldest = p;
+    kick(r, oldest);
+  }
+  pend *n = calloc(1, sizeof *n);
+  if (n == NULL) return false;
+  *n = (pend){.next = r->pending, .r = r, .fd = fd,
+              .since = lc__clock_mono_us(), .listed = true};
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  bool ok = pthread_create(&t, &a, conn_main, n) == 0;
+  pthread_attr_destroy(&a);
+  if (!ok) {
+    free(n);
+    return false;
+  }
+  r->pending = n;
+  r->npending++;
+  r->nthreads++;
+  return true;
+}
+
+/* Accepts connections and gives each its own thread (take), so a
+ * connection that says nothing, or says it slowly, never stands before
+ * the standby; one not proved within PROOF_MS goes. */
 static void *listener(void *arg) {
   lc__repl *r = arg;
-  int pend[PENDING_MAX];
-  int64_t since[PENDING_MAX];
-  int np = 0;
   for (;;) {
     pthread_mutex_lock(&r->mu);
     bool stop = r->stop;
+    kick_slow(r);
     pthread_mutex_unlock(&r->mu);
     if (stop) break;
-    struct pollfd p[1 + PENDING_MAX];
-    p[0] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
-    for (int i = 0; i < np; i++)
-      p[1 + i] = (struct pollfd){.fd = pend[i], .events = POLLIN};
-    int n = poll(p, (nfds_t)(1 + np), 100);
-    int64_t now = lc__clock_mono_us() / 1000;
-    int ready = -1;
-    for (int i = 0; n > 0 && i < np && ready < 0; i++)
-      if (p[1 + i].revents) ready = i;
-    for (int i = 0; i < np;) { /* silent too long: closed */
-      if (i != ready && now - since[i] >= HELLO_MS) {
-        close(pend[i]);
-        if (ready == np - 1) ready = i;
-        pend[i] = pend[--np];
-        since[i] = since[np];
-        continue;
-      }
-      i++;
-    }
-    if (ready >= 0) {
-      int fd = pend[ready];
-      pend[ready] = pend[--np];
-      since[ready] = since[np];
-      serve(r, fd);
-      continue;
-    }
-    if (n <= 0 || !p[0].revents) continue;
+    struct pollfd p = {.fd = r->lfd, .events = POLLIN};
+    if (poll(&p, 1, 100) <= 0) continue;
     int fd = accept(r->lfd, NULL, NULL);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE) poll(NULL, 0, 100); /* a pause */
       continue;
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (np == PENDING_MAX) { /* the oldest waiting goes */
-      int oldest = 0;
-      for (int i = 1; i < np; i++)
-        if (since[i] < since[oldest]) oldest = i;
-      close(pend[oldest]);
-      pend[oldest] = pend[--np];
-      since[oldest] = since[np];
-    }
-    pend[np] = fd;
-    since[np++] = now;
+    pthread_mutex_lock(&r->mu);
+    bool ok = !r->stop && take(r, fd);
+    pthread_mutex_unlock(&r->mu);
+    if (!ok) close(fd);
   }
-  for (int i = 0; i < np; i++) close(pend[i]);
   return NULL;
 }
 
@@ -657,6 +727,7 @@ int lc__repl_start(lc_t *h) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&r->cv, &ca);
   pthread_condattr_destroy(&ca);
+  pthread_cond_init(&r->scv, NULL);
   pthread_mutex_init(&r->mu, NULL);
   r->ctx = h->repl_tls[0];
   int rc = lc__net_listen(addr, &r->lfd);
@@ -666,6 +737,7 @@ int lc__repl_start(lc_t *h) {
   }
   if (rc) {
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->scv);
     pthread_mutex_destroy(&r->mu);
     free(r);
     return rc;
@@ -683,13 +755,19 @@ void lc__repl_stop(lc_t *h) {
   r->stop = true;
   drop_session(r);
   pthread_mutex_unlock(&r->mu);
-  pthread_join(r->listener, NULL);
+  pthread_join(r->listener, NULL); /* no new connection after this */
+  pthread_mutex_lock(&r->mu);
+  for (pend *p = r->pending; p; p = p->next) shutdown(p->fd, SHUT_RDWR);
+  pthread_cond_broadcast(&r->scv);
+  while (r->nthreads > 0) pthread_cond_wait(&r->scv, &r->mu);
+  pthread_mutex_unlock(&r->mu);
   close(r->lfd);
   h->log.hook = NULL;
   h->log.hook_arg = NULL;
   h->repl = NULL;
   ring_clear(r);
   pthread_cond_destroy(&r->cv);
+  pthread_cond_destroy(&r->scv);
   pthread_mutex_destroy(&r->mu);
   free(r);
 }
