@@ -18,6 +18,8 @@
 #   - ulimit -n 1024 and 1,300 idle /metrics connections
 #     (tests/daemon/flood.py): the data port answers new and old clients,
 #     the log grows by less than 1 MB in 5 s, /metrics answers after;
+#   - 300 idle /metrics connections from 127.0.0.2: a scraper from
+#     127.0.0.1 is answered throughout (--metrics-max-per-address);
 #   - SIGTERM with metrics on: exit 0.
 # Needs $BUILD/logcounterd, $BUILD/tests/lcd_client, /usr/bin/prometheus,
 # /usr/bin/promtool and /usr/bin/python3 (tests/daemon/prom.py); a missing
@@ -276,6 +278,41 @@ check "1,300 idle /metrics connections, ulimit -n 1024: the data port answers" [
 check "  the log grew by less than 1 MB in those 8 s ($grow bytes)" [ "$grow" -lt 1000000 ]
 check "  /metrics answers once they are gone" \
   eval '[ "$(prom get "$MPORT" /metrics | head -n 1)" = 200 ]'
+stop_daemon TERM
+check "SIGTERM: exit 0" [ "$RC" = 0 ]
+
+# ---- one address cannot take every /metrics place (issue 38) ---------------------
+# 300 idle connections from 127.0.0.2 (flood.py --from) for 6 s: at most
+# --metrics-max-per-address (16) of them are kept, so a scraper from
+# 127.0.0.1 is answered every half second throughout (before: the
+# attacker's address held all 64 places and the scraper waited in the
+# backlog until the attack ended).
+MPORT=$(free_port)
+start_daemon d2 --metrics-listen "127.0.0.1:$MPORT" || { failed=$((failed + 1)); finish; }
+PIDS+=("$DPID")
+check "stats settings: metrics_max_per_address 16" \
+  [ "$(settings_value metrics_max_per_address)" = 16 ]
+log3=$(stat -c %s "$TMP/daemon.log")
+"$PY" tests/daemon/flood.py "$MPORT" 300 6 "$DPORT" --from 127.0.0.2 >"$TMP/flood2.out" 2>&1 &
+fpid=$!
+sleep 1
+scrapes=0 missed=0
+while kill -0 "$fpid" 2>/dev/null; do
+  if [ "$(timeout 3 "$PY" "$PROMPY" get "$MPORT" /metrics 2>/dev/null | head -n 1)" = 200 ]; then
+    scrapes=$((scrapes + 1))
+  else
+    missed=$((missed + 1))
+  fi
+  sleep 0.5
+done
+wait "$fpid"; frc=$?
+sed 's/^/    /' "$TMP/flood2.out"
+check "300 idle /metrics connections from 127.0.0.2: the data port answers" [ "$frc" = 0 ]
+check "  a scraper from 127.0.0.1 is answered throughout ($scrapes answered, $missed not)" \
+  eval '[ "$missed" = 0 ] && gt "$scrapes" 2'
+nlines=$(tail -c +$((log3 + 1)) "$TMP/daemon.log" | grep -c "metrics-max-per-address")
+check "  the log says why, at most a line a second ($nlines lines)" \
+  eval '[ "$nlines" -ge 1 ] && [ "$nlines" -le 10 ]'
 stop_daemon TERM
 check "SIGTERM: exit 0" [ "$RC" = 0 ]
 check "no sanitizer report in the daemons' log" bash -c "! grep -Eq 'Sanitizer|runtime error' '$TMP/daemon.log'"

@@ -17,7 +17,7 @@
  *    apply here too); a client that fails the handshake is closed by
  *    evhttp, nothing else notices;
  *  - GET and HEAD of /metrics only; any other path is 404;
- *  - at most METRICS_MAX_CONNS connections at once: every connection's
+ *  - at most --metrics-max-connections at once: every connection's
  *    bufferevent comes from bevcb, which keeps a reference to it; a sweep
  *    every METRICS_SWEEP_MS drops those evhttp has freed (their callbacks
  *    cleared), which closes their sockets; at the bound the listener is
@@ -26,6 +26,10 @@
  *    it anyway (a burst libevent takes in one accept callback) is shut
  *    down right after; so idle clients can neither run the daemon out of
  *    descriptors nor delay the data ports;
+ *  - at most --metrics-max-per-address from one peer address: the sweep
+ *    that follows each accept (once evhttp has set the socket) shuts down
+ *    a new connection whose address already holds that many, so one
+ *    address cannot take every place;
  *  - accept failing (out of descriptors) pauses accepting for
  *    METRICS_PAUSE_MS, logged at most once a second, instead of libevent's
  *    default (a warning per attempt, spinning);
@@ -50,20 +54,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 #define METRICS_TIMEOUT_S 10  /* a request must arrive and leave within */
 #define METRICS_HEADERS 8192  /* request headers, at most */
 #define METRICS_BACKLOG 64
-#define METRICS_MAX_CONNS 64  /* open /metrics connections, at most */
 #define METRICS_SWEEP_MS 100  /* connections evhttp freed: closed within */
 #define METRICS_PAUSE_MS 100  /* accept failed: try again after */
 
 /* A connection evhttp serves, with our reference to its bufferevent. */
 struct mconn {
   struct bufferevent *bev;
-  int over; /* beyond METRICS_MAX_CONNS: shut down at the next sweep */
+  int over;  /* beyond the bound: shut down at the next sweep */
+  int fresh; /* its peer address not read yet */
+  int gone;  /* shut down (evhttp frees it soon): counts for no bound */
+  char addr[INET6_ADDRSTRLEN]; /* the peer's address, "" unknown */
 };
 
 struct lcd_metrics {
@@ -84,6 +92,8 @@ struct lcd_metrics {
   struct event *sweep;
   time_t log_sec;         /* accept failures: one log line a second */
   uint64_t unlogged;
+  uint64_t refused_addr;  /* closed: over --metrics-max-per-address */
+  time_t addr_log_sec;    /* ... logged at most once a second */
 };
 
 /* The buckets' bounds, read once from the library. */
@@ -150,7 +160,7 @@ static void request_cb(struct evhttp_request *req, void *arg) {
 
 /* Accepting goes on only below the bound and outside a pause. */
 static void update_accepting(lcd_metrics *m) {
-  if (m->paused || m->nconns >= METRICS_MAX_CONNS)
+  if (m->paused || m->nconns >= (size_t)m->srv->set->metrics_max)
     evconnlistener_disable(m->listener);
   else
     evconnlistener_enable(m->listener);
@@ -165,16 +175,16 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg);
 static struct bufferevent *track(lcd_metrics *m, struct bufferevent *bev) {
   if (!bev) return NULL;
   if (m->nconns == m->capconns) {
-    size_t cap = m->capconns ? 2 * m->capconns : METRICS_MAX_CONNS;
+    size_t cap = m->capconns ? 2 * m->capconns : 64;
     struct mconn *n = realloc(m->conns, cap * sizeof *n);
     if (!n) return bev; /* untracked: it still closes when evhttp frees it */
     m->conns = n;
     m->capconns = cap;
   }
   bufferevent_incref(bev);
-  int over = m->nconns >= METRICS_MAX_CONNS;
-  m->conns[m->nconns++] = (struct mconn){bev, over};
-  if (over && !m->refusing) {
+  int over = m->nconns >= (size_t)m->srv->set->metrics_max;
+  m->conns[m->nconns++] = (struct mconn){bev, over, 1, 0, ""};
+  if (!m->refusing) { /* a sweep right after: its address, its bound */
     struct timeval now = {0, 0};
     m->refusing = event_base_once(m->base, -1, EV_TIMEOUT, sweep_cb, m,
                                   &now) == 0;
@@ -196,13 +206,58 @@ static struct bufferevent *bevcb(struct event_base *base, void *arg) {
   return track(m, bev);
 }
 
-/* Every METRICS_SWEEP_MS: the connections evhttp has freed (it clears
- * their callbacks) lose our reference too, which closes them. */
+/* c's peer address into c->addr ("" when it has none yet). */
+static void read_addr(struct mconn *c) {
+  evutil_socket_t s = bufferevent_getfd(c->bev);
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  c->addr[0] = '\0';
+  if (s < 0 || getpeername(s, (struct sockaddr *)&ss, &len) != 0) return;
+  c->fresh = 0;
+  if (ss.ss_family == AF_INET)
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->addr,
+              sizeof c->addr);
+  else if (ss.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->addr,
+              sizeof c->addr);
+}
+
+/* New connections (fresh) whose address already holds
+ * --metrics-max-per-address others are marked over (shut down below). */
+static void bound_addresses(lcd_metrics *m) {
+  for (size_t i = 0; i < m->nconns; i++) {
+    struct mconn *c = &m->conns[i];
+    if (!c->fresh) continue;
+    read_addr(c);
+    if (c->fresh || !c->addr[0]) continue;
+    int same = 0;
+    for (size_t j = 0; j < m->nconns; j++)
+      if (j != i && !m->conns[j].fresh && !m->conns[j].over &&
+          !m->conns[j].gone && strcmp(m->conns[j].addr, c->addr) == 0)
+        same++;
+    if (same < m->srv->set->metrics_max_addr) continue;
+    c->over = 1;
+    m->refused_addr++;
+    time_t now = lcd_now();
+    if (now != m->addr_log_sec) { /* one line a second at most */
+      m->addr_log_sec = now;
+      lcd_log(m->srv->set, 0,
+              "metrics: closed a connection from %s: %d open from it "
+              "(--metrics-max-per-address; %" PRIu64 " closed so)",
+              c->addr, same, m->refused_addr);
+    }
+  }
+}
+
+/* Every METRICS_SWEEP_MS, and right after an accept: the connections
+ * evhttp has freed (it clears their callbacks) lose our reference too,
+ * which closes them; those over a bound are shut down. */
 static void sweep_cb(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   lcd_metrics *m = arg;
   m->refusing = 0;
+  bound_addresses(m);
   for (size_t i = 0; i < m->nconns;) {
     struct mconn *c = &m->conns[i];
     bufferevent_data_cb r, w;
@@ -211,7 +266,10 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg) {
     bufferevent_getcb(c->bev, &r, &w, &e, &cbarg);
     if (e || cbarg) { /* evhttp's still */
       evutil_socket_t s = c->over ? bufferevent_getfd(c->bev) : -1;
-      if (s >= 0) shutdown(s, SHUT_RDWR); /* beyond the bound: refused */
+      if (s >= 0 && c->over) { /* beyond a bound: refused */
+        shutdown(s, SHUT_RDWR);
+        c->gone = 1;
+      }
       c->over = 0;
       i++;
       continue;

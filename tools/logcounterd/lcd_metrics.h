@@ -23,6 +23,10 @@
 
 struct evbuffer;
 
+/* Defaults of --metrics-max-connections and --metrics-max-per-address. */
+#define LCD_METRICS_MAX_DEFAULT 64
+#define LCD_METRICS_MAX_ADDR_DEFAULT 16
+
 /* What a figure is, for Prometheus: a counter (only grows; served as
  * logcounterd_NAME_total), a gauge, or a text (served as a gauge
  * logcounterd_NAME_info{NAME="text"} 1). */

@@ -51,6 +51,8 @@ void lcd_settings_init(lcd_settings *set) {
   set->max_connections = 1024;
   set->max_unfinished = LCD_UNFINISHED_DEFAULT;
   set->max_unfinished_addr = LCD_UNFINISHED_ADDR_DEFAULT;
+  set->metrics_max = LCD_METRICS_MAX_DEFAULT;
+  set->metrics_max_addr = LCD_METRICS_MAX_ADDR_DEFAULT;
   set->idle_timeout = 0;
   set->line_timeout = 10;
   set->drain_timeout = 10;
@@ -279,6 +281,12 @@ static void usage(FILE *f) {
       "                          No auth file: an address that is not loopback\n"
       "                          needs TLS with --tls-verify require (or\n"
       "                          --insecure-listen)\n"
+      "  --metrics-max-connections N  open /metrics connections at once,\n"
+      "                          1..100000 (default "
+      LCD_XSTR(LCD_METRICS_MAX_DEFAULT) "); at the bound further\n"
+      "                          clients wait in the kernel's backlog\n"
+      "  --metrics-max-per-address N  of them from one peer address\n"
+      "                          (default " LCD_XSTR(LCD_METRICS_MAX_ADDR_DEFAULT) "); one beyond it is closed\n"
       "  --auth-file FILE        require memcached's authentication on the TCP\n"
       "                          port and the unix socket: FILE holds\n"
       "                          user:password lines (# comments); a client's\n"
@@ -412,6 +420,8 @@ enum {
   O_STANDBY_MODE,
   O_STANDBY_TIMEOUT,
   O_METRICS,
+  O_METRICS_MAX,
+  O_METRICS_MAX_ADDR,
   O_REPL_SECRET,
   O_AUTH_FILE,
   O_RIGHTS_FILE,
@@ -459,6 +469,8 @@ static const struct option long_options[] = {
     {"standby-mode", required_argument, NULL, O_STANDBY_MODE},
     {"standby-timeout", required_argument, NULL, O_STANDBY_TIMEOUT},
     {"metrics-listen", required_argument, NULL, O_METRICS},
+    {"metrics-max-connections", required_argument, NULL, O_METRICS_MAX},
+    {"metrics-max-per-address", required_argument, NULL, O_METRICS_MAX_ADDR},
     {"auth-file", required_argument, NULL, O_AUTH_FILE},
     {"rights-file", required_argument, NULL, O_RIGHTS_FILE},
     {"insecure-listen", no_argument, NULL, O_INSECURE_LISTEN},
@@ -489,6 +501,10 @@ static const struct number_option {
      offsetof(lcd_settings, max_unfinished), 0},
     {O_MAX_UNFINISHED_ADDR, "--max-unfinished-per-address", 1, 1000000,
      offsetof(lcd_settings, max_unfinished_addr), 0},
+    {O_METRICS_MAX, "--metrics-max-connections", 1, 100000,
+     offsetof(lcd_settings, metrics_max), 0},
+    {O_METRICS_MAX_ADDR, "--metrics-max-per-address", 1, 100000,
+     offsetof(lcd_settings, metrics_max_addr), 0},
     {O_MAX_COUNTERS, "--max-counters", 1, LCD_LIMIT_MAX,
      offsetof(lcd_settings, max_counters), 1},
     {O_MAX_TALLIES, "--max-tallies", 1, LCD_LIMIT_MAX,

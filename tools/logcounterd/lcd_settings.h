@@ -94,6 +94,10 @@ typedef struct lcd_settings {
   int64_t standby_timeout_ms;     /* default 2000 */
   const char *metrics_listen;     /* [notls:]HOST:PORT (PORT: 127.0.0.1) of
                                      the Prometheus /metrics; NULL: none */
+  int metrics_max;                /* open /metrics connections (default
+                                     LCD_METRICS_MAX_DEFAULT) */
+  int metrics_max_addr;           /* of them from one peer address
+                                     (LCD_METRICS_MAX_ADDR_DEFAULT) */
   const char *auth_file;   /* --auth-file: user:password lines; NULL: no
                               authentication (lcd_auth.c) */
   const char *rights_file; /* --rights-file (lcd_rights.c); NULL: none */

@@ -154,6 +154,8 @@ static void put_settings(lcd_server *s, emit *o) {
                                 : "required");
   stat_i(o, "standby_timeout_ms", (long long)set->standby_timeout_ms);
   stat_s(o, "metrics_listen", set->metrics_listen);
+  stat_i(o, "metrics_max_connections", set->metrics_max);
+  stat_i(o, "metrics_max_per_address", set->metrics_max_addr);
   stat_s(o, "auth_enabled_ascii", set->auth_file ? "yes" : "no");
   stat_s(o, "auth_file", set->auth_file);
   stat_s(o, "rights_file", set->rights_file);
