@@ -212,8 +212,9 @@ typedef struct lc_options {
   int64_t retain_age_us;
   int64_t retain_interval_ms;
   /* (0.5) Replication (replicate.c, follow.c).  replication_listen
-   * "HOST:PORT": the handle serves one standby there, from threads of its
-   * own.  Every synced write (a reservation, a segment, a claim, a ledger
+   * "HOST:PORT": the handle serves standbys there (up to 4; the first to
+   * have everything is the synchronous one, the others follow behind it,
+   * stale until it goes), from threads of its own.  Every synced write (a reservation, a segment, a claim, a ledger
    * entry, a tally flush: the floors) reaches the standby and is
    * acknowledged by it, synced, before it is written here and before any
    * value under it goes out; unsynced record writes stream behind (under
@@ -680,6 +681,10 @@ typedef struct lc_replication_status {
   uint64_t connects;     /* connections of a standby so far */
 } lc_replication_status;
 LC_EXTERN int lc_get_replication_status(lc_t *h, lc_replication_status *out);
+/* (0.10) A primary: *n = the standbys streaming from it now (up to 4: one
+ * synchronous, the one lc_get_replication_status describes, the others
+ * behind it); 0 on a standby or without replication_listen. */
+LC_EXTERN int lc_replication_standbys(lc_t *h, int *n);
 
 /* ==== Automatic failover's hooks (src/cluster.c; logcounterd --etcd) ====
  * What a coordinator (a process holding a leadership lease in etcd) uses.

@@ -13,10 +13,13 @@
 #           same (floors come from the promoted standby's log)
 #   freeze  SIGSTOP past its lease, then SIGCONT: another takes over, no
 #           two nodes ever say primary at once, the old one rejoins
-#   standby the synchronous standby SIGKILLed: the third node takes the
-#           stream over and the primary names it in /sync only once it
-#           holds every write (then approves its acknowledgments); ids
-#           resume; the killed one, restarted, follows again
+#   start   one primary; both other nodes stream from it at once
+#           (replication_standbys 2: one synchronous, one behind it)
+#   standby the synchronous standby SIGKILLed: the third node, streaming
+#           already, takes its place without a new copy, and the primary
+#           names it in /sync only once it holds every write (then
+#           approves its acknowledgments); ids resume; the killed one,
+#           restarted, follows again
 #   cut     its proxy to etcd cut (a partition: requests time out): it
 #           stops handing out ids before its lease can have expired
 #           (stats says fenced) and before the new primary's first id;
@@ -202,6 +205,20 @@ mkdir -p "$TMP/load"
 TOOL load "$TMP/load" cl 4 "$PORTS" &
 LPID=$!
 check "start: ids are handed out" wait_acks 200 10
+# stat_of N NAME: STAT NAME of node N
+stat_of() {
+  timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"${D[$1]}"'; printf "stats\r\nquit\r\n" >&3; cat <&3' 2>/dev/null |
+    tr -d '\r' | awk -v k="$2" '$1 == "STAT" && $2 == k { print $3 }'
+}
+two_streams() {
+  local end=$((SECONDS + $1))
+  while [ $SECONDS -le $end ]; do
+    roles; [ -n "$PRIMARY" ] && [ "$(stat_of "$PRIMARY" replication_standbys)" = 2 ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+check "start: both other nodes stream from n$PRIMARY (replication_standbys 2)" two_streams 10
 
 # ---- kill ---------------------------------------------------------------------
 need_primary kill
@@ -260,6 +277,7 @@ sb=$(sync_of "$prim"); sb=${sb#n}
 if [ -z "$sb" ] || [ "$sb" = "$prim" ] || [ -z "${PID[$sb]:-}" ]; then
   echo "FAIL - standby: n$prim names no standby in sync (${sb:-none})"; failed=$((failed + 1))
 else
+  snaps0=$(stat_of "$prim" replication_snapshots)
   T0=$(now)
   kill -9 "${PID[$sb]}"; wait "${PID[$sb]}" 2>/dev/null
   echo "# standby: SIGKILL n$sb (the synchronous standby of n$prim) at $T0"
@@ -267,6 +285,9 @@ else
   ok=0 end=$((SECONDS + 15))
   while [ $SECONDS -le $end ]; do roles; [ "$(sync_of "$prim")" = "n$third" ] && { ok=1; break; }; sleep 0.2; done
   check "standby: n$prim names n$third in sync instead" test "$ok" = 1
+  snaps1=$(stat_of "$prim" replication_snapshots)
+  check "standby: ... which streamed already: no new copy ($snaps0 copies, then $snaps1)" \
+    test -n "$snaps0" -a "$snaps0" = "$snaps1"
   check "standby: n$prim hands out ids again" wait_acks 100 15
   roles
   check "standby: n$prim is still the primary" test "$PRIMARY" = "$prim"

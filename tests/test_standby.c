@@ -14,6 +14,10 @@
  *    promote is ESTALE, promote with force and above goes on above;
  *  - catching up: a standby closed and reopened resumes (no second copy)
  *    and holds everything;
+ *  - two standbys at once: one synchronous, the other behind it and
+ *    stale; when the first goes the other takes its place without a
+ *    copy and is promoted without force, and the first, back behind it,
+ *    is stale (ESTALE);
  *  - tallies: flushed and pending changes made through the old primary
  *    are exact after the promotion, none lost, none twice;
  *  - a standby refuses writes (ESTANDBY) and reads work; its directory
@@ -427,6 +431,71 @@ static void test_catch_up(void **state) {
   ids_free(&a);
 }
 
+/* ---- two standbys ----------------------------------------------------- */
+
+/* Waits (at most 10 s) until sb has applied everything h wrote. */
+static void wait_applied(lc_t *h, lc_t *sb) {
+  for (int i = 0; i < 1000 && status(sb).seq != status(h).seq; i++)
+    usleep(10000);
+  assert_int_equal(status(sb).seq, status(h).seq);
+}
+
+static int standbys(lc_t *h) {
+  int n = -1;
+  assert_ok(lc_replication_standbys(h, &n));
+  return n;
+}
+
+/* Two standbys stream at once (required mode): the first in sync is the
+ * synchronous one, the other follows behind it, stale (it is told
+ * nothing); when the synchronous one goes, the other takes its place
+ * without a second copy, allocation goes on, and it is promoted without
+ * force, holding every id. */
+static void test_two_standbys(void **state) {
+  fx_t *f = *state;
+  opened p;
+  char path1[TU_PATH_MAX], path2[TU_PATH_MAX];
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 2000, 0, &p);
+  lc_t *s1 = open_standby(f, "s1", p.addr, 0, path1);
+  wait_sync(h);
+  lc_t *s2 = open_standby(f, "s2", p.addr, 0, path2);
+  for (int i = 0; i < 500 && standbys(h) < 2; i++) usleep(10000);
+  assert_int_equal(standbys(h), 2);
+  ids a;
+  ids_init(&a);
+  run_for(h, &a, 300, false);
+  wait_caught_up(h, s1);
+  wait_applied(h, s2);
+  assert_false(status(s1).stale); /* the synchronous one */
+  assert_true(status(s2).stale);  /* behind it: promotion needs force */
+  uint64_t copies = status(h).snapshots;
+  assert_int_equal(copies, 2);
+  assert_ok(lc_close(s1));
+  run_for(h, &a, 300, false); /* required mode: s2 acknowledges now */
+  wait_caught_up(h, s2);
+  assert_int_equal(standbys(h), 1);
+  assert_int_equal(status(h).snapshots, copies); /* s2 took no second copy */
+  for (int i = 0; i < 200 && status(s2).stale; i++) usleep(10000);
+  assert_false(status(s2).stale); /* told it is the synchronous one */
+  s1 = open_standby(f, "s1", p.addr, 0, path1); /* back, behind s2 now */
+  for (int i = 0; i < 500 && standbys(h) < 2; i++) usleep(10000);
+  run_for(h, &a, 300, false);
+  wait_applied(h, s1);
+  assert_true(status(s1).stale); /* it was the synchronous one, no more */
+  int64_t lo[NC], hi[NC];
+  check_unique(&a, lo, hi);
+  assert_ok(lc_close(h));
+  assert_rc(lc_promote(s1, NULL, NULL), LC_ESTALE);
+  assert_ok(lc_close(s1));
+  assert_ok(lc_promote(s2, NULL, NULL)); /* not stale: no force */
+  for (int c = 0; c < NC; c++) {
+    assert_i64_op(tu_next1(s2, names[c]), >, hi[c]);
+    explained(s2, names[c]);
+  }
+  lc_close(s2);
+  ids_free(&a);
+}
+
 /* ---- tallies ----------------------------------------------------------- */
 
 static void test_tallies(void **state) {
@@ -506,7 +575,7 @@ int main(void) {
       T(test_partition),              T(test_partition_prefetch),
       T(test_partition_flushed),      T(test_stale_standby),
       T(test_catch_up),               T(test_tallies),
-      T(test_replication_secret),
+      T(test_replication_secret),     T(test_two_standbys),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);

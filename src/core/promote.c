@@ -44,6 +44,13 @@ int lc_get_replication_status(lc_t *h, lc_replication_status *out) {
   return 0;
 }
 
+int lc_replication_standbys(lc_t *h, int *n) {
+  if (h == NULL || n == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  *n = 0;
+  if (!atomic_load(&h->standby) && h->repl) *n = lc__repl_standbys(h->repl);
+  return 0;
+}
+
 /* The follower's last word: its position key goes, the identity it
  * copied becomes the handle's. */
 static int take_over(lc_t *h) {

@@ -285,8 +285,11 @@ static int session(lc__follow *f, lc__wire *w) {
     f->in_sync = false;
     bool resume = strcmp(kind, "resume") == 0 && epoch == f->epoch &&
                   seq == f->seq;
-    bool mark = !f->required && !f->stale;
-    if (!f->required) f->stale = true; /* it may go on alone later */
+    /* stale until the primary says this is its synchronous standby ('y'):
+     * in preferred mode it may go on alone later; in required mode it may
+     * have other standbys, and floors acknowledged by another */
+    bool mark = !f->stale;
+    f->stale = true;
     pthread_mutex_unlock(&f->mu);
     if (strcmp(kind, "full") == 0)
       rc = take_copy(f, w, epoch, &in);

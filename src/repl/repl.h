@@ -111,6 +111,8 @@ int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
 /* After the group's local write (ok: it succeeded). */
 void lc__repl_after(lc__repl *r, uint64_t seq, bool ok);
 void lc__repl_status(lc__repl *r, lc_replication_status *s);
+/* The standbys connected now (sessions that have not ended); takes r->mu. */
+int lc__repl_standbys(lc__repl *r);
 
 /* ---- follow.c: the standby ---- */
 typedef struct lc__follow lc__follow;

@@ -1,15 +1,23 @@
 /*
  * replicate.c - the primary's side of replication (see repl.h): the ring
  * of recent write groups, the connections (each proves itself on a
- * thread of its own, at most PENDING_MAX at once), the one standby's
- * session (that thread sends, another reads acknowledgments), and the
- * wait of a synced write for the standby.
+ * thread of its own, at most PENDING_MAX at once), the standbys' sessions
+ * (up to STANDBYS_MAX at once; each connection's thread sends, another
+ * reads acknowledgments), and the wait of a synced write for the one
+ * synchronous standby.
  *
  * Invariants:
  *  - a group enters the ring (and gets its seq) before it is written
  *    here, by log_write.c's one leader, so the ring's order is the log's;
- *  - a synced group (a floor) is written here only after the standby
- *    acknowledged it (it acknowledges after its own synced write), or,
+ *  - one session at most is the synchronous standby (sync): the first
+ *    to have acknowledged everything while there is none (with
+ *    lc_replication_need_approval: only the approved one); the others
+ *    stream behind it, their acknowledgments wait for nobody, and each
+ *    is told nothing ('y' goes to the sync one only), so each stays
+ *    stale (promotion needs force) until it is the sync one;
+ *  - a synced group (a floor) is written here only after the synchronous
+ *    standby acknowledged it (it acknowledges after its own synced
+ *    write), or,
  *    in preferred mode, after the standby was given up; in required mode
  *    no standby in sync within the timeout fails the write (LC_ENOSTANDBY)
  *    and nothing of it is written here;
@@ -24,8 +32,9 @@
  *    whose write failed here), the epoch changes and the ring is emptied:
  *    the standby gets a full copy next time, never a resume from a
  *    history this log lacks;
- *  - the ring holds at most RING_MAX bytes; entries the session has still
- *    to send are freed only with the session closed first.
+ *  - the ring holds at most RING_MAX bytes; an entry being sent is pinned
+ *    (pins) and never freed under its sender; a session that would need
+ *    an entry evicted is ended (it copies next time).
  */
 #include "repl/repl.h"
 #include "handle.h"
@@ -45,18 +54,29 @@
 #define IO_TIMEOUT_MS 5000
 #define HELLO_MS 2000  /* each step of a connection's proof, at most */
 #define PROOF_MS 5000  /* the whole proof (TLS, hello, secret), at most */
-#define PENDING_MAX 8  /* connections not yet the session; the oldest goes */
+#define PENDING_MAX 8  /* connections not yet a session; the oldest goes */
+#define STANDBYS_MAX 4 /* sessions at once; a further proved one waits */
 #define CHUNK_BYTES (1u << 20)
-
-enum { ST_NONE, ST_CATCHUP, ST_SYNC };
-static const char *const state_names[] = {"none", "catchup", "sync"};
 
 typedef struct ent {
   struct ent *next;
   uint64_t seq;
   size_t n;
-  char p[]; /* the 'b' frame's payload */
+  int pins;    /* sessions sending it now (outside mu) */
+  bool orphan; /* out of the ring while pinned: its last sender frees it */
+  char p[];    /* the 'b' frame's payload */
 } ent;
+
+/* A standby's session (mu), in r->sessions from its handshake to its end;
+ * freed by its own thread only. */
+typedef struct sess {
+  struct sess *next;
+  int fd;
+  uint64_t gen;           /* sessions so far, when it began */
+  uint64_t acked, sent;   /* acknowledged by it; sent to it */
+  bool dead;              /* ended: its threads leave */
+  bool say_sync;          /* 'y' to send: it is the synchronous standby */
+} sess;
 
 struct lc__repl {
   lc_t *h;
@@ -66,11 +86,11 @@ struct lc__repl {
   ent *head, *tail;
   size_t bytes;
   uint64_t seq, written, ops, epoch;
-  /* the session */
-  int state, cfd;
-  uint64_t acked, sent, gen; /* gen: sessions so far */
-  bool say_sync;             /* 'y' to send */
-  ent *sending, *orphan;     /* sent outside mu; cleared from the ring */
+  /* the sessions */
+  sess *sessions;
+  int nsess;
+  uint64_t gen;        /* sessions so far */
+  sess *sync;          /* the synchronous standby, or NULL */
   bool gave_up; /* a floor waited in vain: the next fail at once, until
                    a standby is in sync again */
   bool stop;
@@ -82,8 +102,7 @@ struct lc__repl {
    * session to be free; at most PENDING_MAX, the oldest shut down */
   struct pend *pending;
   int npending, nthreads; /* nthreads: conn_main threads alive */
-  bool busy;              /* a session runs */
-  pthread_cond_t scv;     /* busy cleared, a connection kicked, threads */
+  pthread_cond_t scv;     /* a session ended, a connection kicked, threads */
   uint64_t ack_timeouts, snapshots, connects;
   /* cluster.c: with need_approval, a standby goes in sync only while
    * its address (getpeername of cfd) is approved (lc__repl_approve) */
@@ -96,13 +115,13 @@ static uint64_t random_epoch(void) {
   return v ? v : 1; /* 0: a standby that never followed */
 }
 
-/* mu held.  The entry being sent outside mu (sending) is left to its
+/* mu held.  An entry being sent outside mu (pinned) is left to its last
  * sender, who frees it when it finds it orphaned. */
 static void ring_clear(lc__repl *r) {
   for (ent *e = r->head, *n; e; e = n) {
     n = e->next;
-    if (e == r->sending)
-      r->orphan = e;
+    if (e->pins)
+      e->orphan = true;
     else
       free(e);
   }
@@ -110,25 +129,40 @@ static void ring_clear(lc__repl *r) {
   r->bytes = 0;
 }
 
-/* mu held: ends the session (its threads see it and leave). */
-static void drop_session(lc__repl *r) {
-  if (r->cfd >= 0) shutdown(r->cfd, SHUT_RDWR);
-  r->state = ST_NONE;
+static void maybe_sync(lc__repl *r, sess *s);
+
+/* mu held: ends s (its threads see it and leave); when it was the
+ * synchronous standby, another that has everything may take its place. */
+static void drop(lc__repl *r, sess *s) {
+  if (!s->dead) {
+    s->dead = true;
+    shutdown(s->fd, SHUT_RDWR);
+  }
+  if (r->sync == s) {
+    r->sync = NULL;
+    for (sess *o = r->sessions; o; o = o->next) maybe_sync(r, o);
+  }
   pthread_cond_broadcast(&r->cv);
 }
 
-/* mu held: the standby may hold something this log does not. */
+/* mu held: ends every session. */
+static void drop_all(lc__repl *r) {
+  r->sync = NULL;
+  for (sess *s = r->sessions; s; s = s->next) drop(r, s);
+}
+
+/* mu held: the standbys may hold something this log does not. */
 static void diverge(lc__repl *r) {
   r->epoch = random_epoch();
   ring_clear(r);
-  drop_session(r);
+  drop_all(r);
 }
 
 static void ring_evict(lc__repl *r) {
-  while (r->bytes > RING_MAX && r->head && r->head != r->sending) {
-    if (r->state != ST_NONE && r->head->seq >= r->sent) {
-      drop_session(r); /* it fell behind by more than the ring */
-    }
+  while (r->bytes > RING_MAX && r->head && !r->head->pins) {
+    for (sess *s = r->sessions; s; s = s->next)
+      if (!s->dead && r->head->seq >= s->sent)
+        drop(r, s); /* it fell behind by more than the ring */
     ent *e = r->head;
     r->head = e->next;
     if (r->head == NULL) r->tail = NULL;
@@ -239,32 +273,34 @@ int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
   pthread_mutex_lock(&r->mu);
   if (sync && required) {
     int64_t deadline = deadline_of(r->timeout_ms);
-    while (r->state != ST_SYNC && !r->gave_up && !r->stop &&
-           wait_until(r, deadline)) {
+    while (!r->sync && !r->gave_up && !r->stop && wait_until(r, deadline)) {
     }
-    if (r->state != ST_SYNC) {
-      int st = r->state;
+    if (!r->sync) {
+      bool some = r->nsess > 0;
       if (!r->gave_up) r->ack_timeouts++;
       r->gave_up = true;
       pthread_mutex_unlock(&r->mu);
       free(e);
       return lc__fail(LC_ENOSTANDBY, "no standby in sync (%s; waited %d ms)",
-                      st == ST_CATCHUP ? "one is catching up"
-                                       : "none connected",
+                      some ? "one is catching up" : "none connected",
                       r->timeout_ms);
     }
   }
   uint64_t seq_e = *seq = push(r, e, sync, ops);
   int rc = 0;
-  if (sync && r->state == ST_SYNC) {
-    uint64_t gen = r->gen; /* e may go while we wait: seq_e stays */
+  if (sync && r->sync) {
+    /* e may go while we wait: seq_e stays.  Whichever session is the
+     * synchronous standby when the wait ends must have acknowledged it (a
+     * new one has everything: it became it with acked == seq); r->sync is
+     * cleared before its session is freed, so it is never a dangling one */
     int64_t deadline = deadline_of(r->timeout_ms);
-    while (r->acked < seq_e && r->state == ST_SYNC && r->gen == gen &&
-           wait_until(r, deadline)) {
+    while (r->sync && r->sync->acked < seq_e && wait_until(r, deadline)) {
     }
-    if (r->acked < seq_e) {
-      if (r->state == ST_SYNC) r->ack_timeouts++;
-      if (r->gen == gen) drop_session(r); /* slow or gone: it resumes */
+    if (!r->sync || r->sync->acked < seq_e) {
+      if (r->sync) {
+        r->ack_timeouts++;
+        drop(r, r->sync); /* slow: it resumes */
+      }
       if (required) { /* not written here: the stream takes it back */
         r->gave_up = true;
         pthread_mutex_unlock(&r->mu);
@@ -308,25 +344,24 @@ typedef struct pend {
 typedef struct session {
   lc__repl *r;
   lc__wire *w;
-  uint64_t gen;
+  sess *s; /* in r->sessions from the handshake on */
 } session;
 
-/* mu held: a standby that has everything so far is in sync; from now on
- * every floor waits for it (and the floors waiting for one go on). */
-static bool peer_approved(lc__repl *r); /* at the end of this file */
-static void maybe_sync(lc__repl *r) {
-  if (r->state != ST_CATCHUP || r->acked != r->seq) return;
-  if (r->need_approval && !peer_approved(r)) return;
-  r->state = ST_SYNC;
-  r->say_sync = true;
+/* mu held: with no synchronous standby, a session that has everything
+ * so far (and, with need_approval, is the approved one) becomes it; from
+ * now on every floor waits for it (and the floors waiting for one go on). */
+static bool peer_approved(lc__repl *r, const sess *s); /* at the end */
+static void maybe_sync(lc__repl *r, sess *s) {
+  if (r->sync || s->dead || s->acked != r->seq) return;
+  if (r->need_approval && !peer_approved(r, s)) return;
+  r->sync = s;
+  s->say_sync = true;
   r->gave_up = false;
   pthread_cond_broadcast(&r->cv);
 }
 
-/* mu held: the session is still the current one. */
-static bool live(const session *s) {
-  return !s->r->stop && s->r->gen == s->gen && s->r->state != ST_NONE;
-}
+/* mu held: the session goes on. */
+static bool live(const session *s) { return !s->r->stop && !s->s->dead; }
 
 static void *ack_reader(void *arg) {
   session *s = arg;
@@ -339,11 +374,11 @@ static void *ack_reader(void *arg) {
     bool ok = live(s) && !rc && type == 'a' && in.n == 8;
     if (ok) {
       uint64_t a = lc__key_be64_get((unsigned char *)in.p);
-      if (a > r->acked && a <= r->seq) r->acked = a;
-      maybe_sync(r);
-      pthread_cond_broadcast(&r->cv);
-    } else if (r->gen == s->gen) {
-      drop_session(r);
+      if (a > s->s->acked && a <= r->seq) s->s->acked = a;
+      maybe_sync(r, s->s);
+      if (r->sync == s->s) pthread_cond_broadcast(&r->cv);
+    } else {
+      drop(r, s->s);
     }
     pthread_mutex_unlock(&r->mu);
     if (!ok) break;
@@ -396,7 +431,7 @@ static int send_copy(session *s, uint64_t *seq) {
   lc__repl *r = s->r;
   pthread_mutex_lock(&r->mu);
   *seq = r->written;
-  r->sent = *seq;
+  s->s->sent = *seq;
   uint64_t epoch = r->epoch;
   pthread_mutex_unlock(&r->mu);
   copying c = {.s = s};
@@ -477,7 +512,7 @@ static int handshake(session *s, unsigned long long epoch,
   pthread_mutex_lock(&r->mu);
   bool resume = epoch == r->epoch && seq <= r->seq &&
                 (seq == r->seq || (r->head && r->head->seq <= seq + 1));
-  if (resume) r->sent = seq;
+  if (resume) s->s->sent = seq;
   pthread_mutex_unlock(&r->mu);
   if (!resume) return send_copy(s, from);
   *from = seq;
@@ -496,30 +531,30 @@ static void stream(session *s, uint64_t pos) {
   lc__repl *r = s->r;
   ent *last = NULL;
   int rc = 0;
+  sess *me = s->s;
   pthread_mutex_lock(&r->mu);
-  r->sent = pos;
+  me->sent = pos;
   if (r->head && pos + 1 < r->head->seq && pos < r->seq) rc = LC_EREMOTE;
   while (!rc && live(s)) {
     ent *e = after(r, last, pos);
     if (e == NULL && pos < r->seq) break; /* evicted: a copy next time */
     if (e) {
-      r->sending = e; /* pinned: not freed while sent */
+      e->pins++; /* not freed while sent */
       pthread_mutex_unlock(&r->mu);
       rc = lc__wire_send(s->w, 'b', e->p, e->n, IO_TIMEOUT_MS);
       pthread_mutex_lock(&r->mu);
-      r->sending = NULL;
+      e->pins--;
       pos = e->seq;
-      r->sent = pos;
+      me->sent = pos;
       last = e;
-      if (r->orphan == e) { /* the ring was cleared meanwhile */
-        free(e);
-        r->orphan = NULL;
+      if (e->orphan) { /* the ring was cleared meanwhile */
+        if (!e->pins) free(e);
         last = NULL;
       }
       continue;
     }
-    if (r->say_sync) {
-      r->say_sync = false;
+    if (me->say_sync) {
+      me->say_sync = false;
       pthread_mutex_unlock(&r->mu);
       rc = lc__wire_send(s->w, 'y', "", 0, IO_TIMEOUT_MS);
       pthread_mutex_lock(&r->mu);
@@ -527,9 +562,10 @@ static void stream(session *s, uint64_t pos) {
     }
     int64_t until = deadline_of(HEARTBEAT_MS);
     uint64_t seen = r->seq;
-    while (live(s) && r->seq == seen && !r->say_sync && wait_until(r, until)) {
+    while (live(s) && r->seq == seen && !me->say_sync &&
+           wait_until(r, until)) {
     }
-    if (live(s) && r->seq == seen && !r->say_sync) {
+    if (live(s) && r->seq == seen && !me->say_sync) {
       unsigned char hb[24];
       lc__key_be64_put(hb, r->seq);
       lc__key_be64_put(hb + 8, (uint64_t)lc__clock_now_us());
@@ -539,7 +575,7 @@ static void stream(session *s, uint64_t pos) {
       pthread_mutex_lock(&r->mu);
     }
   }
-  if (r->gen == s->gen) drop_session(r);
+  drop(r, me);
   pthread_mutex_unlock(&r->mu);
 }
 
@@ -557,8 +593,8 @@ static void unlist(lc__repl *r, pend *n) {
 
 /* A connection's own thread: TLS and the secret first (each step within
  * HELLO_MS), so that until proved a connection is no standby and delays
- * nobody; then it waits for the session to be free (one standby at a
- * time: the others wait) unless it is shut down first, and serves it. */
+ * nobody; then it waits for a session's place (STANDBYS_MAX) unless it
+ * is shut down first, and serves its session. */
 static void serve(pend *n) {
   lc__repl *r = n->r;
   int fd = n->fd;
@@ -570,21 +606,20 @@ static void serve(pend *n) {
   if (!rc) rc = hello(&s, &epoch, &seq);
   pthread_mutex_lock(&r->mu);
   n->proved = !rc;
-  while (!rc && r->busy && !n->kicked && !r->stop)
+  while (!rc && r->nsess >= STANDBYS_MAX && !n->kicked && !r->stop)
     pthread_cond_wait(&r->scv, &r->mu);
-  if (rc || n->kicked || r->stop) {
+  sess *me = rc || n->kicked || r->stop ? NULL : calloc(1, sizeof *me);
+  if (me == NULL) {
     pthread_mutex_unlock(&r->mu);
     lc__wire_close(&w);
     return;
   }
   unlist(r, n);
-  r->busy = true;
-  s.gen = ++r->gen;
-  r->cfd = fd;
-  r->state = ST_CATCHUP;
-  r->acked = 0;
-  r->say_sync = false;
+  *me = (sess){.next = r->sessions, .fd = fd, .gen = ++r->gen, .sent = seq};
+  r->sessions = me;
+  r->nsess++;
   r->connects++;
+  s.s = me;
   pthread_mutex_unlock(&r->mu);
   uint64_t from = 0;
   rc = handshake(&s, epoch, seq, &from);
@@ -592,25 +627,27 @@ static void serve(pend *n) {
   bool reading = false;
   if (!rc) {
     pthread_mutex_lock(&r->mu);
-    r->acked = from;
-    maybe_sync(r);
+    me->acked = from;
+    maybe_sync(r, me);
     pthread_mutex_unlock(&r->mu);
     reading = pthread_create(&reader, NULL, ack_reader, &s) == 0;
   }
   if (reading) stream(&s, from);
   pthread_mutex_lock(&r->mu);
-  if (r->gen == s.gen) {
-    drop_session(r);
-    r->cfd = -1;
-  }
+  drop(r, me);
   pthread_mutex_unlock(&r->mu);
-  shutdown(fd, SHUT_RDWR);
   if (reading) pthread_join(reader, NULL);
-  lc__wire_close(&w);
   pthread_mutex_lock(&r->mu);
-  r->busy = false;
+  for (sess **pp = &r->sessions; *pp; pp = &(*pp)->next)
+    if (*pp == me) {
+      *pp = me->next;
+      break;
+    }
+  r->nsess--;
   pthread_cond_broadcast(&r->scv);
   pthread_mutex_unlock(&r->mu);
+  lc__wire_close(&w);
+  free(me);
 }
 
 static void *conn_main(void *arg) {
@@ -720,7 +757,6 @@ int lc__repl_start(lc_t *h) {
   r->mode = h->opt.standby_mode;
   r->timeout_ms = h->opt.standby_timeout_ms ? h->opt.standby_timeout_ms : 2000;
   r->epoch = random_epoch();
-  r->cfd = -1;
   r->need_approval = lc__cluster_approval();
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -753,7 +789,7 @@ void lc__repl_stop(lc_t *h) {
   if (r == NULL) return;
   pthread_mutex_lock(&r->mu);
   r->stop = true;
-  drop_session(r);
+  drop_all(r);
   pthread_mutex_unlock(&r->mu);
   pthread_join(r->listener, NULL); /* no new connection after this */
   pthread_mutex_lock(&r->mu);
@@ -772,44 +808,67 @@ void lc__repl_stop(lc_t *h) {
   free(r);
 }
 
+/* mu held: the session the status and cluster.c speak of: the
+ * synchronous standby, else the one furthest on (the first such), or
+ * NULL with none. */
+static sess *first_standby(lc__repl *r) {
+  if (r->sync) return r->sync;
+  sess *best = NULL;
+  for (sess *s = r->sessions; s; s = s->next)
+    if (!s->dead && (!best || s->acked > best->acked)) best = s;
+  return best;
+}
+
 void lc__repl_status(lc__repl *r, lc_replication_status *s) {
   pthread_mutex_lock(&r->mu);
+  sess *f = first_standby(r);
   s->role = LC_ROLE_PRIMARY;
-  snprintf(s->state, sizeof s->state, "%s", state_names[r->state]);
-  s->connected = r->state != ST_NONE;
+  snprintf(s->state, sizeof s->state, "%s",
+           r->sync ? "sync" : f ? "catchup" : "none");
+  s->connected = f != NULL;
   s->seq = r->seq;
-  s->acked = r->acked;
+  s->acked = f ? f->acked : 0;
   s->ack_timeouts = r->ack_timeouts;
   s->snapshots = r->snapshots;
   s->connects = r->connects;
   pthread_mutex_unlock(&r->mu);
 }
 
-/* ---- cluster.c's hooks (see repl.h) ------------------------------------- */
-
-/* mu held: the session's standby address, or "" with none. */
-static void session_peer(lc__repl *r, char *out, size_t size) {
-  out[0] = '\0';
-  if (r->cfd < 0 || r->state == ST_NONE) return;
-  lc__net_sock_name(r->cfd, true, out, size);
+int lc__repl_standbys(lc__repl *r) {
+  pthread_mutex_lock(&r->mu);
+  int n = 0;
+  for (sess *s = r->sessions; s; s = s->next) n += !s->dead;
+  pthread_mutex_unlock(&r->mu);
+  return n;
 }
 
-static bool peer_approved(lc__repl *r) {
+/* ---- cluster.c's hooks (see repl.h) ------------------------------------- */
+
+/* mu held: s's standby address, or "" with none. */
+static void session_peer(const sess *s, char *out, size_t size) {
+  out[0] = '\0';
+  if (s && !s->dead) lc__net_sock_name(s->fd, true, out, size);
+}
+
+static bool peer_approved(lc__repl *r, const sess *s) {
   char peer[LC__PEER_MAX];
-  session_peer(r, peer, sizeof peer);
+  session_peer(s, peer, sizeof peer);
   return peer[0] && strcmp(peer, r->approved) == 0;
 }
 
 void lc__repl_peer(lc__repl *r, char *out, size_t size, bool *in_sync) {
   pthread_mutex_lock(&r->mu);
-  session_peer(r, out, size);
-  *in_sync = r->state == ST_SYNC;
+  session_peer(first_standby(r), out, size);
+  *in_sync = r->sync != NULL;
   pthread_mutex_unlock(&r->mu);
 }
 
 void lc__repl_approve(lc__repl *r, const char *peer) {
   pthread_mutex_lock(&r->mu);
   snprintf(r->approved, sizeof r->approved, "%s", peer ? peer : "");
-  maybe_sync(r);
+  /* a synchronous standby no longer approved is ended: told nothing, it
+   * would still believe itself in sync */
+  if (r->sync && !peer_approved(r, r->sync)) drop(r, r->sync);
+  for (sess *s = r->sessions; s; s = s->next) maybe_sync(r, s);
   pthread_mutex_unlock(&r->mu);
 }

@@ -426,9 +426,15 @@ static void put_replication(lcd_server *s, emit *o) {
        "The replication stream's state.");
   gauge(o, "replication_connected", st.connected,
         "1 while the standby (on a standby: the primary) is connected.");
-  if (st.role == LC_ROLE_PRIMARY)
+  int standbys = 0;
+  if (st.role == LC_ROLE_PRIMARY) {
     text(o, "replication_standby", st.state,
          "The state of the standby that acknowledges floors.");
+    (void)lc_replication_standbys(s->lc, &standbys);
+  }
+  gauge(o, "replication_standbys", standbys,
+        "Standbys streaming from this primary (one synchronous, the "
+        "others behind it).");
   gauge(o, "replication_stale", st.stale,
         "1 when this standby may be behind (promote needs force).");
   gauge_u(o, "replication_seq", st.seq,
