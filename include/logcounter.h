@@ -727,6 +727,10 @@ LC_EXTERN int lc_log_kind(const char *db_path, int *kind);
  * NODE"), replicated like any write; not synced (it records, it guards
  * nothing).  A primary only (LC_ESTANDBY otherwise). */
 LC_EXTERN int lc_record_term(lc_t *h, uint64_t term, const char *node);
+/* (0.10) The term under which h's next promotion happens (a standby's
+ * lc_promote): its failover gaps carry it as their reason, "term TERM".
+ * 0 (the default): none, reason "".  Any handle, any time. */
+LC_EXTERN int lc_set_term(lc_t *h, uint64_t term);
 LC_EXTERN const char *lc_role_name(lc_role_t role);
 
 /* ==== Write latency (added in 0.6) =====================================

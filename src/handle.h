@@ -102,6 +102,7 @@ struct lc {
   /* repl/cluster.c: lc_set_lease_deadline's deadline (CLOCK_MONOTONIC,
    * us); 0: none.  Checked by lc__follow_primary_only (follow.c). */
   _Atomic int64_t lease_deadline_us;
+  _Atomic uint64_t term; /* lc_set_term: a promotion's failover gaps say it */
 };
 
 #define LC__STAT(h, field, n) \

@@ -206,6 +206,22 @@ static uint64_t explained(lc_t *h, const char *name) {
   return l.entries[LC_GAP_FAILOVER];
 }
 
+/* Every failover gap of name has reason want; how many there are. */
+static int failover_reasons(lc_t *h, const char *name, const char *want) {
+  lc_iter *it;
+  lc_gap g;
+  int n = 0, rc;
+  assert_ok(lc_ledger_open(h, name, &it));
+  while ((rc = lc_ledger_next(it, &g)) == 1)
+    if (g.cause == LC_GAP_FAILOVER) {
+      assert_string_equal(g.reason, want);
+      n++;
+    }
+  lc_iter_close(it);
+  assert_int_equal(rc, 0);
+  return n;
+}
+
 /* ---- partition --------------------------------------------------------- */
 
 static void partition(void **state, uint64_t prefetch, bool flush) {
@@ -223,6 +239,7 @@ static void partition(void **state, uint64_t prefetch, bool flush) {
   if (flush) assert_int_equal(mcd_flush_all(&mc), 0);
   int64_t t0 = mono_us();
   uint64_t raised = 0;
+  assert_ok(lc_set_term(sb, 77)); /* as a coordinator's leadership would */
   assert_ok(lc_promote(sb, NULL, &raised));
   uint64_t used = 0;
   for (int c = 0; c < NC; c++) used += before.n[c] > 0;
@@ -254,7 +271,7 @@ static void partition(void **state, uint64_t prefetch, bool flush) {
   check_unique(&before, lo0, hi0);
   check_unique(&after, lo1, hi1);
   check_unique(&fresh, lo2, hi2);
-  uint64_t failovers = 0;
+  uint64_t failovers = 0, termed = 0;
   for (int c = 0; c < NC; c++) {
     assert_true(fresh.n[c] > 0);
     int64_t old_hi = hi1[c] > hi0[c] ? hi1[c] : hi0[c];
@@ -262,7 +279,9 @@ static void partition(void **state, uint64_t prefetch, bool flush) {
       fail_msg("%s: the old primary handed out %lld, the new one %lld", names[c],
                (long long)old_hi, (long long)lo2[c]);
     failovers += explained(sb, names[c]);
+    termed += failover_reasons(sb, names[c], "term 77");
   }
+  assert_int_equal(termed, failovers); /* each says the term */
   if (!prefetch) /* else the last segment may end where memcached stands */
     assert_true(failovers > 0);
   printf("# old primary: %ld ids after the promotion (of them on %s: %ld), "

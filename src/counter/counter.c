@@ -795,7 +795,15 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
     g[n] = (lc__gap){c->floor + 1, target, cause};
   }
   lc__counter_unlock(c);
-  lc__ledger_batch(b, c, g, n + skip);
+  uint64_t term = atomic_load(&h->term);
+  if (skip && cause == LC_GAP_FAILOVER && term) { /* it says its term */
+    char why[32];
+    snprintf(why, sizeof why, "term %llu", (unsigned long long)term);
+    lc__ledger_batch(b, c, g, n);
+    lc__ledger_batch_reason(b, c, &g[n], why);
+  } else {
+    lc__ledger_batch(b, c, g, n + skip);
+  }
   if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
   int rc = lc__log_sync(h, b, raise ? LC__LAT_RESERVATION : -1);
   lc__counter_lock(c);

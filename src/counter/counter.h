@@ -324,6 +324,9 @@ void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n);
  * explains (pending gaps a crash lost) become pending gaps of cause. */
 int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause);
 /* Adds the entries of g[0..n) to b. */
+/* One entry g with a reason (at most LC_REASON_MAX bytes), into b. */
+void lc__ledger_batch_reason(leveldb_writebatch_t *b, const lc__counter *c,
+                             const lc__gap *g, const char *reason);
 void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
                       const lc__gap *g, int n);
 /* lc_void, told whether this handle holds value in a segment, unissued

@@ -262,6 +262,13 @@ void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n) {
     lc__ledger_gap(c, g[i].first, g[i].last, g[i].cause);
 }
 
+void lc__ledger_batch_reason(leveldb_writebatch_t *b, const lc__counter *c,
+                             const lc__gap *g, const char *reason) {
+  size_t rlen = strlen(reason);
+  if (rlen > LC_REASON_MAX) rlen = LC_REASON_MAX;
+  put_entry(b, c->name, c->nlen, g->first, g->last, g->cause, reason, rlen);
+}
+
 void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
                       const lc__gap *g, int n) {
   for (int i = 0; i < n; i++)

@@ -103,6 +103,12 @@ int lc_log_kind(const char *db_path, int *kind) {
   return rc;
 }
 
+int lc_set_term(lc_t *h, uint64_t term) {
+  if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
+  atomic_store(&h->term, term);
+  return 0;
+}
+
 int lc_record_term(lc_t *h, uint64_t term, const char *node) {
   if (h == NULL || node == NULL) return lc__fail(LC_EINVAL, "NULL argument");
   int rc = LC__LOCAL_ONLY(h);

@@ -560,6 +560,7 @@ static int name_sync(const char *node) {
 /* The promotion of this standby in place, its leadership just won. */
 static int promote(lcd_server *s, int64_t since_us) {
   lc_set_lease_deadline(s->lc, atomic_load(&C.deadline_us));
+  lc_set_term(s->lc, atomic_load(&C.term)); /* its failover gaps say it */
   uint64_t raised = 0;
   int64_t t0 = mono();
   int rc = lc_promote(s->lc, NULL, &raised);
