@@ -264,7 +264,7 @@ int lc__counter_claim(lc_t *h, lc__counter *c) {
     if (rc < 0) return rc;
     if (rc == 0) LC__STAT(h, restores, 1);
   }
-  return lc__claim(h, c);
+  return lc__claim(h, c, false);
 }
 
 /* Leader only: seeds a lost key at max(floor, log max) with add, after
@@ -272,7 +272,7 @@ int lc__counter_claim(lc_t *h, lc__counter *c) {
 static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
   if (c->pending) return lc__backup_behind(c->name, -1, c->floor);
   int64_t max = 0;
-  int rc = lc__claim(h, c);
+  int rc = lc__claim(h, c, false);
   if (!rc) rc = lc__log_max(&h->log, c->name, c->nlen, &max);
   if (rc) return rc;
   if (max > c->floor) c->floor = max;
