@@ -366,7 +366,16 @@ LC_EXTERN int lc_reservation(lc_t *h, const char *name, int64_t *value);
  * counter claimed by another log fails with LC_EOWNED, whose detail names
  * that log, and this log remembers the refusal in itself (durably, so
  * that a memcached loss does not undo it) until lc_adopt.  Reads
- * (lc_current) claim nothing. */
+ * (lc_current) claim nothing.
+ *
+ * LC_ELOG from a write of an ownership or ledger record (the refusal a
+ * claim writes, lc_release, lc_adopt, lc_void) means the outcome is
+ * unknown: the write failed but may have reached the log (a failed
+ * fsync), and then it takes effect.  The handle rereads the counter's
+ * refusal, release, pending state and reservation from the log before
+ * the counter's next use (after the log's reopen), so it acts as the log
+ * says; the same call again is safe and idempotent (lc_release gives the
+ * recorded final value, lc_void with the same reason answers 0). */
 
 /* Gives the counter up so that another log may adopt it: no value goes
  * out of this handle any more, the final value (*final: the highest value
@@ -474,7 +483,8 @@ LC_EXTERN int lc_ledger_next(lc_iter *it, lc_gap *gap);
 /* Marks value, already handed out, as voided (never used: a cancelled
  * order), with a reason of 1..LC_REASON_MAX bytes; synced.  LC_ENOTISSUED
  * when no record holds the value (or this handle holds it unissued in a
- * segment); LC_EVOIDED when it is voided already. */
+ * segment); LC_EVOIDED when it is voided already with another reason, 0
+ * with the same one (a retry after a failed write: see Ownership). */
 LC_EXTERN int lc_void(lc_t *h, const char *name, int64_t value,
                       const char *reason);
 

@@ -106,7 +106,13 @@ int lc__claim_load(lc_t *h, lc__counter *c) {
   char *v;
   size_t vlen;
   int rc = lc__log_get(&h->log, key, klen, &v, &vlen, "claim");
-  if (rc || v == NULL) return rc;
+  if (rc) return rc;
+  if (v == NULL) { /* none (a reread: an adopt's deletion landed) */
+    atomic_store(&c->refusal, 0);
+    free(c->refused_by);
+    c->refused_by = NULL;
+    return 0;
+  }
   if (vlen >= 1 && (v[0] == REFUSED || v[0] == RELEASED)) {
     rc = set_refused_by(c, v + 1, vlen - 1 < CLAIM_MAX ? vlen - 1 : CLAIM_MAX);
     if (!rc)
@@ -114,6 +120,35 @@ int lc__claim_load(lc_t *h, lc__counter *c) {
   }
   leveldb_free(v);
   return rc;
+}
+
+int lc__claim_reread(lc_t *h, lc__counter *c) {
+  int64_t res = 0;
+  bool pending = false;
+  int rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
+  if (!rc) rc = lc__backup_pending_load(h, c->name, c->nlen, &pending);
+  if (!rc) rc = lc__claim_load(h, c);
+  if (rc) return rc;
+  lc__counter_lock(c);
+  c->pending = pending;
+  if (res > c->reserved) c->reserved = res;
+  if (res > c->floor) c->floor = res;
+  lc__counter_unlock(c);
+  atomic_store(&c->unknown, false);
+  return 0;
+}
+
+int lc__claim_unknown(lc__counter *c, int rc, const char *what) {
+  atomic_store(&c->unknown, true);
+  char why[LC__DETAIL_MAX];
+  snprintf(why, sizeof why, "%s", lc_last_detail());
+  return lc__fail(rc,
+                  "counter %s: the %s's log write failed and may still have "
+                  "reached the log (the outcome is unknown; it takes effect "
+                  "if it did): the counter's ownership is reread from the "
+                  "log before its next use, and the same call again is "
+                  "safe: %s",
+                  c->name, what, why);
 }
 
 /* Whether a claim's text is the log this restored log was copied from. */
@@ -162,7 +197,8 @@ static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
   int rc = lc__log_write(&h->log, b, true);
   leveldb_writebatch_destroy(b);
   LC__STAT(h, log_syncs, 1);
-  if (rc) return rc;
+  if (rc)
+    return lc__claim_unknown(c, rc, kind == REFUSED ? "refusal" : "release");
   rc = set_refused_by(c, text, tlen);
   if (!rc)
     atomic_store(&c->refusal, kind == REFUSED ? LC__REFUSED : LC__RELEASED);

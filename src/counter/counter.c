@@ -223,7 +223,8 @@ void lc__counter_release(lc__counter *c) {
 }
 
 int lc__counter_load(lc_t *h, lc__counter *c) {
-  if (c->loaded) return 0;
+  if (c->loaded)
+    return atomic_load(&c->unknown) ? lc__claim_reread(h, c) : 0;
   int64_t max = 0, res = 0, gapmax = 0;
   int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
   if (!rc) rc = lc__ledger_max(&h->log, c->name, c->nlen, &gapmax);

@@ -145,6 +145,10 @@ struct lc__counter {
   bool loaded;
   bool claimed;        /* claim.c: this log holds the claim */
   _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
+  _Atomic bool unknown; /* claim.c: a write of the refusal, release or
+                           adopt failed, and may have landed: refusal,
+                           pending and the reservation are reread from
+                           the log before the next use (lc__counter_load) */
   char *refused_by;    /* the claim that refused it, or NULL */
   bool used;           /* allocated or advanced by this handle */
   bool pending;        /* backup.c: a restored log's counter, not yet
@@ -291,6 +295,14 @@ void lc__claim_mark(lc__counter *c);
  * takeover (lc_adopt): a claim held by the log this restored log was
  * copied from is replaced by this log's instead of refusing. */
 int lc__claim(lc_t *h, lc__counter *c, bool takeover);
+/* lc__counter_load of a loaded counter marked unknown: its refusal or
+ * release, pending state and reservation reread from the log (the floor
+ * and reservation only ever raised), unknown cleared; 0 or LC_ELOG. */
+int lc__claim_reread(lc_t *h, lc__counter *c);
+/* After a failed write of an ownership record (what: "release",
+ * "refusal", "adopt"): c marked unknown, and rc returned with a detail
+ * saying the outcome is unknown and a retry is safe. */
+int lc__claim_unknown(lc__counter *c, int rc, const char *what);
 /* LC_EOWNED with the reason c is refused. */
 int lc__claim_refused(const lc_t *h, const lc__counter *c);
 /* Records the release of c at final (synced, with the reservation) and

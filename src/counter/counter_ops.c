@@ -182,7 +182,14 @@ static int forget(lc_t *h, lc__counter *c, int64_t above, bool reconcile) {
   lc__claim_forget_batch(b, c, above, reconcile);
   int rc = lc__counter_skip(h, c, above, LC_GAP_ADVANCE, b);
   leveldb_writebatch_destroy(b);
-  if (!rc) lc__claim_forgotten(c, reconcile);
+  if (!rc) {
+    lc__claim_forgotten(c, reconcile);
+  } else {
+    lc__counter_lock(c);
+    c->claimed = false; /* the next use reloads (lc__counter_next) */
+    lc__counter_unlock(c);
+    rc = lc__claim_unknown(c, rc, "adopt");
+  }
   return rc;
 }
 
