@@ -482,9 +482,13 @@ static void test_release_landed(void **state) {
 }
 
 /* An adopt that landed: after the reopen the counter allocates here, as in
- * a new handle; adopt again is harmless. */
-static void test_adopt_landed(void **state) {
-  fx_t *f = *state;
+ * a new handle; adopt again is harmless.  With prefetch too (its refused
+ * counter is checked before any segment). */
+static void adopt_landed(fx_t *f, uint64_t prefetch) {
+  if (prefetch) {
+    assert_ok(lc_close(f->h));
+    assert_ok(tu_open_prefetch(f->dir, prefetch, &f->h));
+  }
   int64_t final = 0;
   for (int i = 0; i < 5; i++) tu_next1(f->h, "ad");
   assert_ok(lc_release(f->h, "ad", &final));
@@ -497,6 +501,11 @@ static void test_adopt_landed(void **state) {
   assert_i64_op(tu_next1(f->h, "ad"), >, a);
   reopen_handle(f);
   assert_i64_op(tu_next1(f->h, "ad"), >, a);
+}
+
+static void test_adopt_landed(void **state) { adopt_landed(*state, 0); }
+static void test_adopt_landed_prefetch(void **state) {
+  adopt_landed(*state, 100);
 }
 
 /* The refusal a claim held by another log writes, landed: refused after
@@ -774,6 +783,7 @@ int main(void) {
       T(test_close_log_failure),
       T(test_release_landed),
       T(test_adopt_landed),
+      T(test_adopt_landed_prefetch),
       T(test_refusal_landed),
       T(test_void_landed),
       T(test_memcached_stopped),
