@@ -90,13 +90,18 @@ int lc__backup_mark_check(const char *path) {
     free(mark);
     return rc;
   }
-  const char *state = "no LevelDB in it: it stopped before its first write";
+  char why[256];
+  const char *state = why;
   bool complete = false;
   leveldb_options_t *o = leveldb_options_create();
   leveldb_options_set_create_if_missing(o, 0);
   char *err = NULL;
   leveldb_t *db = leveldb_open(o, path, &err);
   leveldb_options_destroy(o);
+  snprintf(why, sizeof why,
+           "no LevelDB that opens (%.120s): it stopped before its first "
+           "write, or is still being written",
+           err ? err : "?");
   leveldb_free(err);
   if (db != NULL) {
     leveldb_readoptions_t *ro = leveldb_readoptions_create();
