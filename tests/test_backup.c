@@ -10,7 +10,8 @@
  * out when memcached still holds them (a counter created after the
  * backup too), and after that survives a flush; with memcached flushed
  * every counter is LC_EBEHIND (lc_next, lc_restore, lc_advance), nothing
- * is seeded, until lc_adopt --above the last id, after which it goes on
+ * is seeded (an adopt without --above changes nothing there), until
+ * lc_adopt --above the last id, after which it goes on
  * above it and a later flush restores from the log; memcached below the
  * log's floor is LC_EBEHIND too; a backup of a restored, partly
  * reconciled log has every counter pending again; the same with prefetch
@@ -299,6 +300,10 @@ static void behind(fx_t *f, const char *sub, uint64_t prefetch) {
   /* memcached set back below the log's floor: behind too */
   assert_ok(mcd_set(&mc, "lc:cb", "1"));
   assert_rc(lc_next(c, "cb", &v), LC_EBEHIND);
+  /* an adopt without a value vouches for nothing: still pending */
+  assert_ok(lc_adopt(c, "cc", 0));
+  assert_rc(lc_next(c, "cc", &v), LC_EBEHIND);
+  assert_i64_eq(mcd_counter_value(&mc, "cc"), -1);
   for (int k = 0; k < NAMES + 1; k++) {
     const char *name = story_names[k];
     assert_ok(lc_adopt(c, name, s.last[k]));
