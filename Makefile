@@ -112,6 +112,9 @@ $(BUILD)/tests/test_walkgrow: $(LIB_SEAM_A)
 $(BUILD)/tests/test_faults: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 # test_log_write counts, holds and fails the log's group writes the same way.
 $(BUILD)/tests/test_log_write: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
+# test_backup fails the copy's first write the same way (a backup that
+# dies before anything of it is on disk).
+$(BUILD)/tests/test_backup: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 # test_first fails a whole pipelined round through -Wl,--wrap.
 $(BUILD)/tests/test_first: TEST_LDFLAGS = -Wl,--wrap=lc__cache_pipe
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c

@@ -367,7 +367,16 @@ LC_EXTERN int lc_reservation(lc_t *h, const char *name, int64_t *value);
  * counter claimed by another log fails with LC_EOWNED, whose detail names
  * that log, and this log remembers the refusal in itself (durably, so
  * that a memcached loss does not undo it) until lc_adopt.  Reads
- * (lc_current) claim nothing. */
+ * (lc_current) claim nothing.
+ *
+ * LC_ELOG from a write of an ownership or ledger record (the refusal a
+ * claim writes, lc_release, lc_adopt, lc_void) means the outcome is
+ * unknown: the write failed but may have reached the log (a failed
+ * fsync), and then it takes effect.  The handle rereads the counter's
+ * refusal, release, pending state and reservation from the log before
+ * the counter's next use (after the log's reopen), so it acts as the log
+ * says; the same call again is safe and idempotent (lc_release gives the
+ * recorded final value, lc_void with the same reason answers 0). */
 
 /* Gives the counter up so that another log may adopt it: no value goes
  * out of this handle any more, the final value (*final: the highest value
@@ -380,8 +389,11 @@ LC_EXTERN int lc_reservation(lc_t *h, const char *name, int64_t *value);
 LC_EXTERN int lc_release(lc_t *h, const char *name, int64_t *final);
 /* Takes the counter over: forgets a refusal or release recorded in this
  * log, claims the counter (LC_EOWNED if another log still holds the
- * claim) and, when above > 0, raises it so that the next value is above
- * `above` (the value the old log's release printed). */
+ * claim; in a restored log, a claim held by the log it was copied from is
+ * taken over) and, when above > 0, raises it so that the next value is
+ * above `above` (the value the old log's release printed; in a restored
+ * log, a pending counter is reconciled only by an adopt with above > 0,
+ * and stays pending without). */
 LC_EXTERN int lc_adopt(lc_t *h, const char *name, int64_t above);
 
 /* One log record: the block [first, last] (count values) and the time it
@@ -472,7 +484,8 @@ LC_EXTERN int lc_ledger_next(lc_iter *it, lc_gap *gap);
 /* Marks value, already handed out, as voided (never used: a cancelled
  * order), with a reason of 1..LC_REASON_MAX bytes; synced.  LC_ENOTISSUED
  * when no record holds the value (or this handle holds it unissued in a
- * segment); LC_EVOIDED when it is voided already. */
+ * segment); LC_EVOIDED when it is voided already with another reason, 0
+ * with the same one (a retry after a failed write: see Ownership). */
 LC_EXTERN int lc_void(lc_t *h, const char *name, int64_t value,
                       const char *reason);
 
@@ -627,11 +640,19 @@ typedef struct lc_backup_result {
 
 /* Writes a consistent copy of the log (one LevelDB snapshot) to dir, a new
  * LevelDB directory (dir must not exist; its parent must), synced, while
- * the handle goes on serving.  The copy is marked as a restored backup:
- * a handle opened on it continues each counter above both its own floor
- * and memcached's value, and refuses a counter that memcached no longer
- * holds (LC_EBEHIND) until lc_adopt(h, name, above), because ids may have
- * been handed out after the copy.  opts may be NULL. */
+ * the handle goes on serving.  Until its last, synced write the copy's
+ * directory holds the file BACKUP-INCOMPLETE (from before anything else
+ * is in it), and lc_open refuses it (LC_ELOG, "incomplete backup"): a
+ * backup that fails or dies at any point never opens as a log.  The copy
+ * is marked as a restored backup and takes a new identity at its first
+ * open: a counter whose claim the original still holds is refused
+ * (LC_EOWNED, naming the original) until lc_adopt(h, name, above), which
+ * takes the claim over (stop the original first: the copy and its
+ * original must never both allocate); a handle on the copy continues each
+ * counter above both its own floor and memcached's value, and refuses a
+ * counter that memcached no longer holds (LC_EBEHIND) until lc_adopt with
+ * above at least the last id the original handed out, because ids may
+ * have been handed out after the copy.  opts may be NULL. */
 LC_EXTERN int lc_backup(lc_t *h, const char *dir, const lc_backup_opts *opts,
                         lc_backup_result *result);
 /* 1 when the handle's log is a restored backup (see lc_backup), else 0. */

@@ -40,6 +40,8 @@ struct lc {
   lc__tallies tallies;
   char log_id[LC__ID_LEN + 1]; /* claim.c: this log's identity */
   bool restored;               /* backup.c: the log is a restored backup */
+  char restored_from[LC__ID_LEN + 1]; /* backup.c: the identity of the log
+                                         it was copied from, or "" */
   char claim[LC__ID_LEN + 96]; /* "ID HOST PID": what a claim holds */
   struct {                     /* prefetch.c: the prefetcher (prefetch on) */
     pthread_mutex_t mu;

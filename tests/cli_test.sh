@@ -721,6 +721,17 @@ check "--json backup prints {keys,records,bytes,time_us,time,dir}" \
 lc bk next bo
 bolast=$(num "$OUT")
 lc bk-copy next bo
+check "the copy refuses a counter the original claimed (EOWNED, names the original, says adopt)" \
+  eval 'runtime_error && err_has "the original this restored log was copied from" && err_has "adopt bo"'
+lc bk next bo
+check "the original, still running, goes on" eval 'rc_is 0 && [ "$OUT" -gt "$bolast" ]'
+bolast=$(num "$OUT")
+lc bk-copy adopt bo
+check "adopt takes the original's claim over" rc_is 0
+lc bk next bo
+check "then the original is refused (its claim was taken over)" \
+  eval 'runtime_error && err_has "owned by log"'
+lc bk-copy next bo
 check "the copy goes on above the original while memcached holds the counter" \
   eval 'rc_is 0 && [ "$OUT" -gt "$bolast" ]'
 bolast=$(num "$OUT")
@@ -732,6 +743,10 @@ lc bk-json adopt bo --above "$bolast"
 lc bk-json next bo
 check "after adopt --above the last id, the copy goes on above it" \
   eval 'rc_is 0 && out_is "$((bolast + 1))"'
+mkdir "$TMP/bk-dead" && : >"$TMP/bk-dead/BACKUP-INCOMPLETE"
+lc bk-dead next bo
+check "a backup's directory still holding its mark (it died before its first write) is refused, not opened as a new log" \
+  eval 'runtime_error && err_has "incomplete backup" && [ ! -e "$TMP/bk-dead/CURRENT" ]'
 run backup
 check "backup without DIR is a usage error" usage_error
 run --server 127.0.0.1:1 backup "$TMP/bk-x"

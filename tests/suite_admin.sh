@@ -202,6 +202,11 @@ MAX1=$(max_id "$TMP/ids3" b1) MAX2=$(max_id "$TMP/ids3" b2)
 echo "# acknowledged up to b1=$MAX1 b2=$MAX2 ($(wc -l <"$TMP/ids3") ids; the copy was taken 1 s in)"
 mv "$TMP/bk" "$TMP/brest"
 start brest || { failed=$((failed + 1)); echo "FAIL - restored daemon"; }
+ask "incr b1 1"
+check "restored, memcached intact: b1 is refused while the original's claim holds it (EOWNED)" \
+  eval '[[ $REPLY_LINE == "SERVER_ERROR EOWNED "* ]]'
+check "adopt b1 and b2 (no --above) takes the original's claims over" \
+  eval 'A adopt b1 && A adopt b2'
 $LOAD load "$DPORT" "$TMP/ids3b" --names b1,b2 --conns 4 --seconds 2 >/dev/null
 check "restored, memcached intact: b1 and b2 go on above every id acknowledged" \
   bash -c "[ \$(awk '\$1==\"b1\"' '$TMP/ids3b' | sort -k2n | head -1 | cut -d' ' -f2) -gt $MAX1 ] && [ \$(awk '\$1==\"b2\"' '$TMP/ids3b' | sort -k2n | head -1 | cut -d' ' -f2) -gt $MAX2 ]"

@@ -10,13 +10,21 @@
  * out when memcached still holds them (a counter created after the
  * backup too), and after that survives a flush; with memcached flushed
  * every counter is LC_EBEHIND (lc_next, lc_restore, lc_advance), nothing
- * is seeded, until lc_adopt --above the last id, after which it goes on
+ * is seeded (an adopt without --above changes nothing there), until
+ * lc_adopt --above the last id, after which it goes on
  * above it and a later flush restores from the log; memcached below the
  * log's floor is LC_EBEHIND too; a backup of a restored, partly
  * reconciled log has every counter pending again; the same with prefetch
  * on; an existing directory or a missing parent is refused; a partial
- * copy is refused at open; lc_is_restored is 0 on the source, 1 on the
- * copy.
+ * copy is refused at open, and so is a copy whose first write failed
+ * (this program is linked with -Wl,--wrap=leveldb_write: the backup's
+ * directory then holds an empty LevelDB and its mark, which must not
+ * open as a new log); a complete copy whose mark was left (a crash before
+ * its removal) opens; lc_is_restored is 0 on the source, 1 on the copy.
+ * The copy takes a new identity at its first open (kept afterwards):
+ * while the original holds a counter's claim the copy refuses it
+ * (LC_EOWNED, naming the original and adopt), even with the original
+ * running, until lc_adopt takes the claim over.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +44,24 @@
 #include "base/format.h"
 #include "mcd.h"
 #include "plant.h"
+
+/* ---- the leveldb_write seam: fails writes while fail_writes is set ---- */
+
+static atomic_int fail_writes;
+
+void __real_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
+                          leveldb_writebatch_t *b, char **errptr);
+void __wrap_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
+                          leveldb_writebatch_t *b, char **errptr);
+void __wrap_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
+                          leveldb_writebatch_t *b, char **errptr) {
+  if (atomic_load(&fail_writes)) {
+    if (*errptr) leveldb_free(*errptr);
+    *errptr = strdup("injected failure");
+    return;
+  }
+  __real_leveldb_write(db, o, b, errptr);
+}
 
 #define NAMES 3
 static const char *const names[NAMES] = {"ca", "cb", "cc"};
@@ -211,14 +237,29 @@ static story original(fx_t *f, const char *sub, uint64_t prefetch) {
   return s;
 }
 
-/* Every counter of the copy goes on above the original, memcached intact;
- * then a flush restores from the copy's log, above it too. */
+/* The copy refuses a counter whose claim the original holds, naming the
+ * original and adopt; adopted (explicitly), it goes on. */
+static void refused_then_adopted(lc_t *c, const char *name) {
+  int64_t v;
+  assert_rc(lc_next(c, name, &v), LC_EOWNED);
+  assert_non_null(strstr(lc_last_detail(), "original"));
+  char adopt[64];
+  snprintf(adopt, sizeof adopt, "adopt %s", name);
+  assert_non_null(strstr(lc_last_detail(), adopt));
+  assert_rc(lc_next(c, name, &v), LC_EOWNED); /* remembered */
+  assert_ok(lc_adopt(c, name, 0));
+}
+
+/* Every counter of the copy, once adopted, goes on above the original,
+ * memcached intact; then a flush restores from the copy's log, above it
+ * too. */
 static void continues(fx_t *f, const char *sub, uint64_t prefetch) {
   story s = original(f, sub, prefetch);
   lc_t *c = open_sub(f, sub, prefetch);
   assert_int_equal(lc_is_restored(c), 1);
   int64_t got[NAMES + 1];
   for (int k = 0; k < NAMES + 1; k++) {
+    refused_then_adopted(c, story_names[k]);
     got[k] = tu_next1(c, story_names[k]);
     assert_i64_op(got[k], >, s.last[k]);
     assert_i64_op(tu_next1(c, story_names[k]), >, got[k]);
@@ -259,6 +300,10 @@ static void behind(fx_t *f, const char *sub, uint64_t prefetch) {
   /* memcached set back below the log's floor: behind too */
   assert_ok(mcd_set(&mc, "lc:cb", "1"));
   assert_rc(lc_next(c, "cb", &v), LC_EBEHIND);
+  /* an adopt without a value vouches for nothing: still pending */
+  assert_ok(lc_adopt(c, "cc", 0));
+  assert_rc(lc_next(c, "cc", &v), LC_EBEHIND);
+  assert_i64_eq(mcd_counter_value(&mc, "cc"), -1);
   for (int k = 0; k < NAMES + 1; k++) {
     const char *name = story_names[k];
     assert_ok(lc_adopt(c, name, s.last[k]));
@@ -296,10 +341,12 @@ static void test_backup_of_restored(void **state) {
   fx_t *f = *state;
   story s = original(f, "copy", 0);
   lc_t *c = open_sub(f, "copy", 0);
+  assert_ok(lc_adopt(c, "ca", 0)); /* the original's claim taken over */
   int64_t a = tu_next1(c, "ca"); /* reconciled, through memcached */
   assert_i64_op(a, >, s.last[0]);
   assert_ok(lc_adopt(c, "cb", s.last[1])); /* reconciled, by adopt */
   int64_t b = tu_next1(c, "cb");
+  assert_ok(lc_adopt(c, "cc", 0));
   assert_i64_op(tu_next1(c, "cc"), >, s.last[2]); /* through memcached */
   char path[TU_PATH_MAX];
   sub_path(f, "copy2", path);
@@ -312,6 +359,7 @@ static void test_backup_of_restored(void **state) {
    * reservation ran ahead of memcached: raised past it) */
   lc_t *c2 = open_sub(f, "copy2", 0);
   assert_int_equal(lc_is_restored(c2), 1);
+  refused_then_adopted(c2, "ca"); /* the first copy is copy2's original */
   int64_t a3 = tu_next1(c2, "ca"); /* reconciled in copy2 now */
   assert_i64_op(a3, >, a2);
   assert_ok(lc_close(c2));
@@ -370,6 +418,115 @@ static void test_backup_refusals(void **state) {
   assert_non_null(strstr(lc_last_detail(), "incomplete"));
 }
 
+/* The identity in the (closed) log at path, into id. */
+static void read_id(const char *path, char id[LC__ID_LEN + 1]) {
+  leveldb_options_t *o = leveldb_options_create();
+  char *err = NULL;
+  leveldb_t *db = leveldb_open(o, path, &err);
+  assert_null(err);
+  leveldb_readoptions_t *ro = leveldb_readoptions_create();
+  size_t vlen = 0;
+  char *v = leveldb_get(db, ro, LC__ID_KEY, strlen(LC__ID_KEY), &vlen, &err);
+  assert_null(err);
+  assert_non_null(v);
+  assert_int_equal(vlen, LC__ID_LEN);
+  memcpy(id, v, LC__ID_LEN);
+  id[LC__ID_LEN] = '\0';
+  leveldb_free(v);
+  leveldb_readoptions_destroy(ro);
+  leveldb_close(db);
+  leveldb_options_destroy(o);
+}
+
+/* The original goes on running beside its copy: the copy has its own
+ * identity (made at its first open, kept at the next), so the claims the
+ * original holds refuse it; only an explicit adopt takes a counter over. */
+static void test_copy_and_original_apart(void **state) {
+  fx_t *f = *state;
+  int64_t last = 0;
+  for (int i = 0; i < 5; i++) last = tu_next1(f->h, "ca");
+  backup(f->h, f, "copy");
+  lc_t *c = open_sub(f, "copy", 0);
+  int64_t v;
+  for (int i = 0; i < 3; i++) {
+    assert_rc(lc_next(c, "ca", &v), LC_EOWNED);
+    assert_non_null(strstr(lc_last_detail(), "original"));
+    last = tu_next1(f->h, "ca"); /* the original alone allocates */
+  }
+  assert_ok(lc_close(c));
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  char src[TU_PATH_MAX], cp[TU_PATH_MAX];
+  sub_path(f, "db", src);
+  sub_path(f, "copy", cp);
+  char src_id[LC__ID_LEN + 1], cp_id[LC__ID_LEN + 1], again[LC__ID_LEN + 1];
+  read_id(src, src_id);
+  read_id(cp, cp_id);
+  assert_string_not_equal(src_id, cp_id);
+  c = open_sub(f, "copy", 0); /* reopened: the same identity, still refused */
+  assert_rc(lc_next(c, "ca", &v), LC_EOWNED);
+  assert_ok(lc_close(c));
+  read_id(cp, again);
+  assert_string_equal(cp_id, again);
+  c = open_sub(f, "copy", 0);
+  assert_ok(lc_adopt(c, "ca", 0)); /* explicit: the original is stopped */
+  assert_i64_op(tu_next1(c, "ca"), >, last);
+  assert_ok(lc_close(c));
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+/* A backup whose first write fails leaves its directory with an empty
+ * LevelDB (as one that died before its first synced write): refused at
+ * open, never taken for a new log.  A complete copy whose mark stayed (a
+ * crash just before its removal) opens, and loses the mark. */
+static void test_backup_without_any_mark(void **state) {
+  fx_t *f = *state;
+  tu_next1(f->h, "x");
+  char path[TU_PATH_MAX], mark[TU_PATH_MAX + 32];
+  sub_path(f, "dead", path);
+  lc_backup_result r;
+  atomic_store(&fail_writes, 1);
+  int rc = lc_backup(f->h, path, NULL, &r);
+  atomic_store(&fail_writes, 0);
+  assert_rc(rc, LC_ELOG);
+  assert_non_null(strstr(lc_last_detail(), "incomplete"));
+  snprintf(mark, sizeof mark, "%s/%s", path, LC__BACKUP_MARK);
+  assert_true(exists(mark));
+  lc_options lo;
+  char p2[TU_PATH_MAX];
+  tu_options_sub(&lo, &mc, f->dir, "dead", p2);
+  lc_t *h = NULL;
+  for (int i = 0; i < 2; i++) { /* and again: the refusal wrote nothing */
+    assert_rc(lc_open(&lo, &h), LC_ELOG);
+    assert_non_null(strstr(lc_last_detail(), "incomplete"));
+  }
+  assert_i64_op(tu_next1(f->h, "x"), >, 1); /* the source is unharmed */
+
+  /* complete: no mark, nothing beside it; a mark left by hand is taken
+   * for a crash after the last write */
+  sub_path(f, "good", path);
+  backup(f->h, f, "good");
+  snprintf(mark, sizeof mark, "%s/%s", path, LC__BACKUP_MARK);
+  assert_false(exists(mark));
+  char side[TU_PATH_MAX + 32];
+  snprintf(side, sizeof side, "%s.lcbackup-", path);
+  char cmd[3 * TU_PATH_MAX];
+  snprintf(cmd, sizeof cmd, "ls -d '%s'* >/dev/null 2>&1", side);
+  assert_int_not_equal(system(cmd), 0);
+  FILE *m = fopen(mark, "w");
+  assert_non_null(m);
+  fclose(m);
+  tu_options_sub(&lo, &mc, f->dir, "good", p2);
+  assert_ok(lc_open(&lo, &h));
+  assert_int_equal(lc_is_restored(h), 1);
+  assert_ok(lc_close(h));
+  assert_false(exists(mark));
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
@@ -381,6 +538,8 @@ int main(void) {
       T(test_restored_prefetch_flushed),
       T(test_backup_of_restored),
       T(test_backup_refusals),
+      T(test_copy_and_original_apart),
+      T(test_backup_without_any_mark),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);

@@ -10,6 +10,14 @@
  *    values (LC_GAP_BURNED) with the next write that succeeds.  After a
  *    failed write the log refuses everything (LC_ELOG, saying why) until
  *    it is reopened (lc_log_recover here, or the handle's own thread).
+ *  - writes that land and then report failure (land_next: as a failed
+ *    fsync after the batch reached LevelDB's write-ahead log) of the
+ *    ownership and ledger records: a release, an adopt, a refusal, a
+ *    void.  The caller gets LC_ELOG saying the outcome is unknown; after
+ *    the reopen the handle acts as the log says (a landed release refuses
+ *    the counter, a landed adopt lets it allocate), as a new handle does,
+ *    and the same call again is safe (release: the same final value;
+ *    void: 0).
  *  - synced writes delayed at random so that they complete out of order:
  *    the reservation in the log still covers every value returned.
  *  - memcached stopped and frozen (SIGSTOP): a clear error within the
@@ -41,6 +49,9 @@
 static atomic_int fail_all;   /* 1: every write fails */
 static atomic_int fail_every; /* n > 0: every n-th write fails */
 static atomic_long writes_seen, writes_failed;
+/* 1: the next write is made, then reported failed (a failed fsync after
+ * the batch reached the write-ahead log); cleared by that write. */
+static atomic_int land_next;
 /* Synced writes with these options sleep 0-2 ms first, so that writes
  * made together complete in any order. */
 static const leveldb_writeoptions_t *_Atomic slow_sync;
@@ -61,6 +72,13 @@ void __wrap_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
     *errptr = strdup("injected failure");
     return;
   }
+  if (atomic_exchange(&land_next, 0)) {
+    __real_leveldb_write(db, o, b, errptr);
+    atomic_fetch_add(&writes_failed, 1);
+    if (*errptr) leveldb_free(*errptr);
+    *errptr = strdup("injected failure after the write landed");
+    return;
+  }
   if (o == atomic_load(&slow_sync)) {
     unsigned x = atomic_fetch_add(&slow_seed, 2654435761u);
     usleep((x >> 8) % 2000);
@@ -71,6 +89,7 @@ void __wrap_leveldb_write(leveldb_t *db, const leveldb_writeoptions_t *o,
 static void inject_reset(void) {
   atomic_store(&fail_all, 0);
   atomic_store(&fail_every, 0);
+  atomic_store(&land_next, 0);
   atomic_store(&writes_seen, 0);
   atomic_store(&writes_failed, 0);
 }
@@ -424,6 +443,111 @@ static void test_close_log_failure(void **state) {
   assert_i64_op(tu_next1(f->h, "cl"), >, last);
 }
 
+/* ---- ownership and ledger writes that land, then fail -------------------- */
+
+/* The call's LC_ELOG says the outcome is unknown and a retry is safe. */
+static void assert_unknown(int rc) {
+  assert_rc(rc, LC_ELOG);
+  assert_non_null(strstr(lc_last_detail(), "outcome is unknown"));
+  assert_non_null(strstr(lc_last_detail(), "again is safe"));
+}
+
+/* A new handle on the same log (memcached untouched). */
+static void reopen_handle(fx_t *f) {
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  assert_ok(tu_open(&mc, f->dir, LC_DURABILITY_DEFAULT, 300, &f->h));
+}
+
+/* A release that landed: after the reopen the counter is released here
+ * (no id goes out), as in a new handle, and release again gives the
+ * recorded final value. */
+static void test_release_landed(void **state) {
+  fx_t *f = *state;
+  int64_t last = 0, final = 0, again = 0, v = 0;
+  for (int i = 0; i < 5; i++) last = tu_next1(f->h, "rl");
+  atomic_store(&land_next, 1);
+  assert_unknown(lc_release(f->h, "rl", &final));
+  reopen_log(f->h);
+  assert_rc(lc_next(f->h, "rl", &v), LC_EOWNED);
+  assert_non_null(strstr(lc_last_detail(), "released"));
+  assert_ok(lc_release(f->h, "rl", &again)); /* the retry: idempotent */
+  assert_i64_op(again, >=, last);
+  reopen_handle(f);
+  assert_rc(lc_next(f->h, "rl", &v), LC_EOWNED);
+  assert_ok(lc_release(f->h, "rl", &final));
+  assert_i64_eq(final, again);
+  assert_ok(lc_adopt(f->h, "rl", final));
+  assert_i64_op(tu_next1(f->h, "rl"), >, final);
+}
+
+/* An adopt that landed: after the reopen the counter allocates here, as in
+ * a new handle; adopt again is harmless.  With prefetch too (its refused
+ * counter is checked before any segment). */
+static void adopt_landed(fx_t *f, uint64_t prefetch) {
+  if (prefetch) {
+    assert_ok(lc_close(f->h));
+    assert_ok(tu_open_prefetch(f->dir, prefetch, &f->h));
+  }
+  int64_t final = 0;
+  for (int i = 0; i < 5; i++) tu_next1(f->h, "ad");
+  assert_ok(lc_release(f->h, "ad", &final));
+  atomic_store(&land_next, 1);
+  assert_unknown(lc_adopt(f->h, "ad", 0));
+  reopen_log(f->h);
+  int64_t a = tu_next1(f->h, "ad"); /* adopted: it landed */
+  assert_i64_op(a, >, final);
+  assert_ok(lc_adopt(f->h, "ad", 0));
+  assert_i64_op(tu_next1(f->h, "ad"), >, a);
+  reopen_handle(f);
+  assert_i64_op(tu_next1(f->h, "ad"), >, a);
+}
+
+static void test_adopt_landed(void **state) { adopt_landed(*state, 0); }
+static void test_adopt_landed_prefetch(void **state) {
+  adopt_landed(*state, 100);
+}
+
+/* The refusal a claim held by another log writes, landed: refused after
+ * the reopen and in a new handle, even once memcached lost the claim. */
+static void test_refusal_landed(void **state) {
+  fx_t *f = *state;
+  int64_t v;
+  assert_ok(mcd_set(&mc, "lo:rf", "0123456789abcdef otherhost 7"));
+  atomic_store(&land_next, 1);
+  assert_unknown(lc_next(f->h, "rf", &v));
+  reopen_log(f->h);
+  assert_rc(lc_next(f->h, "rf", &v), LC_EOWNED);
+  assert_non_null(strstr(lc_last_detail(), "0123456789abcdef"));
+  assert_ok(mcd_delete(&mc, "lo:rf"));
+  reopen_handle(f);
+  assert_rc(lc_next(f->h, "rf", &v), LC_EOWNED); /* the log's refusal */
+}
+
+/* A void that landed: the same void again answers 0, one with another
+ * reason is EVOIDED, and the ledger holds it once. */
+static void test_void_landed(void **state) {
+  fx_t *f = *state;
+  for (int i = 0; i < 3; i++) tu_next1(f->h, "vd");
+  atomic_store(&land_next, 1);
+  assert_unknown(lc_void(f->h, "vd", 2, "cancelled"));
+  reopen_log(f->h);
+  assert_ok(lc_void(f->h, "vd", 2, "cancelled")); /* the retry */
+  assert_rc(lc_void(f->h, "vd", 2, "something else"), LC_EVOIDED);
+  lc_iter *it = NULL;
+  assert_ok(lc_ledger_open(f->h, "vd", &it));
+  lc_gap g;
+  int voids = 0;
+  while (lc_ledger_next(it, &g) == 1)
+    if (g.cause == LC_GAP_VOID) {
+      voids++;
+      assert_i64_eq(g.first, 2);
+      assert_string_equal(g.reason, "cancelled");
+    }
+  lc_iter_close(it);
+  assert_int_equal(voids, 1);
+}
+
 /* ---- memcached down or hung (never waits forever) --------------------------------------- */
 
 /* After memcached is back, allocation must work again soon: retries for up
@@ -657,6 +781,11 @@ int main(void) {
       T(test_log_write_failure_threads),
       T(test_advance_log_failure),
       T(test_close_log_failure),
+      T(test_release_landed),
+      T(test_adopt_landed),
+      T(test_adopt_landed_prefetch),
+      T(test_refusal_landed),
+      T(test_void_landed),
       T(test_memcached_stopped),
       T(test_open_with_memcached_down),
       T(test_memcached_frozen),

@@ -2,9 +2,11 @@
  * cli_backup.c - logcounter backup DIR: a consistent copy of the log
  * (lc_backup) into a new directory, while the log keeps serving.
  *
- * The copy is marked as a restored backup: a handle opened on it goes on
- * above memcached's value for each counter memcached still holds, and
- * refuses the others (EBEHIND) until 'adopt NAME --above V'.  Like every
+ * The copy is marked as a restored backup: a handle opened on it takes a
+ * new identity and refuses the counters the original still claims
+ * (EOWNED) until 'adopt NAME'; it goes on above memcached's value for each
+ * counter memcached still holds, and refuses the others (EBEHIND) until
+ * 'adopt NAME --above V'.  Like every
  * handler, it checks its arguments before opening anything and prints
  * only once the handle is closed.
  */

@@ -88,7 +88,8 @@ const struct command cli_commands[] = {
     {"adopt", cmd_adopt, "NAME [--above VALUE]",
      "take a counter over (after 'release' on its old log)",
      "  Forgets a refusal or release recorded in this log, claims the\n"
-     "  counter (EOWNED while another log holds it) and raises it so that\n"
+     "  counter (EOWNED while another log holds it; a restored log takes\n"
+     "  over the claim of the log it was copied from) and raises it so that\n"
      "  the next value is above VALUE.  Needs the log: with --server, an admin socket.\n"
      "  --above VALUE    the value 'release' printed (default 0)\n"
      "  --json           print {\"counter\",\"above\"}\n",
@@ -109,7 +110,10 @@ const struct command cli_commands[] = {
     {"backup", cmd_backup, "DIR",
      "copy the log, consistently, into a new directory while it serves",
      "  DIR must not exist; its parent must.  The copy is one snapshot,\n"
-     "  synced, marked as a restored backup: a log opened on it goes on\n"
+     "  synced, marked as a restored backup; until its last write DIR holds\n"
+     "  BACKUP-INCOMPLETE and cannot be opened.  A log opened on it takes a\n"
+     "  new identity: it refuses each counter the original still claims\n"
+     "  (EOWNED) until 'adopt NAME' (stop the original first); it goes on\n"
      "  above memcached's value for each counter memcached still holds, and\n"
      "  refuses the others (EBEHIND) until 'adopt NAME --above V' with V at\n"
      "  least the last id handed out.  Needs the log: with --server, an\n"

@@ -29,6 +29,10 @@
  * STATE "partial" while lc_backup copies, "complete" once it is done (a
  * partial copy is refused at open). */
 #define LC__RESTORED_KEY "!logcounter-restored"
+/* A file (not a key) in a backup's directory from before LevelDB writes
+ * anything there until the copy's last, synced write (backup.c): a
+ * directory holding it is not a log unless its marker says complete. */
+#define LC__BACKUP_MARK "BACKUP-INCOMPLETE"
 /* In a restored log, 'k' NAME marks a counter reconciled since the
  * restore (its floor is above every id the original handed out); a
  * counter without it is pending.  Never copied by a backup. */

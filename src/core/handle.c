@@ -243,7 +243,8 @@ int lc_open(const lc_options *o, lc_t **out) {
     rc = lc__log_open(&h->log, h->db_path, h->opt.lock_wait_ms, h->owner);
     if (!rc && ((rc = lc__log_identity(&h->log, h->log_id)) != 0 ||
                 (rc = lc__backup_restored_load(h)) != 0 ||
-                (!standby && (rc = lc__follow_copy_check(h)) != 0)))
+                (!standby && ((rc = lc__follow_copy_check(h)) != 0 ||
+                              (rc = lc__backup_identity(h)) != 0))))
       lc__log_close(&h->log);
     if (!rc) {
       atomic_store(&h->log.standby, standby); /* the follower writes */

@@ -10,6 +10,9 @@
  *
  *   - stored, or already holding this log's ID: the counter is this
  *     log's;
+ *   - holding the ID of the log a restored log was copied from (backup.c:
+ *     the copy took a new identity): LC_EOWNED as below, saying so, but
+ *     lc_adopt (takeover) deletes that claim and adds this log's;
  *   - holding another ID: LC_EOWNED, naming that log, its host and pid.
  *     The refusal is also written (synced) to this log, under 'o' NAME
  *     ('R' and the claim's text), so the counter stays refused after a
@@ -103,7 +106,13 @@ int lc__claim_load(lc_t *h, lc__counter *c) {
   char *v;
   size_t vlen;
   int rc = lc__log_get(&h->log, key, klen, &v, &vlen, "claim");
-  if (rc || v == NULL) return rc;
+  if (rc) return rc;
+  if (v == NULL) { /* none (a reread: an adopt's deletion landed) */
+    atomic_store(&c->refusal, 0);
+    free(c->refused_by);
+    c->refused_by = NULL;
+    return 0;
+  }
   if (vlen >= 1 && (v[0] == REFUSED || v[0] == RELEASED)) {
     rc = set_refused_by(c, v + 1, vlen - 1 < CLAIM_MAX ? vlen - 1 : CLAIM_MAX);
     if (!rc)
@@ -113,7 +122,43 @@ int lc__claim_load(lc_t *h, lc__counter *c) {
   return rc;
 }
 
-int lc__claim_refused(const lc__counter *c) {
+int lc__claim_reread(lc_t *h, lc__counter *c) {
+  int64_t res = 0;
+  bool pending = false;
+  int rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
+  if (!rc) rc = lc__backup_pending_load(h, c->name, c->nlen, &pending);
+  if (!rc) rc = lc__claim_load(h, c);
+  if (rc) return rc;
+  lc__counter_lock(c);
+  c->pending = pending;
+  if (res > c->reserved) c->reserved = res;
+  if (res > c->floor) c->floor = res;
+  lc__counter_unlock(c);
+  atomic_store(&c->unknown, false);
+  return 0;
+}
+
+int lc__claim_unknown(lc__counter *c, int rc, const char *what) {
+  atomic_store(&c->unknown, true);
+  char why[LC__DETAIL_MAX];
+  snprintf(why, sizeof why, "%s", lc_last_detail());
+  return lc__fail(rc,
+                  "counter %s: the %s's log write failed and may still have "
+                  "reached the log (the outcome is unknown; it takes effect "
+                  "if it did): the counter's ownership is reread from the "
+                  "log before its next use, and the same call again is "
+                  "safe: %s",
+                  c->name, what, why);
+}
+
+/* Whether a claim's text is the log this restored log was copied from. */
+static bool the_original(const lc_t *h, const char *held) {
+  return h->restored_from[0] != '\0' &&
+         strncmp(held, h->restored_from, LC__ID_LEN) == 0 &&
+         (held[LC__ID_LEN] == ' ' || held[LC__ID_LEN] == '\0');
+}
+
+int lc__claim_refused(const lc_t *h, const lc__counter *c) {
   int r = atomic_load(&c->refusal);
   if (r == LC__RELEASED)
     return lc__fail(LC_EOWNED,
@@ -122,6 +167,13 @@ int lc__claim_refused(const lc__counter *c) {
                     c->name);
   char who[160];
   describe(c->refused_by ? c->refused_by : "", who, sizeof who);
+  if (c->refused_by && the_original(h, c->refused_by))
+    return lc__fail(LC_EOWNED,
+                    "counter %s is claimed by %s, the original this "
+                    "restored log was copied from: the two must never both "
+                    "allocate it; stop the original, then 'logcounter "
+                    "adopt %s' takes it over",
+                    c->name, who, c->name);
   return lc__fail(LC_EOWNED,
                   "counter %s is owned by %s; this log refuses "
                   "it until 'logcounter adopt'",
@@ -145,15 +197,16 @@ static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
   int rc = lc__log_write(&h->log, b, true);
   leveldb_writebatch_destroy(b);
   LC__STAT(h, log_syncs, 1);
-  if (rc) return rc;
+  if (rc)
+    return lc__claim_unknown(c, rc, kind == REFUSED ? "refusal" : "release");
   rc = set_refused_by(c, text, tlen);
   if (!rc)
     atomic_store(&c->refusal, kind == REFUSED ? LC__REFUSED : LC__RELEASED);
   return rc;
 }
 
-int lc__claim(lc_t *h, lc__counter *c) {
-  if (atomic_load(&c->refusal)) return lc__claim_refused(c);
+int lc__claim(lc_t *h, lc__counter *c, bool takeover) {
+  if (atomic_load(&c->refusal)) return lc__claim_refused(h, c);
   char key[LC_NAME_MAX + 8], held[CLAIM_MAX + 1];
   size_t klen = lc__claim_key(key, c);
   for (int attempt = 0; attempt < 3; attempt++) {
@@ -172,9 +225,14 @@ int lc__claim(lc_t *h, lc__counter *c) {
       set_claimed(c, true); /* ours (an earlier process) */
       return 0;
     }
+    if (takeover && the_original(h, held)) { /* lc_adopt in a restored log */
+      rc = lc__cache_delete(&h->cache, c->key, c->klen, key, klen);
+      if (rc < 0) return rc;
+      continue; /* add ours */
+    }
     set_claimed(c, false); /* waiting calls fail too */
     rc = put_refusal(h, c, REFUSED, held, 0);
-    return rc ? rc : lc__claim_refused(c);
+    return rc ? rc : lc__claim_refused(h, c);
   }
   return lc__fail(LC_EAGAIN, "the claim of %s kept changing", c->name);
 }
@@ -209,17 +267,17 @@ int64_t lc__claim_final(const lc__counter *c) {
 }
 
 void lc__claim_forget_batch(leveldb_writebatch_t *b, const lc__counter *c,
-                            int64_t reservation) {
+                            int64_t reservation, bool reconcile) {
   char key[LC_NAME_MAX + 2];
   size_t klen = refusal_key(key, c->name, c->nlen);
   leveldb_writebatch_delete(b, key, klen);
   /* a pending counter (backup.c) is reconciled by this write: the
    * operator vouches that no id above `reservation` went out */
-  if (c->pending) lc__backup_reconciled(b, c->name, c->nlen, reservation);
+  if (reconcile) lc__backup_reconciled(b, c->name, c->nlen, reservation);
 }
 
-void lc__claim_forgotten(lc__counter *c) {
-  if (c->pending) {
+void lc__claim_forgotten(lc__counter *c, bool reconciled) {
+  if (reconciled && c->pending) {
     lc__counter_lock(c);
     c->pending = false;
     lc__counter_unlock(c);

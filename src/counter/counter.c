@@ -223,7 +223,8 @@ void lc__counter_release(lc__counter *c) {
 }
 
 int lc__counter_load(lc_t *h, lc__counter *c) {
-  if (c->loaded) return 0;
+  if (c->loaded)
+    return atomic_load(&c->unknown) ? lc__claim_reread(h, c) : 0;
   int64_t max = 0, res = 0, gapmax = 0;
   int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
   if (!rc) rc = lc__ledger_max(&h->log, c->name, c->nlen, &gapmax);
@@ -264,7 +265,7 @@ int lc__counter_claim(lc_t *h, lc__counter *c) {
     if (rc < 0) return rc;
     if (rc == 0) LC__STAT(h, restores, 1);
   }
-  return lc__claim(h, c);
+  return lc__claim(h, c, false);
 }
 
 /* Leader only: seeds a lost key at max(floor, log max) with add, after
@@ -272,7 +273,7 @@ int lc__counter_claim(lc_t *h, lc__counter *c) {
 static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
   if (c->pending) return lc__backup_behind(c->name, -1, c->floor);
   int64_t max = 0;
-  int rc = lc__claim(h, c);
+  int rc = lc__claim(h, c, false);
   if (!rc) rc = lc__log_max(&h->log, c->name, c->nlen, &max);
   if (rc) return rc;
   if (max > c->floor) c->floor = max;

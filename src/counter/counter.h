@@ -145,6 +145,10 @@ struct lc__counter {
   bool loaded;
   bool claimed;        /* claim.c: this log holds the claim */
   _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
+  _Atomic bool unknown; /* claim.c: a write of the refusal, release or
+                           adopt failed, and may have landed: refusal,
+                           pending and the reservation are reread from
+                           the log before the next use (lc__counter_load) */
   char *refused_by;    /* the claim that refused it, or NULL */
   bool used;           /* allocated or advanced by this handle */
   bool pending;        /* backup.c: a restored log's counter, not yet
@@ -287,10 +291,20 @@ int lc__claim_load(lc_t *h, lc__counter *c);
 size_t lc__claim_key(char *buf, const lc__counter *c);
 bool lc__claim_ours(const lc_t *h, const char *held);
 void lc__claim_mark(lc__counter *c);
-/* Claims c in memcached (see claim.c); 0, LC_EOWNED or another code. */
-int lc__claim(lc_t *h, lc__counter *c);
+/* Claims c in memcached (see claim.c); 0, LC_EOWNED or another code.
+ * takeover (lc_adopt): a claim held by the log this restored log was
+ * copied from is replaced by this log's instead of refusing. */
+int lc__claim(lc_t *h, lc__counter *c, bool takeover);
+/* lc__counter_load of a loaded counter marked unknown: its refusal or
+ * release, pending state and reservation reread from the log (the floor
+ * and reservation only ever raised), unknown cleared; 0 or LC_ELOG. */
+int lc__claim_reread(lc_t *h, lc__counter *c);
+/* After a failed write of an ownership record (what: "release",
+ * "refusal", "adopt"): c marked unknown, and rc returned with a detail
+ * saying the outcome is unknown and a retry is safe. */
+int lc__claim_unknown(lc__counter *c, int rc, const char *what);
 /* LC_EOWNED with the reason c is refused. */
-int lc__claim_refused(const lc__counter *c);
+int lc__claim_refused(const lc_t *h, const lc__counter *c);
 /* Records the release of c at final (synced, with the reservation) and
  * drops its claim in memcached. */
 int lc__claim_release(lc_t *h, lc__counter *c, int64_t final);
@@ -300,11 +314,12 @@ int64_t lc__claim_final(const lc__counter *c);
 int lc__claim_drop(lc_t *h, lc__counter *c);
 /* adopt: the refusal or release of c deleted from the log, added to b
  * (to be written with the values up to `reservation` skipped,
- * lc__counter_skip; a pending counter is reconciled by that write); once
- * b is written, c's state forgets them too. */
+ * lc__counter_skip; with reconcile, a pending counter is reconciled by
+ * that write); once b is written, c's state forgets them too (and is no
+ * longer pending when reconciled). */
 void lc__claim_forget_batch(leveldb_writebatch_t *b, const lc__counter *c,
-                            int64_t reservation);
-void lc__claim_forgotten(lc__counter *c);
+                            int64_t reservation, bool reconcile);
+void lc__claim_forgotten(lc__counter *c, bool reconciled);
 
 /* ledger.c (all with mu held, or as the only thread) */
 /* first..last were taken by this handle (a block accepted, a segment

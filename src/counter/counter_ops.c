@@ -161,9 +161,9 @@ static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
     if (!rc) *out = lc__claim_final(c);
     return rc;
   }
-  int rc = refusal || c->claimed ? 0 : lc__claim(h, c);
+  int rc = refusal || c->claimed ? 0 : lc__claim(h, c, false);
   if (rc) return rc;
-  if (refusal) return lc__claim_refused(c);
+  if (refusal) return lc__claim_refused(h, c);
   lc__counter_lock(c);
   int64_t held_up_to = c->floor; /* segments lie below */
   lc__counter_unlock(c);
@@ -177,24 +177,36 @@ static int op_release(lc_t *h, lc__counter *c, int64_t arg, int64_t *out) {
 
 /* The refusal or release deleted and a pending counter reconciled, with
  * the values up to `above` skipped, in one synced write (claim.c). */
-static int forget(lc_t *h, lc__counter *c, int64_t above) {
+static int forget(lc_t *h, lc__counter *c, int64_t above, bool reconcile) {
   leveldb_writebatch_t *b = leveldb_writebatch_create();
-  lc__claim_forget_batch(b, c, above);
+  lc__claim_forget_batch(b, c, above, reconcile);
   int rc = lc__counter_skip(h, c, above, LC_GAP_ADVANCE, b);
   leveldb_writebatch_destroy(b);
-  if (!rc) lc__claim_forgotten(c);
+  if (!rc) {
+    lc__claim_forgotten(c, reconcile);
+  } else {
+    lc__counter_lock(c);
+    c->claimed = false; /* the next use reloads (lc__counter_next) */
+    lc__counter_unlock(c);
+    rc = lc__claim_unknown(c, rc, "adopt");
+  }
   return rc;
 }
 
 /* The refusal (if any) is forgotten together with a reservation at
  * `above`, in one synced write: even if the claim then fails, no restore
- * starts below it. */
+ * starts below it.  A pending counter (a restored log) is reconciled only
+ * by an adopt above a value (the operator's word that no id above it went
+ * out); adopted without one it stays pending (its first increment
+ * reconciles it through memcached, or is LC_EBEHIND).  The claim takes
+ * over one held by the log a restored log was copied from. */
 static int op_adopt(lc_t *h, lc__counter *c, int64_t above, int64_t *out) {
   (void)out;
-  int rc = atomic_load(&c->refusal) || above > c->reserved || c->pending
-               ? forget(h, c, above) /* ends pending too */
+  bool reconcile = c->pending && above > 0;
+  int rc = atomic_load(&c->refusal) || above > c->reserved || reconcile
+               ? forget(h, c, above, reconcile)
                : 0;
-  if (!rc) rc = lc__claim(h, c);
+  if (!rc) rc = lc__claim(h, c, true);
   if (!rc && above > 0) rc = op_advance(h, c, above + 1, NULL);
   return rc;
 }

@@ -24,6 +24,7 @@
 #include "handle.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 
@@ -414,6 +415,8 @@ static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
     rc = lc__key_ledger_decode(key, plen + 8, plen, v, vlen, &g);
     leveldb_free(v);
     if (rc) return rc;
+    if (g.cause == LC_GAP_VOID && strcmp(g.reason, reason) == 0)
+      return 0; /* the same void again (a retry after a failed write) */
     return g.cause == LC_GAP_VOID
                ? lc__fail(LC_EVOIDED, "%s %lld was voided: %s", name,
                           (long long)value, g.reason)
@@ -424,6 +427,16 @@ static int do_void(lc_t *h, const char *name, int64_t value, const char *reason,
   put_entry(b, name, nlen, value, value, LC_GAP_VOID, reason, rlen);
   rc = lc__log_sync(h, b, -1);
   leveldb_writebatch_destroy(b);
+  if (rc) {
+    char why[LC__DETAIL_MAX];
+    snprintf(why, sizeof why, "%s", lc_last_detail());
+    rc = lc__fail(rc,
+                  "void of %s %lld: the log write failed and may still have "
+                  "reached the log (the outcome is unknown; it takes effect "
+                  "if it did): the same void again is safe (with the same "
+                  "reason, it answers 0 once it is recorded): %s",
+                  name, (long long)value, why);
+  }
   return rc;
 }
 

@@ -130,9 +130,10 @@ int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
   bool fetched = false;
   if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* not even what is held */
-  if (atomic_load(&c->refusal)) /* refused or released: nothing held goes
-                                     out any more; the owner named */
-    return lc__claim_refused(c);
+  if (atomic_load(&c->refusal) && !atomic_load(&c->unknown))
+    return lc__claim_refused(h, c); /* refused or released: nothing held
+                                       goes out any more; the owner named
+                                       (unknown: fetch rereads it) */
   if (lc__seg_fast(c, n, first)) return 0; /* most calls: no lock */
   lc__counter_lock(c);
   for (;;) {

@@ -12,16 +12,28 @@
  * backup then fails as incomplete.
  *
  * Invariants:
+ *  - DIR appears holding LC__BACKUP_MARK (make_marked: made under another
+ *    name, the mark synced, renamed), which goes only after the copy's
+ *    last, synced write; lc_open refuses a directory with the mark
+ *    (lc__backup_mark_check) unless its marker says complete.  So a crash
+ *    at any point, even before LevelDB wrote anything, leaves nothing
+ *    that opens as a new log.
  *  - the first batch holds the marker LC__RESTORED_KEY ("partial"), the
  *    last, synced one rewrites it "complete": whatever part of a copy
  *    reaches the disk is marked restored, and lc_open refuses a partial
  *    one (a crash mid-copy included).  A failed backup leaves its
  *    directory as it is (nothing is deleted, neither there nor in the
  *    source); the error says it is incomplete.
- *  - every key is copied, the identity (LC__ID_KEY) too, so the claims
- *    memcached holds for the original still match, except the source's
- *    own marker and its LC__RECONCILED keys: in the copy every counter is
- *    pending again.
+ *  - every key is copied, the identity (LC__ID_KEY) too, except the
+ *    source's own marker and its LC__RECONCILED keys: in the copy every
+ *    counter is pending again.  The marker names the source's identity;
+ *    the copy's first open (lc__backup_identity) replaces an identity
+ *    equal to it with a new one, so memcached's claims tell the copy from
+ *    its original: a counter the original claimed is refused (LC_EOWNED,
+ *    saying so) until lc_adopt, which takes over the original's claim.
+ *    The copy and its original can then never both allocate one counter
+ *    through their claims (a claim lost with memcached excepted, as for
+ *    any two logs: claim.c).
  *
  * A restored log is behind: ids may have gone out of the original after
  * the snapshot.  So a pending counter (no 'k' NAME) never seeds memcached
@@ -43,16 +55,82 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define BATCH_BYTES (4u << 20) /* keys and values per write batch */
 #define BATCH_KEYS 50000u      /* and entries (progress at least this often) */
 #define MARKER_MAX 96
 
+static void sync_dir(const char *path);
+
 static void marker_text(char *buf, size_t size, const char *src_id,
                         int64_t snap_us, bool complete) {
   snprintf(buf, size, "1 %s %lld %s", src_id, (long long)snap_us,
            complete ? "complete" : "partial");
+}
+
+/* Whether the marker's text ends in "complete". */
+static bool marker_complete(const char *v, size_t vlen) {
+  return vlen >= 8 && memcmp(v + vlen - 8, "complete", 8) == 0;
+}
+
+int lc__backup_mark_check(const char *path) {
+  size_t plen = strlen(path);
+  char *mark = malloc(plen + sizeof "/" LC__BACKUP_MARK);
+  if (mark == NULL) return lc__fail(LC_ENOMEM, "cannot copy a path");
+  memcpy(mark, path, plen);
+  memcpy(mark + plen, "/" LC__BACKUP_MARK, sizeof "/" LC__BACKUP_MARK);
+  struct stat st;
+  if (lstat(mark, &st) != 0) {
+    int rc = errno == ENOENT
+                 ? 0
+                 : lc__fail(LC_ELOG, "cannot stat %s: %s", mark,
+                            strerror(errno));
+    free(mark);
+    return rc;
+  }
+  char why[256];
+  const char *state = why;
+  bool complete = false;
+  leveldb_options_t *o = leveldb_options_create();
+  leveldb_options_set_create_if_missing(o, 0);
+  char *err = NULL;
+  leveldb_t *db = leveldb_open(o, path, &err);
+  leveldb_options_destroy(o);
+  snprintf(why, sizeof why,
+           "no LevelDB that opens (%.120s): it stopped before its first "
+           "write, or is still being written",
+           err ? err : "?");
+  leveldb_free(err);
+  if (db != NULL) {
+    leveldb_readoptions_t *ro = leveldb_readoptions_create();
+    size_t vlen = 0;
+    err = NULL;
+    char *v = leveldb_get(db, ro, LC__RESTORED_KEY, strlen(LC__RESTORED_KEY),
+                          &vlen, &err);
+    leveldb_readoptions_destroy(ro);
+    if (err)
+      state = "its marker cannot be read";
+    else if (v == NULL)
+      state = "no restored marker: it stopped before its first synced write";
+    else if (!(complete = marker_complete(v, vlen)))
+      state = "a partial marker: it stopped before it finished";
+    leveldb_free(err);
+    leveldb_free(v);
+    leveldb_close(db);
+  }
+  int rc = 0;
+  if (complete) { /* stopped after its last write: complete */
+    if (unlink(mark) == 0) sync_dir(path);
+  } else {
+    rc = lc__fail(LC_ELOG,
+                  "%s is an incomplete backup (it holds %s, %s): it cannot "
+                  "be opened as a log; remove it and make a new one",
+                  path, LC__BACKUP_MARK, state);
+  }
+  free(mark);
+  return rc;
 }
 
 int lc__backup_restored_load(lc_t *h) {
@@ -66,17 +144,28 @@ int lc__backup_restored_load(lc_t *h) {
     return rc;
   }
   h->restored = v != NULL;
+  h->restored_from[0] = '\0';
   if (v == NULL) return 0;
   char text[MARKER_MAX];
   snprintf(text, sizeof text, "%.*s", (int)(vlen < 95 ? vlen : 95), v);
+  bool complete = marker_complete(v, vlen);
   leveldb_free(v);
-  size_t n = strlen(text);
-  if (n < 8 || strcmp(text + n - 8, "complete") != 0)
+  char src[LC__ID_LEN + 1] = "";
+  if (sscanf(text, "1 %16s", src) == 1 && strlen(src) == LC__ID_LEN)
+    memcpy(h->restored_from, src, sizeof src);
+  if (!complete)
     return lc__fail(LC_ELOG,
                     "%s is an incomplete backup (the copy stopped before "
                     "it finished: '%s'); make a new one",
                     h->log.path, text);
   return 0;
+}
+
+int lc__backup_identity(lc_t *h) {
+  if (!h->restored || h->restored_from[0] == '\0' ||
+      strcmp(h->log_id, h->restored_from) != 0)
+    return 0;
+  return lc__log_identity_renew(&h->log, h->log_id);
 }
 
 static size_t reconciled_key(char *buf, const char *name, size_t nlen) {
@@ -175,6 +264,87 @@ static void sync_dir(const char *path) {
   close(fd);
 }
 
+/* DIR/LC__BACKUP_MARK, malloc'd (NULL: no memory). */
+static char *mark_path(const char *dir) {
+  size_t n = strlen(dir);
+  char *p = malloc(n + sizeof "/" LC__BACKUP_MARK);
+  if (p) {
+    memcpy(p, dir, n);
+    memcpy(p + n, "/" LC__BACKUP_MARK, sizeof "/" LC__BACKUP_MARK);
+  }
+  return p;
+}
+
+/* Renames from to to, failing if to exists (RENAME_NOREPLACE where the
+ * file system has it; else rename, which replaces only an empty
+ * directory, made meanwhile by someone else). */
+static int rename_new(const char *from, const char *to) {
+#ifdef SYS_renameat2
+  if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1u) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+#endif
+  return rename(from, to);
+}
+
+/*
+ * The backup directory appears already holding LC__BACKUP_MARK (synced):
+ * it is made as DIR.lcbackup-XXXXXX, the mark written and synced in it,
+ * and then renamed to DIR.  So no crash at any point leaves at DIR a
+ * directory that opens as a new log (one with no LevelDB yet, or an empty
+ * one): lc_open refuses a directory holding the mark until the copy's
+ * last write has landed.  A crash before the rename leaves only the
+ * DIR.lcbackup-* directory.
+ */
+static int make_marked(const char *dir, const char *src_id) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  char *stage = malloc(n + sizeof ".lcbackup-XXXXXX");
+  if (stage == NULL) return lc__fail(LC_ENOMEM, "cannot copy a path");
+  memcpy(stage, dir, n);
+  memcpy(stage + n, ".lcbackup-XXXXXX", sizeof ".lcbackup-XXXXXX");
+  if (mkdtemp(stage) == NULL) {
+    int rc = lc__fail(LC_ELOG, "cannot create a directory beside %s: %s", dir,
+                      strerror(errno));
+    free(stage);
+    return rc;
+  }
+  char *mark = mark_path(stage);
+  int rc = mark ? 0 : lc__fail(LC_ENOMEM, "cannot copy a path");
+  int fd = rc ? -1 : open(mark, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (!rc && fd < 0)
+    rc = lc__fail(LC_ELOG, "cannot create %s: %s", mark, strerror(errno));
+  if (fd >= 0) {
+    char text[128];
+    int len = snprintf(text, sizeof text,
+                       "a backup of log %s in progress: not a log until "
+                       "this file is gone\n",
+                       src_id);
+    if (write(fd, text, (size_t)len) != len || fsync(fd) != 0)
+      rc = lc__fail(LC_ELOG, "cannot write %s: %s", mark, strerror(errno));
+    close(fd);
+  }
+  if (!rc) sync_dir(stage);
+  if (!rc && rename_new(stage, dir) != 0)
+    rc = lc__fail(errno == EEXIST || errno == ENOTEMPTY ? LC_EINVAL : LC_ELOG,
+                  "cannot create backup directory %s: %s", dir,
+                  strerror(errno));
+  if (rc) { /* nothing of it stays */
+    if (mark) unlink(mark);
+    rmdir(stage);
+  }
+  free(mark);
+  free(stage);
+  return rc;
+}
+
+/* The copy is complete: its mark goes (best effort: a copy whose marker
+ * says complete is taken as complete by lc_open even with the mark). */
+static void unmark(const char *dir) {
+  char *mark = mark_path(dir);
+  if (mark && unlink(mark) == 0) sync_dir(dir);
+  free(mark);
+}
+
 typedef struct copy {
   lc_t *h;
   const char *dir;
@@ -245,13 +415,11 @@ int lc_backup(lc_t *h, const char *dir, const lc_backup_opts *opts,
   if (rc) return rc;
   char *parent = NULL;
   if ((rc = check_dir(dir, &parent)) != 0) return rc;
-  if (mkdir(dir, 0700) != 0) {
-    rc = lc__fail(errno == EEXIST ? LC_EINVAL : LC_ELOG,
-                  "cannot create backup directory %s: %s", dir,
-                  strerror(errno));
+  if ((rc = make_marked(dir, h->log_id)) != 0) {
     free(parent);
     return rc;
   }
+  sync_dir(parent); /* DIR, with its mark */
   copy k = {.h = h, .dir = dir};
   leveldb_options_t *lo = leveldb_options_create();
   k.sync = leveldb_writeoptions_create();
@@ -292,6 +460,7 @@ int lc_backup(lc_t *h, const char *dir, const lc_backup_opts *opts,
     rc = copy_write(&k, true);
   }
   if (k.db) leveldb_close(k.db);
+  if (!rc) unmark(dir); /* a crash before it: lc_open sees it complete */
   leveldb_writebatch_destroy(k.b);
   leveldb_writeoptions_destroy(k.sync);
   leveldb_writeoptions_destroy(k.nosync);

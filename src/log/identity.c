@@ -1,7 +1,9 @@
 /*
  * identity.c - the log's identity: 16 random hex digits under
  * LC__ID_KEY, made and synced at a new log's first open and read at every
- * later one (claims, replication and restores compare it).
+ * later one (claims, replication and restores compare it); a restored
+ * backup takes a new one at its first open (backup.c), so that the copy
+ * and its original never pass for each other in memcached's claims.
  */
 #include "log/log.h"
 
@@ -33,12 +35,20 @@ int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]) {
     return ok ? 0
               : lc__fail(LC_ECORRUPT, "the log's identity has %zu bytes", vlen);
   }
-  random_id(id);
-  leveldb_put(l->db, l->sync, k, strlen(k), id, LC__ID_LEN, &err);
+  return lc__log_identity_renew(l, id);
+}
+
+int lc__log_identity_renew(lc__log *l, char id[LC__ID_LEN + 1]) {
+  char *err = NULL;
+  const char *k = LC__ID_KEY;
+  char fresh[LC__ID_LEN + 1];
+  random_id(fresh);
+  leveldb_put(l->db, l->sync, k, strlen(k), fresh, LC__ID_LEN, &err);
   if (err) {
     int rc = lc__fail(LC_ELOG, "write the log's identity: %s", err);
     leveldb_free(err);
     return rc;
   }
+  memcpy(id, fresh, sizeof fresh);
   return 0;
 }

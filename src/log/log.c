@@ -140,6 +140,7 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
 
   int waited = lock_wait_ms;
   int rc = lock_owner(l, path, &waited, owner);
+  if (!rc) rc = lc__backup_mark_check(path); /* an unfinished backup */
   while (!rc) {
     char *err = NULL;
     l->db = leveldb_open(l->options, path, &err);

@@ -138,10 +138,25 @@ int lc__log_reopen(lc__log *l);
 /* identity.c: the log's identity (read, or made and synced on first
  * open). */
 int lc__log_identity(lc__log *l, char id[LC__ID_LEN + 1]);
+/* A new random identity, synced, into id (unchanged on LC_ELOG). */
+int lc__log_identity_renew(lc__log *l, char id[LC__ID_LEN + 1]);
 
 /* ---- backup.c: restored logs ---- */
-/* At open: h->restored from the marker (LC_ELOG for a partial copy). */
+/* lc__log_open, before LevelDB is opened for good (OWNER held): 0 when
+ * path holds no LC__BACKUP_MARK, or holds one beside a copy whose marker
+ * says complete (a backup stopped between its last write and the mark's
+ * removal: the mark is removed now); else LC_ELOG, an incomplete backup
+ * (one with no LevelDB, an empty one, or a partial marker). */
+int lc__backup_mark_check(const char *path);
+/* At open: h->restored and h->restored_from from the marker (LC_ELOG for
+ * a partial copy). */
 int lc__backup_restored_load(lc_t *h);
+/* lc_open of a restored log (not a standby's): while the log still has
+ * the identity of the log it was copied from (h->restored_from), it takes
+ * a new one (synced) into h->log_id, so that memcached's claims tell the
+ * copy from its original: a counter the original claimed is refused
+ * (LC_EOWNED) until lc_adopt takes it over. */
+int lc__backup_identity(lc_t *h);
 /* In a restored log: *pending unless 'k' NAME exists. */
 int lc__backup_pending_load(lc_t *h, const char *name, size_t nlen, bool *pending);
 /* Adds 'k' NAME (reconciled at value) to b. */
