@@ -688,6 +688,32 @@ stop_daemon INT
 check "SIGINT: exit 0" [ $RC = 0 ]
 check "socket file removed" [ ! -e "$TMP/lcd.sock" ]
 
+# --max-connections-per-listener: one port full leaves room on the others
+# (issue 38): two --listen ports, -c 8, 3 per listener; 3 idle
+# connections fill the first port, a 4th there is refused, the second
+# port still serves.
+P2=$(free_port)
+DPORT=$(free_port)
+SAME_PORT=1 start_daemon db3 -c 8 --max-connections-per-listener 3 \
+  -l "127.0.0.1:$DPORT,127.0.0.1:$P2"
+conn; say "stats settings"; plm=""
+while hear && [ "$REPLY_LINE" != END ]; do
+  [[ $REPLY_LINE == "STAT max_connections_per_listener "* ]] && plm=${REPLY_LINE##* }
+done
+conn_close
+check "stats settings: max_connections_per_listener 3 ($plm)" [ "$plm" = 3 ]
+exec 6<>"/dev/tcp/127.0.0.1/$DPORT" 7<>"/dev/tcp/127.0.0.1/$DPORT" 8<>"/dev/tcp/127.0.0.1/$DPORT"
+sleep 0.2
+conn; hear
+check "a listener's bound reached: SERVER_ERROR, closed" eval 'reply_is "SERVER_ERROR too many open connections" && closed'
+conn_close
+exec 3<>"/dev/tcp/127.0.0.1/$P2"; say "incr per-listener 1"; hear
+check "  the other listener still serves" reply_is 1
+conn_close
+exec 6>&- 7>&- 8>&-
+stop_daemon INT
+check "SIGINT: exit 0" [ $RC = 0 ]
+
 # A log directory in use: a second daemon refuses to start.
 start_daemon db3
 "$DAEMON" --db "$TMP/db3" --memcached "$MC" -l none -s "$TMP/second.sock" >"$TMP/out" 2>&1; RC=$?

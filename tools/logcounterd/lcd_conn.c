@@ -92,6 +92,7 @@ static void close_now(lcd_conn *c, const char *why) {
   c->bev = NULL;
   c->loop->nopen--;
   atomic_fetch_sub(&c->loop->srv->nopen, 1);
+  atomic_fetch_sub(&c->li->nopen, 1);
   if (!c->inflight) lcd_conn_free(c);
 }
 
@@ -415,7 +416,9 @@ static void event_cb(struct bufferevent *bev, short what, void *arg) {
   }
 }
 
-void lcd_conn_new(lcd_loop *s, int fd, const char *peer, int tls) {
+void lcd_conn_new(lcd_loop *s, int fd, const char *peer,
+                  struct lcd_listener *li) {
+  int tls = li->tls;
   lcd_conn *c = calloc(1, sizeof *c);
   struct bufferevent *bev =
       !c    ? NULL
@@ -425,11 +428,13 @@ void lcd_conn_new(lcd_loop *s, int fd, const char *peer, int tls) {
     lcd_log(s->set, 0, "cannot set up a connection from %s: out of memory",
             peer);
     atomic_fetch_sub(&s->srv->nopen, 1);
+    atomic_fetch_sub(&li->nopen, 1);
     close(fd);
     free(c);
     return;
   }
   c->loop = s;
+  c->li = li;
   c->bev = bev;
   c->tls = tls;
   c->id = atomic_fetch_add(&s->srv->total_connections, 1) + 1;

@@ -16,6 +16,7 @@
 struct bufferevent;
 struct event;
 typedef struct lcd_loop lcd_loop;
+struct lcd_listener;
 
 #define LCD_GARBAGE_MAX 16          /* error replies in a row before closing */
 #define LCD_INPUT_MAX (64 * 1024)   /* stop reading above this */
@@ -36,6 +37,7 @@ struct lcd_conn {
   int inflight;              /* of them, not yet back from the pool */
   lcd_job *spare;            /* answered jobs kept for reuse (cnext) */
   int nspare;
+  struct lcd_listener *li; /* accepted on (its nopen counts this) */
   int tls;            /* bev is an OpenSSL bufferevent (lcd_tls.c) */
   int tls_up;         /* its handshake completed */
   int tls_failed;     /* a TLS error: close without close_notify */
@@ -89,7 +91,9 @@ struct lcd_conn {
 
 /* lcd_conn.c */
 /* Takes over an accepted, non-blocking socket (on l's thread). */
-void lcd_conn_new(lcd_loop *l, int fd, const char *peer, int tls);
+/* REQUIRES: s->nopen and li->nopen already count it (lcd_loops_accept). */
+void lcd_conn_new(lcd_loop *l, int fd, const char *peer,
+                  struct lcd_listener *li);
 /* Parses and answers buffered requests until a job is in flight, the
  * input holds no complete request, or the connection is closing.  May
  * free c. */

@@ -4,7 +4,8 @@
  * --tls-cert each is TLS unless written notls:ADDR:PORT, the unix socket
  * always plain) and an optional unix socket (created with --socket-mode; a
  * stale socket file left by a dead process is replaced, a live one is an
- * error).  Accepted connections beyond --max-connections get
+ * error).  Accepted connections beyond --max-connections in all, or
+ * beyond --max-connections-per-listener on their listener, get
  * "SERVER_ERROR too many open connections" and are closed; when accept
  * itself fails (out of descriptors), accepting pauses for 100 ms instead
  * of spinning.  Loop 0 only; new connections go to the loops in turn
@@ -36,15 +37,17 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
   (void)len;
   lcd_listener *li = arg;
   lcd_server *s = li->srv;
-  int nopen = atomic_load(&s->nopen);
-  if (nopen >= s->set->max_connections || s->draining) {
+  int nopen = atomic_load(&s->nopen), here = atomic_load(&li->nopen);
+  bool all = nopen >= s->set->max_connections;
+  if (all || here >= s->set->listener_max || s->draining) {
     static const char msg[] = "SERVER_ERROR too many open connections\r\n";
     s->loops[0].st.rejected_connections++;
     if (!s->draining)
       (void)!send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     evutil_closesocket(fd);
-    lcd_log(s->set, 1, "connection refused: %d open (--max-connections)",
-            nopen);
+    lcd_log(s->set, 1, "connection refused: %d open%s", all ? nopen : here,
+            all ? " (--max-connections)"
+                : " on this listener (--max-connections-per-listener)");
     return;
   }
   char peer[64] = "unix";
@@ -64,7 +67,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     }
     snprintf(peer, sizeof peer, "%s:%d", host, port);
   }
-  lcd_loops_accept(s, fd, peer, li->tls);
+  lcd_loops_accept(s, fd, peer, li);
 }
 
 /* Out of descriptors and the like: pause accepting for a moment. */

@@ -48,7 +48,7 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg) {
   pthread_mutex_unlock(&l->cmd_mu);
   while (in) {
     lcd_newconn *n = in->next;
-    lcd_conn_new(l, in->fd, in->peer, in->tls);
+    lcd_conn_new(l, in->fd, in->peer, in->li);
     free(in);
     in = n;
   }
@@ -139,23 +139,26 @@ int lcd_loops_start(lcd_server *s) {
   return rc;
 }
 
-void lcd_loops_accept(lcd_server *s, int fd, const char *peer, int tls) {
+void lcd_loops_accept(lcd_server *s, int fd, const char *peer,
+                      lcd_listener *li) {
   lcd_loop *l = &s->loops[s->next_loop++ % (unsigned)s->nloops];
   atomic_fetch_add(&s->nopen, 1);
+  atomic_fetch_add(&li->nopen, 1);
   if (l->index == 0) {
-    lcd_conn_new(l, fd, peer, tls);
+    lcd_conn_new(l, fd, peer, li);
     return;
   }
   lcd_newconn *n = malloc(sizeof *n);
   if (!n) {
     atomic_fetch_sub(&s->nopen, 1);
+    atomic_fetch_sub(&li->nopen, 1);
     lcd_log(s->set, 0, "cannot set up a connection from %s: out of memory",
             peer);
     close(fd);
     return;
   }
   n->fd = fd;
-  n->tls = tls;
+  n->li = li;
   snprintf(n->peer, sizeof n->peer, "%s", peer);
   pthread_mutex_lock(&l->cmd_mu);
   n->next = l->inbox;

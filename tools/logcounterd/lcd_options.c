@@ -171,6 +171,10 @@ static void usage(FILE *f) {
       "                          off unless --prefetch is given) (default:\n"
       "                          %s)\n"
       "  -c, --max-connections N client connections, 1..1000000 (default %d)\n"
+      "  --max-connections-per-listener N\n"
+      "                          of them on one --listen address or the\n"
+      "                          unix socket (default: all of them); below\n"
+      "                          -c, one port flooded leaves room on others\n"
       "  --max-unfinished N      of them, connections whose TLS or\n"
       "                          authentication handshake is not done yet,\n"
       "                          1..1000000 (default "
@@ -407,6 +411,7 @@ enum {
   O_WORKERS,
   O_MAX_COUNTERS,
   O_MAX_UNFINISHED,
+  O_LISTENER_MAX,
   O_MAX_UNFINISHED_ADDR,
   O_MAX_TALLIES,
   O_ADMIN,
@@ -447,6 +452,7 @@ static const struct option long_options[] = {
     {"workers", required_argument, NULL, O_WORKERS},
     {"max-connections", required_argument, NULL, 'c'},
     {"max-unfinished", required_argument, NULL, O_MAX_UNFINISHED},
+    {"max-connections-per-listener", required_argument, NULL, O_LISTENER_MAX},
     {"max-unfinished-per-address", required_argument, NULL,
      O_MAX_UNFINISHED_ADDR},
     {"max-counters", required_argument, NULL, O_MAX_COUNTERS},
@@ -497,6 +503,8 @@ static const struct number_option {
     {O_WORKERS, "--workers", 1, 1024, offsetof(lcd_settings, workers), 0},
     {'c', "--max-connections", 1, 1000000,
      offsetof(lcd_settings, max_connections), 0},
+    {O_LISTENER_MAX, "--max-connections-per-listener", 1, 1000000,
+     offsetof(lcd_settings, listener_max), 0},
     {O_MAX_UNFINISHED, "--max-unfinished", 1, 1000000,
      offsetof(lcd_settings, max_unfinished), 0},
     {O_MAX_UNFINISHED_ADDR, "--max-unfinished-per-address", 1, 1000000,
@@ -755,6 +763,8 @@ int lcd_options_parse(lcd_settings *set, int argc, char **argv) {
                        "--retain-age");
   if (strcmp(set->listen, "none") == 0 && !set->socket_path)
     return usage_error("nothing to listen on: --listen none needs --socket");
+  if (!set->listener_max || set->listener_max > set->max_connections)
+    set->listener_max = set->max_connections; /* the default: all */
   if (!set->tls_cert != !set->tls_key)
     return usage_error("--tls-cert and --tls-key go together");
   if (!set->tls_cert && (set->tls_ca || set->tls_verify))

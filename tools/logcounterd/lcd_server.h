@@ -35,7 +35,7 @@ typedef struct lcd_conn lcd_conn;
 typedef struct lcd_newconn {
   struct lcd_newconn *next;
   int fd;
-  int tls; /* accepted on a TLS listener */
+  struct lcd_listener *li; /* accepted on */
   char peer[64];
 } lcd_newconn;
 
@@ -44,6 +44,7 @@ typedef struct lcd_listener {
   lcd_server *srv;
   struct evconnlistener *ev;
   int tls; /* TLS (lcd_tls.c), else plain text */
+  _Atomic int nopen; /* its open connections (--max-connections-per-listener) */
 } lcd_listener;
 
 /* One event-loop thread and everything it owns (lcd_loops.c).  Loop 0 runs
@@ -120,7 +121,8 @@ int lcd_loops_init(lcd_server *s);
 /* Starts the threads of loops 1..n-1; 0 or -1. */
 int lcd_loops_start(lcd_server *s);
 /* Loop 0: gives an accepted socket to the next loop in turn. */
-void lcd_loops_accept(lcd_server *s, int fd, const char *peer, int tls);
+void lcd_loops_accept(lcd_server *s, int fd, const char *peer,
+                      lcd_listener *li);
 /* Loop 0: every loop stops reading, answers, closes, then stops. */
 void lcd_loops_drain(lcd_server *s);
 /* Loop 0: every loop closes its sockets now and stops. */

@@ -46,6 +46,8 @@ typedef struct lcd_settings {
                                process may use, at most LCD_THREADS_MAX) */
   int workers;                /* worker threads for slow calls (default 4) */
   int max_connections;        /* open client connections (default 1024) */
+  int listener_max;           /* of them on one listener (default: the
+                                 same as max_connections) */
   int max_unfinished;         /* of them, unfinished (a TLS or auth
                                  handshake to come; lcd_admit.h), in all
                                  (default LCD_UNFINISHED_DEFAULT) */

@@ -120,6 +120,7 @@ static void put_settings(lcd_server *s, emit *o) {
   stat_i(o, "threads", set->threads);
   stat_i(o, "workers", set->workers);
   stat_i(o, "max_connections", set->max_connections);
+  stat_i(o, "max_connections_per_listener", set->listener_max);
   stat_i(o, "max_unfinished", set->max_unfinished);
   stat_i(o, "max_unfinished_per_address", set->max_unfinished_addr);
   stat_u(o, "max_counters", set->max_counters);
