@@ -7,8 +7,10 @@
 # allocating one counter through all three data ports throughout, moving
 # to the next node on any error (cluster_tool.py load).  Faults, one after
 # another on whichever node is the primary then:
-#   kill    SIGKILL: another node serves within --leader-ttl + 4 s; the old
-#           one, restarted, follows the new primary as a standby
+#   kill    SIGKILL: another node serves within --leader-ttl + 4 s; the
+#           third node follows it, resuming where it stood in the old
+#           primary's stream (no copy); the old one, restarted, follows
+#           the new primary as a standby
 #   disk    SIGKILL, its log directory deleted and memcached flushed: the
 #           same (floors come from the promoted standby's log)
 #   freeze  SIGSTOP past its lease, then SIGCONT: another takes over, no
@@ -230,6 +232,11 @@ check "kill: another node is primary within ttl + 4 s" wait_primary "$old" $((TT
 check "kill: the new primary hands out ids" wait_acks 100 $((TTL + 6))
 report_outage kill "$T0"
 check "kill: ids again within ttl + 4 s (${OUTAGE} s)" le "$OUTAGE" $((TTL + 4))
+third=$((6 - old - PRIMARY))
+check "kill: n$third follows n$PRIMARY" wait_standby "$third" 15
+copies=$(stat_of "$PRIMARY" replication_snapshots)
+check "kill: ... having resumed from where it stood, no copy ($copies copies sent)" \
+  test "$copies" = 0
 node "$old"
 check "kill: n$old, restarted, follows n$PRIMARY" wait_standby "$old" 15
 

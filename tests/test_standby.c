@@ -18,6 +18,8 @@
  *    stale; when the first goes the other takes its place without a
  *    copy and is promoted without force, and the first, back behind it,
  *    is stale (ESTALE);
+ *  - a resume across a promotion: a standby that stood behind, back and
+ *    following the promoted one, resumes (no copy) and holds every id;
  *  - tallies: flushed and pending changes made through the old primary
  *    are exact after the promotion, none lost, none twice;
  *  - a standby refuses writes (ESTANDBY) and reads work; its directory
@@ -515,6 +517,72 @@ static void test_two_standbys(void **state) {
   ids_free(&a);
 }
 
+/* ---- a resume across a promotion ---------------------------------------- */
+
+/* A standby that listens for standbys of its own once promoted. */
+static lc_t *open_standby_listening(const fx_t *f, const char *sub,
+                                    const char *of, opened *s) {
+  lc_options o;
+  tu_options_sub(&o, &mc, f->dir, sub, s->path);
+  o.standby_of = of;
+  snprintf(s->addr, sizeof s->addr, "127.0.0.1:%d", mcd_free_port());
+  o.replication_listen = s->addr;
+  lc_t *h = NULL;
+  assert_ok(lc_open(&o, &h));
+  return h;
+}
+
+/* Two standbys of P; s2 goes away and P goes on with s1; P is lost; s1 is
+ * promoted; s2, back and following s1, resumes from where it stood (s1
+ * kept the old stream's last entries) instead of copying s1's whole log,
+ * gets the promotion's own writes, reaches sync, and holds every id:
+ * promoted in turn, it goes on above them all. */
+static void test_resume_after_promotion(void **state) {
+  fx_t *f = *state;
+  opened p, s1;
+  char path2[TU_PATH_MAX];
+  lc_t *h = open_primary(f, "p", LC_STANDBY_REQUIRED, 2000, 0, &p);
+  lc_t *a = open_standby_listening(f, "s1", p.addr, &s1);
+  wait_sync(h);
+  lc_t *b = open_standby(f, "s2", p.addr, 0, path2);
+  for (int i = 0; i < 500 && standbys(h) < 2; i++) usleep(10000);
+  ids v;
+  ids_init(&v);
+  run_for(h, &v, 200, false);
+  wait_caught_up(h, a);
+  wait_applied(h, b);
+  assert_ok(lc_close(b)); /* s2 away: it stands behind from now on */
+  run_for(h, &v, 200, false);
+  wait_caught_up(h, a);
+  uint64_t behind = status(h).seq;
+  assert_ok(lc_close(h)); /* the primary lost (its last writes reached s1) */
+  assert_ok(lc_promote(a, NULL, NULL));
+  lc_options o;
+  tu_options_sub(&o, &mc, f->dir, "s2", path2);
+  o.standby_of = s1.addr;
+  b = NULL;
+  assert_ok(lc_open(&o, &b));
+  wait_sync(a);
+  run_for(a, &v, 200, false); /* required mode: s2 acknowledges */
+  wait_caught_up(a, b);
+  lc_replication_status ps = status(a);
+  printf("# the promoted standby: seq %llu (the old primary's last %llu), "
+         "%llu copies sent, %llu connects\n",
+         (unsigned long long)ps.seq, (unsigned long long)behind,
+         (unsigned long long)ps.snapshots, (unsigned long long)ps.connects);
+  assert_int_equal(ps.snapshots, 0); /* s2 resumed: no copy */
+  int64_t lo[NC], hi[NC];
+  check_unique(&v, lo, hi);
+  assert_ok(lc_close(a));
+  assert_ok(lc_promote(b, NULL, NULL)); /* it was a's synchronous standby */
+  for (int c = 0; c < NC; c++) {
+    assert_i64_op(tu_next1(b, names[c]), >, hi[c]);
+    explained(b, names[c]);
+  }
+  lc_close(b);
+  ids_free(&v);
+}
+
 /* ---- tallies ----------------------------------------------------------- */
 
 static void test_tallies(void **state) {
@@ -595,6 +663,7 @@ int main(void) {
       T(test_partition_flushed),      T(test_stale_standby),
       T(test_catch_up),               T(test_tallies),
       T(test_replication_secret),     T(test_two_standbys),
+      T(test_resume_after_promotion),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);

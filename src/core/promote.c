@@ -108,10 +108,16 @@ int lc_promote(lc_t *h, const lc_promote_opts *o, uint64_t *counters) {
     h->promoting = true;
     atomic_store(&h->log.standby, false); /* allocations stay refused */
   }
-  rc = take_over(h);
+  /* the stream first, going on from where this log stands in the old
+   * primary's: the promotion's writes reach the standbys that resume */
+  if (!h->repl && h->opt.replication_listen && h->opt.replication_listen[0]) {
+    lc__repl_fork fork;
+    lc__follow_fork(h, &fork);
+    rc = lc__repl_start_fork(h, &fork);
+  }
+  if (!rc) rc = take_over(h);
   if (!rc) rc = raise_all(h, opts.above, &raised);
-  if (!rc && h->opt.replication_listen && h->opt.replication_listen[0])
-    rc = lc__repl_start(h);
+  if (!rc && h->repl) lc__repl_collected(h->repl);
   if (!rc) atomic_store(&h->standby, false);
   pthread_mutex_unlock(&h->promote_mu);
   if (counters) *counters = raised;

@@ -41,6 +41,10 @@ struct lc__follow {
   uint64_t primary_seq, primary_ops;
   int64_t primary_us, applied_us; /* the primary's clock */
   uint64_t snapshots, connects;
+  /* the last entries applied, contiguous up to seq (a promotion hands
+   * them on: lc__follow_fork); at most LC__REPL_RING_MAX bytes */
+  lc__repl_ent *ring, *ring_tail;
+  size_t ring_bytes;
   struct ssl_ctx_st *ctx; /* h->repl_tls[1]: TLS to the primary, or NULL */
   char host[256];         /* the name its certificate must carry */
 };
@@ -122,6 +126,59 @@ static void load_state(lc__follow *f) {
   f->stale = stale != 0;
 }
 
+/* mu held: the ring emptied. */
+static void ring_clear(lc__follow *f) {
+  for (lc__repl_ent *e = f->ring, *n; e; e = n) {
+    n = e->next;
+    free(e);
+  }
+  f->ring = f->ring_tail = NULL;
+  f->ring_bytes = 0;
+}
+
+/* mu held: the entry just applied (payload p[0..n), seq) kept. */
+static void ring_keep(lc__follow *f, uint64_t seq, const char *p, size_t n) {
+  if (f->ring_tail && f->ring_tail->seq + 1 != seq) ring_clear(f);
+  lc__repl_ent *e = malloc(sizeof *e + n);
+  if (e == NULL) { /* not kept: the ring would have a hole */
+    ring_clear(f);
+    return;
+  }
+  *e = (lc__repl_ent){.seq = seq, .n = n};
+  memcpy(e->p, p, n);
+  if (f->ring_tail)
+    f->ring_tail->next = e;
+  else
+    f->ring = e;
+  f->ring_tail = e;
+  f->ring_bytes += n;
+  while (f->ring_bytes > LC__REPL_RING_MAX && f->ring != f->ring_tail) {
+    lc__repl_ent *h = f->ring;
+    f->ring = h->next;
+    f->ring_bytes -= h->n;
+    free(h);
+  }
+}
+
+void lc__follow_fork(lc_t *h, lc__repl_fork *out) {
+  lc__follow *f = h->follow;
+  memset(out, 0, sizeof *out);
+  if (f == NULL) return;
+  pthread_mutex_lock(&f->mu);
+  out->epoch = f->epoch;
+  out->seq = f->seq;
+  out->ops = f->ops;
+  if (f->ring_tail && f->ring_tail->seq == f->seq) {
+    out->head = f->ring;
+    out->tail = f->ring_tail;
+    out->bytes = f->ring_bytes;
+    f->ring = f->ring_tail = NULL;
+    f->ring_bytes = 0;
+  }
+  ring_clear(f);
+  pthread_mutex_unlock(&f->mu);
+}
+
 static void set_state(lc__follow *f, const char *state) {
   pthread_mutex_lock(&f->mu);
   f->state = state;
@@ -165,6 +222,7 @@ static int take_copy(lc__follow *f, lc__wire *w, uint64_t epoch, lc__wire_buf *i
   f->state = "snapshot";
   f->stale = true;
   f->epoch = f->seq = f->ops = 0;
+  ring_clear(f);
   pthread_mutex_unlock(&f->mu);
   int rc = save_state(f);
   if (!rc) rc = wipe(f);
@@ -224,6 +282,7 @@ static int take_batch(lc__follow *f, lc__wire *w, const lc__wire_buf *in,
   if (rc) {
     f->seq = seq - 1; /* not applied */
   } else {
+    ring_keep(f, seq, in->p, in->n);
     f->applied_us = t;
     if (ops > f->primary_ops) f->primary_ops = ops;
     if (seq > f->primary_seq) f->primary_seq = seq;
@@ -271,24 +330,30 @@ static int session(lc__follow *f, lc__wire *w) {
     rc = lc__fail(LC_EREMOTE, "replication: the primary has no replication "
                               "secret");
   char kind[16] = "", mode[16] = "";
-  uint64_t epoch = 0, seq = 0;
+  uint64_t epoch = 0, seq = 0, from = 0;
   if (!rc && type == 'x')
     rc = lc__fail(LC_EREMOTE, "replication: refused: %s", in.p);
   else if (!rc &&
-           (type != 'm' || sscanf(in.p, "%15s %" SCNx64 " %" SCNu64 " %15s",
-                                  kind, &epoch, &seq, mode) != 4))
+           (type != 'm' ||
+            sscanf(in.p, "%15s %" SCNx64 " %" SCNu64 " %15s %" SCNx64, kind,
+                   &epoch, &seq, mode, &from) < 4))
     rc = lc__fail(LC_EREMOTE, "replication: not a primary's answer");
   if (!rc) {
     pthread_mutex_lock(&f->mu);
     f->required = strcmp(mode, "required") == 0;
     f->connected = true;
     f->in_sync = false;
-    bool resume = strcmp(kind, "resume") == 0 && epoch == f->epoch &&
-                  seq == f->seq;
+    /* a resume in this epoch, or in the one a promoted standby of this
+     * log's primary goes on from (from: its old epoch; it saw this log's
+     * position in it, so this log is a prefix of its stream) */
+    bool resume = strcmp(kind, "resume") == 0 && seq == f->seq &&
+                  (epoch == f->epoch || (from && from == f->epoch));
+    bool moved = resume && epoch != f->epoch; /* the new epoch saved */
+    if (moved) f->epoch = epoch;
     /* stale until the primary says this is its synchronous standby ('y'):
      * in preferred mode it may go on alone later; in required mode it may
      * have other standbys, and floors acknowledged by another */
-    bool mark = !f->stale;
+    bool mark = !f->stale || moved;
     f->stale = true;
     pthread_mutex_unlock(&f->mu);
     if (strcmp(kind, "full") == 0)
@@ -418,6 +483,7 @@ void lc__follow_free(lc_t *h) {
   lc__follow *f = h->follow;
   if (f == NULL) return;
   lc__follow_stop(h);
+  ring_clear(f);
   pthread_cond_destroy(&f->cv);
   pthread_mutex_destroy(&f->mu);
   free(f);

@@ -98,9 +98,39 @@ int lc__repl_walk(lc_t *h,
                                const char *v, size_t vlen),
                   int (*round)(void *arg), void *arg);
 
+/* A write group of the stream as it is sent: the 'b' frame's payload
+ * (seq, sync, time, ops, the entries).  The primary's ring and a
+ * standby's (kept for the day it is promoted) hold these. */
+typedef struct lc__repl_ent {
+  struct lc__repl_ent *next;
+  uint64_t seq;
+  size_t n;
+  int pins;    /* primary: sessions sending it now (outside its mu) */
+  bool orphan; /* primary: out of the ring while pinned */
+  char p[];
+} lc__repl_ent;
+#define LC__REPL_RING_MAX (64u << 20) /* bytes of entries kept, at most */
+
+/* What a standby hands its promotion (lc__follow_fork): where its log
+ * stands in its old primary's stream, and the last entries of that
+ * stream it applied (head..tail, in order, ending at seq; may be empty). */
+typedef struct lc__repl_fork {
+  uint64_t epoch, seq, ops;
+  lc__repl_ent *head, *tail;
+  size_t bytes;
+} lc__repl_fork;
+
 /* ---- replicate.c: the primary ---- */
 typedef struct lc__repl lc__repl;
 int lc__repl_start(lc_t *h);
+/* A promoted standby's start (fork from lc__follow_fork, taken over):
+ * the stream goes on from fork->seq under a new epoch, so that another
+ * standby of the old primary that stands at or behind fork->seq within
+ * the ring resumes instead of copying.  Until lc__repl_collected, synced
+ * writes wait for no standby (the promotion's own, as before any
+ * standby could be there). */
+int lc__repl_start_fork(lc_t *h, lc__repl_fork *fork);
+void lc__repl_collected(lc__repl *r);
 void lc__repl_stop(lc_t *h);
 /* The hook's two halves (lc__log_hook, installed by lc__repl_start).
  * log_write.c's leader, before its group b goes to LevelDB: the group
@@ -116,6 +146,9 @@ int lc__repl_standbys(lc__repl *r);
 
 /* ---- follow.c: the standby ---- */
 typedef struct lc__follow lc__follow;
+/* After lc__follow_stop: the log's position and the entries kept, into
+ * *out (the standby keeps none after it). */
+void lc__follow_fork(lc_t *h, lc__repl_fork *out);
 int lc__follow_start(lc_t *h);
 /* Stops following (joins the thread); lc__follow_free also frees. */
 void lc__follow_stop(lc_t *h);

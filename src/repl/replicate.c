@@ -49,7 +49,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RING_MAX (64u << 20)
+#define RING_MAX LC__REPL_RING_MAX
 #define HEARTBEAT_MS 100
 #define IO_TIMEOUT_MS 5000
 #define HELLO_MS 2000  /* each step of a connection's proof, at most */
@@ -58,14 +58,8 @@
 #define STANDBYS_MAX 4 /* sessions at once; a further proved one waits */
 #define CHUNK_BYTES (1u << 20)
 
-typedef struct ent {
-  struct ent *next;
-  uint64_t seq;
-  size_t n;
-  int pins;    /* sessions sending it now (outside mu) */
-  bool orphan; /* out of the ring while pinned: its last sender frees it */
-  char p[];    /* the 'b' frame's payload */
-} ent;
+typedef lc__repl_ent ent; /* repl.h: pins, orphan: its last sender frees
+                             an entry cleared from the ring while sent */
 
 /* A standby's session (mu), in r->sessions from its handshake to its end;
  * freed by its own thread only. */
@@ -91,7 +85,11 @@ struct lc__repl {
   int nsess;
   uint64_t gen;        /* sessions so far */
   sess *sync;          /* the synchronous standby, or NULL */
-  bool gave_up; /* a floor waited in vain: the next fail at once, until
+  bool gave_up;
+  /* a promoted standby's: the old epoch and where this log left it (a
+   * standby of it at or behind fork_seq may resume); 0: none */
+  uint64_t fork_epoch, fork_seq;
+  bool collecting; /* the promotion's writes: synced ones wait for nobody */ /* a floor waited in vain: the next fail at once, until
                    a standby is in sync again */
   bool stop;
   int lfd;
@@ -269,9 +267,10 @@ int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
   uint64_t ops;
   ent *e = make_ent(b, &ops);
   if (e == NULL) return lc__fail(LC_ENOMEM, "replication: a batch");
-  bool required = r->mode == LC_STANDBY_REQUIRED;
   pthread_mutex_lock(&r->mu);
-  if (sync && required) {
+  bool required = r->mode == LC_STANDBY_REQUIRED;
+  bool waits = sync && !r->collecting; /* collecting: streamed, unwaited */
+  if (waits && required) {
     int64_t deadline = deadline_of(r->timeout_ms);
     while (!r->sync && !r->gave_up && !r->stop && wait_until(r, deadline)) {
     }
@@ -288,7 +287,7 @@ int lc__repl_before(lc__repl *r, leveldb_writebatch_t *b, bool sync,
   }
   uint64_t seq_e = *seq = push(r, e, sync, ops);
   int rc = 0;
-  if (sync && r->sync) {
+  if (waits && r->sync) {
     /* e may go while we wait: seq_e stays.  Whichever session is the
      * synchronous standby when the wait ends must have acknowledged it (a
      * new one has everything: it became it with acked == seq); r->sync is
@@ -387,13 +386,17 @@ static void *ack_reader(void *arg) {
   return NULL;
 }
 
-/* The 'm' frame: "full|resume EPOCH SEQ MODE". */
+/* The 'm' frame: "full|resume EPOCH SEQ MODE [FROM]" (FROM: the old
+ * epoch a resume goes on from, after a promotion). */
 static int send_mode(session *s, const char *kind, uint64_t epoch,
-                     uint64_t seq) {
-  char m[96];
+                     uint64_t seq, uint64_t from) {
+  char m[128];
   snprintf(m, sizeof m, "%s %016llx %llu %s", kind, (unsigned long long)epoch,
            (unsigned long long)seq,
            s->r->mode == LC_STANDBY_REQUIRED ? "required" : "preferred");
+  if (from)
+    snprintf(m + strlen(m), sizeof m - strlen(m), " %016llx",
+             (unsigned long long)from);
   return lc__wire_send(s->w, 'm', m, strlen(m), IO_TIMEOUT_MS);
 }
 
@@ -435,7 +438,7 @@ static int send_copy(session *s, uint64_t *seq) {
   uint64_t epoch = r->epoch;
   pthread_mutex_unlock(&r->mu);
   copying c = {.s = s};
-  int rc = send_mode(s, "full", epoch, *seq);
+  int rc = send_mode(s, "full", epoch, *seq, 0);
   if (!rc) rc = lc__repl_walk(r->h, copy_take, copy_round, &c);
   lc__wire_buf_free(&c.chunk);
   if (!rc) {
@@ -510,13 +513,17 @@ static int handshake(session *s, unsigned long long epoch,
                      unsigned long long seq, uint64_t *from) {
   lc__repl *r = s->r;
   pthread_mutex_lock(&r->mu);
-  bool resume = epoch == r->epoch && seq <= r->seq &&
+  /* this epoch, or the old primary's up to where this log left it: the
+   * standby's log is then a prefix of this stream */
+  bool forked = r->fork_epoch && epoch == r->fork_epoch && seq <= r->fork_seq;
+  bool resume = (epoch == r->epoch || forked) && seq <= r->seq &&
                 (seq == r->seq || (r->head && r->head->seq <= seq + 1));
   if (resume) s->s->sent = seq;
+  uint64_t now = r->epoch, old = r->fork_epoch;
   pthread_mutex_unlock(&r->mu);
   if (!resume) return send_copy(s, from);
   *from = seq;
-  return send_mode(s, "resume", epoch, seq);
+  return send_mode(s, "resume", now, seq, forked ? old : 0);
 }
 
 /* The next entry after pos (mu held), or NULL. */
@@ -748,15 +755,44 @@ static void hook_after(void *arg, uint64_t seq, bool ok) {
 }
 static const lc__log_hook repl_hook = {hook_before, hook_after};
 
-int lc__repl_start(lc_t *h) {
+static void fork_free(lc__repl_fork *fork) {
+  for (ent *e = fork->head, *n; e; e = n) {
+    n = e->next;
+    free(e);
+  }
+  fork->head = fork->tail = NULL;
+}
+
+int lc__repl_start(lc_t *h) { return lc__repl_start_fork(h, NULL); }
+
+int lc__repl_start_fork(lc_t *h, lc__repl_fork *fork) {
   const char *addr = h->opt.replication_listen;
-  if (addr == NULL || addr[0] == '\0') return 0;
+  if (addr == NULL || addr[0] == '\0') {
+    if (fork) fork_free(fork);
+    return 0;
+  }
   lc__repl *r = calloc(1, sizeof *r);
-  if (r == NULL) return lc__fail(LC_ENOMEM, "replication");
+  if (r == NULL) {
+    if (fork) fork_free(fork);
+    return lc__fail(LC_ENOMEM, "replication");
+  }
   r->h = h;
   r->mode = h->opt.standby_mode;
   r->timeout_ms = h->opt.standby_timeout_ms ? h->opt.standby_timeout_ms : 2000;
   r->epoch = random_epoch();
+  if (fork && fork->epoch) { /* the stream goes on from fork->seq */
+    r->fork_epoch = fork->epoch;
+    r->fork_seq = r->seq = r->written = fork->seq;
+    r->ops = fork->ops;
+    r->head = fork->head;
+    r->tail = fork->tail;
+    r->bytes = fork->bytes;
+    fork->head = fork->tail = NULL;
+    r->collecting = true;
+    if (r->epoch == r->fork_epoch) r->epoch ^= 1; /* another epoch */
+  } else if (fork) {
+    fork_free(fork);
+  }
   r->need_approval = lc__cluster_approval();
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -775,6 +811,7 @@ int lc__repl_start(lc_t *h) {
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->scv);
     pthread_mutex_destroy(&r->mu);
+    ring_clear(r);
     free(r);
     return rc;
   }
@@ -782,6 +819,12 @@ int lc__repl_start(lc_t *h) {
   h->log.hook_arg = r;
   h->log.hook = &repl_hook;
   return 0;
+}
+
+void lc__repl_collected(lc__repl *r) {
+  pthread_mutex_lock(&r->mu);
+  r->collecting = false;
+  pthread_mutex_unlock(&r->mu);
 }
 
 void lc__repl_stop(lc_t *h) {
