@@ -83,8 +83,10 @@ $(LIB_SO): $(LIB_OBJ)
 # The CLI: tools/logcounter.c and tools/cli_*.c (the daemon's files are
 # tools/logcounterd/).
 CLI_SRC   = tools/logcounter.c $(wildcard tools/cli_*.c)
-$(CLI): $(CLI_SRC) tools/cli.h $(LIB_A)
-	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(LIB_A) $(LIBS)
+# main (cli_main.c) finds a cluster's primary in etcd (--etcd) with the
+# daemon's etcd client.
+$(CLI): $(CLI_SRC) tools/cli.h tools/logcounterd/lcd_etcd.c tools/logcounterd/lcd_etcd.h $(LIB_A)
+	$(CC) $(TOOL_CFLAGS) $(CFLAGS) $(LDFLAGS) -Itools/logcounterd -o $@ $(CLI_SRC) tools/logcounterd/lcd_etcd.c $(LIB_A) $(LIBS) -lcurl -ljson-c
 
 # The directories the .pc names, kept in a file that changes only when they
 # do: "make install PREFIX=X" after a plain "make" rewrites the .pc.

@@ -221,6 +221,15 @@ two_streams() {
   return 1
 }
 check "start: both other nodes stream from n$PRIMARY (replication_standbys 2)" two_streams 10
+# the CLI finds the primary in etcd (--etcd, --cluster), straight to etcd
+ETCD_URLS="http://127.0.0.1:${EC[1]},http://127.0.0.1:${EC[2]},http://127.0.0.1:${EC[3]}"
+v1=$("$B/logcounter" --etcd "$ETCD_URLS" --cluster suite next cl-etcd 2>&1)
+v2=$("$B/logcounter" --etcd "$ETCD_URLS" --cluster suite next cl-etcd 2>&1)
+check "logcounter --etcd --cluster: next through the primary ($v1, then $v2)" \
+  eval '[[ "$v1" =~ ^[0-9]+$ ]] && [ "$v2" = $((v1 + 1)) ]'
+"$B/logcounter" --etcd "$ETCD_URLS" --cluster nosuch next cl-etcd >"$TMP/out" 2>&1; rc=$?
+check "  a cluster with no primary: exit 1, said ($(head -c 80 "$TMP/out"))" \
+  eval '[ "$rc" = 1 ] && grep -q "has no primary" "$TMP/out"'
 
 # ---- kill ---------------------------------------------------------------------
 need_primary kill

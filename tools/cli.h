@@ -64,6 +64,10 @@ struct cli {
   char password[256];            /* read from --password-file or the
                                     environment, never the command line */
   const char *tls_ca, *tls_cert, *tls_key; /* --tls-*: TLS to it */
+  const char *etcd, *cluster;    /* --etcd, --cluster: the primary's data
+                                    port from etcd's leader key (main) */
+  const char *etcd_cacert, *etcd_cert, *etcd_key; /* --etcd-* */
+  char server_buf[MAX_SERVER_LEN + 1]; /* server when found in etcd */
   char via[MAX_SERVER_LEN + 32]; /* " through logcounterd 'ADDR'", or "" */
   lc_durability_t durability;
   uint64_t prefetch; /* lc_options.prefetch */

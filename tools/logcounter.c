@@ -243,6 +243,12 @@ static void print_general_help(FILE *f) {
       "                       --memcached, --db, --durability and --wait do\n"
       "                       not apply (default: $LOGCOUNTER_SERVER;\n"
       "                       --server '' overrides it)\n"
+      "  --etcd URL[,URL...] --cluster NAME\n"
+      "                       instead of --server: the data port of the\n"
+      "                       cluster's primary, read from etcd's leader key\n"
+      "                       (/logcounter/NAME/leader; its first --listen\n"
+      "                       address); --etcd-cacert, --etcd-cert and\n"
+      "                       --etcd-key FILE for etcd over https\n"
       "  --user NAME          authenticate to a logcounterd with --auth-file\n"
       "                       (memcached's text handshake; default:\n"
       "                       $LOGCOUNTER_USER); the password is the first\n"
@@ -317,6 +323,11 @@ static int read_password(struct cli *c, const char *file) {
 int cli_parse_globals(struct cli *c, int argc, char **argv) {
   static const struct option lo[] = {
       {"server", required_argument, NULL, 'R'},
+      {"etcd", required_argument, NULL, 'E'},
+      {"cluster", required_argument, NULL, 'L'},
+      {"etcd-cacert", required_argument, NULL, 'a'},
+      {"etcd-cert", required_argument, NULL, 'c'},
+      {"etcd-key", required_argument, NULL, 'k'},
       {"user", required_argument, NULL, 'U'},
       {"password-file", required_argument, NULL, 'F'},
       {"tls-ca", required_argument, NULL, 'A'},
@@ -353,6 +364,11 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
       c->server = optarg;
       server_from = "--server";
       break;
+    case 'E': c->etcd = optarg; break;
+    case 'L': c->cluster = optarg; break;
+    case 'a': c->etcd_cacert = optarg; break;
+    case 'c': c->etcd_cert = optarg; break;
+    case 'k': c->etcd_key = optarg; break;
     case 'U': c->user = optarg; break;
     case 'F': password_file = optarg; break;
     case 'A': c->tls_ca = optarg; break;
@@ -386,12 +402,23 @@ int cli_parse_globals(struct cli *c, int argc, char **argv) {
     }
     arg = optind < argc ? argv[optind] : "";
   }
+  if (c->etcd && !*c->etcd) c->etcd = NULL;
+  if (c->etcd && c->server && *c->server && strcmp(server_from, "--server") == 0)
+    return cli_usage_error(NULL, "give --server or --etcd, not both");
+  if (c->etcd) c->server = NULL; /* found by main, before the command */
+  if (c->etcd && !(c->cluster && *c->cluster))
+    return cli_usage_error(NULL, "--etcd needs --cluster NAME (logcounterd's)");
+  if (!c->etcd && (c->cluster || c->etcd_cacert || c->etcd_cert || c->etcd_key))
+    return cli_usage_error(NULL, "--cluster and --etcd-* go with --etcd");
+  if (!c->etcd_cert != !c->etcd_key)
+    return cli_usage_error(NULL, "give both --etcd-cert and --etcd-key");
   if (c->user && !*c->user) c->user = NULL;
-  if (c->user && !(c->server && *c->server))
+  if (c->user && !(c->server && *c->server) && !c->etcd)
     return cli_usage_error(NULL, "--user is for a logcounterd: give --server");
   if (c->user && read_password(c, password_file) != 0) return EXIT_USAGE;
   if (c->tls_ca && !*c->tls_ca) c->tls_ca = NULL;
-  if ((c->tls_ca || c->tls_cert || c->tls_key) && !(c->server && *c->server))
+  if ((c->tls_ca || c->tls_cert || c->tls_key) && !(c->server && *c->server) &&
+      !c->etcd)
     return cli_usage_error(NULL, "--tls-ca is for a logcounterd: give "
                                  "--server");
   if (!c->tls_ca && (c->tls_cert || c->tls_key))
