@@ -55,19 +55,34 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/logcounter-bench.XXXXXX")
 data=$BUILD/bench-data.$$
 dlogs=$BUILD/bench-daemon.$$
 pdir=$BUILD/bench-peers.$$
-daemons=()
-# Stops every daemon started here: SIGTERM (they sync and close their
-# logs), then SIGKILL after 10 s.
-stop_daemons() {
+daemons=() followers=()
+# stop_pids PID...: SIGTERM (they sync and close their logs), then SIGKILL
+# after 10 s.
+stop_pids() {
   local pid i
-  for pid in "${daemons[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${daemons[@]}"; do
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do
     i=0
     while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
-  daemons=()
+}
+# Stops every daemon started here, the standbys (followers) last, one
+# after the other: a primary stopping gives its unused ids back under a
+# floor its standby must acknowledge (a standby gone first costs its
+# --standby-timeout), and two cluster standbys stopped at once were seen
+# to keep one running until the SIGKILL.
+stop_daemons() {
+  local f
+  [ ${#daemons[@]} -gt 0 ] && stop_pids "${daemons[@]}"
+  for f in "${followers[@]}"; do stop_pids "$f"; done
+  daemons=() followers=()
+}
+# follower: the daemon started last is a standby (stopped last)
+follower() {
+  followers+=("${daemons[-1]}")
+  unset 'daemons[-1]'
 }
 # BENCH_CLUSTER's etcd: stopped after the nodes (SIGTERM, SIGKILL after 10 s)
 etcd_pid=""
@@ -197,6 +212,7 @@ if [ "${BENCH_STANDBY:-0}" = 1 ]; then
     --replication-listen "127.0.0.1:$ha_port"
   sb_port=$dport sb_pid=$dpid
   start_daemon standby-standby --standby-of "127.0.0.1:$ha_port"
+  follower
   wait_stat "$sb_port" replication_standby sync 30 ||
     fail_ha "BENCH_STANDBY: the standby did not come in sync within 30 s" \
       standby-primary standby-standby
@@ -250,6 +266,15 @@ if [ "${BENCH_CLUSTER:-0}" = 1 ]; then
   done
   [ -n "$prim" ] || fail_ha "BENCH_CLUSTER: no primary with a synchronous standby in sync within 60 s" \
     etcd cluster-n1 cluster-n2 cluster-n3
+  # the other two are stopped after it, one after the other
+  for n in 1 2 3; do
+    [ "$n" = "$prim" ] && continue
+    for i in "${!daemons[@]}"; do
+      [ "${daemons[$i]}" = "${cl_pid[$n]}" ] && unset 'daemons[i]'
+    done
+    followers+=("${cl_pid[$n]}")
+  done
+  daemons=("${daemons[@]}")
   export BENCH_DAEMON_CLUSTER="--SERVER=127.0.0.1:${cl_port[$prim]}" \
          BENCH_DAEMON_CLUSTER_PID=${cl_pid[$prim]}
 fi
