@@ -7,7 +7,9 @@
 # own log, on free 127.0.0.1 ports), with --peers also the peers (bench/peers.sh: two
 # redis-server, AOF everysec and always, and a PostgreSQL), runs the bench
 # against them, draws the charts with gnuplot, and stops the daemons, the
-# peers and memcached and removes their scratch data on any exit.
+# peers and memcached and removes their scratch data on any exit.  It
+# passes the bench the PIDs of memcached and of the --prefetch auto daemon:
+# their own CPU time per million requests is reported beside ids/s.
 #
 #   bench/run.sh           the full run with $BUILD/bench: prints the table
 #                          and writes bench/results/{latest.csv,
@@ -23,6 +25,22 @@
 #                          "bench-smoke: N passed, M failed", exit 1 on
 #                          failure.  No peers unless --peers is given too
 #                          (make bench-peers-smoke); then each must run.
+#                          The standby and cluster lines run (below),
+#                          the cluster only when etcd is installed.
+#
+#   BENCH_STANDBY=1        also the line daemon-incr standby: a default
+#                          daemon (--prefetch auto, --standby-mode
+#                          required, --replication-listen) and its standby
+#                          (--standby-of), in sync before the bench starts
+#   BENCH_CLUSTER=1        also daemon-incr cluster: a one-member etcd
+#                          (Debian's etcd-server) and three default nodes
+#                          (--etcd, --cluster, --node, --replication-listen),
+#                          the clients on the primary (its stats'
+#                          cluster_role) once its sync standby is in sync
+#                          Both are compared with the lone --prefetch auto
+#                          daemon in the same run (the table's footer, the
+#                          CSV's ratio_to_daemon); 0 leaves them out of
+#                          the smoke run.  All on free 127.0.0.1 ports.
 #
 # Settings (BENCH_SECONDS, BENCH_RUNS, BENCH_RECORDS_MAX, ...) come from the
 # environment: see `$BUILD/bench --help`.  The smoke run ignores them.
@@ -38,7 +56,7 @@ for arg in "$@"; do
   case "$arg" in
     --smoke) smoke=1 ;;
     --peers) peers=1 bin=$BUILD/bench-peers ;;
-    -h|--help) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,47s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "usage: bench/run.sh [--smoke] [--peers]" >&2; exit 2 ;;
   esac
 done
@@ -198,15 +216,25 @@ fail_ha() {
   local what=$1 l
   shift
   echo "bench/run.sh: $what" >&2
+  [ "$smoke" = 1 ] && echo "bench-smoke: 0 passed, 1 failed ($what)"
   for l in "$@"; do tail -n 5 "$work/daemon-$l.log" >&2 2>/dev/null || true; done
   exit 1
 }
 
+# The smoke run has both lines unless BENCH_STANDBY=0 / BENCH_CLUSTER=0
+# (about 1.5 and 3.5 s on 2 loaded cores); it leaves the cluster out, and
+# says so, when etcd is not installed.
+standby=${BENCH_STANDBY:-$smoke} cluster=${BENCH_CLUSTER:-$smoke}
+if [ "$cluster" = 1 ] && [ -z "${BENCH_CLUSTER:-}" ] &&
+   ! command -v etcd >/dev/null 2>&1; then
+  cluster=0
+  echo "bench-smoke: daemon-incr cluster not run: no etcd (Debian's etcd-server: tests/deps.sh etcd-server)"
+fi
 # BENCH_STANDBY=1: daemon-incr standby, a default daemon (--prefetch auto,
 # --standby-mode required) with --replication-listen, and its standby
 # (--standby-of, the defaults, its own log), on the same memcached; the
 # bench starts once the primary's stats say replication_standby sync.
-if [ "${BENCH_STANDBY:-0}" = 1 ]; then
+if [ "$standby" = 1 ]; then
   ha_port=$(free_port)
   start_daemon standby-primary --prefetch auto --standby-mode required \
     --replication-listen "127.0.0.1:$ha_port"
@@ -224,7 +252,7 @@ fi
 # (free 127.0.0.1 ports, data in $work), each with --replication-listen;
 # the clients go to the node whose stats say cluster_role primary, once it
 # names its synchronous standby and that one is in sync.
-if [ "${BENCH_CLUSTER:-0}" = 1 ]; then
+if [ "$cluster" = 1 ]; then
   command -v etcd >/dev/null 2>&1 ||
     fail_ha "BENCH_CLUSTER: no etcd (Debian's etcd-server: tests/deps.sh etcd-server)"
   ec=$(free_port) ep=$(free_port)
