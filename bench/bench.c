@@ -413,7 +413,7 @@ static void print_cpu(const results *res) {
          "connections (the daemon's line: daemon / memcached)\n",
          sysconf(_SC_CLK_TCK));
   printf("%-18s %-16s", "case", "mode");
-  for (int t = 0; t < nt; t++) printf(" %11d", counts[t]);
+  for (int t = 0; t < nt; t++) printf(" %14d", counts[t]);
   printf("   (connections)\n");
   for (size_t i = 0; i < res->np; i++) {
     const point *a = &res->p[i];
@@ -438,7 +438,7 @@ static void print_cpu(const results *res) {
         else
           snprintf(cell, sizeof cell, "%.0f", b->cpu_ms_per_m);
       }
-      printf(" %11s", cell);
+      printf(" %14s", cell);
     }
     printf("\n");
   }
