@@ -106,6 +106,10 @@ static void usage(FILE *f) {
       "                      the peers\n"
       "                      redis-incr, redis-incrby, pg-nextval,\n"
       "                      pg-nextval-block\n"
+      "  BENCH_DAEMON_MODES  comma-separated subset of daemon-incr's modes\n"
+      "                      (coalesce, no-coalesce, prefetch, standby,\n"
+      "                      cluster, coalesce-pipe100, prefetch-pipe100,\n"
+      "                      tls-pipe100) and raw-pipe100 (default: all)\n"
       "  BENCH_DIR           scratch directory for logs (default build/bench-data)\n"
       "  BENCH_OUT           where the CSV files go (default bench/results)\n"
       "bench/run.sh also reads BENCH_STANDBY=1 (start the standby line's\n"
@@ -191,18 +195,29 @@ static int parse_cfg(bench_cfg *c) {
     return fprintf(stderr, "bench: BENCH_TALLY_CHANGES: 1..100000000\n"), -1;
   c->cases = getenv("BENCH_CASES");
   if (c->cases && !*c->cases) c->cases = NULL;
+  c->daemon_modes = getenv("BENCH_DAEMON_MODES");
+  if (c->daemon_modes && !*c->daemon_modes) c->daemon_modes = NULL;
   return 0;
 }
 
-bool bench_case_selected(const bench_cfg *cfg, const char *name) {
-  if (cfg->cases == NULL) return true;
+/* Whether name is in a comma-separated list (NULL: everything is). */
+static bool in_list(const char *list, const char *name) {
+  if (list == NULL) return true;
   size_t n = strlen(name);
-  for (const char *p = cfg->cases; *p;) {
+  for (const char *p = list; *p;) {
     size_t len = strcspn(p, ",");
     if (len == n && strncmp(p, name, n) == 0) return true;
     p += len + (p[len] == ',');
   }
   return false;
+}
+
+bool bench_case_selected(const bench_cfg *cfg, const char *name) {
+  return in_list(cfg->cases, name);
+}
+
+bool bench_daemon_mode_selected(const bench_cfg *cfg, const char *mode) {
+  return in_list(cfg->daemon_modes, mode);
 }
 
 point *results_add_point(results *r) {
@@ -614,7 +629,9 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
             strcmp(res->p[i].mode, "no-coalesce") == 0;
     }
     VERDICT(n > 0, "%s did not run\n", CASES[c]);
-    if (daemon && cfg->daemon_nc)
+    if (daemon && cfg->daemon_nc &&
+        bench_daemon_mode_selected(cfg, "coalesce") &&
+        bench_daemon_mode_selected(cfg, "no-coalesce"))
       VERDICT(nc > 0 && nc < n, "daemon-incr: both modes must run\n");
   }
   for (size_t i = 0; i < res->np; i++) {
@@ -636,7 +653,8 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
       VERDICT(p->has_cpu && p->cpu_ms_per_m >= 0,
               "%s %s at %d threads: no CPU time of its server\n", p->kase,
               p->mode, p->threads);
-    if (is_ha_line(p) && cfg->daemon_pf)
+    if (is_ha_line(p) && cfg->daemon_pf &&
+        bench_daemon_mode_selected(cfg, "prefetch"))
       VERDICT(p->has_ratio_daemon && p->ratio_daemon > 0,
               "daemon-incr %s at %d threads: no lone daemon to compare\n",
               p->mode, p->threads);
@@ -644,7 +662,9 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
   static const char *ha_mode[2] = {"standby", "cluster"};
   const char *ha_cfg[2] = {cfg->daemon_sb, cfg->daemon_cl};
   for (int k = 0; k < 2; k++) {
-    if (ha_cfg[k] == NULL || !bench_case_selected(cfg, "daemon-incr")) continue;
+    if (ha_cfg[k] == NULL || !bench_case_selected(cfg, "daemon-incr") ||
+        !bench_daemon_mode_selected(cfg, ha_mode[k]))
+      continue;
     int n = 0;
     for (size_t i = 0; i < res->np; i++)
       n += strcmp(res->p[i].kase, "daemon-incr") == 0 &&

@@ -77,6 +77,8 @@ typedef struct bench_cfg {
   const char *dir;            /* scratch directory for the LevelDB logs */
   const char *out;            /* where latest.csv and latest-restore.csv go */
   const char *cases;          /* comma-separated case names, or NULL: all */
+  const char *daemon_modes;   /* comma-separated modes of daemon-incr (and
+                                 raw-pipe100), or NULL: all */
   bool check;                 /* print the bench-smoke verdict */
 } bench_cfg;
 
@@ -134,6 +136,9 @@ typedef struct results {
 point *results_add_point(results *res);
 restore_row *results_add_restore(results *res);
 bool bench_case_selected(const bench_cfg *cfg, const char *name);
+/* Whether a daemon-incr mode (or memcached-pipe's raw-pipe100) is among
+ * BENCH_DAEMON_MODES (unset: every mode). */
+bool bench_daemon_mode_selected(const bench_cfg *cfg, const char *mode);
 
 /* ---- runner.c ---- */
 typedef struct workload {

@@ -263,7 +263,8 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   p->mode[3] = "standby";
   p->mode[4] = "cluster";
   for (int i = 0; i < 5; i++) {
-    if (configs[i] == NULL) continue;
+    if (configs[i] == NULL || !bench_daemon_mode_selected(cfg, p->mode[i]))
+      continue;
     if (cs->n >= BENCH_LINES_MAX) {
       fprintf(stderr, "bench: too many case lines\n");
       return -1;
@@ -301,7 +302,8 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   /* prefetch-pipe100: the default daemon's CPU; raw-pipe100: memcached's */
   const int pipe_pid[4] = {0, cfg->pid_daemon_pf, 0, cfg->pid_memcached};
   for (int i = 0; i < 4; i++) {
-    if (pipes[i] == NULL) continue;
+    if (pipes[i] == NULL || !bench_daemon_mode_selected(cfg, pipe_mode[i]))
+      continue;
     if (i == 3 && raw_seed(pipes[i], pipe_key[i]) != 0) return -1;
     if (cs->n >= BENCH_LINES_MAX) {
       fprintf(stderr, "bench: too many case lines\n");
