@@ -19,6 +19,8 @@
  *   daemon-incr cluster      (BENCH_CLUSTER=1) the same against the
  *                            primary of three default nodes on one etcd:
  *                            the cost of a cluster
+ *                            (standby and cluster: at the thread counts
+ *                            up to 32 only)
  *   daemon-incr coalesce-pipe100, prefetch-pipe100
  *                            one connection (1 thread only) pipelining:
  *                            one call writes 100 "incr KEY 1" lines at
@@ -284,7 +286,10 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
                     daemon_thread_open,
                     daemon_thread_close,
                     daemon_op,
-                    BENCH_MAX_THREADS,
+                    /* standby, cluster: up to 32 connections, where
+                       their cost is asked for (and the smoke run stays
+                       short) */
+                    i >= 3 ? BENCH_PEER_WIDE_MAX : BENCH_MAX_THREADS,
                     0,
                     0,
                     pids[i]};
