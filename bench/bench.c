@@ -64,6 +64,25 @@ static void usage(FILE *f) {
       "  BENCH_DAEMON_TLS    --SERVER=127.0.0.1:PORT: the TLS port of the\n"
       "                      prefetch daemon (daemon-incr tls-pipe100);\n"
       "                      unset: none\n"
+      "  BENCH_DAEMON_STANDBY --SERVER=127.0.0.1:PORT: a default daemon\n"
+      "                      (--prefetch auto) serving a standby: the line\n"
+      "                      daemon-incr standby (bench/run.sh starts it with\n"
+      "                      BENCH_STANDBY=1); unset: none\n"
+      "  BENCH_DAEMON_CLUSTER --SERVER=127.0.0.1:PORT: the primary of three\n"
+      "                      default nodes on one etcd: daemon-incr cluster\n"
+      "                      (bench/run.sh, BENCH_CLUSTER=1); unset: none\n"
+      "                      Both lines run at the thread counts up to 32,\n"
+      "                      and the footer gives their ids/s over\n"
+      "                      daemon-incr prefetch's (the lone daemon) at each\n"
+      "  BENCH_MEMCACHED_PID, BENCH_DAEMON_PREFETCH_PID, BENCH_DAEMON_STANDBY_PID,\n"
+      "  BENCH_DAEMON_CLUSTER_PID  the servers' process ids (bench/run.sh sets\n"
+      "                      them): memcached-incr, raw-pipe100, daemon-incr\n"
+      "                      prefetch, prefetch-pipe100, standby and cluster\n"
+      "                      then report their server's own CPU time (user +\n"
+      "                      system, /proc/PID/stat) per million requests,\n"
+      "                      the CSV's cpu_ms_per_M and a footer table, with\n"
+      "                      the ratio to memcached's at the same connections\n"
+      "                      (cpu_ratio_to_incr); unset or 0: not measured\n"
       "  BENCH_REDIS_EVERYSEC, BENCH_REDIS_ALWAYS  HOST:PORT of a redis-server\n"
       "                      with appendonly yes and appendfsync everysec /\n"
       "                      always (build/bench-peers only; bench/run.sh\n"
@@ -87,11 +106,21 @@ static void usage(FILE *f) {
       "                      the peers\n"
       "                      redis-incr, redis-incrby, pg-nextval,\n"
       "                      pg-nextval-block\n"
+      "  BENCH_DAEMON_MODES  comma-separated subset of daemon-incr's modes\n"
+      "                      (coalesce, no-coalesce, prefetch, standby,\n"
+      "                      cluster, coalesce-pipe100, prefetch-pipe100,\n"
+      "                      tls-pipe100) and raw-pipe100 (default: all)\n"
       "  BENCH_DIR           scratch directory for logs (default build/bench-data)\n"
       "  BENCH_OUT           where the CSV files go (default bench/results)\n"
+      "bench/run.sh also reads BENCH_STANDBY=1 (start the standby line's\n"
+      "primary and standby), BENCH_CLUSTER=1 (start etcd and the three\n"
+      "nodes; needs etcd, Debian's etcd-server), BENCH_MEMCACHED_MB and\n"
+      "BENCH_DAEMON_FLAGS (see bench/run.sh --help).\n"
       "--check prints 'bench-smoke: N passed, M failed' and exits 1 on any\n"
       "failure: a case that did not run, a non-positive rate, an error,\n"
-      "p50 > p99 > p999, tally writes per window other than 1, or (in\n"
+      "p50 > p99 > p999, tally writes per window other than 1, a server\n"
+      "whose process was given without its CPU time, a standby or cluster\n"
+      "line given that did not run, or (in\n"
       "build/bench-peers) a peer asked for that did not run.  Speed is\n"
       "never judged.\n",
       f);
@@ -139,6 +168,19 @@ static int parse_cfg(bench_cfg *c) {
   c->daemon_nc = env("BENCH_DAEMON_NOCOALESCE", NULL);
   c->daemon_pf = env("BENCH_DAEMON_PREFETCH", NULL);
   c->daemon_tls = env("BENCH_DAEMON_TLS", NULL);
+  c->daemon_sb = env("BENCH_DAEMON_STANDBY", NULL);
+  c->daemon_cl = env("BENCH_DAEMON_CLUSTER", NULL);
+  static const char *pid_names[4] = {
+      "BENCH_MEMCACHED_PID", "BENCH_DAEMON_PREFETCH_PID",
+      "BENCH_DAEMON_STANDBY_PID", "BENCH_DAEMON_CLUSTER_PID"};
+  int *pids[4] = {&c->pid_memcached, &c->pid_daemon_pf, &c->pid_daemon_sb,
+                  &c->pid_daemon_cl};
+  for (int i = 0; i < 4; i++) {
+    long v = strtol(env(pid_names[i], "0"), &end, 10);
+    if (*end || v < 0 || v > 1L << 30)
+      return fprintf(stderr, "bench: bad %s\n", pid_names[i]), -1;
+    *pids[i] = (int)v;
+  }
   c->redis_everysec = env("BENCH_REDIS_EVERYSEC", NULL);
   c->redis_always = env("BENCH_REDIS_ALWAYS", NULL);
   c->pg = env("BENCH_PG", NULL);
@@ -153,18 +195,29 @@ static int parse_cfg(bench_cfg *c) {
     return fprintf(stderr, "bench: BENCH_TALLY_CHANGES: 1..100000000\n"), -1;
   c->cases = getenv("BENCH_CASES");
   if (c->cases && !*c->cases) c->cases = NULL;
+  c->daemon_modes = getenv("BENCH_DAEMON_MODES");
+  if (c->daemon_modes && !*c->daemon_modes) c->daemon_modes = NULL;
   return 0;
 }
 
-bool bench_case_selected(const bench_cfg *cfg, const char *name) {
-  if (cfg->cases == NULL) return true;
+/* Whether name is in a comma-separated list (NULL: everything is). */
+static bool in_list(const char *list, const char *name) {
+  if (list == NULL) return true;
   size_t n = strlen(name);
-  for (const char *p = cfg->cases; *p;) {
+  for (const char *p = list; *p;) {
     size_t len = strcspn(p, ",");
     if (len == n && strncmp(p, name, n) == 0) return true;
     p += len + (p[len] == ',');
   }
   return false;
+}
+
+bool bench_case_selected(const bench_cfg *cfg, const char *name) {
+  return in_list(cfg->cases, name);
+}
+
+bool bench_daemon_mode_selected(const bench_cfg *cfg, const char *mode) {
+  return in_list(cfg->daemon_modes, mode);
 }
 
 point *results_add_point(results *r) {
@@ -212,6 +265,12 @@ static const char *baseline(const point *p) {
   bool pipe = strcmp(p->kase, "memcached-pipe") == 0 ||
               (strcmp(p->kase, "daemon-incr") == 0 && strstr(p->mode, "-pipe100"));
   return pipe ? "memcached-pipe" : "memcached-incr";
+}
+
+/* daemon-incr standby / cluster: compared with the lone default daemon. */
+static bool is_ha_line(const point *p) {
+  return strcmp(p->kase, "daemon-incr") == 0 &&
+         (strcmp(p->mode, "standby") == 0 || strcmp(p->mode, "cluster") == 0);
 }
 
 static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
@@ -270,7 +329,13 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
                    med->p99_us,
                    med->p999_us,
                    -1,
-                   errors};
+                   errors,
+                   med->cpu_ms_per_m,
+                   0,
+                   0,
+                   med->cpu_ms_per_m >= 0,
+                   false,
+                   false};
       snprintf(p->kase, sizeof p->kase, "%s", cs->w[i].kase);
       snprintf(p->mode, sizeof p->mode, "%s", cs->w[i].mode);
     }
@@ -284,6 +349,27 @@ static bool throughput(const bench_cfg *cfg, const case_set *cs, results *res) {
       if (strcmp(b->kase, base) == 0 && b->threads == res->p[i].threads &&
           b->ids_per_s > 0)
         res->p[i].ratio = res->p[i].ids_per_s / b->ids_per_s;
+      /* the server's CPU per request over the baseline server's (raw
+       * memcached) at the same thread count */
+      if (strcmp(b->kase, base) == 0 && b->threads == res->p[i].threads &&
+          res->p[i].has_cpu && b->has_cpu && b->cpu_ms_per_m > 0 && b != &res->p[i]) {
+        res->p[i].cpu_ratio = res->p[i].cpu_ms_per_m / b->cpu_ms_per_m;
+        res->p[i].has_cpu_ratio = true;
+      }
+    }
+  }
+  /* the standby and cluster lines over the lone default daemon */
+  for (size_t i = 0; i < res->np; i++) {
+    point *a = &res->p[i];
+    if (!is_ha_line(a)) continue;
+    for (size_t j = 0; j < res->np; j++) {
+      const point *b = &res->p[j];
+      if (strcmp(b->kase, "daemon-incr") == 0 &&
+          strcmp(b->mode, "prefetch") == 0 && b->threads == a->threads &&
+          b->ids_per_s > 0) {
+        a->ratio_daemon = a->ids_per_s / b->ids_per_s;
+        a->has_ratio_daemon = true;
+      }
     }
   }
   return ok;
@@ -322,6 +408,81 @@ static int coalescing_factor(const results *res, double *factor) {
 static const char *us(char *buf, size_t size, double v) {
   snprintf(buf, size, v < 1e6 ? "%.1f" : "%.0f", v);
   return buf;
+}
+
+/* The CPU footer: per line whose server's CPU was measured, its ms per
+ * million requests at each thread count, with its ratio to memcached's
+ * (the same baseline as "x incr") in parentheses. */
+static void print_cpu(const results *res) {
+  int counts[24], nt = 0;
+  for (size_t i = 0; i < res->np; i++) {
+    const point *p = &res->p[i];
+    bool seen = false;
+    for (int t = 0; t < nt; t++) seen |= counts[t] == p->threads;
+    if (p->has_cpu && !seen && nt < 24) counts[nt++] = p->threads;
+  }
+  if (nt == 0) return;
+  printf("\nCPU per million requests: the server process's own user + system "
+         "time (/proc/PID/stat,\n%ld ticks a second) in ms over each point's "
+         "median run; in parentheses, over raw\nmemcached's at the same "
+         "connections (the daemon's line: daemon / memcached)\n",
+         sysconf(_SC_CLK_TCK));
+  printf("%-18s %-16s", "case", "mode");
+  for (int t = 0; t < nt; t++) printf(" %14d", counts[t]);
+  printf("   (connections)\n");
+  for (size_t i = 0; i < res->np; i++) {
+    const point *a = &res->p[i];
+    bool first = a->has_cpu;
+    for (size_t j = 0; first && j < i; j++)
+      first = !(res->p[j].has_cpu && strcmp(res->p[j].kase, a->kase) == 0 &&
+                strcmp(res->p[j].mode, a->mode) == 0 &&
+                res->p[j].block == a->block);
+    if (!first) continue;
+    printf("%-18s %-16s", a->kase, a->mode);
+    for (int t = 0; t < nt; t++) {
+      char cell[32] = "-";
+      for (size_t j = i; j < res->np; j++) {
+        const point *b = &res->p[j];
+        if (!b->has_cpu || b->threads != counts[t] ||
+            strcmp(b->kase, a->kase) || strcmp(b->mode, a->mode) ||
+            b->block != a->block)
+          continue;
+        if (b->has_cpu_ratio)
+          snprintf(cell, sizeof cell, "%.0f (%.2f)", b->cpu_ms_per_m,
+                   b->cpu_ratio);
+        else
+          snprintf(cell, sizeof cell, "%.0f", b->cpu_ms_per_m);
+      }
+      printf(" %14s", cell);
+    }
+    printf("\n");
+  }
+}
+
+/* The standby and cluster footer: each line's ids/s over the lone default
+ * daemon's at the same connections, in the same run. */
+static void print_ha(const results *res) {
+  static const char *what[2][2] = {
+      {"standby", "a default daemon (--prefetch auto) serving a standby "
+                  "(--standby-of, standby-mode required)"},
+      {"cluster", "the primary of three default nodes on one etcd"}};
+  for (int k = 0; k < 2; k++) {
+    bool any = false;
+    for (size_t i = 0; i < res->np; i++) {
+      const point *p = &res->p[i];
+      if (!is_ha_line(p) || strcmp(p->mode, what[k][0]) || !p->has_ratio_daemon)
+        continue;
+      if (!any)
+        printf("\ndaemon-incr %s: %s,\nover the lone default daemon "
+               "(daemon-incr prefetch) at the same connections:\n",
+               what[k][0], what[k][1]);
+      any = true;
+      double lone = p->ids_per_s / p->ratio_daemon;
+      printf("  %2d connections: %10.0f / %10.0f ids/s = %.3f (%+.1f%%)\n",
+             p->threads, p->ids_per_s, lone, p->ratio_daemon,
+             (p->ratio_daemon - 1) * 100);
+    }
+  }
 }
 
 static void print_table(const results *res) {
@@ -363,6 +524,8 @@ static void print_table(const results *res) {
            "that wrote %llu tally record(s); must be 1).\n",
            (long long)res->tally_writes, (unsigned long long)res->tally_changes,
            (unsigned long long)res->tally_flushed);
+  print_cpu(res);
+  print_ha(res);
   peers_print(res);
   if (res->nr == 0) return;
   printf("\n%-11s %-12s %10s %10s %10s %12s %14s %14s %3s\n", "case", "mode",
@@ -390,13 +553,20 @@ static int write_csv(const bench_cfg *cfg, const results *res) {
   if (f == NULL) return fprintf(stderr, "bench: cannot write %s\n", path), -1;
   fprintf(
       f,
-      "case,mode,threads,block,ids_per_s,p50_us,p99_us,p999_us,ratio_to_incr\n");
+      "case,mode,threads,block,ids_per_s,p50_us,p99_us,p999_us,ratio_to_incr,"
+      "cpu_ms_per_M,cpu_ratio_to_incr,ratio_to_daemon\n");
   for (size_t i = 0; i < res->np; i++) {
     const point *p = &res->p[i];
     fprintf(f, "%s,%s,%d,%llu,%.1f,%.2f,%.2f,%.2f,", p->kase, p->mode,
             p->threads, (unsigned long long)p->block, p->ids_per_s, p->p50_us,
             p->p99_us, p->p999_us);
     if (p->ratio >= 0) fprintf(f, "%.3f", p->ratio);
+    fputc(',', f);
+    if (p->has_cpu) fprintf(f, "%.1f", p->cpu_ms_per_m);
+    fputc(',', f);
+    if (p->has_cpu_ratio) fprintf(f, "%.3f", p->cpu_ratio);
+    fputc(',', f);
+    if (p->has_ratio_daemon) fprintf(f, "%.3f", p->ratio_daemon);
     fputc('\n', f);
   }
   int bad = ferror(f) | fclose(f);
@@ -418,6 +588,22 @@ static int write_csv(const bench_cfg *cfg, const results *res) {
   bad |= ferror(f) | fclose(f);
   if (bad) return fprintf(stderr, "bench: cannot write the CSV files\n"), -1;
   return peers_write_csv(cfg, res);
+}
+
+/* Whether a point's server CPU must have been measured: the lines whose
+ * server process bench/run.sh named (cases.c and daemon.c set cpu_pid on
+ * the same lines). */
+static bool cpu_wanted(const bench_cfg *cfg, const point *p) {
+  if (strcmp(p->kase, "memcached-incr") == 0 ||
+      strcmp(p->kase, "memcached-pipe") == 0)
+    return cfg->pid_memcached > 0;
+  if (strcmp(p->kase, "daemon-incr")) return false;
+  if (strcmp(p->mode, "prefetch") == 0 ||
+      strcmp(p->mode, "prefetch-pipe100") == 0)
+    return cfg->pid_daemon_pf > 0;
+  if (strcmp(p->mode, "standby") == 0) return cfg->pid_daemon_sb > 0;
+  if (strcmp(p->mode, "cluster") == 0) return cfg->pid_daemon_cl > 0;
+  return false;
 }
 
 /* The sanity checks; returns the number of failures. */
@@ -443,7 +629,9 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
             strcmp(res->p[i].mode, "no-coalesce") == 0;
     }
     VERDICT(n > 0, "%s did not run\n", CASES[c]);
-    if (daemon && cfg->daemon_nc)
+    if (daemon && cfg->daemon_nc &&
+        bench_daemon_mode_selected(cfg, "coalesce") &&
+        bench_daemon_mode_selected(cfg, "no-coalesce"))
       VERDICT(nc > 0 && nc < n, "daemon-incr: both modes must run\n");
   }
   for (size_t i = 0; i < res->np; i++) {
@@ -456,6 +644,32 @@ static int check(const bench_cfg *cfg, const results *res, bool quiet) {
             p->kase, p->mode, (unsigned long long)p->block, p->threads,
             p->ids_per_s, (unsigned long long)p->errors, p->p50_us, p->p99_us,
             p->p999_us);
+  }
+  /* the servers' CPU, where their processes were given, and the standby
+   * and cluster lines beside the lone daemon, where they were started */
+  for (size_t i = 0; i < res->np; i++) {
+    const point *p = &res->p[i];
+    if (cpu_wanted(cfg, p))
+      VERDICT(p->has_cpu && p->cpu_ms_per_m >= 0,
+              "%s %s at %d threads: no CPU time of its server\n", p->kase,
+              p->mode, p->threads);
+    if (is_ha_line(p) && cfg->daemon_pf &&
+        bench_daemon_mode_selected(cfg, "prefetch"))
+      VERDICT(p->has_ratio_daemon && p->ratio_daemon > 0,
+              "daemon-incr %s at %d threads: no lone daemon to compare\n",
+              p->mode, p->threads);
+  }
+  static const char *ha_mode[2] = {"standby", "cluster"};
+  const char *ha_cfg[2] = {cfg->daemon_sb, cfg->daemon_cl};
+  for (int k = 0; k < 2; k++) {
+    if (ha_cfg[k] == NULL || !bench_case_selected(cfg, "daemon-incr") ||
+        !bench_daemon_mode_selected(cfg, ha_mode[k]))
+      continue;
+    int n = 0;
+    for (size_t i = 0; i < res->np; i++)
+      n += strcmp(res->p[i].kase, "daemon-incr") == 0 &&
+           strcmp(res->p[i].mode, ha_mode[k]) == 0;
+    VERDICT(n > 0, "daemon-incr %s did not run\n", ha_mode[k]);
   }
   if (bench_case_selected(cfg, "tally-flush"))
     VERDICT(res->tally_writes == 1 && res->tally_flushed == 1,

@@ -61,6 +61,12 @@ typedef struct bench_cfg {
   const char *daemon_nc;  /* logcounterd --no-coalesce (NULL: none) */
   const char *daemon_pf;  /* logcounterd --prefetch auto (NULL: none) */
   const char *daemon_tls; /* the prefetch daemon's TLS port (NULL: none) */
+  const char *daemon_sb;  /* BENCH_STANDBY: a default daemon serving a
+                             standby (NULL: none) */
+  const char *daemon_cl;  /* BENCH_CLUSTER: the primary of a three-node
+                             cluster on etcd (NULL: none) */
+  /* The server processes, for their CPU time per request (0: unknown) */
+  int pid_memcached, pid_daemon_pf, pid_daemon_sb, pid_daemon_cl;
   /* The peers (build/bench-peers only): an address, "none: WHY" when
    * bench/run.sh could not start it, or NULL when not asked for. */
   const char *redis_everysec; /* redis-server, AOF appendfsync everysec */
@@ -71,6 +77,8 @@ typedef struct bench_cfg {
   const char *dir;            /* scratch directory for the LevelDB logs */
   const char *out;            /* where latest.csv and latest-restore.csv go */
   const char *cases;          /* comma-separated case names, or NULL: all */
+  const char *daemon_modes;   /* comma-separated modes of daemon-incr (and
+                                 raw-pipe100), or NULL: all */
   bool check;                 /* print the bench-smoke verdict */
 } bench_cfg;
 
@@ -82,6 +90,13 @@ typedef struct point {
   uint64_t block;
   double ids_per_s, p50_us, p99_us, p999_us, ratio;
   uint64_t errors;
+  /* The server's own CPU (user + system) per million requests, in ms,
+   * over the median run; its ratio to the baseline's (memcached) at the
+   * same thread count; and, for the standby and cluster lines, ids/s over
+   * the lone default daemon's.  Each valid only when its has_ is set
+   * (zeroed points, as restore and tally-flush make, have none). */
+  double cpu_ms_per_m, cpu_ratio, ratio_daemon;
+  bool has_cpu, has_cpu_ratio, has_ratio_daemon;
 } point;
 
 /* One row of latest-restore.csv.  Negative rate: not applicable. */
@@ -121,6 +136,9 @@ typedef struct results {
 point *results_add_point(results *res);
 restore_row *results_add_restore(results *res);
 bool bench_case_selected(const bench_cfg *cfg, const char *name);
+/* Whether a daemon-incr mode (or memcached-pipe's raw-pipe100) is among
+ * BENCH_DAEMON_MODES (unset: every mode). */
+bool bench_daemon_mode_selected(const bench_cfg *cfg, const char *mode);
 
 /* ---- runner.c ---- */
 typedef struct workload {
@@ -137,6 +155,8 @@ typedef struct workload {
   double time_share; /* the part of a point's time its runs get
                               (0: all of it; the peers: BENCH_PEER_SHARE) */
   int threads_max;   /* runs only at counts up to this (0: all) */
+  int cpu_pid;       /* the server process whose CPU time per request
+                              is measured (0: none); one id = one request */
 } workload;
 
 /* Does w run at this thread count (wide_only: not among cfg->threads)? */
@@ -149,14 +169,16 @@ static inline bool workload_runs_at(const workload *w, int threads,
 typedef struct sample {
   double ids_per_s, p50_us, p99_us, p999_us;
   uint64_t calls, errors;
+  double cpu_ms_per_m; /* w->cpu_pid's CPU per million ids (-1: none) */
 } sample;
 
 /* Runs w at the given thread count for about `seconds`; false if the
- * threads could not be started at all. */
+ * threads could not be started at all, or if w->cpu_pid is set and its
+ * CPU time cannot be read from /proc. */
 bool run_once(const workload *w, int threads, double seconds, sample *out);
 
 /* ---- cases.c ---- */
-#define BENCH_LINES_MAX 32
+#define BENCH_LINES_MAX 40
 typedef struct case_set {
   workload w[BENCH_LINES_MAX];
   int n;
@@ -259,5 +281,8 @@ int config_connect(const char *config);
 /* The largest value under a record prefix: one reverse seek (0: none). */
 uint64_t db_max(leveldb_t *db, const char *prefix, size_t plen);
 double median(double *v, int n);
+/* A process's user + system CPU time so far, in clock ticks (fields 14
+ * and 15 of /proc/PID/stat: every thread's); -1 if it cannot be read. */
+long long proc_cpu_ticks(int pid);
 
 #endif

@@ -2,7 +2,8 @@
  * cases.c - the throughput workloads, one call = one allocation:
  *
  *   memcached-incr  raw: memcached_increment on one key, one memcached_st
- *                   per thread.  The ceiling of one round trip per id.
+ *                   per thread.  The ceiling of one round trip per id;
+ *                   with BENCH_MEMCACHED_PID, memcached's CPU per request.
  *   seed            UNSAFE: the original LogCounter (seeds/002): incr; on
  *                   a miss (or any failure) the log's largest value + 1,
  *                   stored with a plain set, no lock; then the record is
@@ -243,7 +244,7 @@ static void add(case_set *cs, const char *kase, const char *mode,
                 void (*close)(void *),
                 int64_t (*op)(void *, void *, char *, size_t), int wide_max) {
   workload *w = &cs->w[cs->n++];
-  *w = (workload){kase, mode, block, shared, open, close, op, wide_max, 0, 0};
+  *w = (workload){kase, mode, block, shared, open, close, op, wide_max, 0, 0, 0};
 }
 
 int cases_open(const bench_cfg *cfg, case_set *cs) {
@@ -261,6 +262,7 @@ int cases_open(const bench_cfg *cfg, case_set *cs) {
     /* the baseline of daemon-incr and the peers: every wide count */
     add(cs, "memcached-incr", "raw", 1, &p->incr, mc_thread_open,
         mc_thread_close, incr_op, BENCH_MAX_THREADS);
+    cs->w[cs->n - 1].cpu_pid = cfg->pid_memcached; /* its CPU per request */
   }
   if (bench_case_selected(cfg, "seed")) {
     seed_shared *s = &p->seed;

@@ -47,9 +47,9 @@ int ceiling_cases_open(const bench_cfg *cfg, case_set *cs) {
   pthread_mutex_init(&p->mu, NULL);
   cs->ceiling_priv = p;
   cs->w[cs->n++] = (workload){"ceiling", "atomic-shared", 1, p, NULL, NULL,
-                              atomic_op, BENCH_PEER_WIDE_MAX, 0, 0};
+                              atomic_op, BENCH_PEER_WIDE_MAX, 0, 0, 0};
   cs->w[cs->n++] = (workload){"ceiling", "mutex-shared", 1, p, NULL, NULL,
-                              mutex_op, BENCH_PEER_WIDE_MAX, 0, 0};
+                              mutex_op, BENCH_PEER_WIDE_MAX, 0, 0, 0};
   return 0;
 }
 

@@ -9,7 +9,18 @@
  *   daemon-incr no-coalesce  the same against a logcounterd started with
  *                            --no-coalesce (one memcached incr per request)
  *   daemon-incr prefetch     the same against a logcounterd started with
- *                            --prefetch auto (ids from segments in memory)
+ *                            --prefetch auto (ids from segments in memory),
+ *                            the daemon's default: "the lone daemon"
+ *   daemon-incr standby      (BENCH_STANDBY=1) the same against a default
+ *                            daemon with --replication-listen serving a
+ *                            standby (standby-mode required: every floor
+ *                            waits for the standby): its ratio to
+ *                            prefetch is the cost of a standby
+ *   daemon-incr cluster      (BENCH_CLUSTER=1) the same against the
+ *                            primary of three default nodes on one etcd:
+ *                            the cost of a cluster
+ *                            (standby and cluster: at the thread counts
+ *                            up to 32 only)
  *   daemon-incr coalesce-pipe100, prefetch-pipe100
  *                            one connection (1 thread only) pipelining:
  *                            one call writes 100 "incr KEY 1" lines at
@@ -37,6 +48,11 @@
  * BENCH_DAEMON the case is skipped.  These workloads also run at the wide
  * thread counts (BENCH_WIDE_THREADS), as memcached-incr does, so that each
  * point has a raw baseline with the same number of connections.
+ *
+ * With the server processes' PIDs (BENCH_DAEMON_PREFETCH_PID, _STANDBY_PID,
+ * _CLUSTER_PID, BENCH_MEMCACHED_PID), the prefetch, standby and cluster
+ * lines, prefetch-pipe100 and raw-pipe100 also measure their server's own
+ * CPU time per request (runner.c).
  */
 #include "bench.h"
 
@@ -64,8 +80,8 @@ typedef struct daemon_shared {
 #define PIPE_LINE_MAX 48 /* "incr KEY 1\r\n" */
 
 typedef struct daemon_priv {
-  daemon_shared d[3]; /* coalesce, no-coalesce, prefetch */
-  const char *mode[3];
+  daemon_shared d[5]; /* coalesce, no-coalesce, prefetch, standby, cluster */
+  const char *mode[5];
   daemon_shared pipe[4]; /* coalesce, prefetch, prefetch over TLS, raw */
 } daemon_priv;
 
@@ -239,21 +255,27 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
   daemon_priv *p = calloc(1, sizeof *p);
   if (p == NULL) return -1;
   cs->daemon_priv = p;
-  const char *configs[3] = {cfg->daemon, cfg->daemon_nc, cfg->daemon_pf};
+  const char *configs[5] = {cfg->daemon, cfg->daemon_nc, cfg->daemon_pf,
+                            cfg->daemon_sb, cfg->daemon_cl};
+  const int pids[5] = {0, 0, cfg->pid_daemon_pf, cfg->pid_daemon_sb,
+                       cfg->pid_daemon_cl};
   p->mode[0] = "coalesce";
   p->mode[1] = "no-coalesce";
   p->mode[2] = "prefetch";
-  for (int i = 0; i < 3; i++) {
-    if (configs[i] == NULL) continue;
+  p->mode[3] = "standby";
+  p->mode[4] = "cluster";
+  for (int i = 0; i < 5; i++) {
+    if (configs[i] == NULL || !bench_daemon_mode_selected(cfg, p->mode[i]))
+      continue;
     if (cs->n >= BENCH_LINES_MAX) {
       fprintf(stderr, "bench: too many case lines\n");
       return -1;
     }
     daemon_shared *d = &p->d[i];
     d->config = configs[i];
-    static const char *keys[3] = {"bench-daemon-coalesce",
-                                  "bench-daemon-no-coalesce",
-                                  "bench-daemon-prefetch"};
+    static const char *keys[5] = {
+        "bench-daemon-coalesce", "bench-daemon-no-coalesce",
+        "bench-daemon-prefetch", "bench-daemon-standby", "bench-daemon-cluster"};
     d->key = keys[i];
     if ((d->master = mc_open(configs[i])) == NULL) return -1;
     workload *w = &cs->w[cs->n++];
@@ -264,9 +286,13 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
                     daemon_thread_open,
                     daemon_thread_close,
                     daemon_op,
-                    BENCH_MAX_THREADS,
+                    /* standby, cluster: up to 32 connections, where
+                       their cost is asked for (and the smoke run stays
+                       short) */
+                    i >= 3 ? BENCH_PEER_WIDE_MAX : BENCH_MAX_THREADS,
                     0,
-                    0};
+                    0,
+                    pids[i]};
   }
   const char *pipes[4] = {cfg->daemon, cfg->daemon_pf, cfg->daemon_tls,
                           cfg->memcached};
@@ -278,8 +304,11 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
                                     "bench-pipe-raw"};
   static const char *pipe_case[4] = {"daemon-incr", "daemon-incr",
                                      "daemon-incr", "memcached-pipe"};
+  /* prefetch-pipe100: the default daemon's CPU; raw-pipe100: memcached's */
+  const int pipe_pid[4] = {0, cfg->pid_daemon_pf, 0, cfg->pid_memcached};
   for (int i = 0; i < 4; i++) {
-    if (pipes[i] == NULL) continue;
+    if (pipes[i] == NULL || !bench_daemon_mode_selected(cfg, pipe_mode[i]))
+      continue;
     if (i == 3 && raw_seed(pipes[i], pipe_key[i]) != 0) return -1;
     if (cs->n >= BENCH_LINES_MAX) {
       fprintf(stderr, "bench: too many case lines\n");
@@ -297,7 +326,8 @@ int daemon_cases_open(const bench_cfg *cfg, case_set *cs) {
                                 pipe_op,
                                 0,
                                 0,
-                                1};
+                                1,
+                                pipe_pid[i]};
   }
   return 0;
 }
@@ -334,7 +364,7 @@ static memcached_return_t stat_cb(const memcached_instance_st *server,
 void daemon_cases_close(case_set *cs) {
   daemon_priv *p = cs->daemon_priv;
   if (p == NULL) return;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 5; i++) {
     daemon_shared *d = &p->d[i];
     if (d->master == NULL) continue;
     stat_want w = {0, 0, 0, 0};

@@ -203,15 +203,15 @@ int newcounters_cases_open(const bench_cfg *cfg, case_set *cs) {
   }
   cs->w[cs->n++] =
       (workload){"new-counters", "embedded", 1, p, nc_open_embedded,
-                 nc_close,       nc_op,      0, 0, 0};
+                 nc_close,       nc_op,      0, 0, 0, 0};
   cs->w[cs->n++] = (workload){"new-counters", "each100", NC_BATCH, p,
-                              nc_open_embedded, nc_close, nc_each, 0, 0, 0};
+                              nc_open_embedded, nc_close, nc_each, 0, 0, 0, 0};
   if (cfg->daemon && (p->daemon = mc_open(cfg->daemon)) != NULL) {
     p->daemon_config = cfg->daemon;
     cs->w[cs->n++] = (workload){"new-counters", "daemon", 1, p, nc_open_daemon,
-                                nc_close,       nc_op,    0, 0, 0};
+                                nc_close,       nc_op,    0, 0, 0, 0};
     cs->w[cs->n++] = (workload){"new-counters", "daemon-pipe100", NC_BATCH,
-                                p, nc_open_pipe, nc_close, nc_pipe, 0, 0, 0};
+                                p, nc_open_pipe, nc_close, nc_pipe, 0, 0, 0, 0};
   }
   return 0;
 }

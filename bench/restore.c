@@ -141,7 +141,8 @@ static bool restores(const bench_cfg *cfg, results *res, const char *path,
                nearest_rank(t, n, 0.99) * 1e6,
                nearest_rank(t, n, 0.999) * 1e6,
                -1,
-               ok ? 0 : 1};
+               ok ? 0 : 1,
+               0, 0, 0, false, false, false};
   snprintf(p->mode, sizeof p->mode, "%s", mode);
   if (incr_per_s > 0) p->ratio = p->ids_per_s / incr_per_s;
   return ok;
@@ -169,7 +170,8 @@ static bool prune(const bench_cfg *cfg, results *res, const char *path,
                      rate,    before,        after,   ok};
   point *p = results_add_point(res);
   *p = (point){"prune",    "below-90pct", 1,          records, rate,
-               secs * 1e6, secs * 1e6,    secs * 1e6, -1,      ok ? 0 : 1};
+               secs * 1e6, secs * 1e6,    secs * 1e6, -1,      ok ? 0 : 1,
+               0,          0,             0,          false,   false, false};
   *deleted = pr.deleted;
   return ok;
 }

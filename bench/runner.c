@@ -8,6 +8,11 @@
  * flag and merges.  The elapsed time runs from the barrier to the end of
  * the last call any thread finished, so slow calls in flight at the stop
  * are counted with the time they took.
+ *
+ * When the workload names its server's process (cpu_pid), that process's
+ * user + system clock ticks (/proc/PID/stat) are read right after the
+ * barrier and again once every thread has stopped: its CPU time per
+ * million ids (one id = one request for the cases that set it).
  */
 #include "bench.h"
 
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hist.h"
 
@@ -84,6 +90,7 @@ bool run_once(const workload *w, int threads, double seconds, sample *out) {
     abort();
   }
   pthread_barrier_wait(&start);
+  long long cpu0 = w->cpu_pid > 0 ? proc_cpu_ticks(w->cpu_pid) : -1;
   uint64_t t0 = now_ns();
   sleep_s(seconds);
   atomic_store(&stop, true);
@@ -107,6 +114,19 @@ bool run_once(const workload *w, int threads, double seconds, sample *out) {
     hist_merge(all, &k->h);
   }
   pthread_barrier_destroy(&start);
+  out->cpu_ms_per_m = -1;
+  if (w->cpu_pid > 0) {
+    long long cpu1 = proc_cpu_ticks(w->cpu_pid);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (cpu0 < 0 || cpu1 < cpu0 || hz <= 0) {
+      fprintf(stderr, "bench: %s %s: cannot read the CPU time of process %d\n",
+              w->kase, w->mode, w->cpu_pid);
+      ok = false;
+    } else if (ids > 0) {
+      out->cpu_ms_per_m =
+          (double)(cpu1 - cpu0) * 1000.0 / (double)hz / ((double)ids / 1e6);
+    }
+  }
   double elapsed = (double)(end - t0) / 1e9;
   out->ids_per_s = elapsed > 0 ? (double)ids / elapsed : 0;
   out->p50_us = hist_quantile_us(all, 0.50);

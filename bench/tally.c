@@ -62,7 +62,7 @@ int tally_cases_open(const bench_cfg *cfg, case_set *cs) {
     return -1;
   workload *w = &cs->w[cs->n++];
   *w = (workload){"tally-add", "views",      1, p->h, NULL,
-                  NULL,        tally_add_op, 0, 0,    0};
+                  NULL,        tally_add_op, 0, 0,    0, 0};
   return 0;
 }
 
@@ -160,7 +160,8 @@ static bool flush_case(const bench_cfg *cfg, results *res) {
                      rate,          before,  after, ok};
   point *p = results_add_point(res);
   *p = (point){"tally-flush", "force",    1,          k,  rate,
-               secs * 1e6,    secs * 1e6, secs * 1e6, -1, ok ? 0 : 1};
+               secs * 1e6,    secs * 1e6, secs * 1e6, -1, ok ? 0 : 1,
+               0,             0,          0,          false, false, false};
   return ok;
 }
 

@@ -163,3 +163,35 @@ int config_connect(const char *config) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
 }
+
+long long proc_cpu_ticks(int pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so the
+   * fields are counted from its last ')'; STATE is field 3 */
+  char *p = strrchr(buf, ')');
+  if (p == NULL) return -1;
+  p++;
+  long long utime = -1, stime = -1;
+  for (int field = 3; field <= 15; field++) {
+    while (*p == ' ') p++;
+    if (*p == '\0') return -1;
+    char *end = p;
+    if (field == 14 || field == 15) {
+      long long v = strtoll(p, &end, 10);
+      if (end == p || v < 0) return -1;
+      if (field == 14)
+        utime = v;
+      else
+        stime = v;
+    }
+    while (*end && *end != ' ') end++;
+    p = end;
+  }
+  return utime + stime;
+}

@@ -168,7 +168,7 @@ static int add(case_set *cs, const char *kase, pg_shared *s) {
   cs->w[cs->n++] = (workload){kase,  "default",           s->block,
                               s,     pg_thread_open,      pg_thread_close,
                               pg_op, BENCH_PEER_WIDE_MAX, BENCH_PEER_SHARE,
-                              0};
+                              0,     0};
   return 0;
 }
 

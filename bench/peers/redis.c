@@ -188,6 +188,7 @@ static int add(case_set *cs, const char *kase, const char *mode,
                               redis_op,
                               BENCH_PEER_WIDE_MAX,
                               BENCH_PEER_SHARE,
+                              0,
                               0};
   return 0;
 }
