@@ -269,6 +269,212 @@ CASE(test_fsync_tally, "fsync-tally", "fsync", LC_DURABILITY_DEFAULT, 0, true,
 CASE(test_eio_prefetch, "eio-prefetch", "eio", LC_DURABILITY_DEFAULT, 64, false,
      false)
 
+/* ---- each gap's cause (issue 39 item 3) ----------------------------------- */
+
+/* A gap made by a failed log write is burned; unlogged only where
+ * memcached was ahead and nothing was written.  The child allocates
+ * "gc" through one handle (nobody else touches its key), fills the disk
+ * and allocates until 20 calls got LC_ELOG, notes what memcached then
+ * holds, frees the disk and allocates again; then it ends as end says.
+ * The parent reopens the log (memcached as the child left it), takes one
+ * id and reads the ledger: every value the failed calls took from
+ * memcached (above the value it held before the fault, up to the value
+ * it held after) that no record holds is in a burned entry (or, with
+ * prefetch, a segment's unused rest), none is unlogged, and no value is
+ * unexplained. */
+enum { END_CLOSE, END_KILL, END_FULL_CLOSE };
+typedef struct gcase {
+  const char *name;
+  lc_durability_t durability;
+  uint64_t prefetch;
+  int end;
+  const char *fault; /* NULL: disk-full */
+} gcase;
+
+typedef struct gnote {
+  int64_t before, after, errors;
+} gnote;
+
+/* The child's allocating threads: blocks of 1 to 100 ids on "gc", as the
+ * chaos workers draw them; phase 0 runs, 1 stops. */
+typedef struct gworker {
+  lc_t *h;
+  atomic_int *stop;
+  atomic_long *errors;
+  uint64_t rng;
+  int64_t max;
+  int bad;
+} gworker;
+
+static void *gwork(void *p) {
+  gworker *w = p;
+  while (!atomic_load(w->stop)) {
+    w->rng = w->rng * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = w->rng >> 33, n = r % 100 < 60 ? 1 : r % 100 < 90 ? 2 + r % 15
+                                                                    : 17 + r % 84;
+    int64_t first = 0;
+    int rc = lc_next_n(w->h, "gc", n, &first);
+    if (rc == LC_ELOG) {
+      atomic_fetch_add(w->errors, 1);
+      usleep(200);
+    } else if (rc) {
+      w->bad = rc;
+      return NULL;
+    } else if (first <= w->max) {
+      w->bad = -1;
+      return NULL;
+    } else {
+      w->max = first + (int64_t)n - 1;
+    }
+  }
+  return NULL;
+}
+
+static void gchild(const gcase *g) {
+  kase k = {.name = g->name, .durability = g->durability,
+            .prefetch = g->prefetch};
+  lc_options o;
+  char path[PATH_MAX + 64];
+  options(&o, &k, path, sizeof path);
+  lc_t *h;
+  int rc = lc_open(&o, &h);
+  if (rc) DIE("lc_open: %s (%s)", lc_err_name(rc), lc_last_detail());
+  enum { T = 4 };
+  gworker w[T];
+  pthread_t t[T];
+  atomic_int stop = 0;
+  atomic_long errors = 0;
+  for (int i = 0; i < T; i++) {
+    w[i] = (gworker){.h = h, .stop = &stop, .errors = &errors,
+                     .rng = (uint64_t)i + 1};
+    if (pthread_create(&t[i], NULL, gwork, &w[i])) DIE("pthread_create");
+  }
+  gnote n = {0};
+  sleep_ms(200);
+  if (atomic_load(&errors)) DIE("LC_ELOG before the fault");
+  n.before = mcd_counter_value(&mc, "gc");
+  fault_on(g->fault ? g->fault : "disk-full");
+  for (int64_t t0 = mono_us(); atomic_load(&errors) < 20; sleep_ms(1))
+    if (mono_us() - t0 > 30000000) DIE("no LC_ELOG in 30 s");
+  n.after = mcd_counter_value(&mc, "gc");
+  if (g->end != END_FULL_CLOSE) {
+    fault_off();
+    lc_log_status ls = {.state = LC_LOG_FAILED};
+    for (int j = 0; j < 3000 && ls.state != LC_LOG_OK; j++) {
+      if (lc_get_log_status(h, &ls)) DIE("lc_get_log_status");
+      if (ls.state != LC_LOG_OK) sleep_ms(10);
+    }
+    if (ls.state != LC_LOG_OK) DIE("the log is not back 30 s after the fault");
+    sleep_ms(200); /* ids again */
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < T; i++) {
+    pthread_join(t[i], NULL);
+    if (w[i].bad) DIE("thread %d: %s", i, lc_err_name(w[i].bad));
+  }
+  n.errors = atomic_load(&errors);
+  char out[PATH_MAX + 16];
+  snprintf(out, sizeof out, "%s/%s.note", root, g->name);
+  FILE *f = fopen(out, "w");
+  if (!f || fwrite(&n, sizeof n, 1, f) != 1 || fclose(f) != 0)
+    DIE("cannot write %s", out);
+  if (g->end == END_KILL) raise(SIGKILL);
+  rc = lc_close(h); /* with the disk full: fails */
+  if (g->end == END_FULL_CLOSE) {
+    fault_off();
+    _exit(0);
+  }
+  if (rc) DIE("lc_close: %s (%s)", lc_err_name(rc), lc_last_detail());
+  _exit(0);
+}
+
+static void gap_causes(const gcase *g) {
+  assert_ok(mcd_flush_all(&mc));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) gchild(g);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (g->end == END_KILL)
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  else
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  gnote n;
+  char in[PATH_MAX + 16];
+  snprintf(in, sizeof in, "%s/%s.note", root, g->name);
+  FILE *f = fopen(in, "r");
+  assert_non_null(f);
+  assert_int_equal(fread(&n, sizeof n, 1, f), 1);
+  fclose(f);
+  assert_true(n.before > 0 && n.after > n.before);
+
+  kase k = {.name = g->name, .durability = g->durability,
+            .prefetch = g->prefetch};
+  lc_options o;
+  char path[PATH_MAX + 64];
+  options(&o, &k, path, sizeof path);
+  lc_t *h;
+  assert_ok(lc_open(&o, &h));
+  tu_next1(h, "gc");
+  lc_iter *it;
+  assert_ok(lc_ledger_open(h, "gc", &it));
+  lc_gap e;
+  uint64_t by[LC_GAP_CAUSE_MAX + 1] = {0}, wrong = 0;
+  int rc;
+  while ((rc = lc_ledger_next(it, &e)) == 1) {
+    int64_t lo = e.first > n.before ? e.first : n.before + 1;
+    int64_t hi = e.last < n.after ? e.last : n.after;
+    printf("#   %s %lld..%lld%s\n", lc_gap_cause_name(e.cause),
+           (long long)e.first, (long long)e.last,
+           lo <= hi ? " (in the fault's range)" : "");
+    if (lo > hi || e.cause < 1 || e.cause > LC_GAP_CAUSE_MAX) continue;
+    by[e.cause] += (uint64_t)(hi - lo + 1);
+    if (e.cause != LC_GAP_BURNED && e.cause != LC_GAP_SEGMENT)
+      wrong += (uint64_t)(hi - lo + 1);
+  }
+  lc_iter_close(it);
+  assert_int_equal(rc, 0);
+  printf("# %s: memcached %lld before the fault, %lld after %lld LC_ELOG; "
+         "in between: %llu burned, %llu segment-unused, %llu unlogged, %llu "
+         "restart\n",
+         g->name, (long long)n.before, (long long)n.after,
+         (long long)n.errors, (unsigned long long)by[LC_GAP_BURNED],
+         (unsigned long long)by[LC_GAP_SEGMENT],
+         (unsigned long long)by[LC_GAP_UNLOGGED],
+         (unsigned long long)by[LC_GAP_RESTART]);
+  if (wrong)
+    fail_msg("%llu values the failed writes took are not burned",
+             (unsigned long long)wrong);
+  tu_ledger l;
+  assert_ok(tu_explain(h, "gc", &l));
+  assert_i64_eq(l.values[0], 0);
+  assert_i64_eq(l.conflicts, 0);
+  assert_ok(lc_close(h));
+}
+
+#define GCASE(fn, ...)           \
+  static void fn(void **state) { \
+    (void)state;                 \
+    gap_causes(&(gcase){__VA_ARGS__}); \
+  }
+GCASE(test_cause_close, "cause-close", LC_DURABILITY_DEFAULT, 0, END_CLOSE)
+GCASE(test_cause_sync, "cause-sync", LC_DURABILITY_SYNC, 0, END_CLOSE)
+GCASE(test_cause_prefetch, "cause-prefetch", LC_DURABILITY_DEFAULT, 64,
+      END_CLOSE)
+GCASE(test_cause_kill, "cause-kill", LC_DURABILITY_DEFAULT, 0, END_KILL)
+GCASE(test_cause_full_close, "cause-full-close", LC_DURABILITY_DEFAULT, 0,
+      END_FULL_CLOSE)
+GCASE(test_cause_full_close_sync, "cause-full-close-sync", LC_DURABILITY_SYNC,
+      0, END_FULL_CLOSE)
+GCASE(test_cause_full_close_prefetch, "cause-full-close-prefetch",
+      LC_DURABILITY_DEFAULT, 64, END_FULL_CLOSE)
+GCASE(test_cause_enospc, "cause-enospc", LC_DURABILITY_DEFAULT, 0, END_CLOSE,
+      "enospc")
+GCASE(test_cause_enospc_prefetch, "cause-enospc-prefetch",
+      LC_DURABILITY_DEFAULT, 64, END_CLOSE, "enospc")
+GCASE(test_cause_eio_sync, "cause-eio-sync", LC_DURABILITY_SYNC, 0, END_CLOSE,
+      "eio")
+
 /* ---- faults switched while threads allocate ------------------------------ */
 
 typedef struct worker {
@@ -447,6 +653,18 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_fsync_tally),
       cmocka_unit_test(test_eio_prefetch),
       cmocka_unit_test(test_flips_under_threads),
+      cmocka_unit_test(test_cause_close),
+      cmocka_unit_test(test_cause_sync),
+      cmocka_unit_test(test_cause_prefetch),
+      cmocka_unit_test(test_cause_kill),
+      cmocka_unit_test(test_cause_full_close),
+      cmocka_unit_test(test_cause_full_close_sync),
+      cmocka_unit_test(test_cause_full_close_prefetch),
+      cmocka_unit_test(test_cause_enospc),
+      cmocka_unit_test(test_cause_enospc_prefetch),
+      cmocka_unit_test(test_cause_eio_sync),
   };
+  /* LC_TEST_ONLY=PATTERN (cmocka's filter, * and ?): only those tests */
+  if (getenv("LC_TEST_ONLY")) cmocka_set_test_filter(getenv("LC_TEST_ONLY"));
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }
