@@ -88,7 +88,10 @@ static void one(batch *bt, size_t i) {
 static void fail(batch *bt, cand *x, int rc) {
   x->state = DONE;
   /* a block taken and never written (a later round failed): burned */
-  if (x->b.n && !x->written) lc__counter_first_burn(x->c, x->b.last, x->b.n);
+  if (x->b.n && !x->written) {
+    lc__counter_first_burn(x->c, x->b.last, x->b.n);
+    lc__claim_note_burned(bt->h, x->c);
+  }
   x->b.n = 0;
   fail_entry(bt, x->i, rc);
 }
@@ -300,10 +303,12 @@ static void write_out(batch *bt) {
       lc__counter_first_done(x->c, &x->b, rc);
       e->first = x->b.last - (int64_t)(e->n - 1);
     }
-    if (rc)
+    if (rc) {
+      lc__claim_note_burned(h, x->c); /* burned */
       fail(bt, x, rc);
-    else
+    } else {
       e->rc = lc__next_count_call(h, 0, e->n);
+    }
     x->state = DONE;
   }
 }
