@@ -220,20 +220,32 @@ static size_t note_key(char *buf, const lc__counter *c) {
 }
 
 void lc__claim_note_burned(lc_t *h, lc__counter *c) {
-  lc__span s[LC__GAPS];
+  char why[LC__DETAIL_MAX], key[LC_NAME_MAX + 8];
+  size_t klen = note_key(key, c);
   lc__counter_lock(c);
-  int n = c->ngaps ? lc__ledger_burned_pending(c, s) : 0;
-  lc__counter_unlock(c);
-  if (n == 0) return;
-  char text[NOTE_MAX], key[LC_NAME_MAX + 8], why[LC__DETAIL_MAX];
-  size_t len = (size_t)snprintf(text, sizeof text, "%s", h->log_id);
-  for (int i = 0; i < n && len < sizeof text; i++)
-    len += (size_t)snprintf(text + len, sizeof text - len, " %lld-%lld",
-                            (long long)s[i].first, (long long)s[i].last);
-  if (len >= sizeof text) return;
+  if (c->noting) { /* the thread at it sets it again, with ours */
+    c->note_again = true;
+    lc__counter_unlock(c);
+    return;
+  }
+  c->noting = true; /* one at a time: the last set holds the latest */
   snprintf(why, sizeof why, "%s", lc_last_detail()); /* the caller's */
-  lc__cache_set_text(&h->cache, c->key, c->klen, key, note_key(key, c), text,
-                     len); /* best effort: without it, as before */
+  do {
+    c->note_again = false;
+    lc__span s[LC__GAPS];
+    int n = c->ngaps ? lc__ledger_burned_pending(c, s) : 0;
+    lc__counter_unlock(c);
+    char text[NOTE_MAX];
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", h->log_id);
+    for (int i = 0; i < n && len < sizeof text; i++)
+      len += (size_t)snprintf(text + len, sizeof text - len, " %lld-%lld",
+                              (long long)s[i].first, (long long)s[i].last);
+    if (n > 0 && len < sizeof text) /* best effort: without it, as before */
+      lc__cache_set_text(&h->cache, c->key, c->klen, key, klen, text, len);
+    lc__counter_lock(c);
+  } while (c->note_again);
+  c->noting = false;
+  lc__counter_unlock(c);
   lc__detail_set(why);
 }
 

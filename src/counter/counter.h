@@ -152,6 +152,8 @@ struct lc__counter {
                            pending and the reservation are reread from
                            the log before the next use (lc__counter_load) */
   char *refused_by;    /* the claim that refused it, or NULL */
+  bool noting, note_again; /* claim.c, under mu: a burned note is being
+                              set; set it again when done */
   bool used;           /* allocated or advanced by this handle */
   bool pending;        /* backup.c: a restored log's counter, not yet
                           reconciled: never seeded from the log (set at

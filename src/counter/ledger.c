@@ -117,6 +117,9 @@ static void hole(lc__counter *c, int64_t first, int64_t last) {
     lc__span k = c->rare->burned[i];
     if (k.last < first) continue;
     if (k.first > last) break;
+    if (c->ngaps + 3 > LC__GAPS) break; /* no room for the pieces: the
+                                            rest as without the note,
+                                            never unexplained */
     if (k.first > first) plain_hole(c, first, k.first - 1);
     int64_t from = k.first > first ? k.first : first;
     int64_t end = k.last < last ? k.last : last;
@@ -136,7 +139,31 @@ static void burned_trim(lc__counter *c) {
   c->nburned -= k;
 }
 
+/* The pending restart gaps (load_tail's holes among the last records)
+ * over first..last become burned there. */
+static void relabel(lc__counter *c, int64_t first, int64_t last) {
+  for (int i = 0; i < c->ngaps; i++) {
+    lc__gap g = c->rare->gaps[i];
+    if (g.cause != LC_GAP_RESTART || g.last < first || g.first > last ||
+        c->ngaps + 2 > LC__GAPS)
+      continue;
+    memmove(c->rare->gaps + i, c->rare->gaps + i + 1,
+            sizeof g * (size_t)(c->ngaps - i - 1));
+    c->ngaps--;
+    int64_t a = g.first > first ? g.first : first;
+    int64_t b = g.last < last ? g.last : last;
+    lc__ledger_gap(c, g.first, a - 1, LC_GAP_RESTART);
+    lc__ledger_gap(c, a, b, LC_GAP_BURNED);
+    lc__ledger_gap(c, b + 1, g.last, LC_GAP_RESTART);
+    i = -1; /* the array changed: again from the start */
+    first = b + 1;
+    if (first > last) return;
+  }
+}
+
 void lc__ledger_known_burned(lc__counter *c, int64_t first, int64_t last) {
+  if (first <= c->gap_low && c->ngaps > 0)
+    relabel(c, first, last < c->gap_low ? last : c->gap_low);
   if (first < c->gap_low + 1) first = c->gap_low + 1;
   if (first > last || c->nburned == LC__GAPS) return; /* full: as before */
   lc__rare *r = lc__counter_rare(c);
