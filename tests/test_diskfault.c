@@ -453,6 +453,20 @@ static void gap_causes(const gcase *g) {
              (unsigned long long)wrong);
   tu_ledger l;
   assert_ok(tu_explain(h, "gc", &l));
+  if (l.values[0] || l.conflicts) { /* what lies around the fault */
+    lc_record *r;
+    long nr = tu_records(h, "gc", &r);
+    for (long i = 0; i < nr; i++)
+      if (r[i].last >= n.before - 100 && r[i].first <= n.after + 300)
+        printf("#   record %lld..%lld\n", (long long)r[i].first,
+               (long long)r[i].last);
+    if (nr >= 0) free(r);
+    assert_ok(lc_ledger_open(h, "gc", &it));
+    while (lc_ledger_next(it, &e) == 1)
+      printf("#   %s %lld..%lld\n", lc_gap_cause_name(e.cause),
+             (long long)e.first, (long long)e.last);
+    lc_iter_close(it);
+  }
   assert_i64_eq(l.values[0], 0);
   assert_i64_eq(l.conflicts, 0);
   assert_ok(lc_close(h));

@@ -353,7 +353,9 @@ int lc__ledger_take(lc__log *l, lc__counter *c, lc__gap out[LC__GAPS]);
 void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n);
 /* first..last was burned by an earlier run of this log that could not
  * write its entry (claim.c read its note): a hole over it is burned, not
- * restart or unlogged.  Ranges at or below gap_low are ignored. */
+ * restart or unlogged.  What of it lies at or below gap_low (among the
+ * records) becomes pending burned gaps, less what the log holds
+ * (records, entries: recheck). */
 void lc__ledger_known_burned(lc__counter *c, int64_t first, int64_t last);
 /* The pending burned gaps (for that note), up to LC__GAPS; how many. */
 int lc__ledger_burned_pending(const lc__counter *c, lc__span out[LC__GAPS]);

@@ -117,9 +117,10 @@ static void hole(lc__counter *c, int64_t first, int64_t last) {
     lc__span k = c->rare->burned[i];
     if (k.last < first) continue;
     if (k.first > last) break;
-    if (c->ngaps + 3 > LC__GAPS) break; /* no room for the pieces: the
-                                            rest as without the note,
-                                            never unexplained */
+    if (c->ngaps + 5 > LC__GAPS) break; /* no room for the pieces (up
+                                            to 3 here, 2 after): the rest
+                                            as without the note, never
+                                            unexplained */
     if (k.first > first) plain_hole(c, first, k.first - 1);
     int64_t from = k.first > first ? k.first : first;
     int64_t end = k.last < last ? k.last : last;
@@ -145,7 +146,7 @@ static void relabel(lc__counter *c, int64_t first, int64_t last) {
   for (int i = 0; i < c->ngaps; i++) {
     lc__gap g = c->rare->gaps[i];
     if (g.cause != LC_GAP_RESTART || g.last < first || g.first > last ||
-        c->ngaps + 2 > LC__GAPS)
+        c->ngaps + 4 > LC__GAPS) /* 2 more, and room for a hole's 2 */
       continue;
     memmove(c->rare->gaps + i, c->rare->gaps + i + 1,
             sizeof g * (size_t)(c->ngaps - i - 1));
@@ -161,9 +162,34 @@ static void relabel(lc__counter *c, int64_t first, int64_t last) {
   }
 }
 
+/* first..last, at or below gap_low (so among the log's records: the
+ * records of later blocks reached the log, the entry did not): the
+ * pending restart gaps over it become burned there, and what no pending
+ * gap holds becomes a burned one, checked against the log before it is
+ * written (recheck: a record or entry there, a write that failed and
+ * landed, takes it out). */
+static void note_below(lc__counter *c, int64_t first, int64_t last) {
+  if (c->ngaps > 0) relabel(c, first, last);
+  lc__span add[LC__GAPS + 1];
+  int na = 0;
+  int64_t pos = first;
+  for (int i = 0; i < c->ngaps && pos <= last; i++) {
+    lc__gap g = c->rare->gaps[i];
+    if (g.last < pos) continue;
+    if (g.first > last) break;
+    if (g.first > pos) add[na++] = (lc__span){pos, g.first - 1};
+    pos = g.last + 1;
+  }
+  if (pos <= last) add[na++] = (lc__span){pos, last};
+  for (int j = 0; j < na && c->ngaps + 4 <= LC__GAPS; j++) {
+    lc__ledger_gap(c, add[j].first, add[j].last, LC_GAP_BURNED);
+    c->recheck = true;
+  }
+}
+
 void lc__ledger_known_burned(lc__counter *c, int64_t first, int64_t last) {
-  if (first <= c->gap_low && c->ngaps > 0)
-    relabel(c, first, last < c->gap_low ? last : c->gap_low);
+  if (first <= c->gap_low)
+    note_below(c, first, last < c->gap_low ? last : c->gap_low);
   if (first < c->gap_low + 1) first = c->gap_low + 1;
   if (first > last || c->nburned == LC__GAPS) return; /* full: as before */
   lc__rare *r = lc__counter_rare(c);
