@@ -249,22 +249,35 @@ void lc__claim_note_burned(lc_t *h, lc__counter *c) {
   lc__detail_set(why);
 }
 
+size_t lc__claim_note_key(char *buf, const lc__counter *c) {
+  return note_key(buf, c);
+}
+
+void lc__claim_note_read(lc_t *h, lc__counter *c, const char *text,
+                         bool cut) {
+  if (strncmp(text, h->log_id, LC__ID_LEN) != 0) return; /* not ours */
+  lc__counter_lock(c);
+  for (const char *p = text + LC__ID_LEN; *p == ' ';) {
+    char *end;
+    long long first = strtoll(p + 1, &end, 10);
+    if (*end != '-') break;
+    long long last = strtoll(end + 1, &end, 10);
+    if ((*end != ' ' && (*end != '\0' || cut)) || first < 1 ||
+        last < first || last > LC_VALUE_MAX)
+      break; /* the last range of a cut text is not read */
+    lc__ledger_known_burned(c, first, last);
+    p = end;
+  }
+  lc__counter_unlock(c);
+}
+
 /* The note of this log's last run, if any: its ranges known burned. */
 static void read_note(lc_t *h, lc__counter *c) {
   char text[NOTE_MAX], key[LC_NAME_MAX + 8];
   int rc = lc__cache_get_text(&h->cache, c->key, c->klen, key, note_key(key, c),
                               text, sizeof text);
   lc__detail_clear();
-  if (rc || strncmp(text, h->log_id, LC__ID_LEN) != 0) return;
-  lc__counter_lock(c);
-  for (char *p = text + LC__ID_LEN, *end; *p == ' '; p = end) {
-    long long first = strtoll(p + 1, &end, 10);
-    if (*end != '-') break;
-    long long last = strtoll(end + 1, &end, 10);
-    if (first < 1 || last < first || last > LC_VALUE_MAX) break;
-    lc__ledger_known_burned(c, first, last);
-  }
-  lc__counter_unlock(c);
+  if (rc == 0) lc__claim_note_read(h, c, text, strlen(text) == NOTE_MAX - 1);
 }
 
 int lc__claim(lc_t *h, lc__counter *c, bool takeover) {

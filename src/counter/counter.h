@@ -319,6 +319,12 @@ int lc__claim_unknown(lc__counter *c, int rc, const char *what);
  * hole is restart or unlogged, as without it); the thread's failure
  * detail is kept. */
 void lc__claim_note_burned(lc_t *h, lc__counter *c);
+/* first.c reads the note in its round of claim gets: the note's key
+ * (buf of LC_NAME_MAX + 8 bytes; its length), and its text (cut: it may
+ * have been cut short) read into c's known burned ranges if it is this
+ * log's (c->mu not held). */
+size_t lc__claim_note_key(char *buf, const lc__counter *c);
+void lc__claim_note_read(lc_t *h, lc__counter *c, const char *text, bool cut);
 /* LC_EOWNED with the reason c is refused. */
 int lc__claim_refused(const lc_t *h, const lc__counter *c);
 /* Records the release of c at final (synced, with the reservation) and
