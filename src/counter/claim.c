@@ -266,6 +266,7 @@ void lc__claim_note_read(lc_t *h, lc__counter *c, const char *text,
         last < first || last > LC_VALUE_MAX)
       break; /* the last range of a cut text is not read */
     lc__ledger_known_burned(c, first, last);
+    if (last > c->floor) c->floor = last; /* burned: never handed out */
     p = end;
   }
   lc__counter_unlock(c);

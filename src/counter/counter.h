@@ -322,7 +322,7 @@ void lc__claim_note_burned(lc_t *h, lc__counter *c);
 /* first.c reads the note in its round of claim gets: the note's key
  * (buf of LC_NAME_MAX + 8 bytes; its length), and its text (cut: it may
  * have been cut short) read into c's known burned ranges if it is this
- * log's (c->mu not held). */
+ * log's, floor raised past them (c->mu not held; leader). */
 size_t lc__claim_note_key(char *buf, const lc__counter *c);
 void lc__claim_note_read(lc_t *h, lc__counter *c, const char *text, bool cut);
 /* LC_EOWNED with the reason c is refused. */
