@@ -15,7 +15,11 @@
  * checks: the counter goes on above every id acknowledged, the tally holds
  * every change acknowledged, every gap in the log has a ledger entry and
  * no entry overlaps a record.  The last case flips a fault on and off
- * while four threads allocate.
+ * while four threads allocate.  The test_cause_* cases check each gap's
+ * cause after a disk fault (burned, never unlogged or restart), also
+ * when the run is closed with the disk still full or killed before its
+ * log recovered (the burned note in memcached, counter/claim.c).
+ * LC_TEST_ONLY=PATTERN runs only the tests it matches (cmocka's filter).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -269,6 +273,241 @@ CASE(test_fsync_tally, "fsync-tally", "fsync", LC_DURABILITY_DEFAULT, 0, true,
 CASE(test_eio_prefetch, "eio-prefetch", "eio", LC_DURABILITY_DEFAULT, 64, false,
      false)
 
+/* ---- each gap's cause (issue 39 item 3) ----------------------------------- */
+
+/* A gap made by a failed log write is burned; unlogged only where
+ * memcached was ahead and nothing was written.  The child allocates
+ * "gc" through one handle (nobody else touches its key), fills the disk
+ * and allocates until 20 calls got LC_ELOG, notes what memcached then
+ * holds, frees the disk and allocates again; then it ends as end says.
+ * The parent reopens the log (memcached as the child left it), takes one
+ * id and reads the ledger: every value up to the one memcached held after
+ * the fault (the failed calls took theirs below it) that no record holds
+ * is in a burned entry (or, with prefetch, a segment's unused rest), none
+ * is unlogged or restart, and no value is unexplained. */
+enum { END_CLOSE, END_KILL, END_FULL_CLOSE, END_FULL_KILL };
+typedef struct gcase {
+  const char *name;
+  lc_durability_t durability;
+  uint64_t prefetch;
+  int end;
+  const char *fault; /* NULL: disk-full */
+  bool each;         /* the reopened log's first id: lc_next_each's batch */
+} gcase;
+
+typedef struct gnote {
+  int64_t before, after, errors;
+} gnote;
+
+/* The child's allocating threads: blocks of 1 to 100 ids on "gc", as the
+ * chaos workers draw them; phase 0 runs, 1 stops. */
+typedef struct gworker {
+  lc_t *h;
+  atomic_int *stop;
+  atomic_long *errors;
+  uint64_t rng;
+  int64_t max;
+  int bad;
+} gworker;
+
+static void *gwork(void *p) {
+  gworker *w = p;
+  while (!atomic_load(w->stop)) {
+    w->rng = w->rng * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = w->rng >> 33, n = r % 100 < 60 ? 1 : r % 100 < 90 ? 2 + r % 15
+                                                                    : 17 + r % 84;
+    int64_t first = 0;
+    int rc = lc_next_n(w->h, "gc", n, &first);
+    if (rc == LC_ELOG) {
+      atomic_fetch_add(w->errors, 1);
+      usleep(200);
+    } else if (rc) {
+      w->bad = rc;
+      return NULL;
+    } else if (first <= w->max) {
+      w->bad = -1;
+      return NULL;
+    } else {
+      w->max = first + (int64_t)n - 1;
+    }
+  }
+  return NULL;
+}
+
+static void gchild(const gcase *g) {
+  kase k = {.name = g->name, .durability = g->durability,
+            .prefetch = g->prefetch};
+  lc_options o;
+  char path[PATH_MAX + 64];
+  options(&o, &k, path, sizeof path);
+  lc_t *h;
+  int rc = lc_open(&o, &h);
+  if (rc) DIE("lc_open: %s (%s)", lc_err_name(rc), lc_last_detail());
+  enum { T = 4 };
+  gworker w[T];
+  pthread_t t[T];
+  atomic_int stop = 0;
+  atomic_long errors = 0;
+  for (int i = 0; i < T; i++) {
+    w[i] = (gworker){.h = h, .stop = &stop, .errors = &errors,
+                     .rng = (uint64_t)i + 1};
+    if (pthread_create(&t[i], NULL, gwork, &w[i])) DIE("pthread_create");
+  }
+  gnote n = {0};
+  sleep_ms(200); /* (the shim may still see the last case's fault a few ms) */
+  atomic_store(&errors, 0);
+  n.before = mcd_counter_value(&mc, "gc");
+  fault_on(g->fault ? g->fault : "disk-full");
+  for (int64_t t0 = mono_us(); atomic_load(&errors) < 20; sleep_ms(1))
+    if (mono_us() - t0 > 30000000) DIE("no LC_ELOG in 30 s");
+  n.after = mcd_counter_value(&mc, "gc");
+  bool full = g->end == END_FULL_CLOSE || g->end == END_FULL_KILL;
+  if (!full) {
+    fault_off();
+    lc_log_status ls = {.state = LC_LOG_FAILED};
+    for (int j = 0; j < 3000 && ls.state != LC_LOG_OK; j++) {
+      if (lc_get_log_status(h, &ls)) DIE("lc_get_log_status");
+      if (ls.state != LC_LOG_OK) sleep_ms(10);
+    }
+    if (ls.state != LC_LOG_OK) DIE("the log is not back 30 s after the fault");
+    sleep_ms(200); /* ids again */
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < T; i++) {
+    pthread_join(t[i], NULL);
+    if (w[i].bad) DIE("thread %d: %s", i, lc_err_name(w[i].bad));
+  }
+  n.errors = atomic_load(&errors);
+  char out[PATH_MAX + 16];
+  snprintf(out, sizeof out, "%s/%s.note", root, g->name);
+  FILE *f = fopen(out, "w");
+  if (!f || fwrite(&n, sizeof n, 1, f) != 1 || fclose(f) != 0)
+    DIE("cannot write %s", out);
+  if (g->end == END_FULL_KILL) fault_off(); /* the kill: before recovery */
+  if (g->end == END_KILL || g->end == END_FULL_KILL) raise(SIGKILL);
+  rc = lc_close(h); /* with the disk full: fails */
+  if (full) {
+    fault_off();
+    _exit(0);
+  }
+  if (rc) DIE("lc_close: %s (%s)", lc_err_name(rc), lc_last_detail());
+  _exit(0);
+}
+
+static void gap_causes(const gcase *g) {
+  assert_ok(mcd_flush_all(&mc));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) gchild(g);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (g->end == END_KILL || g->end == END_FULL_KILL)
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  else
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  gnote n;
+  char in[PATH_MAX + 16];
+  snprintf(in, sizeof in, "%s/%s.note", root, g->name);
+  FILE *f = fopen(in, "r");
+  assert_non_null(f);
+  assert_int_equal(fread(&n, sizeof n, 1, f), 1);
+  fclose(f);
+  assert_true(n.before > 0 && n.after >= n.before);
+
+  kase k = {.name = g->name, .durability = g->durability,
+            .prefetch = g->prefetch};
+  lc_options o;
+  char path[PATH_MAX + 64];
+  options(&o, &k, path, sizeof path);
+  lc_t *h;
+  assert_ok(lc_open(&o, &h));
+  if (g->each) { /* the batched first use (first.c) reads the note */
+    lc_each v[2] = {{.name = "gc", .n = 1}, {.name = "gc-other", .n = 1}};
+    assert_ok(lc_next_each(h, v, 2));
+  } else {
+    tu_next1(h, "gc");
+  }
+  lc_iter *it;
+  assert_ok(lc_ledger_open(h, "gc", &it));
+  lc_gap e;
+  uint64_t by[LC_GAP_CAUSE_MAX + 1] = {0}, wrong = 0;
+  int rc;
+  while ((rc = lc_ledger_next(it, &e)) == 1) {
+    int64_t lo = e.first; /* nothing before the fault is unlogged either */
+    int64_t hi = e.last < n.after ? e.last : n.after;
+    if (lo > hi || e.cause < 1 || e.cause > LC_GAP_CAUSE_MAX) continue;
+    by[e.cause] += (uint64_t)(hi - lo + 1);
+    if (e.cause != LC_GAP_BURNED && e.cause != LC_GAP_SEGMENT) {
+      wrong += (uint64_t)(hi - lo + 1);
+      printf("#   %s %lld..%lld, up to the fault's end\n",
+             lc_gap_cause_name(e.cause), (long long)e.first, (long long)e.last);
+    }
+  }
+  lc_iter_close(it);
+  assert_int_equal(rc, 0);
+  printf("# %s: memcached %lld before the fault, %lld after %lld LC_ELOG; "
+         "up to it: %llu burned, %llu segment-unused, %llu unlogged, %llu "
+         "restart\n",
+         g->name, (long long)n.before, (long long)n.after,
+         (long long)n.errors, (unsigned long long)by[LC_GAP_BURNED],
+         (unsigned long long)by[LC_GAP_SEGMENT],
+         (unsigned long long)by[LC_GAP_UNLOGGED],
+         (unsigned long long)by[LC_GAP_RESTART]);
+  if (wrong)
+    fail_msg("%llu values the failed writes took are not burned",
+             (unsigned long long)wrong);
+  tu_ledger l;
+  assert_ok(tu_explain(h, "gc", &l));
+  if (l.values[0] || l.conflicts) { /* what lies around the fault */
+    lc_record *r;
+    long nr = tu_records(h, "gc", &r);
+    for (long i = 0; i < nr; i++)
+      if (r[i].last >= n.before - 100 && r[i].first <= n.after + 300)
+        printf("#   record %lld..%lld\n", (long long)r[i].first,
+               (long long)r[i].last);
+    if (nr >= 0) free(r);
+    assert_ok(lc_ledger_open(h, "gc", &it));
+    while (lc_ledger_next(it, &e) == 1)
+      printf("#   %s %lld..%lld\n", lc_gap_cause_name(e.cause),
+             (long long)e.first, (long long)e.last);
+    lc_iter_close(it);
+  }
+  assert_i64_eq(l.values[0], 0);
+  assert_i64_eq(l.conflicts, 0);
+  assert_ok(lc_close(h));
+  tmpdir_remove(path); /* the tmpfs is small */
+}
+
+#define GCASE(fn, ...)                 \
+  static void fn(void **state) {       \
+    (void)state;                       \
+    gap_causes(&(gcase){__VA_ARGS__}); \
+  }
+GCASE(test_cause_close, "cause-close", LC_DURABILITY_DEFAULT, 0, END_CLOSE,
+      NULL, false)
+GCASE(test_cause_sync, "cause-sync", LC_DURABILITY_SYNC, 0, END_CLOSE, NULL,
+      false)
+GCASE(test_cause_prefetch, "cause-prefetch", LC_DURABILITY_DEFAULT, 64,
+      END_CLOSE, NULL, false)
+GCASE(test_cause_kill, "cause-kill", LC_DURABILITY_DEFAULT, 0, END_KILL, NULL,
+      false)
+GCASE(test_cause_full_close, "cause-full-close", LC_DURABILITY_DEFAULT, 0,
+      END_FULL_CLOSE, NULL, false)
+GCASE(test_cause_full_close_sync, "cause-full-close-sync", LC_DURABILITY_SYNC,
+      0, END_FULL_CLOSE, NULL, false)
+GCASE(test_cause_full_kill, "cause-full-kill", LC_DURABILITY_SYNC, 0,
+      END_FULL_KILL, NULL, false)
+GCASE(test_cause_full_close_each, "cause-full-close-each",
+      LC_DURABILITY_DEFAULT, 0, END_FULL_CLOSE, NULL, true)
+GCASE(test_cause_full_close_prefetch, "cause-full-close-prefetch",
+      LC_DURABILITY_DEFAULT, 64, END_FULL_CLOSE, NULL, false)
+GCASE(test_cause_enospc, "cause-enospc", LC_DURABILITY_DEFAULT, 0, END_CLOSE,
+      "enospc", false)
+GCASE(test_cause_enospc_prefetch, "cause-enospc-prefetch",
+      LC_DURABILITY_DEFAULT, 64, END_CLOSE, "enospc", false)
+GCASE(test_cause_eio_sync, "cause-eio-sync", LC_DURABILITY_SYNC, 0, END_CLOSE,
+      "eio", false)
+
 /* ---- faults switched while threads allocate ------------------------------ */
 
 typedef struct worker {
@@ -447,6 +686,20 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_fsync_tally),
       cmocka_unit_test(test_eio_prefetch),
       cmocka_unit_test(test_flips_under_threads),
+      cmocka_unit_test(test_cause_close),
+      cmocka_unit_test(test_cause_sync),
+      cmocka_unit_test(test_cause_prefetch),
+      cmocka_unit_test(test_cause_kill),
+      cmocka_unit_test(test_cause_full_close),
+      cmocka_unit_test(test_cause_full_close_sync),
+      cmocka_unit_test(test_cause_full_close_prefetch),
+      cmocka_unit_test(test_cause_full_kill),
+      cmocka_unit_test(test_cause_full_close_each),
+      cmocka_unit_test(test_cause_enospc),
+      cmocka_unit_test(test_cause_enospc_prefetch),
+      cmocka_unit_test(test_cause_eio_sync),
   };
+  /* LC_TEST_ONLY=PATTERN (cmocka's filter, * and ?): only those tests */
+  if (getenv("LC_TEST_ONLY")) cmocka_set_test_filter(getenv("LC_TEST_ONLY"));
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

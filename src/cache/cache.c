@@ -375,6 +375,19 @@ int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
   return err;
 }
 
+int lc__cache_set_text(lc__cache *c, const char *master, size_t mlen,
+                       const char *key, size_t klen, const char *v,
+                       size_t vlen) {
+  memcached_st *mc;
+  int err = take(c, &mc);
+  if (err) return err;
+  memcached_return_t rc =
+      memcached_set_by_key(mc, master, mlen, key, klen, v, vlen, 0, 0);
+  err = rc == MEMCACHED_SUCCESS ? 0 : map_error(mc, rc, "set");
+  give(c, mc, err);
+  return err;
+}
+
 int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
                        const char *key, size_t klen, char *buf, size_t size) {
   memcached_st *mc;

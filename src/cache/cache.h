@@ -57,6 +57,10 @@ int lc__cache_add_text(lc__cache *c, const char *master, size_t mlen,
                        time_t ttl);
 int lc__cache_get_text(lc__cache *c, const char *master, size_t mlen,
                        const char *key, size_t klen, char *buf, size_t size);
+/* set, no expiry: 0 or negative. */
+int lc__cache_set_text(lc__cache *c, const char *master, size_t mlen,
+                       const char *key, size_t klen, const char *v,
+                       size_t vlen);
 int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
                      const char *key, size_t klen);
 /* One multi-get of n keys: fn is called for each key found (in any

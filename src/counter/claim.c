@@ -205,6 +205,82 @@ static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
   return rc;
 }
 
+/* ---- the burned note: "lb:" NAME, "ID FIRST-LAST ...": the counter's
+ * pending burned gaps, set after a log write failed (so that a run that
+ * dies before it can write them, or closes with the log still failed,
+ * leaves them where the next run of this log finds them) ---- */
+
+#define NOTE_PREFIX "lb:"
+#define NOTE_MAX (LC__ID_LEN + LC__GAPS * 42 + 1)
+
+static size_t note_key(char *buf, const lc__counter *c) {
+  memcpy(buf, NOTE_PREFIX, sizeof NOTE_PREFIX - 1);
+  memcpy(buf + sizeof NOTE_PREFIX - 1, c->name, c->nlen);
+  return sizeof NOTE_PREFIX - 1 + c->nlen;
+}
+
+void lc__claim_note_burned(lc_t *h, lc__counter *c) {
+  char why[LC__DETAIL_MAX], key[LC_NAME_MAX + 8];
+  size_t klen = note_key(key, c);
+  lc__counter_lock(c);
+  if (c->noting) { /* the thread at it sets it again, with ours */
+    c->note_again = true;
+    lc__counter_unlock(c);
+    return;
+  }
+  c->noting = true; /* one at a time: the last set holds the latest */
+  snprintf(why, sizeof why, "%s", lc_last_detail()); /* the caller's */
+  do {
+    c->note_again = false;
+    lc__span s[LC__GAPS];
+    int n = c->ngaps ? lc__ledger_burned_pending(c, s) : 0;
+    lc__counter_unlock(c);
+    char text[NOTE_MAX];
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", h->log_id);
+    for (int i = 0; i < n && len < sizeof text; i++)
+      len += (size_t)snprintf(text + len, sizeof text - len, " %lld-%lld",
+                              (long long)s[i].first, (long long)s[i].last);
+    if (n > 0 && len < sizeof text) /* best effort: without it, as before */
+      lc__cache_set_text(&h->cache, c->key, c->klen, key, klen, text, len);
+    lc__counter_lock(c);
+  } while (c->note_again);
+  c->noting = false;
+  lc__counter_unlock(c);
+  lc__detail_set(why);
+}
+
+size_t lc__claim_note_key(char *buf, const lc__counter *c) {
+  return note_key(buf, c);
+}
+
+void lc__claim_note_read(lc_t *h, lc__counter *c, const char *text,
+                         bool cut) {
+  if (strncmp(text, h->log_id, LC__ID_LEN) != 0) return; /* not ours */
+  lc__counter_lock(c);
+  for (const char *p = text + LC__ID_LEN; *p == ' ';) {
+    char *end;
+    long long first = strtoll(p + 1, &end, 10);
+    if (*end != '-') break;
+    long long last = strtoll(end + 1, &end, 10);
+    if ((*end != ' ' && (*end != '\0' || cut)) || first < 1 ||
+        last < first || last > LC_VALUE_MAX)
+      break; /* the last range of a cut text is not read */
+    lc__ledger_known_burned(c, first, last);
+    if (last > c->floor) c->floor = last; /* burned: never handed out */
+    p = end;
+  }
+  lc__counter_unlock(c);
+}
+
+/* The note of this log's last run, if any: its ranges known burned. */
+static void read_note(lc_t *h, lc__counter *c) {
+  char text[NOTE_MAX], key[LC_NAME_MAX + 8];
+  int rc = lc__cache_get_text(&h->cache, c->key, c->klen, key, note_key(key, c),
+                              text, sizeof text);
+  lc__detail_clear();
+  if (rc == 0) lc__claim_note_read(h, c, text, strlen(text) == NOTE_MAX - 1);
+}
+
 int lc__claim(lc_t *h, lc__counter *c, bool takeover) {
   if (atomic_load(&c->refusal)) return lc__claim_refused(h, c);
   char key[LC_NAME_MAX + 8], held[CLAIM_MAX + 1];
@@ -222,7 +298,8 @@ int lc__claim(lc_t *h, lc__counter *c, bool takeover) {
     if (rc == LC__MISS) continue; /* released meanwhile: again */
     if (rc) return rc;
     if (lc__claim_ours(h, held)) {
-      set_claimed(c, true); /* ours (an earlier process) */
+      read_note(h, c); /* ours (an earlier process): what it burned */
+      set_claimed(c, true);
       return 0;
     }
     if (takeover && the_original(h, held)) { /* lc_adopt in a restored log */

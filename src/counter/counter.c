@@ -592,6 +592,11 @@ static void send_batch(lc_t *h, lc__counter *c) {
     r->done = true;
     pthread_cond_signal(&r->cv);
   }
+  if (rc && b.last) { /* burned: noted where a later run finds it */
+    lc__counter_unlock(c);
+    lc__claim_note_burned(h, c);
+    lc__counter_lock(c);
+  }
 }
 
 /*
@@ -631,6 +636,7 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
         *first = last - (int64_t)(n - 1);
       }
       lc__counter_unlock(c);
+      if (rc) lc__claim_note_burned(h, c);
     }
   }
   lc__counter_release(c);

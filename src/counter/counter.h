@@ -114,11 +114,13 @@ typedef struct lc__gap {
 
 /* The parts of a counter's state that most counters never fill, kept
  * apart so that a counter in memory costs little; their counts stay in
- * the counter (naccepted, nahead, ngaps, nclose), under its mu. */
+ * the counter (naccepted, nahead, ngaps, nburned, nclose), under its
+ * mu. */
 typedef struct lc__rare {
   lc__span accepted[LC__ACCEPTED]; /* counter.c: the overlap check */
   lc__span ahead[LC__ACCEPTED];    /* ledger.c: taken above gap_low + 1 */
   lc__gap gaps[LC__GAPS];          /* ledger.c: pending gaps */
+  lc__span burned[LC__GAPS];       /* ledger.c: burned by an earlier run */
   lc__seg closes[LC__SEG_CLOSES];  /* segment.c: finished segments */
 } lc__rare;
 
@@ -150,6 +152,8 @@ struct lc__counter {
                            pending and the reservation are reread from
                            the log before the next use (lc__counter_load) */
   char *refused_by;    /* the claim that refused it, or NULL */
+  bool noting, note_again; /* claim.c, under mu: a burned note is being
+                              set; set it again when done */
   bool used;           /* allocated or advanced by this handle */
   bool pending;        /* backup.c: a restored log's counter, not yet
                           reconciled: never seeded from the log (set at
@@ -179,6 +183,9 @@ struct lc__counter {
   int64_t restart_to; /* holes up to here: LC_GAP_RESTART */
   int nahead; /* rare->ahead */
   int ngaps;  /* pending: rare->gaps */
+  int nburned; /* rare->burned: ranges an earlier run of this log burned
+                  and could not write (its note in memcached, claim.c),
+                  above gap_low, in order: a hole over them is burned */
   /* rare.c: the arrays above, which most counters never fill: allocated
    * whenever a count is nonzero, freed at the next trim once all are 0 */
   struct lc__rare *rare;
@@ -303,6 +310,21 @@ int lc__claim_reread(lc_t *h, lc__counter *c);
  * "refusal", "adopt"): c marked unknown, and rc returned with a detail
  * saying the outcome is unknown and a retry is safe. */
 int lc__claim_unknown(lc__counter *c, int rc, const char *what);
+/* Leader or caller after a failed write burned some of c's values, no
+ * lock held: sets c's burned note in memcached ("lb:" NAME: this log's
+ * ID and c's pending burned gaps), which lc__claim reads when a later
+ * run of this log claims c again, so that a hole over them is burned
+ * even when this run never writes their entry (killed, or closed with
+ * the log still failed).  Best effort (memcached may lose it: then the
+ * hole is restart or unlogged, as without it); the thread's failure
+ * detail is kept. */
+void lc__claim_note_burned(lc_t *h, lc__counter *c);
+/* first.c reads the note in its round of claim gets: the note's key
+ * (buf of LC_NAME_MAX + 8 bytes; its length), and its text (cut: it may
+ * have been cut short) read into c's known burned ranges if it is this
+ * log's, floor raised past them (c->mu not held; leader). */
+size_t lc__claim_note_key(char *buf, const lc__counter *c);
+void lc__claim_note_read(lc_t *h, lc__counter *c, const char *text, bool cut);
 /* LC_EOWNED with the reason c is refused. */
 int lc__claim_refused(const lc_t *h, const lc__counter *c);
 /* Records the release of c at final (synced, with the reservation) and
@@ -335,6 +357,14 @@ void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause);
  * them back after a failed write (setting c->recheck). */
 int lc__ledger_take(lc__log *l, lc__counter *c, lc__gap out[LC__GAPS]);
 void lc__ledger_putback(lc__counter *c, const lc__gap *g, int n);
+/* first..last was burned by an earlier run of this log that could not
+ * write its entry (claim.c read its note): a hole over it is burned, not
+ * restart or unlogged.  What of it lies at or below gap_low (among the
+ * records) becomes pending burned gaps, less what the log holds
+ * (records, entries: recheck). */
+void lc__ledger_known_burned(lc__counter *c, int64_t first, int64_t last);
+/* The pending burned gaps (for that note), up to LC__GAPS; how many. */
+int lc__ledger_burned_pending(const lc__counter *c, lc__span out[LC__GAPS]);
 /* At load: holes between the counter's last records that no entry
  * explains (pending gaps a crash lost) become pending gaps of cause. */
 int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause);

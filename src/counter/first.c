@@ -7,8 +7,9 @@
  * round trips and a sync, one name after another.  Here the first uses of
  * a call (up to CHUNK at a time) share them: the log reads, ONE pipelined
  * round of seeds and claims (cache_pipe.c), one of gets for the claims
- * already present, ONE of increments, and ONE synced write holding every
- * record (with its reservation, or as a prefetched segment).  Keys that
+ * already present (and their burned notes, claim.c), ONE of increments,
+ * and ONE synced write holding every record (with its reservation, or as
+ * a prefetched segment).  Keys that
  * memcached lost since this log used them (a memcached restart under a
  * log of many counters) cost one more round of seeds (add at floor) and
  * one of increments, together.
@@ -51,6 +52,8 @@ typedef struct cand {
   bool written; /* b went to its write (which settles it) */
   char ckey[LC_NAME_MAX + 8];
   size_t cklen;
+  char nkey[LC_NAME_MAX + 8]; /* its burned note's (claim.c) */
+  size_t nklen;
 } cand;
 
 enum { LIVE, LATER, DONE }; /* in the batch; to lc_next_n; answered */
@@ -88,7 +91,10 @@ static void one(batch *bt, size_t i) {
 static void fail(batch *bt, cand *x, int rc) {
   x->state = DONE;
   /* a block taken and never written (a later round failed): burned */
-  if (x->b.n && !x->written) lc__counter_first_burn(x->c, x->b.last, x->b.n);
+  if (x->b.n && !x->written) {
+    lc__counter_first_burn(x->c, x->b.last, x->b.n);
+    lc__claim_note_burned(bt->h, x->c);
+  }
   x->b.n = 0;
   fail_entry(bt, x->i, rc);
 }
@@ -160,22 +166,29 @@ static void claim(batch *bt) {
     if (seed && seed->rc == 0) LC__STAT(h, restores, 1);
     if (rc == 0) {
       lc__claim_mark(x->c);
-    } else { /* present: read it (ops before g are done with) */
+    } else { /* present: read it and its burned note (ops before g are
+                done with) */
       bt->ops[g] = op(LC__OP_GET, x->c, x->ckey, x->cklen);
       x->op = (int)g++;
+      x->nklen = lc__claim_note_key(x->nkey, x->c);
+      bt->ops[g++] = op(LC__OP_GET, x->c, x->nkey, x->nklen);
     }
   }
   if (g == 0 || pipe_ops(bt, g, true)) return;
   for (size_t k = 0; k < bt->n; k++) {
     cand *x = &bt->cd[k];
     if (x->state != LIVE || x->c->claimed) continue;
-    const lc__op *o = &bt->ops[x->op];
-    if (o->rc < 0)
+    const lc__op *o = &bt->ops[x->op], *note = o + 1;
+    if (o->rc < 0) {
       fail(bt, x, o->rc);
-    else if (o->rc == 0 && lc__claim_ours(h, o->text))
+    } else if (o->rc == 0 && lc__claim_ours(h, o->text)) {
+      if (note->rc == 0) /* what an earlier run of this log burned */
+        lc__claim_note_read(h, x->c, note->text,
+                            strlen(note->text) == sizeof note->text - 1);
       lc__claim_mark(x->c);
-    else /* another log's, or gone meanwhile */
+    } else { /* another log's, or gone meanwhile */
       x->state = LATER;
+    }
   }
 }
 
@@ -300,10 +313,12 @@ static void write_out(batch *bt) {
       lc__counter_first_done(x->c, &x->b, rc);
       e->first = x->b.last - (int64_t)(e->n - 1);
     }
-    if (rc)
+    if (rc) {
+      lc__claim_note_burned(h, x->c); /* burned */
       fail(bt, x, rc);
-    else
+    } else {
       e->rc = lc__next_count_call(h, 0, e->n);
+    }
     x->state = DONE;
   }
 }

@@ -98,14 +98,117 @@ void lc__ledger_gap(lc__counter *c, int64_t first, int64_t last, int cause) {
   c->ngaps++;
 }
 
-/* The hole first..last, split where the restart window ends. */
-static void hole(lc__counter *c, int64_t first, int64_t last) {
+/* The hole first..last (none of it known burned), split where the
+ * restart window ends. */
+static void plain_hole(lc__counter *c, int64_t first, int64_t last) {
+  if (first > last) return;
   if (first <= c->restart_to) {
     int64_t end = last < c->restart_to ? last : c->restart_to;
     lc__ledger_gap(c, first, end, LC_GAP_RESTART);
     first = end + 1;
   }
   lc__ledger_gap(c, first, last, LC_GAP_UNLOGGED);
+}
+
+/* The hole first..last: burned where an earlier run of this log burned
+ * it (rare->burned), else by where it lies. */
+static void hole(lc__counter *c, int64_t first, int64_t last) {
+  for (int i = 0; i < c->nburned && first <= last; i++) {
+    lc__span k = c->rare->burned[i];
+    if (k.last < first) continue;
+    if (k.first > last) break;
+    if (c->ngaps + 5 > LC__GAPS) break; /* no room for the pieces (up
+                                            to 3 here, 2 after): the rest
+                                            as without the note, never
+                                            unexplained */
+    if (k.first > first) plain_hole(c, first, k.first - 1);
+    int64_t from = k.first > first ? k.first : first;
+    int64_t end = k.last < last ? k.last : last;
+    lc__ledger_gap(c, from, end, LC_GAP_BURNED);
+    first = end + 1;
+  }
+  plain_hole(c, first, last);
+}
+
+/* Forgets the known burned ranges at or below gap_low (settled). */
+static void burned_trim(lc__counter *c) {
+  int k = 0;
+  while (k < c->nburned && c->rare->burned[k].last <= c->gap_low) k++;
+  if (k == 0) return;
+  memmove(c->rare->burned, c->rare->burned + k,
+          sizeof c->rare->burned[0] * (size_t)(c->nburned - k));
+  c->nburned -= k;
+}
+
+/* The pending restart gaps (load_tail's holes among the last records)
+ * over first..last become burned there. */
+static void relabel(lc__counter *c, int64_t first, int64_t last) {
+  for (int i = 0; i < c->ngaps; i++) {
+    lc__gap g = c->rare->gaps[i];
+    if (g.cause != LC_GAP_RESTART || g.last < first || g.first > last ||
+        c->ngaps + 4 > LC__GAPS) /* 2 more, and room for a hole's 2 */
+      continue;
+    memmove(c->rare->gaps + i, c->rare->gaps + i + 1,
+            sizeof g * (size_t)(c->ngaps - i - 1));
+    c->ngaps--;
+    int64_t a = g.first > first ? g.first : first;
+    int64_t b = g.last < last ? g.last : last;
+    lc__ledger_gap(c, g.first, a - 1, LC_GAP_RESTART);
+    lc__ledger_gap(c, a, b, LC_GAP_BURNED);
+    lc__ledger_gap(c, b + 1, g.last, LC_GAP_RESTART);
+    i = -1; /* the array changed: again from the start */
+    first = b + 1;
+    if (first > last) return;
+  }
+}
+
+/* first..last, at or below gap_low (so among the log's records: the
+ * records of later blocks reached the log, the entry did not): the
+ * pending restart gaps over it become burned there, and what no pending
+ * gap holds becomes a burned one, checked against the log before it is
+ * written (recheck: a record or entry there, a write that failed and
+ * landed, takes it out). */
+static void note_below(lc__counter *c, int64_t first, int64_t last) {
+  if (c->ngaps > 0) relabel(c, first, last);
+  lc__span add[LC__GAPS + 1];
+  int na = 0;
+  int64_t pos = first;
+  for (int i = 0; i < c->ngaps && pos <= last; i++) {
+    lc__gap g = c->rare->gaps[i];
+    if (g.last < pos) continue;
+    if (g.first > last) break;
+    if (g.first > pos) add[na++] = (lc__span){pos, g.first - 1};
+    pos = g.last + 1;
+  }
+  if (pos <= last) add[na++] = (lc__span){pos, last};
+  for (int j = 0; j < na && c->ngaps + 4 <= LC__GAPS; j++) {
+    lc__ledger_gap(c, add[j].first, add[j].last, LC_GAP_BURNED);
+    c->recheck = true;
+  }
+}
+
+void lc__ledger_known_burned(lc__counter *c, int64_t first, int64_t last) {
+  if (first <= c->gap_low)
+    note_below(c, first, last < c->gap_low ? last : c->gap_low);
+  if (first < c->gap_low + 1) first = c->gap_low + 1;
+  if (first > last || c->nburned == LC__GAPS) return; /* full: as before */
+  lc__rare *r = lc__counter_rare(c);
+  if (r == NULL) return;
+  int i = 0;
+  while (i < c->nburned && r->burned[i].last < first) i++;
+  if (i < c->nburned && r->burned[i].first <= last) return; /* overlaps */
+  memmove(r->burned + i + 1, r->burned + i,
+          sizeof r->burned[0] * (size_t)(c->nburned - i));
+  r->burned[i] = (lc__span){first, last};
+  c->nburned++;
+}
+
+int lc__ledger_burned_pending(const lc__counter *c, lc__span out[LC__GAPS]) {
+  int n = 0;
+  for (int i = 0; i < c->ngaps; i++)
+    if (c->rare->gaps[i].cause == LC_GAP_BURNED)
+      out[n++] = (lc__span){c->rare->gaps[i].first, c->rare->gaps[i].last};
+  return n;
 }
 
 /* Moves gap_low over the blocks taken that now touch it. */
@@ -130,6 +233,7 @@ void lc__ledger_settle(lc__counter *c, int64_t upto) {
     c->gap_low = end;
     absorb(c);
   }
+  if (c->nburned) burned_trim(c);
   lc__counter_rare_trim(c);
 }
 

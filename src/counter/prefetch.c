@@ -116,6 +116,7 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
     rc = write_segment(h, c, &b, closes, nclose);
     if (!rc) nclose = 0;
     lc__seg_install(h, c, &b, rc, 0, NULL);
+    if (rc) lc__claim_note_burned(h, c); /* burned */
   }
   lc__seg_closes_putback(c, closes, nclose);
   lc__counter_lock(c);

@@ -17,7 +17,7 @@ lc__rare *lc__counter_rare(lc__counter *c) {
 
 void lc__counter_rare_trim(lc__counter *c) {
   if (c->rare && c->naccepted == 0 && c->nahead == 0 && c->ngaps == 0 &&
-      c->nclose == 0) {
+      c->nburned == 0 && c->nclose == 0) {
     free(c->rare);
     c->rare = NULL;
   }
