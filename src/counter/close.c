@@ -14,8 +14,10 @@
  * LOWER_CHUNK counters at a time, on a connection of its own), while it
  * writes the next chunks.  A counter is set back only after its own
  * records are in the log, which is all that each lowering relies on.
- * (Measured with 200,000 counters in memory: writing took a third of the
- * time, the lowering rounds two thirds, one after the other.)
+ * It closes the counters in name order (sort_by_name).  (Measured with
+ * 200,000 counters in memory: writing took a third of the time, the
+ * lowering rounds two thirds, one after the other; and most of the
+ * writing was LevelDB's memtable inserts missing the cache.)
  */
 #include "counter/counter.h"
 #include "handle.h"
