@@ -116,8 +116,12 @@ typedef struct scan {
   bool count; /* a periodic pass: counts idle passes */
 } scan;
 
-/* table mu held: counts t's idle passes; a candidate at IDLE_PASSES if not
- * queued.  False stops a follow-up pass's walk once it is full. */
+static bool evictable(lc__tally *t);
+
+/* table mu held: counts t's idle passes; a candidate at IDLE_PASSES if it
+ * could go now (so that a tally that cannot, a failed write's, does not
+ * make every pass close the gate for nothing).  False stops a follow-up
+ * pass's walk once it is full. */
 static bool look(lc__named *e, void *arg) {
   lc__tally *t = (lc__tally *)e;
   scan *s = arg;
@@ -127,7 +131,7 @@ static bool look(lc__named *e, void *arg) {
   }
   if (s->count && t->idle_passes < LC__EVICT_IDLE_PASSES) t->idle_passes++;
   if (t->idle_passes < LC__EVICT_IDLE_PASSES || t->candidate ||
-      atomic_load(&t->dirty))
+      !evictable(t))
     return true;
   if (s->tb->ncand == LC__EVICT_PASS_MAX) return s->count;
   t->candidate = true;
@@ -154,8 +158,8 @@ size_t lc__tally_evict_scan(lc_t *h, bool count) {
   return tb->ncand;
 }
 
-/* Gate closed, table mu held: nothing uses t, nor has since the scan, and
- * everything acknowledged of it is in its record. */
+/* Table mu held: nothing uses t (with the gate closed: nor has since the
+ * scan), and everything acknowledged of it is in its record. */
 static bool evictable(lc__tally *t) {
   if (atomic_load_explicit(&t->touched, memory_order_relaxed) ||
       atomic_load(&t->dirty))
