@@ -30,7 +30,10 @@
  *    left in memory) while one with changes not flushed stays; each
  *    reloads exactly (total, losses, lost amounts), also after a
  *    memcached flush while evicted (which lost nothing: no loss counted);
- *    a sweep does not bring them back into memory; a new handle agrees.
+ *    a sweep does not bring them back into memory; a new handle agrees;
+ *  - 4 threads change 16 tallies in bursts (so that they go idle, are
+ *    flushed by a flusher thread, evicted and loaded again meanwhile):
+ *    each total ends exactly at the sum of the changes acknowledged.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -517,6 +520,82 @@ static void test_tallies_evicted(void **state) {
   assert_int_equal(l + p + m, 0);
 }
 
+enum { TR_NAMES = 16, TR_THREADS = 4 };
+typedef struct trace {
+  pthread_t t;
+  lc_t *h;
+  int id;
+  int64_t sum[TR_NAMES];
+  int failures;
+} trace;
+static atomic_bool tr_stop;
+
+static void *tr_adder(void *p) {
+  trace *x = p;
+  char name[32];
+  for (int round = 0; round < 12; round++) {
+    /* a burst on a quarter of the names, then idle past the idle time */
+    for (int k = 0; k < 40; k++) {
+      int i = (round * 4 + x->id + k) % TR_NAMES;
+      if (i % 4 != round % 4) continue;
+      snprintf(name, sizeof name, "trace%02d", i);
+      int64_t d = (k % 3 == 2) ? -(x->id + 1) : (k + 1);
+      if (lc_tally_add(x->h, name, d) == 0)
+        x->sum[i] += d;
+      else
+        x->failures++;
+    }
+    sleep_ms(60);
+  }
+  return NULL;
+}
+
+static void *tr_flusher(void *p) {
+  lc_t *h = p;
+  while (!atomic_load(&tr_stop)) {
+    lc_tally_flush(h, 0, LC_TALLY_FORCE, NULL);
+    sleep_ms(15);
+  }
+  return NULL;
+}
+
+static void test_tallies_evicted_racing(void **state) {
+  fx_t *f = *state;
+  static trace x[TR_THREADS];
+  pthread_t fl;
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 40, &f->h));
+  atomic_store(&tr_stop, false);
+  assert_int_equal(pthread_create(&fl, NULL, tr_flusher, f->h), 0);
+  for (int i = 0; i < TR_THREADS; i++) {
+    x[i] = (trace){.h = f->h, .id = i};
+    assert_int_equal(pthread_create(&x[i].t, NULL, tr_adder, &x[i]), 0);
+  }
+  for (int i = 0; i < TR_THREADS; i++) pthread_join(x[i].t, NULL);
+  atomic_store(&tr_stop, true);
+  pthread_join(fl, NULL);
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  printf("%llu tally evictions, %llu skipped passes\n",
+         (unsigned long long)st.tally_evictions,
+         (unsigned long long)st.eviction_skips);
+  assert_true(st.tally_evictions > 0);
+  assert_int_equal(st.tally_losses, 0);
+  char name[32];
+  for (int i = 0; i < TR_NAMES; i++) {
+    int64_t want = 0, total, pending;
+    uint64_t losses;
+    for (int t = 0; t < TR_THREADS; t++) {
+      want += x[t].sum[i];
+      assert_int_equal(x[t].failures, 0);
+    }
+    snprintf(name, sizeof name, "trace%02d", i);
+    assert_ok(lc_tally_get(f->h, name, &total, &pending, &losses));
+    assert_i64_eq(total + pending, want);
+    assert_int_equal(losses, 0);
+  }
+}
+
 static void test_negative_refused(void **state) {
   fx_t *f = *state;
   lc_t *h = NULL;
@@ -540,6 +619,7 @@ int main(void) {
       T(test_many_evicted),
       T(test_negative_refused),
       T(test_tallies_evicted),
+      T(test_tallies_evicted_racing),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
