@@ -272,7 +272,11 @@ typedef struct lc_options {
    * a pass; while a pass closes them (one synced write and, with
    * prefetch, two memcached round trips per counter) the handle's calls
    * wait.  A counter whose segment memcached could not take back stays,
-   * its skipped rest in the ledger (LC_GAP_SEGMENT). */
+   * its skipped rest in the ledger (LC_GAP_SEGMENT).  (0.10) Tallies
+   * too: a tally no call has used for as long, and whose changes are all
+   * flushed, is dropped (its record completed with its carries and
+   * measured losses first, as at lc_close) and loaded again at its next
+   * use, exactly as it was; lc_stats.tally_evictions counts them. */
   int64_t idle_evict_ms;
 } lc_options;
 
@@ -552,6 +556,9 @@ typedef struct lc_stats {
    * have lost, in magnitudes (lc_tally_lost's plus + minus, summed over
    * what this handle measured). */
   uint64_t tally_lost_amount;
+  /* (0.10) Idle eviction: tallies dropped from memory (flushed, unused
+   * for idle_evict_ms; `tallies` counts those still in memory). */
+  uint64_t tally_evictions;
 } lc_stats;
 
 /* A snapshot of the handle's counters since lc_open. */

@@ -76,6 +76,11 @@ struct lc {
     pthread_t thread;
     atomic_uint_fast64_t evictions, skips;
     size_t resume; /* the evictor thread's: where a follow-up pass starts */
+    /* the tally layer's part of each pass (tally/tally_evict.c), set by
+     * lc_open: scan with the gate open, evict with it closed */
+    size_t (*tally_scan)(lc_t *h, bool count);
+    size_t (*tally_evict)(lc_t *h);
+    atomic_uint_fast64_t tally_evictions;
   } ev;
   uint64_t uid; /* unique per lc_open in this process (counter.c's cache) */
   struct {

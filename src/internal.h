@@ -64,7 +64,8 @@
  *             evict.c    idle eviction: the calls' gate, the passes
  *   tally/    tally.c    tallies: add, get, state; tally_flush.c the
  *                        write-behind flushes; tally_list.c listing;
- *                        tally_rec.c their records
+ *                        tally_rec.c their records; tally_evict.c
+ *                        idle tallies leaving memory (evict.c's hooks)
  *   core/     handle.c   lc_open / lc_close, options, stats
  *             promote.c  promotion of a standby
  *             admin_srv.c, admin_ops.c  the admin socket's server, verbs

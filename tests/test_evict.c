@@ -25,7 +25,15 @@
  *  - many counters at once (more than ten passes' worth, first used in
  *    batches by lc_next_each): every one is evicted, and each, reloaded in
  *    batches again, goes on at exactly last + 1;
- *  - a negative idle_evict_ms is refused.
+ *  - a negative idle_evict_ms is refused;
+ *  - idle flushed tallies are evicted (lc_stats: tally_evictions, none
+ *    left in memory) while one with changes not flushed stays; each
+ *    reloads exactly (total, losses, lost amounts), also after a
+ *    memcached flush while evicted (which lost nothing: no loss counted);
+ *    a sweep does not bring them back into memory; a new handle agrees;
+ *  - 4 threads change 16 tallies in bursts (so that they go idle, are
+ *    flushed by a flusher thread, evicted and loaded again meanwhile):
+ *    each total ends exactly at the sum of the changes acknowledged.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -404,6 +412,190 @@ static void test_many_evicted(void **state) {
   tu_check_explained(f->h, names[N - 1]);
 }
 
+static void wait_tally_evictions(lc_t *h, uint64_t n) {
+  lc_stats st = {0};
+  for (int i = 0; i < 1000; i++) {
+    assert_ok(lc_get_stats(h, &st));
+    if (st.tally_evictions >= n) return;
+    sleep_ms(10);
+  }
+  fail_msg("%llu tally evictions after 10 s, expected %llu",
+           (unsigned long long)st.tally_evictions, (unsigned long long)n);
+}
+
+/* total, losses and lost amounts as h reports them (loading the tally if
+ * h keeps it). */
+static void tally_state(lc_t *h, const char *name, int64_t *total,
+                        uint64_t *losses, uint64_t *lp, uint64_t *lm) {
+  int64_t pending;
+  assert_ok(lc_tally_get(h, name, total, &pending, losses));
+  assert_i64_eq(pending, 0);
+  assert_ok(lc_tally_lost(h, name, lp, lm));
+}
+
+static void test_tallies_evicted(void **state) {
+  fx_t *f = *state;
+  enum { N = 40 };
+  char name[32];
+  int64_t total[N + 1];
+  uint64_t losses[N + 1], lp[N + 1], lm[N + 1];
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 40, &f->h));
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "tev%02d", i);
+    for (int j = 0; j <= i % 5; j++)
+      assert_ok(lc_tally_add(f->h, name, j % 2 ? -(i + 3) : 10 * i + j + 1));
+  }
+  /* tev00 loses acknowledged changes: 7 up, 4 down, measured at flush */
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+  assert_ok(lc_tally_add(f->h, "tev00", 7));
+  assert_ok(lc_tally_add(f->h, "tev00", -4));
+  assert_ok(mcd_delete(&mc, "lt+:tev00"));
+  assert_ok(mcd_delete(&mc, "lt-:tev00"));
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "tev%02d", i);
+    tally_state(f->h, name, &total[i], &losses[i], &lp[i], &lm[i]);
+  }
+  assert_i64_eq(total[0], 1);
+  assert_int_equal(lp[0], 7);
+  assert_int_equal(lm[0], 4);
+  assert_int_equal(losses[0], 1);
+  wait_tally_evictions(f->h, N);
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.tallies, 0);
+  uint64_t tally_losses = st.tally_losses;
+  /* memcached loses every sum while they are out of memory */
+  assert_ok(mcd_flush_all(&mc));
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "tev%02d", i);
+    int64_t t, after;
+    uint64_t l, p, m;
+    /* reload through a change: the total goes on from exactly where it
+     * was, and nothing is counted lost */
+    assert_ok(lc_tally_add_total(f->h, name, 2, &after));
+    assert_i64_eq(after, total[i] + 2);
+    assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+    tally_state(f->h, name, &t, &l, &p, &m);
+    assert_i64_eq(t, total[i] + 2);
+    assert_int_equal(l, losses[i]);
+    assert_int_equal(p, lp[i]);
+    assert_int_equal(m, lm[i]);
+    total[i] += 2;
+  }
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.tally_losses, tally_losses);
+  assert_int_equal(st.tally_lost_amount, 7 + 4);
+  /* one tally keeps a change not flushed (a long window): it stays while
+   * the others are evicted again; a sweep, memcached as they left it,
+   * loads none of them */
+  assert_ok(lc_tally_set_window(f->h, 3600));
+  assert_ok(lc_tally_add(f->h, "tevpending", 5));
+  wait_tally_evictions(f->h, 2 * N);
+  sleep_ms(200); /* many passes: tevpending is not evicted */
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.tallies, 1);
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_SWEEP, NULL));
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.tallies, 1);
+  assert_ok(lc_close(f->h));
+  f->h = NULL;
+  /* a new handle: the totals, the pending change, the losses */
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 0, &f->h));
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE | LC_TALLY_SWEEP, NULL));
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "tev%02d", i);
+    int64_t t;
+    uint64_t l, p, m;
+    tally_state(f->h, name, &t, &l, &p, &m);
+    assert_i64_eq(t, total[i]);
+    assert_int_equal(l, losses[i]);
+    assert_int_equal(p, lp[i]);
+    assert_int_equal(m, lm[i]);
+  }
+  int64_t t;
+  uint64_t l, p, m;
+  tally_state(f->h, "tevpending", &t, &l, &p, &m);
+  assert_i64_eq(t, 5);
+  assert_int_equal(l + p + m, 0);
+}
+
+enum { TR_NAMES = 16, TR_THREADS = 4 };
+typedef struct trace {
+  pthread_t t;
+  lc_t *h;
+  int id;
+  int64_t sum[TR_NAMES];
+  int failures;
+} trace;
+static atomic_bool tr_stop;
+
+static void *tr_adder(void *p) {
+  trace *x = p;
+  char name[32];
+  for (int round = 0; round < 12; round++) {
+    /* a burst on a quarter of the names, then idle past the idle time */
+    for (int k = 0; k < 40; k++) {
+      int i = (round * 4 + x->id + k) % TR_NAMES;
+      if (i % 4 != round % 4) continue;
+      snprintf(name, sizeof name, "trace%02d", i);
+      int64_t d = (k % 3 == 2) ? -(x->id + 1) : (k + 1);
+      if (lc_tally_add(x->h, name, d) == 0)
+        x->sum[i] += d;
+      else
+        x->failures++;
+    }
+    sleep_ms(60);
+  }
+  return NULL;
+}
+
+static void *tr_flusher(void *p) {
+  lc_t *h = p;
+  while (!atomic_load(&tr_stop)) {
+    lc_tally_flush(h, 0, LC_TALLY_FORCE, NULL);
+    sleep_ms(15);
+  }
+  return NULL;
+}
+
+static void test_tallies_evicted_racing(void **state) {
+  fx_t *f = *state;
+  static trace x[TR_THREADS];
+  pthread_t fl;
+  assert_ok(open_evict(f->dir, LC_PREFETCH_AUTO, 40, &f->h));
+  atomic_store(&tr_stop, false);
+  assert_int_equal(pthread_create(&fl, NULL, tr_flusher, f->h), 0);
+  for (int i = 0; i < TR_THREADS; i++) {
+    x[i] = (trace){.h = f->h, .id = i};
+    assert_int_equal(pthread_create(&x[i].t, NULL, tr_adder, &x[i]), 0);
+  }
+  for (int i = 0; i < TR_THREADS; i++) pthread_join(x[i].t, NULL);
+  atomic_store(&tr_stop, true);
+  pthread_join(fl, NULL);
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  printf("%llu tally evictions, %llu skipped passes\n",
+         (unsigned long long)st.tally_evictions,
+         (unsigned long long)st.eviction_skips);
+  assert_true(st.tally_evictions > 0);
+  assert_int_equal(st.tally_losses, 0);
+  char name[32];
+  for (int i = 0; i < TR_NAMES; i++) {
+    int64_t want = 0, total, pending;
+    uint64_t losses;
+    for (int t = 0; t < TR_THREADS; t++) {
+      want += x[t].sum[i];
+      assert_int_equal(x[t].failures, 0);
+    }
+    snprintf(name, sizeof name, "trace%02d", i);
+    assert_ok(lc_tally_get(f->h, name, &total, &pending, &losses));
+    assert_i64_eq(total + pending, want);
+    assert_int_equal(losses, 0);
+  }
+}
+
 static void test_negative_refused(void **state) {
   fx_t *f = *state;
   lc_t *h = NULL;
@@ -426,6 +618,8 @@ int main(void) {
       T(test_crash_while_evicting),
       T(test_many_evicted),
       T(test_negative_refused),
+      T(test_tallies_evicted),
+      T(test_tallies_evicted_racing),
 #undef T
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);

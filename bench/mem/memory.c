@@ -18,7 +18,8 @@
  *       with EVICT_MS > 0, it waits until all are evicted, prints RSS
  *       again, and times one call on each of the first 10,000 (the
  *       reload after eviction: the log's reads, the claim, an increment,
- *       the record).  Last, lc_close's time.
+ *       the record).  Last, lc_close's time (wall and this process's
+ *       CPU, every thread's).
  *
  * RSS is RssAnon from /proc/self/status (LevelDB maps its tables: those
  * pages are page cache, RssFile, and not counted).  Output lines are
@@ -28,6 +29,7 @@
 #include "common.h"
 
 #include <leveldb/c.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +119,14 @@ static int plant(const char *dir, long n) {
   return 0;
 }
 
+/* This process's CPU time (user + system, every thread), in seconds. */
+static double cpu_s(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 typedef struct part {
   pthread_t t;
   lc_t *h;
@@ -194,9 +204,10 @@ static int run(const char *dir, long n, int threads, int64_t evict_ms) {
     printf("reload_us_per_call %.1f\n", (now_s() - t0) * 1e6 / (double)k);
   }
   t0 = now_s();
+  double cpu0 = cpu_s();
   rc = lc_close(h);
-  printf("close_seconds %.3f\nlog_bytes %lld\n", now_s() - t0,
-         dir_bytes(dir));
+  printf("close_seconds %.3f\nclose_cpu_seconds %.3f\nlog_bytes %lld\n",
+         now_s() - t0, cpu_s() - cpu0, dir_bytes(dir));
   return rc ? die("lc_close", rc) : 0;
 }
 

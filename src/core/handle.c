@@ -259,6 +259,8 @@ int lc_open(const lc_options *o, lc_t **out) {
   int started = rc || remote ? 0 : 1;
   if (started && h->opt.prefetch) rc = lc__prefetcher_start(h);
   h->ev.on = started && h->opt.idle_evict_ms > 0;
+  h->ev.tally_scan = lc__tally_evict_scan; /* the tallies' part of a pass */
+  h->ev.tally_evict = lc__tally_evict_run;
   if (started && !rc) rc = lc__evict_start(h);
   if (started && !rc) {
     started = 2;
@@ -336,6 +338,8 @@ int lc_get_stats(lc_t *h, lc_stats *s) {
   pthread_mutex_unlock(&h->counters.mu);
   s->evictions = atomic_load_explicit(&h->ev.evictions, memory_order_relaxed);
   s->eviction_skips = atomic_load_explicit(&h->ev.skips, memory_order_relaxed);
+  s->tally_evictions =
+      atomic_load_explicit(&h->ev.tally_evictions, memory_order_relaxed);
   pthread_mutex_lock(&h->tallies.mu);
   s->tallies = h->tallies.names.count;
   pthread_mutex_unlock(&h->tallies.mu);

@@ -8,10 +8,21 @@
  * left there; the values given back that way are never lost, those it
  * could not set back are explained in the ledger.  Above the leaves, like
  * counter.c.
+ *
+ * lc_close overlaps the two: a chunk's counters are lowered as soon as
+ * their records are synced, by LOWER_THREADS threads of its own (each
+ * LOWER_CHUNK counters at a time, on a connection of its own), while it
+ * writes the next chunks.  A counter is set back only after its own
+ * records are in the log, which is all that each lowering relies on.
+ * It closes the counters in name order (sort_by_name).  (Measured with
+ * 200,000 counters in memory: writing took a third of the time, the
+ * lowering rounds two thirds, one after the other; and most of the
+ * writing was LevelDB's memtable inserts missing the cache.)
  */
 #include "counter/counter.h"
 #include "handle.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +43,7 @@ typedef struct closing {
 } closing;
 
 #define CLOSE_CHUNK 4096 /* lc_close writes b every this many counters */
+#define LOWER_THREADS 4  /* lc_close: threads lowering written chunks */
 
 /* lc_close: writes what b holds (synced), keeping the first failure. */
 static void close_flush(closing *k) {
@@ -239,19 +251,146 @@ static void gather_one(lc__named *e, void *arg) {
     lower_and_close(g->k, &c, 1);
 }
 
+/* v[0 .. n) by name (bytewise, as the log's keys sort), so that the
+ * close's records go into LevelDB's memtable in key order: each insert
+ * then walks the skip list along the path the last one left in the
+ * cache.  (In the hash table's order each insert missed the cache on
+ * most of its path, which was the largest cost of a close.)  Left as it
+ * is without memory. */
+typedef struct byname {
+  uint64_t k; /* the name's first 8 bytes, big-endian, zero-padded */
+  lc__counter *c;
+} byname;
+
+static int byname_cmp(const void *a, const void *b) {
+  const byname *x = a, *y = b;
+  if (x->k != y->k) return x->k < y->k ? -1 : 1;
+  size_t n = x->c->nlen < y->c->nlen ? x->c->nlen : y->c->nlen;
+  int r = memcmp(x->c->name, y->c->name, n);
+  return r ? r : (x->c->nlen > y->c->nlen) - (x->c->nlen < y->c->nlen);
+}
+
+static void sort_by_name(lc__counter **v, size_t n) {
+  byname *s = malloc(sizeof *s * (n ? n : 1));
+  if (s == NULL) return;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t k = 0;
+    for (size_t j = 0; j < 8; j++)
+      k = k << 8 | (j < v[i]->nlen ? (unsigned char)v[i]->name[j] : 0);
+    s[i] = (byname){k, v[i]};
+  }
+  qsort(s, n, sizeof *s, byname_cmp);
+  for (size_t i = 0; i < n; i++) v[i] = s[i].c;
+  free(s);
+}
+
+/* lc_close's lowering threads: v[0 .. ready) have their records synced
+ * and may be set back; each thread takes LOWER_CHUNK of them at a time
+ * from next, with its own copy of the closing state (lower_failed). */
+typedef struct lowering {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* ready moved, or done */
+  lc__counter **v;
+  int *res;
+  size_t ready, next;
+  bool done; /* nothing more becomes ready */
+  closing k; /* each thread's copy: written, no batch */
+} lowering;
+
+static void *lower_thread(void *arg) {
+  lowering *l = arg;
+  closing k = l->k;
+  pthread_mutex_lock(&l->mu);
+  for (;;) {
+    while (l->next == l->ready && !l->done) pthread_cond_wait(&l->cv, &l->mu);
+    if (l->next == l->ready) break;
+    size_t from = l->next;
+    size_t to = l->ready - from < LOWER_CHUNK ? l->ready : from + LOWER_CHUNK;
+    l->next = to;
+    pthread_mutex_unlock(&l->mu);
+    lower_all(&k, l->v + from, to - from, l->res + from);
+    pthread_mutex_lock(&l->mu);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+static void lower_ready(lowering *l, size_t ready, bool done) {
+  pthread_mutex_lock(&l->mu);
+  l->ready = ready;
+  l->done = done;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* lc_close with every counter in v[0 .. n) and res for each: the records
+ * in synced chunks, each chunk handed to the lowering threads once it is
+ * written; then the gaps of those memcached did not take back, and the
+ * counters freed.  False (nothing done) if no thread could start. */
+static bool close_parallel(closing *k, lc__counter **v, int *res, size_t n) {
+  lowering l = {.v = v, .res = res, .k = *k};
+  l.k.b = NULL;
+  l.k.written = true;
+  pthread_mutex_init(&l.mu, NULL);
+  pthread_cond_init(&l.cv, NULL);
+  pthread_t th[LOWER_THREADS];
+  int started = 0;
+  sigset_t all, old; /* the application's threads take the signals */
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  while (started < LOWER_THREADS &&
+         pthread_create(&th[started], NULL, lower_thread, &l) == 0)
+    started++;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (started == 0) {
+    pthread_cond_destroy(&l.cv);
+    pthread_mutex_destroy(&l.mu);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) res[i] = NOT_LOWERED;
+  size_t ready = 0;
+  for (size_t i = 0; i < n; i++) {
+    close_write(&v[i]->node, k); /* writes every CLOSE_CHUNK counters */
+    if (k->inbatch == 0 && k->rc == 0) lower_ready(&l, ready = i + 1, false);
+  }
+  close_flush(k);
+  /* only what was written is lowered: after a failed write, nothing more
+   * is (close_flush writes nothing after the first failure) */
+  lower_ready(&l, k->rc == 0 ? n : ready, true);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pthread_cond_destroy(&l.cv);
+  pthread_mutex_destroy(&l.mu);
+  k->written = true; /* close_lower: the gaps of what was not set back */
+  for (size_t i = 0; i < n; i++) close_lower(v[i], k, res[i]);
+  return true;
+}
+
 int lc__counter_table_close(lc__table *t, lc__log *log, lc__cache *cache) {
   closing k = {.cache = cache, .log = log};
   int rc = 0;
-  if (log->db) {
-    k.b = leveldb_writebatch_create();
-    lc__names_each(&t->names, close_write, &k);
-    close_flush(&k);
-    rc = k.rc;
-    k.written = rc == 0;
-  }
   gather g = {.v = malloc(sizeof *g.v * (t->names.count + 1)), .k = &k};
-  lc__names_each(&t->names, gather_one, &g);
-  if (g.v) lower_and_close(&k, g.v, g.n);
+  int *res = malloc(sizeof *res * (t->names.count + 1));
+  if (log->db && g.v && res) {
+    k.b = leveldb_writebatch_create();
+    lc__names_each(&t->names, gather_one, &g);
+    sort_by_name(g.v, g.n);
+    if (!close_parallel(&k, g.v, res, g.n)) {
+      for (size_t i = 0; i < g.n; i++) close_write(&g.v[i]->node, &k);
+      close_flush(&k);
+      k.written = k.rc == 0;
+      lower_and_close(&k, g.v, g.n);
+    }
+  } else {
+    if (log->db) { /* out of memory: one at a time, as before */
+      k.b = leveldb_writebatch_create();
+      lc__names_each(&t->names, close_write, &k);
+      close_flush(&k);
+      k.written = k.rc == 0;
+    }
+    lc__names_each(&t->names, gather_one, &g);
+    if (g.v) lower_and_close(&k, g.v, g.n);
+  }
+  free(res);
   free(g.v);
   if (k.b) { /* the gaps of those memcached did not take back */
     close_flush(&k);

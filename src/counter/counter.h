@@ -62,6 +62,10 @@ extern void (*lc__test_walk_chunk)(lc_t *h, size_t candidates);
  * eviction is on (h->ev.on): lc__evict_gate_enter waits while a pass runs, and
  * a pass runs only once no call is inside.  Nested calls of one thread
  * on one handle pass once. */
+/* A pass looks at a name this many times in a row before it may go, and
+ * takes at most PASS_MAX counters (and as many tallies, tally_evict.c). */
+#define LC__EVICT_IDLE_PASSES 5
+#define LC__EVICT_PASS_MAX 512
 void lc__evict_gate_enter(lc_t *h);
 void lc__evict_gate_leave(lc_t *h);
 int lc__evict_start(lc_t *h);

@@ -35,6 +35,9 @@
  * hold the table's mutex for WALK_CHUNK entries at a time.
  * The prefetcher thread does not pass the gate: a counter it works on is
  * marked fetching, and such a counter is never evicted.
+ * Tallies: each pass also runs the tally layer's part through the hooks
+ * h->ev.tally_scan (gate open: idle counts, candidates) and tally_evict
+ * (gate closed), tally/tally_evict.c; the tally calls pass the same gate.
  */
 #include "counter/counter.h"
 #include "handle.h"
@@ -45,10 +48,11 @@
 #endif
 #include <time.h>
 
-#define IDLE_PASSES 5       /* passes in a row that found a counter idle */
+#define IDLE_PASSES LC__EVICT_IDLE_PASSES /* passes in a row found idle */
 #define STOP_WAIT_US 100000 /* a pass waits this long for calls to leave */
-#define PASS_MAX 512 /* counters per pass at most (with prefetch they cost
-                        two pipelined memcached rounds while calls wait) */
+#define PASS_MAX LC__EVICT_PASS_MAX /* counters per pass at most (with
+                        prefetch they cost two pipelined memcached rounds
+                        while calls wait) */
 #define TRIM_AFTER 512 /* a pass that freed this many trims the heap */
 #define AGAIN_MS 10    /* a full pass is followed by another this soon */
 #define WALK_CHUNK 4096 /* entries looked at per hold of the table's mutex */
@@ -173,23 +177,27 @@ static int pass(lc_t *h, bool count) {
   lc__counter *v[PASS_MAX];
   scan s = {v, 0, count};
   walk(h, &s);
+  size_t nt = h->ev.tally_scan ? h->ev.tally_scan(h, count) : 0, tf = 0;
   int rc = 0;
-  if (s.n > 0) {
+  if (s.n > 0 || nt > 0) {
     if (!stop_calls(h)) {
-      atomic_fetch_add(&h->ev.skips, 1);
+      atomic_fetch_add(&h->ev.skips, 1); /* the tallies' candidates stay */
     } else {
-      rc = lc__counters_evict(h, s.v, s.n);
+      rc = s.n ? lc__counters_evict(h, s.v, s.n) : 0;
       if (rc > 0) {
         atomic_fetch_add(&h->ev.gen, 1); /* before the gate opens */
         atomic_fetch_add(&h->ev.evictions, (uint64_t)rc);
       }
+      if (nt) tf = h->ev.tally_evict(h);
+      if (tf) atomic_fetch_add(&h->ev.tally_evictions, (uint64_t)tf);
     }
     start_calls(h);
   }
 #ifdef __GLIBC__
-  if (rc >= TRIM_AFTER) malloc_trim(0); /* the freed pages back to the OS */
+  if ((rc > 0 ? (size_t)rc : 0) + tf >= TRIM_AFTER)
+    malloc_trim(0); /* the freed pages back to the OS */
 #endif
-  return rc;
+  return tf == PASS_MAX ? PASS_MAX : rc;
 }
 
 static void *evictor(void *arg) {

@@ -63,17 +63,21 @@ void lc__tally_table_init(lc__tallies *t) {
   atomic_store(&t->window_s, 1);
 }
 
-static void tally_free(lc__named *e, void *arg) {
-  (void)arg;
-  lc__tally *x = (lc__tally *)e;
+void lc__tally_free(lc__tally *x) {
   pthread_mutex_destroy(&x->mu);
   pthread_cond_destroy(&x->cv);
   free(x);
 }
 
+static void tally_free(lc__named *e, void *arg) {
+  (void)arg;
+  lc__tally_free((lc__tally *)e);
+}
+
 void lc__tally_table_close(lc__tallies *t) {
   lc__names_each(&t->names, tally_free, NULL);
   lc__names_clear(&t->names);
+  lc__tally_gone_free(t);
   pthread_mutex_destroy(&t->mu);
 }
 
@@ -104,9 +108,22 @@ static int rec_write(lc_t *h, lc__tally *t, const lc__trec *n) {
 
 /* ---- the table ---- */
 
+static int find_quiet(lc_t *h, const char *name, bool create,
+                      lc__tally **out);
+
 /* Finds the state of a tally; creates it when create, else *out may be
  * NULL.  Checks handle and name. */
 static int find(lc_t *h, const char *name, bool create, lc__tally **out) {
+  int rc = find_quiet(h, name, create, out);
+  /* a use: idle eviction (tally_evict.c) waits for passes without one;
+   * flushes and sweeps look tallies up with find_quiet */
+  if (!rc && *out)
+    atomic_store_explicit(&(*out)->touched, true, memory_order_relaxed);
+  return rc;
+}
+
+static int find_quiet(lc_t *h, const char *name, bool create,
+                      lc__tally **out) {
   if (h == NULL) return lc__fail(LC_EINVAL, "NULL handle");
   int rc = LC__LOCAL_ONLY(h);
   if (rc) return rc;
@@ -148,7 +165,7 @@ static int find(lc_t *h, const char *name, bool create, lc__tally **out) {
 }
 
 int lc__tally_lookup(lc_t *h, const char *name, lc__tally **out) {
-  return find(h, name, true, out);
+  return find_quiet(h, name, true, out);
 }
 
 void lc__tally_enqueue(lc_t *h, lc__tally *t, int64_t due) {
@@ -225,6 +242,9 @@ int lc__tally_load(lc_t *h, lc__tally *t) {
   if (lp + lm) LC__STAT(h, tally_lost_amount, lp + lm);
   t->seen_p = rp == 0;
   t->seen_m = rm == 0;
+  /* evicted by this handle with nothing pending (tally_evict.c): its sums
+   * were seen, and a missing one lost nothing since */
+  if (lc__tally_evict_forget(h, t)) t->seen_p = t->seen_m = true;
   return 0;
 }
 
@@ -387,7 +407,7 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
     return lc__fail(LC_EDELTA, "delta 0 for tally %s", name ? name : "(null)");
   lc__tally *t;
   int rc = lc__follow_primary_only(h);
-  if (!rc) rc = lc__tally_lookup(h, name, &t);
+  if (!rc) rc = find(h, name, true, &t);
   if (rc) return rc;
   if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* nothing acknowledged */
   *tp = t;
@@ -463,7 +483,9 @@ int lc_tally_add(lc_t *h, const char *name, int64_t delta) {
   }
   lc__tally *t;
   uint64_t sum;
+  if (h) LC__GATE_IN(h); /* t stays until the gate is left */
   int rc = tally_add(h, name, delta, &t, &sum);
+  if (h) LC__GATE_OUT(h);
   if (rc && h) LC__STAT(h, errors, 1);
   if (!rc) LC__STAT(h, tally_adds, 1);
   return rc;
@@ -475,8 +497,10 @@ int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
   if (h && LC__ADMIN_WAY(h)) return lc__admin_op(h, "tally-add", name, &delta, after, 1);
   lc__tally *t;
   uint64_t sum, other = 0;
+  if (h) LC__GATE_IN(h); /* t stays until the gate is left */
   int rc = tally_add(h, name, delta, &t, &sum);
   if (rc) {
+    if (h) LC__GATE_OUT(h);
     if (h) LC__STAT(h, errors, 1);
     return rc;
   }
@@ -499,6 +523,7 @@ int lc_tally_add_total(lc_t *h, const char *name, int64_t delta,
   __int128 v =
       (__int128)t->total + ((__int128)p - t->ap) - ((__int128)m - t->am);
   pthread_mutex_unlock(&t->mu);
+  LC__GATE_OUT(h);
   *after = v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
   return 0;
 }
@@ -541,6 +566,11 @@ static void passing_free(lc__tally *t) {
   free(t);
 }
 
+static int tally_lost(lc_t *h, const char *name, uint64_t *plus,
+                      uint64_t *minus);
+static int tally_get(lc_t *h, const char *name, int64_t *total,
+                     int64_t *pending, uint64_t *losses);
+
 int lc_tally_lost(lc_t *h, const char *name, uint64_t *plus,
                   uint64_t *minus) {
   lc__detail_clear();
@@ -551,6 +581,14 @@ int lc_tally_lost(lc_t *h, const char *name, uint64_t *plus,
     if (!rc && minus) *minus = (uint64_t)v[1];
     return rc;
   }
+  if (h) LC__GATE_IN(h); /* t stays until the gate is left */
+  int rc = tally_lost(h, name, plus, minus);
+  if (h) LC__GATE_OUT(h);
+  return rc;
+}
+
+static int tally_lost(lc_t *h, const char *name, uint64_t *plus,
+                      uint64_t *minus) {
   lc__tally *t;
   int rc = find(h, name, false, &t);
   if (rc) return rc;
@@ -585,6 +623,14 @@ int lc_tally_get(lc_t *h, const char *name, int64_t *total, int64_t *pending,
     if (losses) *losses = (uint64_t)v[2];
     return 0;
   }
+  if (h) LC__GATE_IN(h); /* t stays until the gate is left */
+  int rc = tally_get(h, name, total, pending, losses);
+  if (h) LC__GATE_OUT(h);
+  return rc;
+}
+
+static int tally_get(lc_t *h, const char *name, int64_t *total,
+                     int64_t *pending, uint64_t *losses) {
   lc__tally *t;
   int rc = find(h, name, false, &t);
   if (rc) return rc;

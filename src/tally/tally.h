@@ -1,8 +1,9 @@
 /*
  * tally/tally.h - tallies, write-behind counts: what the tally files
- * (tally.c, tally_flush.c, tally_list.c, tally_rec.c) share, the per-tally
+ * (tally.c, tally_flush.c, tally_list.c, tally_rec.c, tally_evict.c) share, the per-tally
  * state and the helpers that read and write it, and the table the handle
- * keeps (lc__tallies).  Calls repl/ and below.
+ * keeps (lc__tallies).  Calls counter/ (the eviction gate)
+ * and below.
  *
  * Locking: the handle's lc__tallies.mu guards the name table and the
  * dirty queue (node, dnext, dirty, due_us, seq).  Each tally has an owner at a
@@ -18,7 +19,7 @@
 #ifndef LC_TALLY_H
 #define LC_TALLY_H
 
-#include "repl/repl.h"
+#include "counter/counter.h" /* the gate, the pass sizes */
 
 typedef struct lc__tally lc__tally;
 typedef struct lc__tallies {
@@ -27,6 +28,13 @@ typedef struct lc__tallies {
   lc__tally *dirty_head, *dirty_tail; /* scheduled, in schedule order */
   uint64_t seq;                       /* enqueues so far */
   _Atomic unsigned window_s;
+  /* tally_evict.c: the evictor thread's candidates (scan .. evict), and
+   * the names it evicted with nothing pending (64-bit hashes, open
+   * addressing, 0 empty; under mu) */
+  lc__tally *cand[LC__EVICT_PASS_MAX];
+  size_t ncand;
+  uint64_t *gone;
+  size_t ngone, capgone;
 } lc__tallies;
 void lc__tally_table_init(lc__tallies *t);
 void lc__tally_table_close(lc__tallies *t);
@@ -67,6 +75,9 @@ struct lc__tally {
                                  (acknowledged, so in memcached by then) */
   uint64_t carry_p, carry_m; /* owner: the record's carries (tally.h's
                                  lc__trec), checked at load */
+  atomic_bool touched;   /* tally_evict.c: looked up since the last pass */
+  unsigned char idle_passes; /* tally_evict.c (table mu) */
+  bool candidate;        /* tally_evict.c: in cand (table mu) */
   size_t nlen;
   char name[];
 };
@@ -84,7 +95,8 @@ void lc__tally_acquire(lc__tally *t);
 bool lc__tally_try_acquire(lc__tally *t); /* false: owned by another */
 void lc__tally_release(lc__tally *t);
 size_t lc__tally_mc_key(char *buf, const char *prefix, const lc__tally *t);
-/* Finds or creates the state of a tally; checks handle and name. */
+/* Finds or creates the state of a tally; checks handle and name.  Not a
+ * use (the calls' own lookups are: idle eviction, tally_evict.c). */
 int lc__tally_lookup(lc_t *h, const char *name, lc__tally **out);
 void lc__tally_enqueue(lc_t *h, lc__tally *t, int64_t due);
 /* owner: reads the record and the pending sums on first use. */
@@ -104,6 +116,27 @@ lc__trec lc__tally_rec_make(lc__tally *t, int64_t total, uint64_t ap,
                             uint64_t am, uint64_t losses);
 /* owner: snap_p, snap_m = una_p, una_m (before the sums are read). */
 void lc__tally_snap(lc__tally *t);
+/* tally_flush.c, owner: adds t's record with its current carries and
+ * measured losses to *b (made on first use) if they differ from the
+ * log's; true if so, *out the record (lc__tally_rec_set after the write). */
+bool lc__tally_carry_put(lc__tally *t, leveldb_writebatch_t **b,
+                         lc__trec *out);
+void lc__tally_free(lc__tally *t);
+
+/*
+ * tally_evict.c: idle tallies leave memory (counter/evict.c's passes call
+ * these through h->ev's hooks, installed by lc_open).  scan: with the
+ * gate open, counts idle passes and picks up to LC__EVICT_PASS_MAX
+ * candidates, returns how many; evict: with the gate closed (no call
+ * holds a tally), drops those still idle and flushed, returns how many.
+ * forget: at load, true if t's name left memory with nothing pending
+ * (its sums were then seen: a sum missing now lost nothing); forgets it.
+ * gone_free: at lc_close.
+ */
+size_t lc__tally_evict_scan(lc_t *h, bool count);
+size_t lc__tally_evict_run(lc_t *h);
+bool lc__tally_evict_forget(lc_t *h, const lc__tally *t);
+void lc__tally_gone_free(lc__tallies *tb);
 
 /*
  * owner: one side's sum for a flush.  pre: 0 (prev holds the value

@@ -120,9 +120,6 @@ static int compute(lc_t *h, slot *x) {
   return 0;
 }
 
-static bool carry_put(lc__tally *t, leveldb_writebatch_t **b,
-                      lc__trec *out);
-
 /*
  * Flushes ts[0..n) (n <= BATCH).  One tally: waits for its mu; several:
  * trylock, and the busy ones are flushed alone afterwards.  *wrote counts
@@ -162,7 +159,7 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
      * process dies before memcached comes back (P14) */
     leveldb_writebatch_t *cb = NULL;
     for (size_t i = 0; i < ns; i++)
-      s[i].write = carry_put(s[i].t, &cb, &s[i].n);
+      s[i].write = lc__tally_carry_put(s[i].t, &cb, &s[i].n);
     if (cb && lc__log_write(&h->log, cb, true) == 0) {
       LC__STAT(h, log_writes, 1);
       LC__STAT(h, log_syncs, 1);
@@ -228,36 +225,55 @@ static int flush_batch(lc_t *h, lc__tally **ts, size_t n, uint64_t *wrote) {
   return first;
 }
 
-/* Flushes every tally that has a record in the log, in batches. */
-static int sweep(lc_t *h, uint64_t *wrote) {
-  int first = lc__log_enter(&h->log);
-  if (first) return first;
+/* One record a sweep read: the name, the applied sums, and what the
+ * multi-get found of the sums (pre as in slot). */
+typedef struct swept {
+  char name[LC_NAME_MAX + 1];
+  size_t nlen;
+  bool bad; /* not decodable: the full path reports it */
+  bool carried; /* carries to check (at load) for a loss */
+  uint64_t ap, am;
+  int pre[2];
+  uint64_t val[2];
+} swept;
+
+/* The records after r[*n - 1] (from the first when *n is 0), up to BATCH,
+ * into r[0 .. *n), from a fresh iterator: no read of the log is held
+ * while a batch is flushed (or waits at the gate). */
+static int sweep_read(lc_t *h, swept *r, size_t *n) {
+  int rc = lc__log_enter(&h->log);
+  if (rc) return rc;
   leveldb_readoptions_t *ro = leveldb_readoptions_create();
   leveldb_readoptions_set_fill_cache(ro, 0);
   leveldb_iterator_t *it = leveldb_create_iterator(h->log.db, ro);
-  lc__tally *ts[BATCH];
-  size_t n = 0;
-  char start = LC__TALLY_REC, name[LC_NAME_MAX + 1];
-  for (leveldb_iter_seek(it, &start, 1);; leveldb_iter_next(it)) {
-    bool more = leveldb_iter_valid(it);
-    size_t klen = 0;
-    const char *k = more ? leveldb_iter_key(it, &klen) : NULL;
-    if (more && (klen < 1 || k[0] != LC__TALLY_REC)) more = false;
-    if (more && klen >= 2 && klen - 1 <= LC_NAME_MAX) {
-      memcpy(name, k + 1, klen - 1);
-      name[klen - 1] = '\0';
-      int rc = lc__tally_lookup(h, name, &ts[n]);
-      if (!rc)
-        n++;
-      else if (!first)
-        first = rc;
-    }
-    if (n == BATCH || (!more && n)) {
-      int rc = flush_batch(h, ts, n, wrote);
-      if (rc && !first) first = rc;
-      n = 0;
-    }
-    if (!more) break;
+  char key[LC_NAME_MAX + 2];
+  size_t klen = *n ? lc__tally_rec_key(key, r[*n - 1].name, r[*n - 1].nlen)
+                   : lc__tally_rec_key(key, "", 0);
+  leveldb_iter_seek(it, key, klen);
+  if (*n && leveldb_iter_valid(it)) {
+    size_t l;
+    const char *k = leveldb_iter_key(it, &l);
+    if (l == klen && memcmp(k, key, l) == 0) leveldb_iter_next(it);
+  }
+  *n = 0;
+  for (; *n < BATCH && leveldb_iter_valid(it); leveldb_iter_next(it)) {
+    size_t l, vlen;
+    const char *k = leveldb_iter_key(it, &l);
+    if (l < 1 || k[0] != LC__TALLY_REC) break;
+    if (l < 2 || l - 1 > LC_NAME_MAX) continue;
+    swept *x = &r[(*n)++];
+    memcpy(x->name, k + 1, l - 1);
+    x->name[l - 1] = '\0';
+    x->nlen = l - 1;
+    const char *v = leveldb_iter_value(it, &vlen);
+    x->bad = lc__tally_decode(v, vlen, NULL, NULL) != 0;
+    lc__detail_clear();
+    x->ap = x->bad ? 0 : lc__key_be64_get((const unsigned char *)v + 9);
+    x->am = x->bad ? 0 : lc__key_be64_get((const unsigned char *)v + 17);
+    x->carried = !x->bad && vlen >= 65 &&
+                 (lc__key_be64_get((const unsigned char *)v + 49) ||
+                  lc__key_be64_get((const unsigned char *)v + 57));
+    x->pre[0] = x->pre[1] = LC__MISS;
   }
   char *err = NULL;
   leveldb_iter_get_error(it, &err);
@@ -265,9 +281,124 @@ static int sweep(lc_t *h, uint64_t *wrote) {
   leveldb_readoptions_destroy(ro);
   lc__log_leave(&h->log);
   if (err) {
-    if (!first) first = lc__fail(LC_ELOG, "leveldb sweep: %s", err);
+    rc = lc__fail(LC_ELOG, "leveldb sweep: %s", err);
     leveldb_free(err);
   }
+  return rc;
+}
+
+static int swept_cmp(const void *key, const void *elem) {
+  const swept *a = key, *b = elem;
+  size_t n = a->nlen < b->nlen ? a->nlen : b->nlen;
+  int c = memcmp(a->name, b->name, n);
+  return c ? c : (a->nlen > b->nlen) - (a->nlen < b->nlen);
+}
+
+typedef struct swept_ctx {
+  swept *r;
+  size_t n;
+} swept_ctx;
+
+/* A sum the sweep's multi-get found: into its record (r is sorted by
+ * name, as the log is). */
+static void swept_got(void *arg, const char *k, size_t klen, const char *v,
+                      size_t vlen) {
+  swept_ctx *g = arg;
+  size_t plen = strlen(LC__TALLY_MC_PLUS);
+  if (klen <= plen || klen - plen > LC_NAME_MAX) return;
+  swept probe;
+  memcpy(probe.name, k + plen, klen - plen);
+  probe.nlen = klen - plen;
+  swept *x = bsearch(&probe, g->r, g->n, sizeof *g->r, swept_cmp);
+  if (x == NULL) return;
+  int side = k[2] == '-';
+  x->pre[side] = lc__cache_parse_u64(v, vlen, &x->val[side]) ? 0 : -1;
+}
+
+/* Whether a tally not in memory has anything for a flush to do: a sum
+ * memcached holds above or below the applied one, not a number, or
+ * missing where something was applied; or carries in its record, whose
+ * loss its load measures. */
+static bool swept_due(const swept *x) {
+  for (int side = 0; side < 2; side++) {
+    uint64_t applied = side ? x->am : x->ap;
+    if (x->pre[side] == LC__MISS ? applied != 0
+                                 : x->pre[side] != 0 || x->val[side] != applied)
+      return true;
+  }
+  return x->bad || x->carried;
+}
+
+/*
+ * Flushes every tally that has a record in the log, in batches.  The
+ * tallies in memory are flushed as they are; of the others (never used by
+ * this handle, or evicted), only those whose sums in memcached say there
+ * is something to do are loaded: so a sweep does not bring every tally of
+ * the log back into memory, and with idle eviction it does not keep them
+ * there (a sweep is no use of a tally: nothing here touches it).
+ */
+static int sweep(lc_t *h, uint64_t *wrote) {
+  lc__tallies *tb = &h->tallies;
+  swept *r = malloc(BATCH * sizeof *r);
+  char(*keys)[KEY_MAX] = malloc(2 * BATCH * sizeof *keys);
+  const char **kp = malloc(2 * BATCH * sizeof *kp);
+  size_t *kl = malloc(2 * BATCH * sizeof *kl);
+  int first = 0;
+  if (!r || !keys || !kp || !kl)
+    first = lc__fail(LC_ENOMEM, "cannot allocate a sweep batch");
+  size_t n = 0;
+  while (!first) {
+    int rc = sweep_read(h, r, &n);
+    if (rc || n == 0) {
+      if (rc) first = rc;
+      break;
+    }
+    lc__tally *ts[BATCH];
+    size_t nt = 0, nk = 0;
+    bool out[BATCH];
+    LC__GATE_IN(h); /* the tallies of ts stay until the batch is flushed */
+    pthread_mutex_lock(&tb->mu);
+    for (size_t i = 0; i < n; i++) {
+      lc__tally *t =
+          (lc__tally *)lc__names_find(&tb->names, r[i].name, r[i].nlen);
+      out[i] = t == NULL;
+      if (t) ts[nt++] = t;
+    }
+    pthread_mutex_unlock(&tb->mu);
+    for (size_t i = 0; i < n; i++) {
+      if (!out[i]) continue;
+      for (int side = 0; side < 2; side++) {
+        const char *pre = side ? LC__TALLY_MC_MINUS : LC__TALLY_MC_PLUS;
+        size_t pl = strlen(pre);
+        memcpy(keys[nk], pre, pl);
+        memcpy(keys[nk] + pl, r[i].name, r[i].nlen);
+        kl[nk] = pl + r[i].nlen;
+        kp[nk] = keys[nk];
+        nk++;
+      }
+    }
+    rc = nk ? lc__cache_mget(&h->cache, kp, kl, nk, swept_got,
+                             &(swept_ctx){r, n})
+            : 0;
+    for (size_t i = 0; i < n; i++) {
+      if (!out[i] || (!rc && !swept_due(&r[i]))) continue;
+      /* memcached failed: each is loaded, and its flush reports it */
+      int e = lc__tally_lookup(h, r[i].name, &ts[nt]);
+      if (!e)
+        nt++;
+      else if (!first)
+        first = e;
+    }
+    lc__detail_clear();
+    rc = nt ? flush_batch(h, ts, nt, wrote) : 0;
+    LC__GATE_OUT(h);
+    if (rc && !first) first = rc;
+    if (n < BATCH) break;
+  }
+  free(r);
+  free(keys);
+  free(kp);
+  free(kl);
   return first;
 }
 
@@ -298,6 +429,7 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
   lc__tally *ts[BATCH], *copy[BATCH];
   for (;;) {
     size_t n = 0;
+    LC__GATE_IN(h); /* a batch at a time: its tallies stay (tally_evict.c) */
     pthread_mutex_lock(&tb->mu);
     while (n < BATCH && (max == 0 || taken < max)) {
       lc__tally *t = tb->dirty_head;
@@ -309,15 +441,19 @@ int lc_tally_flush(lc_t *h, uint64_t max, int flags, uint64_t *flushed) {
       taken++;
     }
     pthread_mutex_unlock(&tb->mu);
-    if (n == 0) break;
+    if (n == 0) {
+      LC__GATE_OUT(h);
+      break;
+    }
     memcpy(copy, ts, n * sizeof *ts);
     rc = flush_batch(h, ts, n, &wrote);
     if (rc) { /* all stay scheduled (a flush with nothing new writes
                   nothing); stop here: memcached or the log is in trouble */
       first = rc;
       for (size_t i = 0; i < n; i++) lc__tally_enqueue(h, copy[i], now);
-      break;
     }
+    LC__GATE_OUT(h);
+    if (rc) break;
   }
   if (flags & LC_TALLY_SWEEP) {
     rc = sweep(h, &wrote);
@@ -336,11 +472,8 @@ typedef struct carry_ctx {
   size_t n;
 } carry_ctx;
 
-/* owner: adds t's record with its current carries (and lost amounts
- * measured) to *b (made on first use) if they changed; true if so, *out
- * the record. */
-static bool carry_put(lc__tally *t, leveldb_writebatch_t **b,
-                      lc__trec *out) {
+bool lc__tally_carry_put(lc__tally *t, leveldb_writebatch_t **b,
+                         lc__trec *out) {
   if (!t->loaded || !t->has_record || t->stale) return false;
   bool measured = t->lost_new_p || t->lost_new_m;
   lc__trec n =
@@ -356,7 +489,7 @@ static bool carry_put(lc__tally *t, leveldb_writebatch_t **b,
 static void carry_one(lc__named *e, void *arg) {
   carry_ctx *x = arg;
   lc__trec n;
-  if (carry_put((lc__tally *)e, &x->b, &n)) x->n++;
+  if (lc__tally_carry_put((lc__tally *)e, &x->b, &n)) x->n++;
 }
 
 void lc__tally_table_carry(lc_t *h) {

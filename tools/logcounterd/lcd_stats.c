@@ -366,6 +366,8 @@ static void put_library(lcd_server *s, emit *o) {
   count(o, "tally_seeds", ls.tally_seeds, "Tally keys re-seeded in memcached.");
   count(o, "tally_lost_amount", ls.tally_lost_amount,
         "Amount of acknowledged tally changes memcached lost.");
+  count(o, "tally_evictions", ls.tally_evictions,
+        "Idle flushed tallies dropped from memory (--idle-evict).");
   uint64_t runs, sweeps, ferrors, flushed;
   lcd_flusher_figures(s, &runs, &sweeps, &ferrors, &flushed);
   count(o, "flusher_runs", runs, "Tally flusher runs.");
