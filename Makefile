@@ -119,6 +119,10 @@ $(BUILD)/tests/test_log_write: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 $(BUILD)/tests/test_backup: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 # test_first fails a whole pipelined round through -Wl,--wrap.
 $(BUILD)/tests/test_first: TEST_LDFLAGS = -Wl,--wrap=lc__cache_pipe
+# test_powercut links the chaos harness's power-cut model (the shim's
+# interposers and the cut) into itself.
+$(BUILD)/tests/test_powercut: TEST_SRC_EXTRA = -Ichaos chaos/powercut.c chaos/cut.c -ldl
+$(BUILD)/tests/test_powercut: chaos/powercut.c chaos/cut.c chaos/chaos.h
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
 # test_binary tests the daemon's binary-protocol parser.

@@ -6,7 +6,7 @@
 #
 # One line per seed: the seed, the mode, VALID or INVALID, acknowledged
 # ids, duplicates, ledger ids in no record and no entry (and of them those
-# within a power cut's window, excused), and each tally's shortfall beyond
+# within a power cut's window, no longer excused), and each tally's shortfall beyond
 # its recorded loss (acknowledged - held - lost); an INVALID run keeps its directory and report
 # (campaign.DIR/seed-N.out) for replay (the same seed replays the same
 # schedule).  Ends with "campaign: N valid, M invalid" and exits 1 if any
@@ -36,7 +36,7 @@ for ((i = 0; i < SEEDS; i++)); do
   else
     invalid=$((invalid + 1)) verdict=INVALID
   fi
-  printf 'seed %-8s %-8s %-8s acked %-10s dup %-4s holes %-6s (excused %-6s) short-beyond-lost %s\n' \
+  printf 'seed %-8s %-8s %-8s acked %-10s dup %-4s holes %-6s (in a cut window %-6s) short-beyond-lost %s\n' \
     "$seed" "$mode" "$verdict" "${acked:-?}" "${dups:-?}" "${unex:-?}" "${excused:-0}" "${short:-?}"
 done
 echo "campaign: $valid valid, $invalid invalid (reports in $OUT)"

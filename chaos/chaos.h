@@ -287,13 +287,14 @@ typedef struct ch_gap {
 /* What a power cut can take of one counter (default durability): the
  * records written since its last synced reservation, which is written once
  * per window of ids (reserve, 1000 by default, or 16 x the block for large
- * blocks: at most 16 x CH_BLOCK_MAX here), with the blocks in flight, and
- * the same unsynced tail of each earlier stop of the owner (a kill or a
- * restart; LevelDB's recovery does not sync the directory).  So its holes
- * lie near the largest id acknowledged before the cut or before such a
- * stop: the checker allows CH_CUT_WINDOW below and above it (two windows,
- * for the blocks in flight and a reservation not yet moved), nothing
- * elsewhere (logged.c, cuts_of). */
+ * blocks: at most 16 x CH_BLOCK_MAX here), with the blocks in flight;
+ * not the unsynced tail of an earlier stop of the owner (a kill, a
+ * restart, a reopen: the next open makes it durable and syncs the
+ * directory).  So what it takes lies near the largest id acknowledged
+ * before the cut: the checker allows missing acknowledged blocks
+ * CH_CUT_WINDOW below and above it (two windows, for the blocks in flight
+ * and a reservation not yet moved), nothing elsewhere (logged.c,
+ * cuts_of); the holes it leaves the restart explains (ledger.c). */
 #define CH_BLOCK_MAX 100 /* ch_block_size's largest */
 #define CH_CUT_WINDOW (2 * 16 * CH_BLOCK_MAX)
 typedef struct ch_cut {

@@ -4,10 +4,9 @@
  * library's iterator; every acknowledged block must lie within one logged
  * record, except:
  *  - blocks a power cut took: acknowledged by the end of a power cut on
- *    the owner, or of an earlier stop of it (kill, restart), within that
- *    stop's window (ch_cut_covers: CH_CUT_WINDOW either side of the
- *    largest id acknowledged by then, the unsynced tail since the last
- *    synced reservation), and served with default durability (with durability sync every record was synced: none may
+ *    the owner, within its window (ch_cut_covers: CH_CUT_WINDOW either
+ *    side of the largest id acknowledged by then, the unsynced tail since
+ *    the last synced reservation), and served with default durability (with durability sync every record was synced: none may
  *    be missing);
  *  - blocks below the point the prune fault published before pruning (for
  *    a block across two prefetched segments, the part below it);
@@ -163,13 +162,13 @@ static bool stops(const ch_fault *f, int owner) {
 }
 
 /* The windows a power cut on owner can take records from, each with the
- * largest id of the counter acknowledged by its end: the cut's own (the
- * unsynced tail since the last synced reservation), and that of every
- * earlier stop of the owner (a kill, a restart, or a disk fault's reopen
- * of the log leaves its unsynced tail in the page cache, and LevelDB's
- * recovery at the next open does not sync the directory: a later cut can
- * take it).  *nk of them (malloc'd, NULL if
- * none). */
+ * largest id of the counter acknowledged by its end: each cut's own (the
+ * unsynced tail since the last synced reservation).  Not that of an
+ * earlier stop (a kill, a restart, a disk fault's reopen of the log): its
+ * unsynced tail, left in the page cache, is made durable by the next open
+ * (LevelDB's recovery moves it into a synced table, and the library syncs
+ * the directory after it, so a later cut cannot bring the old log back).
+ * *nk of them (malloc'd, NULL if none). */
 static ch_cut *cuts_of(const ch_run *r, int owner, const ch_blk *b, size_t nb,
                        size_t *nk) {
   ch_cut *k = NULL;
@@ -180,7 +179,8 @@ static ch_cut *cuts_of(const ch_run *r, int owner, const ch_blk *b, size_t nb,
       last_cut = r->faults[i].t_ns;
   for (size_t i = 0; i < r->nfaults; i++) {
     const ch_fault *f = &r->faults[i];
-    if (!stops(f, owner) || f->t_ns > last_cut) continue;
+    if (f->kind != F_POWER_CUT || !stops(f, owner) || f->t_ns > last_cut)
+      continue;
     ch_cut *nkp = realloc(k, (*nk + 1) * sizeof *k);
     if (!nkp) break;
     k = nkp;

@@ -12,6 +12,16 @@
  * covers it, and a synced write also makes every earlier write durable
  * (LevelDB's write-ahead log is one sequential file).
  *
+ * Every open (lc__log_open, and recover.c's reopen) syncs the directory
+ * once LevelDB is open.  LevelDB's recovery moves the write-ahead log it
+ * replayed, unsynced tail included (a kill leaves it in the page cache),
+ * into a synced table and a new MANIFEST, then renames CURRENT to it and
+ * unlinks the old log, without syncing the directory: a power cut before
+ * its next directory sync would bring back the old CURRENT and the old log
+ * cut to its synced length, so that tail (records acknowledged before the
+ * kill or the failed write) would vanish below records written since, as
+ * holes no restart can explain.  After the sync the recovery is durable.
+ *
  * Every read holds the gate (lc__log_enter), so that recover.c can close
  * and reopen LevelDB after a failed write (lc__log_reopen); writes are in
  * log_write.c.
@@ -111,6 +121,21 @@ static int check_format(lc__log *l) {
   return rc;
 }
 
+/* fsync of the directory path: LevelDB's renames and unlinks in it made
+ * durable (see the top); 0 or LC_ELOG. */
+static int sync_dir(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return lc__fail(LC_ELOG, "cannot open the log directory %s: %s", path,
+                    strerror(errno));
+  int rc = 0;
+  if (fsync(fd) != 0)
+    rc = lc__fail(LC_ELOG, "cannot sync the log directory %s: %s", path,
+                  strerror(errno));
+  close(fd);
+  return rc;
+}
+
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
                  const char *owner) {
   memset(l, 0, sizeof *l);
@@ -158,6 +183,7 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
       waited -= 10;
     }
   }
+  if (!rc) rc = sync_dir(path);
   if (!rc) rc = check_format(l);
   struct stat st;
   if (!rc && stat(path, &st) != 0)
@@ -189,7 +215,8 @@ int lc__log_reopen(lc__log *l) {
     return rc;
   }
   char id[LC__ID_LEN + 1];
-  rc = lc__log_identity(l, id);
+  rc = sync_dir(l->path);
+  if (!rc) rc = lc__log_identity(l, id);
   if (!rc && strcmp(id, l->id) != 0) {
     rc = lc__fail(LC_ELOG, "%s now holds log %s, not %s", l->path, id, l->id);
     pthread_mutex_lock(&l->fmu);
