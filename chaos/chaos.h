@@ -207,6 +207,8 @@ typedef struct ch_run {
   bool cl_stopped[3], cl_cut[3];
   int etcd_port, etcd_peer, etcd_pid;
   unsigned failovers, settle_timeouts, node_starts, etcd_starts;
+  unsigned alone_stops; /* clean stops that exited 1: a primary left
+                           alone at the end could not close its log */
   bool mc_frozen[CH_MC_MAX];
   int emb_inc; /* embedded incarnations started */
   int lcd_inc; /* logcounterd's starts */
@@ -314,7 +316,7 @@ int ch_fault_kind(const char *name);
 /* cluster.c (--cluster): etcd, the proxies and the three nodes started
  * (the first primary seen); a cluster fault injected (ch_inject calls
  * it); every node and proxy brought back (ch_heal); the nodes stopped,
- * standbys first (SIGTERM); everything killed; a child that ended by
+ * the primary first (SIGTERM); everything killed; a child that ended by
  * itself (true if it was one of the cluster's, restarted). */
 int ch_cl_start(ch_run *r);
 void ch_cl_inject(ch_run *r, ch_fault *f);

@@ -21,8 +21,10 @@
  * 30 s) until the cluster has settled: one primary, the other nodes its
  * standbys, one of them named its synchronous standby.  A settle that
  * times out is counted and told on stderr (a liveness figure, not a
- * violation of the checker's rules).  The run ends with the standbys
- * stopped first (SIGTERM), then the primary; the checker reads the last
+ * violation of the checker's rules).  The run ends with the primary
+ * stopped (SIGTERM: it must exit 0), then the others (one may be promoted
+ * meanwhile: the last one, alone, may exit 1 for want of a standby to
+ * acknowledge its closing floor, counted); the checker reads the last
  * primary's log.
  */
 #include "chaos.h"
@@ -254,6 +256,7 @@ static bool settle(ch_run *r, int ms) {
 }
 
 int ch_cl_start(ch_run *r) {
+  r->start_ns = ch_now_ns(); /* for -v; the run's clock starts later */
   if (start_etcd(r) != 0) return -1;
   for (int s = 0; s < 3; s++)
     if (start_proxy(r, s) != 0) return -1;
@@ -389,8 +392,33 @@ void ch_cl_heal(ch_run *r) {
   settle(r, SETTLE_MS);
 }
 
-/* SIGTERM, and the node must exit 0 by itself within 30 s. */
-static void stop_node(ch_run *r, int s) {
+/* Did node s's log (nS.log) say, for pid, that it could not close its
+ * log because no standby acknowledged the closing floor?  Then its exit
+ * status 1 is what standby mode required documents for a primary left
+ * alone (the last nodes stopped, one of them promoted meanwhile). */
+static bool only_alone(const ch_run *r, int s, int pid) {
+  char path[1024], name[16], line[1024], tag[48];
+  snprintf(name, sizeof name, "n%d.log", s);
+  ch_path(r, path, sizeof path, name);
+  snprintf(tag, sizeof tag, "logcounterd[%d]: ", pid);
+  FILE *f = fopen(path, "r");
+  bool alone = false, other = false;
+  while (f && fgets(line, sizeof line, f)) {
+    char *p = strstr(line, tag);
+    if (p == NULL || strncmp(p + strlen(tag), "cannot close", 12) != 0)
+      continue;
+    if (strstr(p, "no standby acknowledged"))
+      alone = true;
+    else
+      other = true;
+  }
+  if (f) fclose(f);
+  return alone && !other;
+}
+
+/* SIGTERM, and the node must exit 0 by itself within 30 s (or, alone
+ * may be true, 1 as only_alone says). */
+static void stop_node(ch_run *r, int s, bool alone) {
   if (r->cl_pid[s] <= 0) return;
   kill(r->cl_pid[s], SIGTERM);
   int status = 0, waited = 0;
@@ -400,6 +428,9 @@ static void stop_node(ch_run *r, int s) {
     ch_note(r, "n%d did not stop within 30 s of SIGTERM", s);
     ch_kill_wait(&r->cl_pid[s], SIGKILL);
     r->unexpected++;
+  } else if (alone && WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+             only_alone(r, s, r->cl_pid[s])) {
+    r->alone_stops++;
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     ch_note(r, "n%d failed its clean stop (status %d; see n%d.log)", s,
             status, s);
@@ -408,12 +439,15 @@ static void stop_node(ch_run *r, int s) {
   r->cl_pid[s] = 0;
 }
 
+/* The primary first, while its standbys acknowledge its closing floor
+ * (its log is the one the checker reads); then the others, one of which
+ * may have been promoted meanwhile, and the last of them is alone. */
 void ch_cl_stop(ch_run *r) {
   int p = r->cl_prim;
   if (r->verbose) tell_roles(r, "the end");
+  if (p >= 0) stop_node(r, p, false);
   for (int s = 0; s < 3; s++)
-    if (s != p) stop_node(r, s);
-  if (p >= 0) stop_node(r, p);
+    if (s != p) stop_node(r, s, true);
 }
 
 void ch_cl_kill_all(ch_run *r) {

@@ -60,6 +60,9 @@ static bool ran_prefetch(const ch_run *r, int owner) {
  *            leveldb_write), and so do disk-full and io-error beneath
  *            LevelDB (a block taken from memcached whose log write
  *            failed, or was refused because the log had just failed);
+ *            with --cluster any of its faults (a floor that no standby
+ *            acknowledged in time fails, src/repl/replicate.c: the
+ *            synchronous standby killed, cut off or being replaced);
  *  restart   holes up to the reservation a run left without closing:
  *            owner-kill, power-cut, or an owner that died by itself (with
  *            --standby: a primary killed by primary-loss or partition;
@@ -84,9 +87,11 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
   switch (cause) {
   case LC_GAP_BURNED:
     return hit(r, F_WRITE_FAIL, owner) || hit(r, F_DISK_FULL, owner) ||
-                   hit(r, F_IO_ERROR, owner)
+                   hit(r, F_IO_ERROR, owner) ||
+                   stopped_primary(r, owner, true)
                ? NULL
-               : "no log-write-fail, disk-full or io-error hit it";
+               : "no log-write-fail, disk-full or io-error hit it (nor, "
+                 "--cluster, a fault that lost a node)";
   case LC_GAP_RESTART:
     return died ? NULL : "it was never killed, cut off or crashed";
   case LC_GAP_UNLOGGED:
