@@ -404,7 +404,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
    * the others (--standby's two only with it) */
   unsigned shown = 0;
   for (int k = 0; k < F_KINDS; k++)
-    if (r->cluster ? (CH_CLUSTER_KINDS >> k & 1) || (r->only >> k & 1)
+    if (r->cluster ? ((r->only ? r->only : CH_CLUSTER_KINDS) >> k & 1)
                    : !(CH_CLUSTER_KINDS >> k & 1) &&
                          (r->standby || !(CH_STANDBY_KINDS >> k & 1)))
       shown |= 1u << k;
