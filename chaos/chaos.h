@@ -10,6 +10,8 @@
  *               or the seed algorithm with --baseline seed)
  *   dclient.c   "chaos dclient": connections to logcounterd (with --standby,
  *               to either of its two daemons, moving on refusals)
+ *   cluster.c   --cluster: etcd, the proxies, three logcounterd nodes on
+ *               it, and the cluster's faults
  *   check.c     the checker and its report
  *   logged.c    the checker's read-back of the owners' logs
  *   ledger.c    the checker's reading of their gap ledgers
