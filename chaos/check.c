@@ -428,11 +428,13 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
              "settles timed out (one primary, two standbys, one in sync, "
              "within 30 s); the last primary's log: %s; %u nodes stopped "
              "after it exited 1, left alone without a standby to "
-             "acknowledge their closing floor (as documented)\n",
+             "acknowledge their closing floor (as documented); the daemon "
+             "clients moved to the next node %llu times\n",
              "cluster", r->failovers,
              no % 2 ? o[no / 2] : (o[no / 2 - 1] + o[no / 2]) / 2,
              o[no - 1], r->node_starts, r->etcd_starts, r->settle_timeouts,
-             ch_lcd_dir(r), r->alone_stops);
+             ch_lcd_dir(r), r->alone_stops,
+             (unsigned long long)atomic_load(&dc->switches));
     else
       printf("%-13s %u failovers; %u node starts, %u etcd starts, %u "
              "settles timed out; the last primary's log: %s\n",
