@@ -516,7 +516,8 @@ static int run(ch_run *r) {
   for (int i = 0; i < r->dclients; i++)
     if (r->dcl_pid[i] > 0) kill(r->dcl_pid[i], SIGTERM);
   /* --cluster: a pipelined batch of 1000 through a standby is forwarded
-   * one request at a time, each synced on the primary: up to a minute */
+   * one request at a time (lcd_cluster_forward, blocking its worker), and
+   * took more than 10 s at the end of runs here: a minute */
   int limit = r->cluster ? 1200 : 200;
   for (int i = 0; i < r->dclients; i++) {
     int waited = 0;
