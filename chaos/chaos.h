@@ -209,6 +209,7 @@ typedef struct ch_run {
   bool cl_stopped[3], cl_cut[3];
   int etcd_port, etcd_peer, etcd_pid;
   unsigned failovers, settle_timeouts, node_starts, etcd_starts;
+  unsigned idle_failovers; /* the primary changed between faults */
   unsigned alone_stops; /* clean stops that exited 1: a primary left
                            alone at the end could not close its log */
   bool mc_frozen[CH_MC_MAX];
@@ -326,10 +327,7 @@ void ch_cl_heal(ch_run *r);
 void ch_cl_stop(ch_run *r);
 void ch_cl_kill_all(ch_run *r);
 bool ch_cl_reaped(ch_run *r, int pid, const char *how);
-/* The node's stats "STAT NAME VALUE" value into out ("" if none); false
- * when it did not answer within ms. */
-bool ch_node_stat(int port, int ms, const char *name, char *out,
-                  size_t size);
+
 int ch_inject(ch_run *r, ch_fault *f);
 void ch_heal(ch_run *r);
 /* check.c: reads every record and prints the report; 0 when valid. */

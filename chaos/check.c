@@ -423,22 +423,25 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     double *o = outages(r, s, &no);
     if (no && o)
       printf("%-13s %u failovers (a fault after which another node was the "
-             "primary); outage per failover (no acknowledged id): median "
+             "primary; %u more between faults, not measured); outage per "
+             "failover (no acknowledged id): median "
              "%.2f s, largest %.2f s; %u node starts, %u etcd starts, %u "
              "settles timed out (one primary, two standbys, one in sync, "
              "within 30 s); the last primary's log: %s; %u nodes stopped "
              "after it exited 1, left alone without a standby to "
              "acknowledge their closing floor (as documented); the daemon "
              "clients moved to the next node %llu times\n",
-             "cluster", r->failovers,
+             "cluster", r->failovers, r->idle_failovers,
              no % 2 ? o[no / 2] : (o[no / 2 - 1] + o[no / 2]) / 2,
              o[no - 1], r->node_starts, r->etcd_starts, r->settle_timeouts,
              ch_lcd_dir(r), r->alone_stops,
              (unsigned long long)atomic_load(&dc->switches));
     else
-      printf("%-13s %u failovers; %u node starts, %u etcd starts, %u "
+      printf("%-13s %u failovers (%u more between faults); %u node "
+             "starts, %u etcd starts, %u "
              "settles timed out; the last primary's log: %s\n",
-             "cluster", r->failovers, r->node_starts, r->etcd_starts,
+             "cluster", r->failovers, r->idle_failovers, r->node_starts,
+             r->etcd_starts,
              r->settle_timeouts, ch_lcd_dir(r));
     free(o);
   }

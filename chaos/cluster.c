@@ -76,15 +76,6 @@ static void stat_value(const char *buf, const char *name, char *out,
   out[n] = '\0';
 }
 
-bool ch_node_stat(int port, int ms, const char *name, char *out,
-                  size_t size) {
-  char buf[16384];
-  out[0] = '\0';
-  if (!stats_of(port, ms, buf, sizeof buf)) return false;
-  stat_value(buf, name, out, size);
-  return true;
-}
-
 /* What each live node says: its role ("down" when it is dead, stopped
  * or silent) and the synchronous standby it names (a slot, or -1). */
 typedef struct node_st {
@@ -304,6 +295,10 @@ void ch_cl_inject(ch_run *r, ch_fault *f) {
   node_st st[3];
   int before = r->cl_prim;
   int p = primary_now(r, st);
+  if (p >= 0 && before >= 0 && p != before) { /* between faults */
+    r->idle_failovers++;
+    tell_roles(r, "another node became the primary between faults");
+  }
   if (p < 0 && f->kind != F_CL_ETCD) {
     f->missed = true; /* nothing to hit: settle below */
     settle(r, SETTLE_MS);
