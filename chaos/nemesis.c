@@ -23,6 +23,10 @@
  * recovers by itself (the library's reopen, with backoff), possibly while
  * the next fault is on.  A disk fault in which the shim failed no call
  * (nothing wrote or synced meanwhile) is counted as not carried out.
+ *
+ * --cluster draws only its own kinds (primary-kill, primary-freeze,
+ * primary-disk-loss, etcd-cut, standby-kill, etcd-restart; --only may add
+ * the memcached ones), each carried out by cluster.c; none of the others.
  */
 #include "chaos.h"
 
