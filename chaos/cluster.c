@@ -295,6 +295,13 @@ void ch_cl_inject(ch_run *r, ch_fault *f) {
   node_st st[3];
   int before = r->cl_prim;
   int p = primary_now(r, st);
+  /* none said primary (a stats reply slower than 500 ms, a lease renewal
+   * late): ask again for up to 3 s before the fault is given up */
+  for (int i = 0; p < 0 && i < 30; i++) {
+    ch_sleep_ms(100);
+    p = primary_now(r, st);
+  }
+  if (p < 0) tell_roles(r, "no primary to hit");
   if (p >= 0 && before >= 0 && p != before) { /* between faults */
     r->idle_failovers++;
     tell_roles(r, "another node became the primary between faults");
