@@ -13,7 +13,9 @@
  * stops everything and checks.  With --standby logcounterd is a primary
  * and its standby (procs.c), two more faults lose or partition the
  * primary and promote the standby (nemesis.c), and the checker reads the
- * surviving primary's log (logged.c).  Exit status: 0 when the history is valid
+ * surviving primary's log (logged.c).  With --cluster logcounterd is
+ * three nodes on etcd (cluster.c) and the faults are the cluster's.
+ * Exit status: 0 when the history is valid
  * (no duplicate, nothing out of order, every acknowledged block logged,
  * no corrupt record, tallies within their bounds, no owner that died by
  * itself, no sanitizer report), 1 when not, 2 on a usage error.
@@ -77,7 +79,8 @@ static void usage(FILE *f) {
       "                    memcached-flush, memcached-freeze, owner-kill,\n"
       "                    pause-before-log, log-write-fail, power-cut,\n"
       "                    memcached-rewind, owner-restart, prune, disk-full,\n"
-      "                    io-error; with --standby also primary-loss, partition\n"
+      "                    io-error; with --standby also primary-loss, partition;\n"
+      "                    with --cluster its own (below) and the memcached ones\n"
       "  --threads N       embedded client threads (default 6)\n"
       "  --dclients N      daemon client processes, 1..8 (default 2)\n"
       "  --conns N         connections per daemon client (default 3)\n"
@@ -108,6 +111,22 @@ static void usage(FILE *f) {
       "  --standby-timeout DURATION  the daemons' --standby-timeout (default:\n"
       "                    theirs, 2s)\n"
       "  --cli PATH        logcounter, for promote (default: next to this program)\n"
+      "  --cluster         logcounterd runs as three nodes on a one-member etcd\n"
+      "                    (--etcd, --cluster, --node, --leader-ttl), each\n"
+      "                    reaching etcd through a TCP proxy of its own; the\n"
+      "                    daemon clients use every node (a standby forwards to\n"
+      "                    the primary) and move to the next on any error; the\n"
+      "                    faults are primary-kill, primary-freeze (SIGSTOP past\n"
+      "                    its lease), primary-disk-loss (killed, its log\n"
+      "                    directory deleted, memcached flushed), etcd-cut (the\n"
+      "                    primary's proxy cut), standby-kill (the synchronous\n"
+      "                    standby) and etcd-restart; --only may add the\n"
+      "                    memcached kinds; the report counts the failovers and\n"
+      "                    each one's outage; the checker reads the last\n"
+      "                    primary's log (needs etcd and python3)\n"
+      "  --leader-ttl DURATION  the nodes' --leader-ttl (default 2s)\n"
+      "  --cluster-tool PATH  the proxy (default: tests/daemon/cluster_tool.py\n"
+      "                    of the source tree above this program)\n"
       "  -v, --verbose     tell each fault as it happens\n");
 }
 
@@ -133,6 +152,9 @@ static int parse(ch_run *r, int argc, char **argv) {
                                        {"standby", 0, 0, 'B'},
                                        {"cli", 1, 0, 'C'},
                                        {"standby-timeout", 1, 0, 'W'},
+                                       {"cluster", 0, 0, 'K'},
+                                       {"leader-ttl", 1, 0, 'l'},
+                                       {"cluster-tool", 1, 0, 'X'},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
   r->seconds = 180;
@@ -154,6 +176,9 @@ static int parse(ch_run *r, int argc, char **argv) {
   snprintf(r->shim, sizeof r->shim, "%s/chaos_powercut.so", exe);
   snprintf(r->faultfs, sizeof r->faultfs, "%s/tests/libfaultfs.so", exe);
   snprintf(r->cli, sizeof r->cli, "%s/logcounter", exe);
+  snprintf(r->tool, sizeof r->tool, "%s/../tests/daemon/cluster_tool.py",
+           exe);
+  r->leader_ttl = "2s";
   int c;
   optind = 2;
   while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -184,6 +209,9 @@ static int parse(ch_run *r, int argc, char **argv) {
     case 'B': r->standby = true; break;
     case 'C': snprintf(r->cli, sizeof r->cli, "%s", optarg); break;
     case 'W': r->standby_timeout = optarg; break;
+    case 'K': r->cluster = true; break;
+    case 'l': r->leader_ttl = optarg; break;
+    case 'X': snprintf(r->tool, sizeof r->tool, "%s", optarg); break;
     case 'O':
       for (char *save, *k = strtok_r(optarg, ",", &save); k;
            k = strtok_r(NULL, ",", &save)) {
@@ -208,6 +236,24 @@ static int parse(ch_run *r, int argc, char **argv) {
   if (!r->standby && (r->only & CH_STANDBY_KINDS)) {
     fprintf(stderr, "chaos: --only: primary-loss and partition need "
                     "--standby\n");
+    return 2;
+  }
+  if (r->cluster && (r->standby || r->baseline)) {
+    fprintf(stderr, "chaos: --cluster goes with neither --standby nor "
+                    "--baseline\n");
+    return 2;
+  }
+  if (r->cluster && (r->only & ~(CH_CLUSTER_KINDS | CH_CLUSTER_ALSO))) {
+    fprintf(stderr, "chaos: --only: with --cluster only the cluster's kinds "
+                    "and the memcached ones\n");
+    return 2;
+  }
+  if (!r->cluster && (r->only & CH_CLUSTER_KINDS)) {
+    fprintf(stderr, "chaos: --only: the cluster's kinds need --cluster\n");
+    return 2;
+  }
+  if (r->cluster && access(r->tool, R_OK) != 0) {
+    fprintf(stderr, "chaos: cannot find %s (--cluster-tool)\n", r->tool);
     return 2;
   }
   if (r->standby && r->baseline) {
@@ -276,6 +322,29 @@ static int setup(ch_run *r) {
     for (int s = 0; s < r->nmc; s++) dup |= r->lcd_port == r->mc_port[s];
   } while (dup);
   if (r->lcd_port <= 0) return -1;
+  if (r->cluster) { /* every node's three ports and etcd's two, distinct */
+    int *cp[11] = {&r->cl_port[0], &r->cl_port[1], &r->cl_port[2],
+                   &r->cl_repl[0], &r->cl_repl[1], &r->cl_repl[2],
+                   &r->cl_xport[0], &r->cl_xport[1], &r->cl_xport[2],
+                   &r->etcd_port, &r->etcd_peer};
+    for (int k = 0; k < 11; k++) {
+      do {
+        *cp[k] = ch_port_free();
+        dup = *cp[k] <= 0 || *cp[k] == r->lcd_port;
+        for (int s = 0; s < r->nmc; s++) dup |= *cp[k] == r->mc_port[s];
+        for (int j = 0; j < k; j++) dup |= *cp[k] == *cp[j];
+      } while (dup && *cp[k] > 0);
+      if (*cp[k] <= 0) return -1;
+    }
+    r->cl_prim = -1;
+    /* etcd fsyncs every write: on tmpfs when there is one */
+    snprintf(r->etcd_dir, sizeof r->etcd_dir, "/dev/shm/chaos-etcd.XXXXXX");
+    if (access("/dev/shm", W_OK) != 0 || mkdtemp(r->etcd_dir) == NULL) {
+      ch_path(r, r->etcd_dir, sizeof r->etcd_dir, "etcd");
+      if (mkdir(r->etcd_dir, 0700) != 0 && errno != EEXIST) return -1;
+    }
+    return 0;
+  }
   if (!r->standby) return 0;
   /* two slots' data and replication ports, all distinct */
   int *ports[4] = {&r->sb_port[0], &r->sb_port[1], &r->sb_repl[0],
@@ -325,8 +394,9 @@ static bool wait_gap(ch_run *r, int64_t ms, bool first_round,
 
 /* A sanitizer build's report in any child's log is a finding. */
 static void scan_logs(ch_run *r) {
-  static const char *logs[] = {"emb.log", "lcd.log", "dclient.log",
-                               "promote.log"};
+  static const char *logs[] = {"emb.log",     "lcd.log", "dclient.log",
+                               "promote.log", "n0.log",  "n1.log",
+                               "n2.log"};
   /* every kind's report: "ERROR: AddressSanitizer", "ERROR:
    * UndefinedBehaviorSanitizer: SEGV", "WARNING: ThreadSanitizer",
    * "ERROR: ThreadSanitizer", LeakSanitizer's, MemorySanitizer's, and
@@ -366,6 +436,12 @@ static int run(ch_run *r) {
           "chaos: seed %llu, run directory %s, memcached %s, "
           "logcounterd port %d\n",
           (unsigned long long)r->seed, r->dir, mc, r->lcd_port);
+  if (r->cluster)
+    fprintf(stderr,
+            "chaos: cluster mode: data ports %d %d %d, etcd port %d (its "
+            "data in %s)\n",
+            r->cl_port[0], r->cl_port[1], r->cl_port[2], r->etcd_port,
+            r->etcd_dir);
   if (r->standby)
     fprintf(stderr,
             "chaos: standby mode: data ports %d and %d, replication ports "
@@ -397,11 +473,15 @@ static int run(ch_run *r) {
   size_t kinds = 0;
   for (int k = 0; k < F_KINDS; k++)
     kinds += (!r->only || (r->only >> k & 1)) &&
-             (r->standby || !(CH_STANDBY_KINDS >> k & 1));
+             (r->cluster ? (CH_CLUSTER_KINDS >> k & 1) ||
+                               (r->only && (CH_CLUSTER_ALSO >> k & 1))
+                         : (r->standby || !(CH_STANDBY_KINDS >> k & 1)) &&
+                               !(CH_CLUSTER_KINDS >> k & 1));
   for (size_t i = 0;; i++) {
     ch_fault f;
     int64_t gap;
-    ch_schedule_next(&rng, i, r->timeout_ms, r->only, r->standby, &f, &gap);
+    ch_schedule_next(&rng, i, r->timeout_ms, r->only, r->standby, r->cluster,
+                     &f, &gap);
     if (!wait_gap(r, gap, i < kinds, &next_progress)) break;
     ch_inject(r, &f);
     if (r->nfaults == r->cap) {
@@ -435,13 +515,17 @@ static int run(ch_run *r) {
    * by the harness itself */
   for (int i = 0; i < r->dclients; i++)
     if (r->dcl_pid[i] > 0) kill(r->dcl_pid[i], SIGTERM);
+  /* --cluster: a pipelined batch of 1000 through a standby is forwarded
+   * one request at a time (lcd_cluster_forward, blocking its worker), and
+   * took more than 10 s at the end of runs here: a minute */
+  int limit = r->cluster ? 1200 : 200;
   for (int i = 0; i < r->dclients; i++) {
     int waited = 0;
     while (r->dcl_pid[i] > 0 && waitpid(r->dcl_pid[i], NULL, WNOHANG) == 0 &&
-           waited++ < 200)
+           waited++ < limit)
       ch_sleep_ms(50);
-    if (waited > 200) {
-      ch_note(r, "daemon client %d did not finish in 10 s", i);
+    if (waited > limit) {
+      ch_note(r, "daemon client %d did not finish in %d s", i, limit / 20);
       ch_kill_wait(&r->dcl_pid[i], SIGKILL);
     }
     r->dcl_pid[i] = 0;
@@ -463,6 +547,7 @@ static int run(ch_run *r) {
   ch_lcd_log_stats(r);
   ch_kill_wait(&r->lcd_pid, SIGTERM);
   ch_kill_wait(&r->sby_pid, SIGTERM); /* after its primary: its last flush */
+  if (r->cluster) ch_cl_stop(r);
   scan_logs(r);
 
   int rc = ch_check(r, elapsed); /* memcached still up: it opens logs */

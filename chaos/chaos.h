@@ -10,6 +10,8 @@
  *               or the seed algorithm with --baseline seed)
  *   dclient.c   "chaos dclient": connections to logcounterd (with --standby,
  *               to either of its two daemons, moving on refusals)
+ *   cluster.c   --cluster: etcd, the proxies, three logcounterd nodes on
+ *               it, and the cluster's faults
  *   check.c     the checker and its report
  *   logged.c    the checker's read-back of the owners' logs
  *   ledger.c    the checker's reading of their gap ledgers
@@ -134,9 +136,27 @@ enum {
                      promoted, a fresh standby started */
   F_PARTITION,    /* the primary stopped, the standby promoted, the old one
                      resumed a moment, then killed; a fresh standby */
+  /* --cluster only (cluster.c): three nodes on etcd */
+  F_CL_KILL,    /* the primary SIGKILLed, restarted once another leads */
+  F_CL_FREEZE,  /* the primary SIGSTOPped past its lease, then resumed */
+  F_CL_DISK,    /* the primary SIGKILLed, its log directory deleted and
+                   memcached flushed; restarted empty */
+  F_CL_CUT,     /* a node's proxy to etcd cut (the primary's), healed */
+  F_CL_STANDBY, /* the synchronous standby SIGKILLed, restarted */
+  F_CL_ETCD,    /* etcd SIGKILLed, restarted on its data */
   F_KINDS
 };
 #define CH_STANDBY_KINDS (1u << F_PRIMARY_LOSS | 1u << F_PARTITION)
+#define CH_CLUSTER_KINDS                                                     \
+  (1u << F_CL_KILL | 1u << F_CL_FREEZE | 1u << F_CL_DISK | 1u << F_CL_CUT |  \
+   1u << F_CL_STANDBY | 1u << F_CL_ETCD)
+/* The kinds --cluster allows besides its own: the memcached faults. */
+#define CH_CLUSTER_ALSO                                                      \
+  (1u << F_MC_KILL | 1u << F_MC_FLUSH | 1u << F_MC_FREEZE | 1u << F_MC_REWIND)
+/* Does a fault of this kind stop (kill, freeze, cut off) logcounterd's
+ * primary: a failover may follow, its unflushed tally changes may be
+ * lost? */
+bool ch_kind_stops_primary(int kind);
 enum { T_NONE, T_EMB, T_LCD }; /* fault targets */
 
 #define CH_MC_MAX 3 /* memcached servers in the multi-server mode */
@@ -150,6 +170,8 @@ typedef struct ch_fault {
                              faults ago (0: read now, set after arg_ms) */
   bool missed;    /* not carried out (a pause no allocation reached, a
                      prune with no worker, a disk fault that hit no call) */
+  bool failover;  /* --cluster: another node became the primary */
+  int64_t fo_ns;  /* when it was first seen primary */
   int mode;       /* io-error: index into the shim's modes (nemesis.c) */
   uint64_t hits;  /* disk faults: calls the shim failed meanwhile */
 } ch_fault;
@@ -163,6 +185,10 @@ typedef struct ch_run {
   bool baseline, keep, verbose;
   bool standby; /* --standby: logcounterd is a primary and a standby */
   const char *standby_timeout; /* --standby-timeout, passed on (or NULL) */
+  bool cluster; /* --cluster: three logcounterd nodes on etcd (cluster.c) */
+  const char *leader_ttl; /* --leader-ttl, passed on (default 2s) */
+  char tool[512];         /* tests/daemon/cluster_tool.py (the proxies) */
+  char etcd_dir[512];     /* etcd's data (on /dev/shm when there is one) */
   char dir[512], self[512], daemon[512], shim[512], faultfs[512], cli[512];
   const char *schedule_out;
   /* state */
@@ -176,6 +202,16 @@ typedef struct ch_run {
   int sb_port[2], sb_repl[2], sb_gen[2], prim, sby_pid, gens;
   unsigned promotions, promote_failures, sby_starts;
   unsigned sync_waits_failed; /* ch_wait_sync calls that timed out */
+  /* --cluster: slot s is node "nS": data, replication and proxy ports,
+   * pids (the node, its proxy to etcd); prim the slot last seen primary
+   * (-1: none); etcd's client and peer ports and pid */
+  int cl_port[3], cl_repl[3], cl_xport[3], cl_pid[3], cl_xpid[3], cl_prim;
+  bool cl_stopped[3], cl_cut[3];
+  int etcd_port, etcd_peer, etcd_pid;
+  unsigned failovers, settle_timeouts, node_starts, etcd_starts;
+  unsigned idle_failovers; /* the primary changed between faults */
+  unsigned alone_stops; /* clean stops that exited 1: a primary left
+                           alone at the end could not close its log */
   bool mc_frozen[CH_MC_MAX];
   int emb_inc; /* embedded incarnations started */
   int lcd_inc; /* logcounterd's starts */
@@ -217,6 +253,25 @@ void ch_note(ch_run *r, const char *fmt, ...)
  * Prefetch counts as synced: its segment records are. */
 const char *ch_owner_mode(int incarnation, bool baseline);
 void ch_started(ch_run *r, int target, bool sync);
+/* Forks and execs argv, its stdout and stderr appended to the run
+ * directory's LOG, with the extra "K=V" strings env (NULL-terminated, or
+ * NULL); the child dies with the driver.  Its pid, or -1. */
+int ch_spawn(const ch_run *r, char *const argv[], const char *log,
+             const char *const env[]);
+/* Waits at most ms until port accepts; false if not or pid ended. */
+bool ch_wait_port(int port, int pid, int ms);
+/* A logcounterd command line: what every start has (the log, memcached,
+ * the timeout, the listener, 4 loops, this start's owner mode: lcd_inc's),
+ * then ch_lcd_arg's pairs; argv stays NULL-terminated. */
+typedef struct ch_lcd_cmd {
+  char mc[160], to[16];
+  char *argv[40];
+  int n;
+  const char *mode;
+} ch_lcd_cmd;
+void ch_lcd_cmd_init(ch_run *r, ch_lcd_cmd *c, const char *db,
+                     const char *listen);
+void ch_lcd_arg(ch_lcd_cmd *c, const char *opt, const char *val);
 /* Starts memcached server s (0..nmc-1). */
 int ch_start_memcached(ch_run *r, int s);
 /* The libmemcached config naming every server. */
@@ -256,10 +311,23 @@ bool ch_lcd_log_ok(ch_run *r);
 /* only: a bit per kind allowed (0: all). */
 /* standby: the --standby kinds are drawn too, and the daemon's disk and
  * power faults go to the embedded worker (see nemesis.c). */
+/* cluster: only the --cluster kinds (and those --only names). */
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
-                      unsigned only, bool standby, ch_fault *f,
+                      unsigned only, bool standby, bool cluster, ch_fault *f,
                       int64_t *gap_ms);
 int ch_fault_kind(const char *name);
+/* cluster.c (--cluster): etcd, the proxies and the three nodes started
+ * (the first primary seen); a cluster fault injected (ch_inject calls
+ * it); every node and proxy brought back (ch_heal); the nodes stopped,
+ * the primary first (SIGTERM); everything killed; a child that ended by
+ * itself (true if it was one of the cluster's, restarted). */
+int ch_cl_start(ch_run *r);
+void ch_cl_inject(ch_run *r, ch_fault *f);
+void ch_cl_heal(ch_run *r);
+void ch_cl_stop(ch_run *r);
+void ch_cl_kill_all(ch_run *r);
+bool ch_cl_reaped(ch_run *r, int pid, const char *how);
+
 int ch_inject(ch_run *r, ch_fault *f);
 void ch_heal(ch_run *r);
 /* check.c: reads every record and prints the report; 0 when valid. */

@@ -25,10 +25,15 @@
  *    positive, so A - L - K <= T + P <= A - L + U: every shortfall is
  *    measured, to within the changes nobody knows the fate of.  K: the
  *    changes acknowledged shortly (KILL_WINDOW_NS) before a kill of the
- *    tally's owner (owner-kill, power-cut, primary-loss, partition): a
+ *    tally's owner (owner-kill, power-cut, primary-loss, partition, and
+ *    the --cluster faults that stop the primary): a
  *    killed owner's acknowledgements since its last record write (the
  *    carry) cannot be measured by the next one if memcached loses them
- *    meanwhile; every other loss must be in L.
+ *    meanwhile; every other loss must be in L;
+ *  - with --cluster, the failovers (a fault after which another node was
+ *    the primary) and each one's outage: the longest time without an
+ *    acknowledged id of the daemon's counters (any client) from the
+ *    fault's start to the first id after the new primary was seen.
  */
 #include "chaos.h"
 
@@ -72,7 +77,7 @@ static bool before_kill(const ch_run *r, int owner, int64_t t) {
     const ch_fault *f = &r->faults[i];
     if (f->missed || f->target != owner ||
         (f->kind != F_OWNER_KILL && f->kind != F_POWER_CUT &&
-         f->kind != F_PRIMARY_LOSS && f->kind != F_PARTITION))
+         !ch_kind_stops_primary(f->kind)))
       continue;
     if (f->t_ns >= t && f->t_ns - t <= kill_window_ns(owner)) return true;
   }
@@ -160,6 +165,54 @@ static void line(const char *label, const char *fmt, ...) {
   vprintf(fmt, ap);
   printf("\n");
   va_end(ap);
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* --cluster: the failovers' outages, in seconds (sorted), from the
+ * acknowledgement times of the daemon's counters' blocks; *n of them. */
+static double *outages(const ch_run *r, const series *s, size_t *n) {
+  size_t nt = 0, k = 0;
+  for (int c = CH_EMB_COUNTERS; c < CH_COUNTERS; c++) nt += s[c].n;
+  int64_t *t = malloc((nt + 1) * sizeof *t);
+  double *o = malloc((r->nfaults + 1) * sizeof *o);
+  *n = 0;
+  if (!t || !o) {
+    free(t);
+    free(o);
+    return NULL;
+  }
+  for (int c = CH_EMB_COUNTERS; c < CH_COUNTERS; c++)
+    for (size_t i = 0; i < s[c].n; i++) t[k++] = s[c].b[i].t_ns;
+  qsort(t, nt, sizeof *t, cmp_i64);
+  for (size_t i = 0; i < r->nfaults; i++) {
+    const ch_fault *f = &r->faults[i];
+    if (!f->failover) continue;
+    /* the last id at or before the fault, then every one up to the first
+     * after the new primary was seen: the longest interval */
+    size_t j = 0;
+    while (j < nt && t[j] <= f->t_ns) j++;
+    int64_t prev = j ? t[j - 1] : f->t_ns, worst = 0;
+    for (; j < nt; j++) {
+      if (t[j] - prev > worst) worst = t[j] - prev;
+      prev = t[j];
+      if (t[j] >= f->fo_ns) break;
+    }
+    if (j == nt && (r->faults[r->nfaults - 1].end_ns - prev) > worst)
+      worst = r->faults[r->nfaults - 1].end_ns - prev; /* none came */
+    o[(*n)++] = (double)worst / 1e9;
+  }
+  free(t);
+  qsort(o, *n, sizeof *o, cmp_dbl);
+  return o;
 }
 
 int ch_check(ch_run *r, int64_t elapsed_ns) {
@@ -291,7 +344,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
          (unsigned long long)lg.unlogged, (unsigned long long)lg.synced_lost,
          lg.unlogged ? "; " : "", lg.example, (unsigned long long)lg.cut_away,
          (unsigned long long)lg.pruned, (unsigned long long)lg.corrupt);
-  if (r->standby && !r->baseline && !lg.errors)
+  if ((r->standby || r->cluster) && !r->baseline && !lg.errors)
     line("", "daemon counters read from the surviving primary's log (%s): "
          "%llu acknowledged blocks not in it lie in its failover gaps (a "
          "lost primary handed them out; explained)",
@@ -347,13 +400,50 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
                     : "ok (within the unacknowledged changes)");
   }
   printf("%-13s", "faults");
-  int last_kind = r->standby ? F_KINDS - 1 : F_PRIMARY_LOSS - 1;
-  for (int k = 0; k <= last_kind; k++) {
-    printf(" %s %u", ch_fault_name(k), kinds[k]);
+  /* the kinds of the mode: --cluster's own (and those --only adds), or
+   * the others (--standby's two only with it) */
+  unsigned shown = 0;
+  for (int k = 0; k < F_KINDS; k++)
+    if (r->cluster ? ((r->only ? r->only : CH_CLUSTER_KINDS) >> k & 1)
+                   : !(CH_CLUSTER_KINDS >> k & 1) &&
+                         (r->standby || !(CH_STANDBY_KINDS >> k & 1)))
+      shown |= 1u << k;
+  const char *sep = "";
+  for (int k = 0; k < F_KINDS; k++) {
+    if (!(shown >> k & 1)) continue;
+    printf("%s %s %u", sep, ch_fault_name(k), kinds[k]);
     if (by_target[k][T_EMB] || by_target[k][T_LCD])
       printf(" (embedded %u, logcounterd %u)", by_target[k][T_EMB],
              by_target[k][T_LCD]);
-    printf(k < last_kind ? "," : "\n");
+    sep = ",";
+  }
+  printf("\n");
+  if (r->cluster) {
+    size_t no = 0;
+    double *o = outages(r, s, &no);
+    if (no && o)
+      printf("%-13s %u failovers (a fault after which another node was the "
+             "primary; %u more between faults, not measured); outage per "
+             "failover (no acknowledged id): median "
+             "%.2f s, largest %.2f s; %u node starts, %u etcd starts, %u "
+             "settles timed out (one primary, two standbys, one in sync, "
+             "within 30 s); the last primary's log: %s; %u nodes stopped "
+             "after it exited 1, left alone without a standby to "
+             "acknowledge their closing floor (as documented); the daemon "
+             "clients moved to the next node %llu times\n",
+             "cluster", r->failovers, r->idle_failovers,
+             no % 2 ? o[no / 2] : (o[no / 2 - 1] + o[no / 2]) / 2,
+             o[no - 1], r->node_starts, r->etcd_starts, r->settle_timeouts,
+             ch_lcd_dir(r), r->alone_stops,
+             (unsigned long long)atomic_load(&dc->switches));
+    else
+      printf("%-13s %u failovers (%u more between faults); %u node "
+             "starts, %u etcd starts, %u "
+             "settles timed out; the last primary's log: %s\n",
+             "cluster", r->failovers, r->idle_failovers, r->node_starts,
+             r->etcd_starts,
+             r->settle_timeouts, ch_lcd_dir(r));
+    free(o);
   }
   if (r->standby)
     printf("%-13s %u promotions (%u failed), %u standbys started, %u "
@@ -410,7 +500,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
 
   bool all_kinds = true;
   unsigned injected = 0;
-  for (int k = 0; k <= last_kind; k++) {
+  for (int k = 0; k < F_KINDS; k++) {
+    if (!(shown >> k & 1)) continue;
     all_kinds = all_kinds && kinds[k] > 0;
     injected += kinds[k];
   }

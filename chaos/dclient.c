@@ -20,6 +20,12 @@
  * out; a refusal is a failed call like any other, never an id.  After a
  * few moves in a row without an answer it backs off (at most 50 ms).
  *
+ * With --cluster PORT is "P0,P1,P2", the three nodes' data ports:
+ * connection C starts on node C mod 3 (so every node is used; a standby
+ * forwards an allocation to the primary) and moves to the next on any
+ * error answer (a fenced primary, a standby that knows no primary, ...),
+ * a failed connection or a timeout.
+ *
  *   chaos dclient PORT CTL OUT INDEX CONNS SEED
  */
 #include "chaos.h"
@@ -39,7 +45,7 @@
 #include <unistd.h>
 
 static atomic_int stopping; /* set by SIGTERM, read by every thread */
-static int ports[2], nports = 1, out_fd;
+static int ports[3], nports = 1, out_fd;
 static unsigned index_;
 static uint64_t seed;
 static ch_ctl *ctl;
@@ -164,7 +170,7 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
     if (line[0] < '0' || line[0] > '9' || *end) { /* SERVER_ERROR ... */
       atomic_fetch_add(&ctl->calls_failed, 1);
       if (is_elog(line)) atomic_fetch_add(&ctl->calls_elog, 1);
-      if (refused(line)) other = true;
+      if (refused(line) || nports == 3) other = true;
       continue;
     }
     recs[i].t0_ns = t0;
@@ -188,11 +194,12 @@ static void *conn(void *arg) {
   uint64_t rng = seed ^ ((uint64_t)me << 20);
   int fd = -1;
   int backoff = 1;
-  int which = 0, moves = 0; /* the daemon asked; moves without an answer */
+  /* the daemon asked; moves without an answer */
+  int which = nports == 3 ? (int)((c + index_) % 3) : 0, moves = 0;
   while (!stopping) {
     if (fd < 0 && (fd = dial(which)) < 0) {
-      if (nports == 2) { /* the other one may be up */
-        which ^= 1;
+      if (nports > 1) { /* the other one may be up */
+        which = (which + 1) % nports;
         atomic_fetch_add(&ctl->switches, 1);
       }
       ch_sleep_ms(backoff);
@@ -207,8 +214,8 @@ static void *conn(void *arg) {
         close(fd);
         fd = -1;
       }
-      if (k != 0 && nports == 2) {
-        which ^= 1;
+      if (k != 0 && nports > 1) {
+        which = (which + 1) % nports;
         atomic_fetch_add(&ctl->switches, 1);
         ch_sleep_ms(moves < 3 ? 1 : moves < 10 ? 10 : 50);
         moves++;
@@ -252,7 +259,8 @@ static void *conn(void *arg) {
       if (rc == 0 && !tally && is_elog(line))
         atomic_fetch_add(&ctl->calls_elog, 1);
       if (rc == -1 && !tally) atomic_fetch_add(&ctl->calls_lost, 1);
-      bool other = nports == 2 && (rc != 0 || refused(line));
+      /* a cluster node that refuses: ask the next (any error) */
+      bool other = nports > 1 && (rc != 0 || refused(line) || nports == 3);
       if (rc != 0 || other) {
         close(fd);
         fd = -1;
@@ -260,7 +268,7 @@ static void *conn(void *arg) {
         ch_sleep_ms(1);
       }
       if (other) {
-        which ^= 1;
+        which = (which + 1) % nports;
         atomic_fetch_add(&ctl->switches, 1);
         ch_sleep_ms(moves < 3 ? 1 : moves < 10 ? 10 : 50);
         moves++;
@@ -287,9 +295,11 @@ int ch_dclient_main(int argc, char **argv) {
     fprintf(stderr, "usage: chaos dclient PORT CTL OUT INDEX CONNS SEED\n");
     return 2;
   }
-  char *comma = strchr(argv[2], ',');
-  ports[0] = atoi(argv[2]);
-  if (comma) ports[1] = atoi(comma + 1), nports = 2;
+  nports = 0;
+  for (char *p = argv[2]; p && nports < 3; p = strchr(p, ',')) {
+    if (*p == ',') p++;
+    ports[nports++] = atoi(p);
+  }
   index_ = (unsigned)atoi(argv[5]);
   int conns = atoi(argv[6]);
   seed = strtoull(argv[7], NULL, 10);

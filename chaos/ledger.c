@@ -173,10 +173,10 @@ static void acked_in_gaps(const ch_run *r, int c, const span *s, size_t n,
           &open);
     for (int k = 1; k < CH_CAUSES; k++)
       if (k != LC_GAP_RESTART && k != LC_GAP_VOID &&
-          !(k == LC_GAP_FAILOVER && r->standby))
+          !(k == LC_GAP_FAILOVER && (r->standby || r->cluster)))
         bad += in[k];
     out->acked_restart += in[LC_GAP_RESTART];
-    if (r->standby) out->acked_failover += in[LC_GAP_FAILOVER];
+    if (r->standby || r->cluster) out->acked_failover += in[LC_GAP_FAILOVER];
     if (bad == 0) continue;
     out->conflicts++;
     out->c_conflicts[c]++;

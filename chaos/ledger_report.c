@@ -28,6 +28,21 @@ static bool hit(const ch_run *r, int kind, int owner) {
   return false;
 }
 
+/* Did a fault of the run stop owner's primary (ch_kind_stops_primary:
+ * primary-loss, partition and the --cluster kinds but standby-kill), or,
+ * any_node, any --cluster fault at all (a node killed, or a fenced one
+ * that re-executes itself to follow)? */
+static bool stopped_primary(const ch_run *r, int owner, bool any_node) {
+  for (size_t i = 0; i < r->nfaults; i++) {
+    const ch_fault *f = &r->faults[i];
+    if (!f->missed && f->target == owner &&
+        (ch_kind_stops_primary(f->kind) ||
+         (any_node && (CH_CLUSTER_KINDS >> f->kind & 1))))
+      return true;
+  }
+  return false;
+}
+
 /* Did owner ever run with prefetched segments?  Its n-th start ran in
  * ch_owner_mode(n). */
 static bool ran_prefetch(const ch_run *r, int owner) {
@@ -45,9 +60,13 @@ static bool ran_prefetch(const ch_run *r, int owner) {
  *            leveldb_write), and so do disk-full and io-error beneath
  *            LevelDB (a block taken from memcached whose log write
  *            failed, or was refused because the log had just failed);
+ *            with --cluster any of its faults (a floor that no standby
+ *            acknowledged in time fails, src/repl/replicate.c: the
+ *            synchronous standby killed, cut off or being replaced);
  *  restart   holes up to the reservation a run left without closing:
  *            owner-kill, power-cut, or an owner that died by itself (with
- *            --standby: a primary killed by primary-loss or partition);
+ *            --standby: a primary killed by primary-loss or partition;
+ *            with --cluster: any of its faults);
  *  unlogged  memcached ahead of the log: an increment whose answer was
  *            lost (a timeout: memcached-freeze or -kill, or any call that
  *            failed, as calls do with ELOG during a disk fault), a run killed between increment and log write
@@ -56,20 +75,23 @@ static bool ran_prefetch(const ch_run *r, int owner) {
  *            a flush alone makes the library restore from the log, exact;
  *  segment   the unused rest of a prefetched segment: a start in
  *            prefetch mode;
- *  failover  a promotion (--standby): primary-loss or partition;
+ *  failover  a promotion (--standby): primary-loss or partition; with
+ *            --cluster a fault that stops the primary (every one of
+ *            its kinds but standby-kill);
  *  advance, void: never, chaos calls none of lc_advance, lc_adopt,
  *            lc_void. */
 static const char *unfit(const ch_run *r, int owner, int cause) {
   bool died = hit(r, F_OWNER_KILL, owner) || hit(r, F_POWER_CUT, owner) ||
-              hit(r, F_PRIMARY_LOSS, owner) || hit(r, F_PARTITION, owner) ||
-              r->unexpected > 0;
+              stopped_primary(r, owner, true) || r->unexpected > 0;
   const ch_ctl *ctl = owner == T_EMB ? r->emb_ctl : r->dcl_ctl;
   switch (cause) {
   case LC_GAP_BURNED:
     return hit(r, F_WRITE_FAIL, owner) || hit(r, F_DISK_FULL, owner) ||
-                   hit(r, F_IO_ERROR, owner)
+                   hit(r, F_IO_ERROR, owner) ||
+                   stopped_primary(r, owner, true)
                ? NULL
-               : "no log-write-fail, disk-full or io-error hit it";
+               : "no log-write-fail, disk-full or io-error hit it (nor, "
+                 "--cluster, a fault that lost a node)";
   case LC_GAP_RESTART:
     return died ? NULL : "it was never killed, cut off or crashed";
   case LC_GAP_UNLOGGED:
@@ -83,9 +105,10 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
     return ran_prefetch(r, owner) ? NULL : "it never ran with prefetch";
   case LC_GAP_ADVANCE: return "chaos calls neither lc_advance nor lc_adopt";
   case LC_GAP_FAILOVER:
-    return hit(r, F_PRIMARY_LOSS, owner) || hit(r, F_PARTITION, owner)
+    return stopped_primary(r, owner, false)
                ? NULL
-               : "no standby of it was promoted (primary-loss, partition)";
+               : "no standby of it was promoted (primary-loss, partition, "
+                 "or a --cluster fault on the primary)";
   default: return "chaos never calls lc_void";
   }
 }

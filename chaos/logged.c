@@ -242,7 +242,7 @@ void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
       out->pruned++;
       continue;
     }
-    if (r->standby && ch_owner_of(c) == T_LCD &&
+    if ((r->standby || r->cluster) && ch_owner_of(c) == T_LCD &&
         in_failover(&l, b->first, b->last)) {
       out->failover++;
       continue;

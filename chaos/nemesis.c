@@ -23,6 +23,10 @@
  * recovers by itself (the library's reopen, with backoff), possibly while
  * the next fault is on.  A disk fault in which the shim failed no call
  * (nothing wrote or synced meanwhile) is counted as not carried out.
+ *
+ * --cluster draws only its own kinds (primary-kill, primary-freeze,
+ * primary-disk-loss, etcd-cut, standby-kill, etcd-restart; --only may add
+ * the memcached ones), each carried out by cluster.c; none of the others.
  */
 #include "chaos.h"
 
@@ -38,7 +42,15 @@ static const char *fault_names[F_KINDS] = {
     "owner-kill",     "pause-before-log", "log-write-fail",
     "power-cut",      "memcached-rewind", "owner-restart",
     "prune",          "disk-full",        "io-error",
-    "primary-loss",   "partition"};
+    "primary-loss",   "partition",        "primary-kill",
+    "primary-freeze", "primary-disk-loss", "etcd-cut",
+    "standby-kill",   "etcd-restart"};
+
+bool ch_kind_stops_primary(int kind) {
+  return kind == F_PRIMARY_LOSS || kind == F_PARTITION || kind == F_CL_KILL ||
+         kind == F_CL_FREEZE || kind == F_CL_DISK || kind == F_CL_CUT ||
+         kind == F_CL_ETCD;
+}
 
 /* io-error's modes of the shim, drawn by the seed. */
 static const char *io_modes[] = {"eio", "short", "fsync", "eio-once"};
@@ -57,6 +69,12 @@ const char *ch_missed_why(const ch_fault *f) {
   case F_PRUNE: return "the worker did not prune";
   case F_PRIMARY_LOSS:
   case F_PARTITION: return "the standby could not be promoted";
+  case F_CL_KILL:
+  case F_CL_FREEZE:
+  case F_CL_DISK:
+  case F_CL_CUT:
+  case F_CL_STANDBY:
+  case F_CL_ETCD: return "no primary (or no synchronous standby) to hit";
   default: return "the shim failed no call: nothing wrote meanwhile";
   }
 }
@@ -76,17 +94,19 @@ int ch_fault_kind(const char *name) {
 }
 
 void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
-                      unsigned only, bool standby, ch_fault *f,
+                      unsigned only, bool standby, bool cluster, ch_fault *f,
                       int64_t *gap_ms) {
   static int perm[F_KINDS], nperm;
-  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 2, 2};
+  static const int base_weight[F_KINDS] = {2, 3, 2, 3, 2, 2, 2, 2, 2, 2,
+                                           2, 2, 2, 2, 3, 2, 2, 2, 2, 1};
   int weight[F_KINDS];
-  for (int i = 0; i < F_KINDS; i++)
-    weight[i] = (!only || (only >> i & 1)) &&
-                        (standby || !(CH_STANDBY_KINDS >> i & 1))
-                    ? base_weight[i]
-                    : 0;
+  for (int i = 0; i < F_KINDS; i++) {
+    bool mode_ok = cluster ? (CH_CLUSTER_KINDS >> i & 1) ||
+                                 (only && (CH_CLUSTER_ALSO >> i & 1))
+                           : (standby || !(CH_STANDBY_KINDS >> i & 1)) &&
+                                 !(CH_CLUSTER_KINDS >> i & 1);
+    weight[i] = (!only || (only >> i & 1)) && mode_ok ? base_weight[i] : 0;
+  }
   if (index == 0) {
     nperm = 0;
     for (int i = 0; i < F_KINDS; i++)
@@ -154,6 +174,26 @@ void ch_schedule_next(uint64_t *rng, size_t index, int timeout_ms,
   case F_PARTITION:
     f->target = T_LCD;
     f->arg_ms = (int64_t)ch_rand_between(rng, 200, 800);
+    break;
+  /* --cluster: how long the node stays down (killed, cut) or etcd (a
+   * restart) after the failover; a freeze holds on past the failover */
+  case F_CL_KILL:
+  case F_CL_DISK:
+  case F_CL_FREEZE:
+    f->target = T_LCD;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 0, 1000);
+    break;
+  case F_CL_CUT:
+    f->target = T_LCD;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 0, 1500);
+    break;
+  case F_CL_STANDBY:
+    f->target = T_LCD;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 200, 2000);
+    break;
+  case F_CL_ETCD:
+    f->target = T_LCD;
+    f->arg_ms = (int64_t)ch_rand_between(rng, 0, 1500);
     break;
   }
   /* --standby: the daemon's disk and power faults hit the embedded worker */
@@ -521,6 +561,12 @@ int ch_inject(ch_run *r, ch_fault *f) {
   case F_IO_ERROR: disk_fault(r, f); break;
   case F_PRIMARY_LOSS: primary_loss(r, f); break;
   case F_PARTITION: partition(r, f); break;
+  case F_CL_KILL:
+  case F_CL_FREEZE:
+  case F_CL_DISK:
+  case F_CL_CUT:
+  case F_CL_STANDBY:
+  case F_CL_ETCD: ch_cl_inject(r, f); break;
   case F_PRUNE: { /* the embedded owner prunes old records, then memcached
                        is flushed: restores must find the newest record */
     ch_ctl *c = r->emb_ctl;
@@ -550,6 +596,9 @@ void ch_heal(ch_run *r) {
   atomic_store(&r->emb_ctl->pause_req, 0);
   atomic_store(&r->emb_ctl->pause_release, 1);
   if (r->emb_pid <= 0) start_owner(r, T_EMB);
-  if (r->lcd_pid <= 0) start_owner(r, T_LCD);
+  if (r->cluster)
+    ch_cl_heal(r);
+  else if (r->lcd_pid <= 0)
+    start_owner(r, T_LCD);
   if (r->standby && r->sby_pid <= 0) ch_start_sby(r, false);
 }

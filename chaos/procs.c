@@ -41,7 +41,7 @@ void ch_path(const ch_run *r, char *buf, size_t size, const char *name) {
 
 /* Forks and execs argv with stdout and stderr appended to LOG; extra
  * environment "K=V" strings (NULL-terminated) are added. */
-static int spawn(const ch_run *r, char *const argv[], const char *log,
+int ch_spawn(const ch_run *r, char *const argv[], const char *log,
                  const char *const env[]) {
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -64,7 +64,7 @@ static int spawn(const ch_run *r, char *const argv[], const char *log,
   _exit(127);
 }
 
-static bool wait_port(int port, int pid, int ms) {
+bool ch_wait_port(int port, int pid, int ms) {
   for (int i = 0; i < ms / 20; i++) {
     if (ch_port_open(port)) return true;
     if (waitpid(pid, NULL, WNOHANG) == pid) return false;
@@ -89,9 +89,9 @@ int ch_start_memcached(ch_run *r, int s) {
                   geteuid() == 0 ? "-u" : NULL,
                   "root",
                   NULL};
-  r->mc_pid[s] = spawn(r, argv, "memcached.log", NULL);
+  r->mc_pid[s] = ch_spawn(r, argv, "memcached.log", NULL);
   r->mc_frozen[s] = false;
-  if (r->mc_pid[s] > 0 && wait_port(r->mc_port[s], r->mc_pid[s], 5000))
+  if (r->mc_pid[s] > 0 && ch_wait_port(r->mc_port[s], r->mc_pid[s], 5000))
     return 0;
   ch_note(r, "memcached did not start on port %d", r->mc_port[s]);
   return -1;
@@ -254,12 +254,16 @@ int ch_start_emb(ch_run *r) {
                   NULL};
   atomic_store(&r->emb_ctl->ready, 0);
   ch_started(r, T_EMB, strcmp(mode, "default") != 0);
-  r->emb_pid = spawn(r, argv, "emb.log", envp);
+  r->emb_pid = ch_spawn(r, argv, "emb.log", envp);
   return r->emb_pid > 0 ? 0 : -1;
 }
 
 const char *ch_lcd_dir(const ch_run *r) {
   static char buf[32];
+  if (r->cluster) {
+    snprintf(buf, sizeof buf, "n%d", r->cl_prim < 0 ? 0 : r->cl_prim);
+    return buf;
+  }
   if (!r->standby || r->sb_gen[r->prim] == 0) return "lcd";
   snprintf(buf, sizeof buf, "lcd.%d", r->sb_gen[r->prim]);
   return buf;
@@ -269,37 +273,27 @@ void ch_admin_path(const ch_run *r, int s, char *buf, size_t size) {
   snprintf(buf, size, "%s/adm-%d.sock", r->dir, s);
 }
 
-/* A logcounterd command line: what every start has (the log, memcached,
- * the timeout, the listener, 4 loops, this start's owner mode), then
- * lcd_arg's pairs; argv stays NULL-terminated. */
-typedef struct lcd_cmd {
-  char mc[160], to[16];
-  char *argv[32];
-  int n;
-  const char *mode;
-} lcd_cmd;
-
-static void lcd_arg(lcd_cmd *c, const char *opt, const char *val) {
+void ch_lcd_arg(ch_lcd_cmd *c, const char *opt, const char *val) {
   c->argv[c->n++] = (char *)opt;
   c->argv[c->n++] = (char *)val;
   c->argv[c->n] = NULL;
 }
 
-static void lcd_cmd_init(ch_run *r, lcd_cmd *c, const char *db,
-                         const char *listen) {
+void ch_lcd_cmd_init(ch_run *r, ch_lcd_cmd *c, const char *db,
+                     const char *listen) {
   memset(c, 0, sizeof *c);
   ch_mc_config(r, c->mc, sizeof c->mc);
   snprintf(c->to, sizeof c->to, "%d", r->timeout_ms);
   c->mode = ch_owner_mode(r->lcd_inc, false);
   bool pf = strcmp(c->mode, "prefetch") == 0;
   c->argv[c->n++] = r->daemon;
-  lcd_arg(c, "--db", db);
-  lcd_arg(c, "--memcached", c->mc);
-  lcd_arg(c, "--timeout", c->to);
-  lcd_arg(c, "-l", listen);
-  lcd_arg(c, "-t", "4");
-  lcd_arg(c, "--durability", pf ? "default" : c->mode);
-  lcd_arg(c, "--prefetch", pf ? "auto" : "off");
+  ch_lcd_arg(c, "--db", db);
+  ch_lcd_arg(c, "--memcached", c->mc);
+  ch_lcd_arg(c, "--timeout", c->to);
+  ch_lcd_arg(c, "-l", listen);
+  ch_lcd_arg(c, "-t", "4");
+  ch_lcd_arg(c, "--durability", pf ? "default" : c->mode);
+  ch_lcd_arg(c, "--prefetch", pf ? "auto" : "off");
 }
 
 /* --standby: starts a daemon in slot s on directory generation gen, a
@@ -330,19 +324,19 @@ static int start_slot(ch_run *r, int s, bool standby) {
   snprintf(env[7], 1100, "LC_FAULT_CTL=%s.fault", p);
   const char *envp[] = {env[0], env[1], env[2], env[3], env[4],
                         env[5], env[6], env[7], env[8], NULL};
-  lcd_cmd c;
-  lcd_cmd_init(r, &c, db, listen);
-  lcd_arg(&c, "--admin-socket", adm);
-  lcd_arg(&c, "--replication-listen", repl);
-  if (r->standby_timeout) lcd_arg(&c, "--standby-timeout", r->standby_timeout);
-  if (standby) lcd_arg(&c, "--standby-of", of);
+  ch_lcd_cmd c;
+  ch_lcd_cmd_init(r, &c, db, listen);
+  ch_lcd_arg(&c, "--admin-socket", adm);
+  ch_lcd_arg(&c, "--replication-listen", repl);
+  if (r->standby_timeout) ch_lcd_arg(&c, "--standby-timeout", r->standby_timeout);
+  if (standby) ch_lcd_arg(&c, "--standby-of", of);
   ch_started(r, T_LCD, strcmp(c.mode, "default") != 0);
-  int pid = spawn(r, c.argv, "lcd.log", envp);
+  int pid = ch_spawn(r, c.argv, "lcd.log", envp);
   if (standby)
     r->sby_pid = pid, r->sby_starts++;
   else
     r->lcd_pid = pid;
-  if (pid > 0 && wait_port(r->sb_port[s], pid, 10000)) return 0;
+  if (pid > 0 && ch_wait_port(r->sb_port[s], pid, 10000)) return 0;
   return -1;
 }
 
@@ -375,7 +369,7 @@ bool ch_wait_sync(ch_run *r, int ms) {
 
 int ch_run_wait(ch_run *r, char *const argv[], const char *log,
                 int timeout_ms) {
-  int pid = spawn(r, argv, log, NULL);
+  int pid = ch_spawn(r, argv, log, NULL);
   if (pid <= 0) return -1;
   int status = 0;
   for (int i = 0; i < timeout_ms / 10; i++) {
@@ -391,6 +385,7 @@ int ch_run_wait(ch_run *r, char *const argv[], const char *log,
 }
 
 int ch_start_lcd(ch_run *r) {
+  if (r->cluster) return ch_cl_start(r);
   if (r->standby) return start_slot(r, r->prim, false);
   char db[1024], listen[32];
   static char env[OWNER_ENV][1100];
@@ -400,18 +395,21 @@ int ch_start_lcd(ch_run *r) {
   owner_env(r, "lcd", r->lcd_inc, env);
   const char *envp[] = {env[0], env[1], env[2], env[3], env[4],
                         env[5], env[6], env[7], env[8], NULL};
-  lcd_cmd c;
-  lcd_cmd_init(r, &c, db, listen);
+  ch_lcd_cmd c;
+  ch_lcd_cmd_init(r, &c, db, listen);
   ch_started(r, T_LCD, strcmp(c.mode, "default") != 0);
-  r->lcd_pid = spawn(r, c.argv, "lcd.log", envp);
-  if (r->lcd_pid > 0 && wait_port(r->lcd_port, r->lcd_pid, 10000)) return 0;
+  r->lcd_pid = ch_spawn(r, c.argv, "lcd.log", envp);
+  if (r->lcd_pid > 0 && ch_wait_port(r->lcd_port, r->lcd_pid, 10000)) return 0;
   return -1;
 }
 
 int ch_start_dclients(ch_run *r) {
   char port[32], ctl[1024], out[1024], idx[16], conns[16], seed[32];
   for (int i = 0; i < r->dclients; i++) {
-    if (r->standby) /* both daemons: the clients find the primary */
+    if (r->cluster) /* every node: a standby forwards to the primary */
+      snprintf(port, sizeof port, "%d,%d,%d", r->cl_port[0], r->cl_port[1],
+               r->cl_port[2]);
+    else if (r->standby) /* both daemons: the clients find the primary */
       snprintf(port, sizeof port, "%d,%d", r->sb_port[0], r->sb_port[1]);
     else
       snprintf(port, sizeof port, "%d", r->lcd_port);
@@ -421,7 +419,7 @@ int ch_start_dclients(ch_run *r) {
     snprintf(conns, sizeof conns, "%d", r->conns);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
     char *argv[] = {r->self, "dclient", port, ctl, out, idx, conns, seed, NULL};
-    if ((r->dcl_pid[i] = spawn(r, argv, "dclient.log", NULL)) <= 0) return -1;
+    if ((r->dcl_pid[i] = ch_spawn(r, argv, "dclient.log", NULL)) <= 0) return -1;
   }
   return 0;
 }
@@ -455,6 +453,7 @@ void ch_reap(ch_run *r) {
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
     char how[64];
     describe(status, how, sizeof how);
+    if (r->cluster && ch_cl_reaped(r, pid, how)) continue;
     if (pid == r->emb_pid) {
       r->emb_pid = 0;
       r->unexpected++;
@@ -497,5 +496,6 @@ void ch_stop_all(ch_run *r) {
   ch_kill_wait(&r->emb_pid, SIGKILL);
   ch_kill_wait(&r->lcd_pid, SIGKILL);
   ch_kill_wait(&r->sby_pid, SIGKILL);
+  if (r->cluster) ch_cl_kill_all(r);
   for (int s = 0; s < r->nmc; s++) ch_kill_wait(&r->mc_pid[s], SIGKILL);
 }

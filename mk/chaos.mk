@@ -14,6 +14,8 @@
 #                CHAOS_STANDBY  1: logcounterd as a primary and a standby,
 #                               with primary-loss and partition faults
 #                               (make chaos CHAOS_STANDBY=1: --standby)
+#                CHAOS_CLUSTER  1: logcounterd as three nodes on etcd, with
+#                               the cluster's faults (--cluster; needs etcd)
 #                CHAOS_FLAGS    more options of build/chaos run (--help)
 # make chaos-campaign   CAMPAIGN_SEEDS runs (default 30) of CAMPAIGN_SECONDS
 #              (default 60) each, seeds from CAMPAIGN_FIRST (default 1),
@@ -31,6 +33,7 @@ CHAOS_MIN_IDS ?= 1000000
 CHAOS_SEED    ?=
 CHAOS_SERVERS ?= 1
 CHAOS_STANDBY ?=
+CHAOS_CLUSTER ?=
 CHAOS_FLAGS   ?=
 CAMPAIGN_SEEDS   ?= 30
 CAMPAIGN_SECONDS ?= 60
@@ -50,7 +53,7 @@ $(CHAOS_SHIM): chaos/powercut.c chaos/chaos.h
 
 chaos: deps
 	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON) $(CLI) $(FAULTFS_SO)
-	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) --servers $(CHAOS_SERVERS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED))$(if $(filter 1,$(CHAOS_STANDBY)), --standby) $(CHAOS_FLAGS)
+	$(CHAOS_BIN) run --seconds $(CHAOS_SECONDS) --min-ids $(CHAOS_MIN_IDS) --servers $(CHAOS_SERVERS)$(if $(CHAOS_SEED), --seed $(CHAOS_SEED))$(if $(filter 1,$(CHAOS_STANDBY)), --standby)$(if $(filter 1,$(CHAOS_CLUSTER)), --cluster) $(CHAOS_FLAGS)
 
 chaos-campaign: deps
 	@$(MAKE) --no-print-directory $(CHAOS_BIN) $(CHAOS_SHIM) $(DAEMON) $(CLI) $(FAULTFS_SO)

@@ -29,6 +29,11 @@
 #   tally-no-carry-at-close          test_tally (test_memcached_loss)
 #   tally-no-carry-at-failed-flush   test_tally (test_carry_at_failed_flush)
 #   first-no-burn                    test_first (test_second_round_fails)
+#   promote-floor-ignored            chaos --cluster, primary killed (with
+#                                    its log and memcached lost): a
+#                                    promoted node not raised above the
+#                                    replicated floors hands out ids
+#                                    again (duplicates, out of order)
 #
 # Talks to 127.0.0.1 only (the suites' own memcached).
 set -u
@@ -61,6 +66,9 @@ check() {
       build/chaos run --only power-cut,owner-kill,memcached-flush --seconds 20 --seed 21 ;;
     nemesis-injects-nothing)
       build/chaos run --seconds 8 --seed 1 --threads 4 --conns 2 --servers 3 ;;
+    promote-floor-ignored)
+      build/chaos run --cluster --only primary-disk-loss,primary-kill \
+        --seconds 25 --seed 5 --threads 2 ;;
     tally-*) build/tests/test_tally ;;
     first-no-burn) build/tests/test_first ;;
     *) echo "mutate: no check for $1" >&2; return 0 ;;
