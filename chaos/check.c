@@ -430,12 +430,14 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
          all_kinds ? "" : " (not every fault kind was injected)");
   if (!valid) { /* why, every condition that failed */
     const char *sep = ": ";
-#define WHY(cond, ...) \
-  if (cond) printf("%s", sep), printf(__VA_ARGS__), sep = "; "
+#define WHY(cond, ...)                                                         \
+  do {                                                                         \
+    if (cond) printf("%s", sep), printf(__VA_ARGS__), sep = "; ";              \
+  } while (0)
     WHY(dup_ids, "%llu duplicated ids", (unsigned long long)dup_ids);
     WHY(ooo, "%llu out of order", (unsigned long long)ooo);
     WHY(!tally_ok, "tally FAIL:%s", tally_bad);
-    WHY(r->unexpected, "%u unexpected events (findings)", r->unexpected);
+    WHY(r->unexpected, "%u owner exits nobody caused (see findings)", r->unexpected);
     WHY(lg.unlogged, "%llu acknowledged blocks missing from the log",
         (unsigned long long)lg.unlogged);
     WHY(lg.errors, "a log could not be read");
