@@ -61,12 +61,17 @@ static bool ran_prefetch(const ch_run *r, int owner) {
  * burns its block like any failed log write (library.md, operations.md
  * "high availability").  That happens after primary-loss and partition
  * (the promoted standby serves until a fresh standby copies and gets in
- * sync; the resumed old primary's clients get ENOSTANDBY), and after an
+ * sync; the resumed old primary's clients get ENOSTANDBY), after an
  * owner-kill or owner-restart of the primary (its standby must reconnect
- * and resume before the next floor). */
+ * and resume before the next floor), and without any fault too: at the
+ * run's start (the clients start before the first standby has copied)
+ * and whenever the standby acknowledges a floor late on a loaded
+ * machine.  So the evidence counts as well: a daemon call refused with
+ * ENOSTANDBY is such a failed write. */
 static bool standby_less(const ch_run *r, int owner) {
   return r->standby && owner == T_LCD &&
-         (hit(r, F_PRIMARY_LOSS, owner) || hit(r, F_PARTITION, owner) ||
+         (atomic_load(&r->dcl_ctl->calls_enostandby) > 0 ||
+          hit(r, F_PRIMARY_LOSS, owner) || hit(r, F_PARTITION, owner) ||
           hit(r, F_OWNER_KILL, owner) || hit(r, F_OWNER_RESTART, owner));
 }
 
@@ -104,8 +109,9 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
                ? NULL
                : r->standby && owner == T_LCD
                      ? "no log-write-fail, disk-full or io-error hit it, "
-                       "and it never ran without a standby in sync "
-                       "(primary-loss, partition, owner-kill, owner-restart)"
+                       "no call was refused with ENOSTANDBY and no "
+                       "primary-loss, partition, owner-kill or "
+                       "owner-restart left it without a standby in sync"
                      : "no log-write-fail, disk-full or io-error hit it";
   case LC_GAP_RESTART:
     return died ? NULL : "it was never killed, cut off or crashed";

@@ -68,6 +68,13 @@ static void test_standby_burn_fits(void **state) {
   assert_true(ch_ledger_report(&run, &led, why, sizeof why));
   setup_run(true, F_OWNER_RESTART, T_LCD);
   assert_true(ch_ledger_report(&run, &led, why, sizeof why));
+  /* no such fault, but the daemon refused calls with ENOSTANDBY (the
+   * run's start, a standby late with a floor): the evidence */
+  setup_run(true, F_MC_FLUSH, T_NONE);
+  atomic_store(&ctl.calls_enostandby, 3);
+  assert_true(ch_ledger_report(&run, &led, why, sizeof why));
+  assert_string_equal(why, "");
+  atomic_store(&ctl.calls_enostandby, 0);
 }
 
 /* The same burn with no fault that can fail a daemon's log write: it does
@@ -76,8 +83,10 @@ static void test_unfit_burn_says_why(void **state) {
   (void)state;
   char why[512];
   setup_run(false, F_PRIMARY_LOSS, T_LCD); /* no standby: no ENOSTANDBY */
+  atomic_store(&ctl.calls_enostandby, 3); /* (as if: not --standby) */
   assert_false(ch_ledger_report(&run, &led, why, sizeof why));
   assert_non_null(strstr(why, "10332 burned ids on logcounterd's counters"));
+  atomic_store(&ctl.calls_enostandby, 0);
   setup_run(true, F_MC_FLUSH, T_NONE); /* a standby always in sync */
   assert_false(ch_ledger_report(&run, &led, why, sizeof why));
   assert_non_null(strstr(why, "without a standby in sync"));
