@@ -420,8 +420,9 @@ void ch_check_ledger(const ch_run *r, int c, const struct lc_record *rec,
                      ch_ledger *out);
 /* ledger_report.c: prints the ledger's lines of the report; true when it
  * holds (nothing unexplained, no conflict, every cause fits the faults of
- * the run). */
-bool ch_ledger_report(const ch_run *r, const ch_ledger *l);
+ * the run).  why (wlen bytes) gets what failed, "; "-separated, or "". */
+bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
+                      size_t wlen);
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
                      const ch_gap *gaps, size_t ngaps, ch_logged *out,
                      ch_ledger *led);

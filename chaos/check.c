@@ -357,12 +357,13 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
              k == F_KINDS ? "(no fault)" : ch_fault_name(k),
              (unsigned long long)gap_runs[k], (unsigned long long)gap_ids[k]);
   bool ledger_ok = true;
+  char ledger_why[1024] = "";
   if (r->baseline)
     line("ledger", "not checked (nor is logged in a baseline run)");
   else if (lg.errors)
     line("ledger", "not checked (a log could not be read: see logged)");
   else
-    ledger_ok = ch_ledger_report(r, &led);
+    ledger_ok = ch_ledger_report(r, &led, ledger_why, sizeof ledger_why);
   for (int c = 0; c < CH_COUNTERS; c++)
     printf("%-13s %s (%s): %llu ids, up to %lld, %llu duplicated, %llu "
            "missing in %llu gaps\n",
@@ -371,6 +372,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
            (long long)s[c].max, (unsigned long long)s[c].dup_ids,
            (unsigned long long)s[c].gap_ids, (unsigned long long)s[c].gap_runs);
   bool tally_ok = true;
+  char tally_bad[128] = ""; /* the tallies that failed */
   for (int t = 0; t < CH_TALLIES; t++) {
     int64_t a = ts[t].acked, u = ts[t].tried - ts[t].acked;
     int64_t k = ts[t].before_kill;
@@ -381,6 +383,10 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     __int128 rest = held - ((__int128)a - (__int128)lost[t]);
     bool ok = trc[t] == 0 && rest >= -k && rest <= u;
     tally_ok = tally_ok && ok;
+    if (!ok)
+      snprintf(tally_bad + strlen(tally_bad),
+               sizeof tally_bad - strlen(tally_bad), " %s",
+               ch_tally_name(t));
     printf(
         "%-13s %s (%s): durable total %lld, %lld pending; acknowledged "
         "changes sum to %lld, %lld more attempted unacknowledged; lost %llu "
@@ -509,10 +515,30 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   bool valid = dup_ids == 0 && ooo == 0 && tally_ok && r->unexpected == 0 &&
                lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0 &&
                ledger_ok && ids > 0 && injected > 0;
-  printf("%-13s %s%s%s%s\n", "result", valid ? "VALID" : "INVALID",
+  printf("%-13s %s%s%s%s", "result", valid ? "VALID" : "INVALID",
          ids ? "" : " (no id was acknowledged)",
          injected ? "" : " (no fault was injected)",
          all_kinds ? "" : " (not every fault kind was injected)");
+  if (!valid) { /* why, every condition that failed */
+    const char *why_sep = ": ";
+#define WHY(cond, ...)                                                         \
+  do {                                                                         \
+    if (cond) printf("%s", why_sep), printf(__VA_ARGS__), why_sep = "; ";            \
+  } while (0)
+    WHY(dup_ids, "%llu duplicated ids", (unsigned long long)dup_ids);
+    WHY(ooo, "%llu out of order", (unsigned long long)ooo);
+    WHY(!tally_ok, "tally FAIL:%s", tally_bad);
+    WHY(r->unexpected, "%u owner exits nobody caused (see findings)", r->unexpected);
+    WHY(lg.unlogged, "%llu acknowledged blocks missing from the log",
+        (unsigned long long)lg.unlogged);
+    WHY(lg.errors, "a log could not be read");
+    WHY(lg.corrupt, "%llu corrupt records", (unsigned long long)lg.corrupt);
+    WHY(!ledger_ok, "ledger: %s", ledger_why[0] ? ledger_why : "FAIL");
+    WHY(!ids, "no id acknowledged");
+    WHY(!injected, "no fault injected");
+#undef WHY
+  }
+  printf("\n");
   for (int c = 0; c < CH_COUNTERS; c++) free(s[c].b), free(s[c].g);
   fflush(stdout);
   return valid ? 0 : 1;

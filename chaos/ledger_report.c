@@ -13,8 +13,23 @@
 #include "chaos.h"
 
 #include <logcounter.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Appends "; " (unless first) and a reason to why (size wlen). */
+static void because(char *why, size_t wlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void because(char *why, size_t wlen, const char *fmt, ...) {
+  size_t n = strlen(why);
+  if (n + 3 >= wlen) return;
+  if (n) strcpy(why + n, "; "), n += 2;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why + n, wlen - n, fmt, ap);
+  va_end(ap);
+}
 
 /* Was a fault of kind injected on owner (or on memcached, which every
  * owner uses)? */
@@ -54,6 +69,27 @@ static bool ran_prefetch(const ch_run *r, int owner) {
   return false;
 }
 
+/* --standby: did a primary logcounterd run without a standby in sync?
+ * The daemons run in required mode (the default), so such a primary
+ * fails its synced writes (the reservations, the floors) with
+ * LC_ENOSTANDBY once --standby-timeout passes, and each failed write
+ * burns its block like any failed log write (library.md, operations.md
+ * "high availability").  That happens after primary-loss and partition
+ * (the promoted standby serves until a fresh standby copies and gets in
+ * sync; the resumed old primary's clients get ENOSTANDBY), after an
+ * owner-kill or owner-restart of the primary (its standby must reconnect
+ * and resume before the next floor), and without any fault too: at the
+ * run's start (the clients start before the first standby has copied)
+ * and whenever the standby acknowledges a floor late on a loaded
+ * machine.  So the evidence counts as well: a daemon call refused with
+ * ENOSTANDBY is such a failed write. */
+static bool standby_less(const ch_run *r, int owner) {
+  return r->standby && owner == T_LCD &&
+         (atomic_load(&r->dcl_ctl->calls_enostandby) > 0 ||
+          hit(r, F_PRIMARY_LOSS, owner) || hit(r, F_PARTITION, owner) ||
+          hit(r, F_OWNER_KILL, owner) || hit(r, F_OWNER_RESTART, owner));
+}
+
 /* Why no fault of the run can have produced cause on owner's counters,
  * or NULL when one can:
  *  burned    a failed log write: log-write-fail fails them (the seam, at
@@ -63,6 +99,8 @@ static bool ran_prefetch(const ch_run *r, int owner) {
  *            with --cluster any of its faults (a floor that no standby
  *            acknowledged in time fails, src/repl/replicate.c: the
  *            synchronous standby killed, cut off or being replaced);
+ *            with --standby also a daemon primary without a standby in
+ *            sync (LC_ENOSTANDBY, standby_less());
  *  restart   holes up to the reservation a run left without closing:
  *            owner-kill, power-cut, or an owner that died by itself (with
  *            --standby: a primary killed by primary-loss or partition;
@@ -88,10 +126,15 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
   case LC_GAP_BURNED:
     return hit(r, F_WRITE_FAIL, owner) || hit(r, F_DISK_FULL, owner) ||
                    hit(r, F_IO_ERROR, owner) ||
-                   stopped_primary(r, owner, true)
+                   stopped_primary(r, owner, true) || standby_less(r, owner)
                ? NULL
-               : "no log-write-fail, disk-full or io-error hit it (nor, "
-                 "--cluster, a fault that lost a node)";
+               : r->standby && owner == T_LCD
+                     ? "no log-write-fail, disk-full or io-error hit it, "
+                       "no call was refused with ENOSTANDBY and no "
+                       "primary-loss, partition, owner-kill or "
+                       "owner-restart left it without a standby in sync"
+                     : "no log-write-fail, disk-full or io-error hit it (nor, "
+                       "--cluster, a fault that lost a node)";
   case LC_GAP_RESTART:
     return died ? NULL : "it was never killed, cut off or crashed";
   case LC_GAP_UNLOGGED:
@@ -145,7 +188,9 @@ static void row(const char *label, const uint64_t ack[CH_CAUSES],
   printf("\n");
 }
 
-bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
+bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
+                      size_t wlen) {
+  why[0] = '\0';
   uint64_t gaps = 0;
   for (int k = 1; k < CH_CAUSES; k++)
     if (k != LC_GAP_VOID) gaps += l->entries[k];
@@ -209,11 +254,14 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
   unsigned misfits = 0;
   for (int o = T_EMB; o <= T_LCD; o++)
     for (int k = 1; k < CH_CAUSES; k++) {
-      const char *why = l->owner_ids[o][k] ? unfit(r, o, k) : NULL;
-      if (why == NULL) continue;
+      const char *why_not = l->owner_ids[o][k] ? unfit(r, o, k) : NULL;
+      if (why_not == NULL) continue;
       printf("%-13s   FAIL: %llu %s ids on %s's counters, but %s\n", "",
              (unsigned long long)l->owner_ids[o][k], lc_gap_cause_name(k),
-             ch_target_name(o), why);
+             ch_target_name(o), why_not);
+      because(why, wlen, "%llu %s ids on %s's counters, but %s",
+              (unsigned long long)l->owner_ids[o][k], lc_gap_cause_name(k),
+              ch_target_name(o), why_not);
       misfits++;
     }
   if (!misfits && (gaps || l->entries[LC_GAP_VOID]))
@@ -246,6 +294,17 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l) {
   }
   if (any) row("total", col, handed, open, pruned);
   /* the "none" ids lie in unexplained holes */
+  if (!l->read) because(why, wlen, "no gap ledger was read");
+  if (l->unexplained)
+    because(why, wlen, "%llu ids unexplained in %llu holes",
+            (unsigned long long)l->unexplained,
+            (unsigned long long)l->holes);
+  if (l->conflicts)
+    because(why, wlen, "%llu conflicts with the records",
+            (unsigned long long)l->conflicts);
+  if (col[0])
+    because(why, wlen, "%llu acknowledged gap ids with no ledger cause",
+            (unsigned long long)col[0]);
   return l->read && l->unexplained == 0 && l->conflicts == 0 &&
          col[0] == 0 && misfits == 0;
 }
