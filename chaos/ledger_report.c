@@ -126,7 +126,8 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
   case LC_GAP_BURNED:
     return hit(r, F_WRITE_FAIL, owner) || hit(r, F_DISK_FULL, owner) ||
                    hit(r, F_IO_ERROR, owner) ||
-                   stopped_primary(r, owner, true) || standby_less(r, owner)
+                   (r->cluster && stopped_primary(r, owner, true)) ||
+                   standby_less(r, owner)
                ? NULL
                : r->standby && owner == T_LCD
                      ? "no log-write-fail, disk-full or io-error hit it, "
