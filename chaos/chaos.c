@@ -59,6 +59,8 @@ static void usage(FILE *f) {
   fprintf(
       f,
       "usage: chaos run [options]\n"
+      "       chaos model DIR   (the power-cut windows' premise on this\n"
+      "                         LevelDB, in the new empty directory DIR)\n"
       "\n"
       "Runs the embedded worker (library threads: counters e0..e2, tallies t0,\n"
       "t1) and logcounterd with client processes (counters d0, d1) against a\n"
@@ -565,6 +567,10 @@ int main(int argc, char **argv) {
     return ch_worker_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "dclient") == 0)
     return ch_dclient_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "model") == 0)
+    return ch_model_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "model-write") == 0)
+    return ch_model_write_main(argc, argv);
   if (argc < 2 || strcmp(argv[1], "run") != 0) {
     usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
     return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;

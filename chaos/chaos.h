@@ -18,6 +18,8 @@
  *   ledger_report.c  its part of the report (and which faults explain
  *               which causes)
  *   util.c      time, random numbers, the shared control block
+ *   model.c     "chaos model": the premise of the power-cut windows
+ *               checked on this LevelDB
  *   powercut.c  the LD_PRELOAD shim (its own .so): records what each file
  *               of a log directory had made durable, fails log writes
  *   (tests/shim/faultfs.c, preloaded after it: the disk faults beneath
@@ -111,6 +113,10 @@ uint64_t ch_block_size(uint64_t *rng); /* 1 .. 100, mostly 1 */
 /* worker.c, dclient.c */
 int ch_worker_main(int argc, char **argv);
 int ch_dclient_main(int argc, char **argv);
+/* model.c: "chaos model DIR", the power-cut windows' premise checked on
+ * this LevelDB (and "model-write", its child under the shim). */
+int ch_model_main(int argc, char **argv);
+int ch_model_write_main(int argc, char **argv);
 
 /* cut.c: applies the cut to DIR from the shim's STATE file and backup
  * directory BAK; fills a one-line summary.  0 or -1. */
@@ -174,6 +180,10 @@ typedef struct ch_fault {
   int64_t fo_ns;  /* when it was first seen primary */
   int mode;       /* io-error: index into the shim's modes (nemesis.c) */
   uint64_t hits;  /* disk faults: calls the shim failed meanwhile */
+  /* power-cut: when the owner was dead (before the cut and the restart;
+   * end_ns comes after the restart, and the new owner may have handed out
+   * ids above its reservation by then); 0 for the other kinds */
+  int64_t stop_ns;
 } ch_fault;
 
 typedef struct ch_run {
@@ -360,14 +370,19 @@ typedef struct ch_gap {
  * restart, a reopen: the next open makes it durable and syncs the
  * directory).  So what it takes lies near the largest id acknowledged
  * before the cut: the checker allows missing acknowledged blocks
- * CH_CUT_WINDOW below and above it (two windows, for the blocks in flight
- * and a reservation not yet moved), nothing elsewhere (logged.c,
- * cuts_of); the holes it leaves the restart explains (ledger.c). */
+ * CH_CUT_WINDOW below the largest acknowledged when the fault began and
+ * above the largest acknowledged when the owner was dead (ch_fault.stop_ns:
+ * not the fault's end, after the restart, whose first ids lie above the
+ * reservation) (two windows, for the blocks in flight and a reservation
+ * not yet moved), nothing elsewhere (logged.c, cuts_of); the holes it
+ * leaves the restart explains (ledger.c).  "chaos model" checks the
+ * premise on this LevelDB (model.c). */
 #define CH_BLOCK_MAX 100 /* ch_block_size's largest */
 #define CH_CUT_WINDOW (2 * 16 * CH_BLOCK_MAX)
 typedef struct ch_cut {
   int64_t end_ns; /* the cut's end: the owner was dead by then */
-  int64_t top;    /* the counter's largest id acknowledged by then */
+  int64_t lo;     /* the counter's largest id acknowledged when it began */
+  int64_t hi;     /* and when the owner was dead (stop_ns) */
 } ch_cut;
 /* Is [first, last] within one of the windows (and, t_ns >= 0,
  * acknowledged by its end)? */

@@ -225,8 +225,8 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
            (unsigned long long)l->unexplained_acked);
   if (excused)
     printf(", %llu in %llu holes within a power cut's window (not "
-           "excused: at most %d ids either side of the largest id "
-           "acknowledged before it)",
+           "excused: at most %d ids below the largest id acknowledged "
+           "when it began or above the largest when the owner was dead)",
            (unsigned long long)excused, (unsigned long long)l->excused_holes,
            CH_CUT_WINDOW);
   if (l->unexcused_max)

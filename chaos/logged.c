@@ -161,8 +161,18 @@ static bool stops(const ch_fault *f, int owner) {
           f->kind == F_DISK_FULL || f->kind == F_IO_ERROR);
 }
 
+/* The largest id acknowledged by t (0 if none). */
+static int64_t top_by(const ch_blk *b, size_t nb, int64_t t) {
+  int64_t top = 0;
+  for (size_t j = 0; j < nb; j++)
+    if (b[j].t_ns <= t && b[j].last > top) top = b[j].last;
+  return top;
+}
+
 /* The windows a power cut on owner can take records from, each with the
- * largest id of the counter acknowledged by its end: each cut's own (the
+ * largest id of the counter acknowledged when it began and when the owner
+ * was dead (stop_ns; not its end: the restarted owner's first ids lie
+ * above the reservation): each cut's own (the
  * unsynced tail since the last synced reservation).  Not that of an
  * earlier stop (a kill, a restart, a disk fault's reopen of the log): its
  * unsynced tail, left in the page cache, is made durable by the next open
@@ -184,10 +194,8 @@ static ch_cut *cuts_of(const ch_run *r, int owner, const ch_blk *b, size_t nb,
     ch_cut *nkp = realloc(k, (*nk + 1) * sizeof *k);
     if (!nkp) break;
     k = nkp;
-    int64_t top = 0;
-    for (size_t j = 0; j < nb; j++)
-      if (b[j].t_ns <= f->end_ns && b[j].last > top) top = b[j].last;
-    k[(*nk)++] = (ch_cut){f->end_ns, top};
+    k[(*nk)++] = (ch_cut){f->end_ns, top_by(b, nb, f->t_ns),
+                          top_by(b, nb, f->stop_ns ? f->stop_ns : f->end_ns)};
   }
   return k;
 }
@@ -196,7 +204,7 @@ bool ch_cut_covers(const ch_cut *k, size_t nk, int64_t first, int64_t last,
                    int64_t t_ns) {
   for (size_t i = 0; i < nk; i++)
     if ((t_ns < 0 || t_ns <= k[i].end_ns) &&
-        first > k[i].top - CH_CUT_WINDOW && last <= k[i].top + CH_CUT_WINDOW)
+        first > k[i].lo - CH_CUT_WINDOW && last <= k[i].hi + CH_CUT_WINDOW)
       return true;
   return false;
 }

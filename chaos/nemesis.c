@@ -400,6 +400,7 @@ static void power_cut(ch_run *r, ch_fault *f) {
   const char *who = f->target == T_EMB ? "emb" : "lcd";
   char state[1024], bak[1024], summary[256];
   kill_owner(r, f->target);
+  f->stop_ns = ch_now_ns();
   snprintf(state, sizeof state, "%s/%s.state", r->dir, who);
   snprintf(bak, sizeof bak, "%s/%s.bak", r->dir, who);
   if (ch_cut_apply(state, bak, summary, sizeof summary) != 0)
