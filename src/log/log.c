@@ -136,6 +136,15 @@ static int sync_dir(const char *path) {
   return rc;
 }
 
+int lc__log_sync_dir(lc__log *l) {
+  struct stat st;
+  if (stat(l->path, &st) != 0)
+    return lc__fail(LC_ELOG, "cannot stat %s: %s", l->path, strerror(errno));
+  int rc = sync_dir(l->path);
+  if (!rc) l->synced_mtime = st.st_mtim;
+  return rc;
+}
+
 int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
                  const char *owner) {
   memset(l, 0, sizeof *l);
@@ -183,7 +192,7 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
       waited -= 10;
     }
   }
-  if (!rc) rc = sync_dir(path);
+  if (!rc) rc = lc__log_sync_dir(l);
   if (!rc) rc = check_format(l);
   struct stat st;
   if (!rc && stat(path, &st) != 0)
@@ -215,7 +224,7 @@ int lc__log_reopen(lc__log *l) {
     return rc;
   }
   char id[LC__ID_LEN + 1];
-  rc = sync_dir(l->path);
+  rc = lc__log_sync_dir(l);
   if (!rc) rc = lc__log_identity(l, id);
   if (!rc && strcmp(id, l->id) != 0) {
     rc = lc__fail(LC_ELOG, "%s now holds log %s, not %s", l->path, id, l->id);

@@ -61,6 +61,8 @@ typedef struct lc__log {
   bool writing;
   leveldb_writebatch_t *group;
   _Atomic int64_t checked_us; /* last check of the directory (monotonic) */
+  struct timespec synced_mtime; /* the directory's mtime at its last fsync
+                                   (lc__log_sync_dir; the writer's) */
   /* The failure record (fmu): what failed, when, and the recoveries. */
   pthread_mutex_t fmu;
   char why[LC__DETAIL_MAX]; /* the failure that made it FAILED or LOST */
@@ -131,6 +133,13 @@ int lc__log_fail(lc__log *l, const char *err);
 /* The directory is still the one opened (0), else the log is LOST and
  * LC_ELOG; at most every 100 ms unless force. */
 int lc__log_check_dir(lc__log *l, bool force);
+/* fsyncs l's directory (0 or LC_ELOG), remembering its mtime as it was
+ * just before: a later synced write that finds it changed (a file LevelDB
+ * created or removed since, its new write-ahead log at a memtable switch
+ * among them, whose entry LevelDB syncs only with its next MANIFEST)
+ * syncs it again before it returns (lc__log_check_dir).  Open, reopen, or
+ * the write leader. */
+int lc__log_sync_dir(lc__log *l);
 /* log.c, for recover.c only (gate held for writing, state RECOVERING):
  * closes LevelDB and opens it again; 0, or LC_ELOG (the state is then
  * FAILED again, or LOST when the directory or its identity changed). */

@@ -105,6 +105,9 @@ int lc__log_check_dir(lc__log *l, bool force) {
              "opened as %llu)",
              l->path, (unsigned long long)st.st_ino,
              (unsigned long long)l->ino);
+  else if (force && (st.st_mtim.tv_sec != l->synced_mtime.tv_sec ||
+                     st.st_mtim.tv_nsec != l->synced_mtime.tv_nsec))
+    return lc__log_sync_dir(l); /* a synced write in a new file stays */
   else
     return 0;
   set_failed(l, LC__LOG_LOST, why);

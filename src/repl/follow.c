@@ -81,6 +81,8 @@ static int apply(lc__follow *f, leveldb_writebatch_t *b, bool sync) {
   if (err) {
     rc = lc__log_fail(l, err);
     leveldb_free(err);
+  } else if (sync) { /* a synced write in a new log file stays (log.h) */
+    rc = lc__log_check_dir(l, true);
   }
   lc__log_leave(l);
   return rc;
