@@ -696,11 +696,22 @@ P2=$(free_port)
 DPORT=$(free_port)
 SAME_PORT=1 start_daemon db3 -c 8 --max-connections-per-listener 3 \
   -l "127.0.0.1:$DPORT,127.0.0.1:$P2"
-conn; say "stats settings"; plm=""
-while hear && [ "$REPLY_LINE" != END ]; do
-  [[ $REPLY_LINE == "STAT max_connections_per_listener "* ]] && plm=${REPLY_LINE##* }
+# the settings through the second port; the first holds nothing but the
+# idle connections below once the daemon has seen the start's probe end
+# (curr_connections 1: this one)
+plm="" cur=""
+for _ in $(seq 50); do
+  exec 3<>"/dev/tcp/127.0.0.1/$P2"; say "stats settings"; say "stats"
+  n=0
+  while [ $n -lt 2 ] && hear; do
+    [ "$REPLY_LINE" = END ] && n=$((n + 1))
+    [[ $REPLY_LINE == "STAT max_connections_per_listener "* ]] && plm=${REPLY_LINE##* }
+    [[ $REPLY_LINE == "STAT curr_connections "* ]] && cur=${REPLY_LINE##* }
+  done
+  conn_close
+  [ "$cur" = 1 ] && break
+  sleep 0.1
 done
-conn_close
 check "stats settings: max_connections_per_listener 3 ($plm)" [ "$plm" = 3 ]
 exec 6<>"/dev/tcp/127.0.0.1/$DPORT" 7<>"/dev/tcp/127.0.0.1/$DPORT" 8<>"/dev/tcp/127.0.0.1/$DPORT"
 sleep 0.2
