@@ -108,6 +108,9 @@ bool ch_port_open(int port);
 /* A socket connected to the loopback port with send and receive timeouts
  * of timeout_ms, or -1. */
 int ch_connect_port(int port, int timeout_ms);
+/* The "stats" reply of the logcounterd on port, whole, in buf; false if
+ * none came within ms (procs.c). */
+bool ch_port_stats(int port, int ms, char *buf, size_t size);
 uint64_t ch_block_size(uint64_t *rng); /* 1 .. 100, mostly 1 */
 
 /* worker.c, dclient.c */

@@ -41,27 +41,6 @@
 #define WAIT_PRIMARY_MS 20000
 #define SETTLE_MS 30000
 
-/* The stats reply of the node on port, whole, in buf; false if none came
- * within ms. */
-static bool stats_of(int port, int ms, char *buf, size_t size) {
-  buf[0] = '\0';
-  int fd = ch_connect_port(port, ms);
-  if (fd < 0) return false;
-  size_t got = 0;
-  bool end = false;
-  if (write(fd, "stats\r\n", 7) == 7) {
-    ssize_t k;
-    while (!end && got + 1 < size &&
-           (k = read(fd, buf + got, size - 1 - got)) > 0) {
-      got += (size_t)k;
-      buf[got] = '\0';
-      end = strstr(buf, "END\r\n") != NULL;
-    }
-  }
-  close(fd);
-  return end;
-}
-
 static void stat_value(const char *buf, const char *name, char *out,
                        size_t size) {
   char key[96];
@@ -89,7 +68,7 @@ static void roles(const ch_run *r, node_st st[3]) {
     snprintf(st[s].role, sizeof st[s].role, "down");
     st[s].sync = -1;
     if (r->cl_pid[s] <= 0 || r->cl_stopped[s] ||
-        !stats_of(r->cl_port[s], 500, buf, sizeof buf))
+        !ch_port_stats(r->cl_port[s], 500, buf, sizeof buf))
       continue;
     stat_value(buf, "cluster_role", st[s].role, sizeof st[s].role);
     stat_value(buf, "cluster_sync_standby", v, sizeof v);

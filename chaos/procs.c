@@ -146,11 +146,9 @@ uint64_t ch_owner_hits(const ch_run *r, int target) {
   return sum;
 }
 
-/* The "stats" reply of the logcounterd on port, whole, in buf; false if
- * none came. */
-static bool port_stats(int port, char *buf, size_t size) {
+bool ch_port_stats(int port, int ms, char *buf, size_t size) {
   buf[0] = '\0';
-  int fd = ch_connect_port(port, 1000);
+  int fd = ch_connect_port(port, ms);
   if (fd < 0) return false;
   size_t got = 0;
   bool end = false;
@@ -170,7 +168,7 @@ static bool port_stats(int port, char *buf, size_t size) {
 /* logcounterd's (the primary's) "stats" reply. */
 static bool lcd_stats(const ch_run *r, char *buf, size_t size) {
   buf[0] = '\0';
-  return r->lcd_pid > 0 && port_stats(r->lcd_port, buf, size);
+  return r->lcd_pid > 0 && ch_port_stats(r->lcd_port, 1000, buf, size);
 }
 
 /* Its replication_* lines, on one line ("" if none). */
@@ -178,7 +176,7 @@ static void repl_lines(int port, char *out, size_t size) {
   char buf[16384];
   size_t n = 0;
   out[0] = '\0';
-  if (!port_stats(port, buf, sizeof buf)) return;
+  if (!ch_port_stats(port, 1000, buf, sizeof buf)) return;
   for (char *save, *l = strtok_r(buf, "\r\n", &save); l && n + 1 < size;
        l = strtok_r(NULL, "\r\n", &save))
     if (strncmp(l, "STAT replication_", 17) == 0)

@@ -61,6 +61,21 @@ static int open_log(lc_durability_t d, uint64_t w, lc_t **h) {
   return lc_open(&o, h);
 }
 
+/* The parent's side of a child that writes one int64 into p[1] and exits
+ * 0: the value (the child's exit checked). */
+static int64_t child_value(pid_t pid, int p[2]) {
+  close(p[1]);
+  int64_t v = 0;
+  ssize_t got = read(p[0], &v, sizeof v);
+  close(p[0]);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(got, (ssize_t)sizeof v);
+  return v;
+}
+
 /* A child opens the log cut_dir/sub with durability d and reserve 1000, takes
  * n values of name one at a time and exits without lc_close (as a kill
  * leaves it: its unsynced writes stay in the page cache); the last value. */
@@ -78,14 +93,7 @@ static int64_t killed_after(lc_durability_t d, const char *name, int n) {
     if (write(p[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
     _exit(0);
   }
-  close(p[1]);
-  int64_t last = 0;
-  assert_int_equal(read(p[0], &last, sizeof last), (ssize_t)sizeof last);
-  close(p[0]);
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  return last;
+  return child_value(pid, p);
 }
 
 /* The power cut, then the log opened again: run 1's values 1..6 are all
@@ -154,16 +162,7 @@ static void test_cut_after_reopen(void **state) {
     if (write(p[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
     _exit(0);
   }
-  close(p[1]);
-  int64_t last = 0;
-  ssize_t got = read(p[0], &last, sizeof last);
-  close(p[0]);
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  assert_int_equal(got, (ssize_t)sizeof last);
-  cut_and_check(last);
+  cut_and_check(child_value(pid, p));
 }
 
 /* The highest number of a *.log file in dir (LevelDB's write-ahead logs). */
@@ -211,15 +210,7 @@ static void test_cut_after_rotation(void **state) {
     if (write(p[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
     _exit(0);
   }
-  close(p[1]);
-  int64_t got = 0;
-  ssize_t n = read(p[0], &got, sizeof got);
-  close(p[0]);
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  assert_int_equal(n, (ssize_t)sizeof got);
+  int64_t got = child_value(pid, p);
   char summary[256];
   assert_int_equal(ch_cut_apply(state_path, bak_dir, summary, sizeof summary),
                    0);
