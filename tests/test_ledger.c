@@ -21,7 +21,9 @@
  *  - many threads: the ledger stays consistent with the records;
  *  - the frontier itself (white box): a hole is never settled while an
  *    increment in flight can still fill it, however many blocks complete
- *    meanwhile; holes split at the restart window.
+ *    meanwhile; holes split at the restart window;
+ *  - the recheck after a failed write (white box): every record and entry
+ *    over a pending gap takes its values out, however many there are.
  * A failed log write (LC_GAP_BURNED) is in test_faults.c.
  */
 #include <setjmp.h>
@@ -516,6 +518,42 @@ static void test_frontier(void **state) {
   free(c);
 }
 
+/* The recheck after a failed write (a write that failed may have landed:
+ * the values the log's records and entries hold leave the pending gaps)
+ * takes out every covering span, however many: a pending burned gap over
+ * 40 records and 5 entries, with 2 holes between them, keeps exactly the
+ * holes (it took out at most 32 spans per side once, so a gap entry
+ * would have been written over records 33..40). */
+static void test_recheck_many_spans(void **state) {
+  fx_t *f = *state;
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
+  for (int i = 1; i <= 40; i++) assert_i64_eq(tu_next1(f->h, "rk"), i);
+  lc__counter *c = lc__counter_new("rk", 2);
+  assert_non_null(c);
+  /* entries over 41..45 and 51..60 (5 of them), holes 46..50, 61..70 */
+  lc__gap e[5] = {{41, 42, LC_GAP_UNLOGGED}, {43, 45, LC_GAP_RESTART},
+                  {51, 52, LC_GAP_UNLOGGED}, {53, 55, LC_GAP_BURNED},
+                  {56, 60, LC_GAP_SEGMENT}};
+  leveldb_writebatch_t *b = leveldb_writebatch_create();
+  lc__ledger_batch(b, c, e, 5);
+  assert_ok(lc__log_sync(f->h, b, -1));
+  leveldb_writebatch_destroy(b);
+  lc__gap g[LC__GAPS];
+  lc__counter_lock(c);
+  lc__ledger_gap(c, 1, 70, LC_GAP_BURNED);
+  c->recheck = true;
+  int n = lc__ledger_take(&f->h->log, c, g);
+  lc__counter_unlock(c);
+  assert_false(c->recheck);
+  assert_int_equal(n, 2);
+  assert_i64_eq(g[0].first, 46);
+  assert_i64_eq(g[0].last, 50);
+  assert_int_equal(g[0].cause, LC_GAP_BURNED);
+  assert_i64_eq(g[1].first, 61);
+  assert_i64_eq(g[1].last, 70);
+  lc__counter_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_restart, tu_setup_dir, tu_teardown),
@@ -547,6 +585,8 @@ int main(void) {
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_threads, tu_setup_dir, tu_teardown),
       cmocka_unit_test(test_frontier),
+      cmocka_unit_test_setup_teardown(test_recheck_many_spans, tu_setup_dir,
+                                      tu_teardown),
   };
   return cmocka_run_group_tests(tests, tu_group_setup, tu_group_teardown);
 }

@@ -284,40 +284,73 @@ void lc__ledger_taken(lc__counter *c, int64_t first, int64_t last,
   lc__ledger_settle(c, low);
 }
 
-/* Up to COVER spans of values that records (or, ledger, entries) of c in
- * the log hold inside first..last, appended to s[n..); the new n. */
-#define COVER 32
-static int cover(lc__log *l, const lc__counter *c, bool ledger, int64_t first,
-                 int64_t last, lc__span *s, int n) {
+/* One side of the recheck's walk: the records (or, ledger, the entries)
+ * of c in the log, in value order, from the first one ending at or above
+ * a value on; x the current one while valid.  As many as there are: a
+ * pending gap over a long outage may lie over any number of them. */
+typedef struct walk {
+  leveldb_iterator_t *it;
   char key[LC_NAME_MAX + 10];
-  size_t plen = ledger ? lc__key_ledger_prefix(key, c->name, c->nlen)
-                       : lc__key_record_prefix(key, c->name, c->nlen);
-  lc__key_be64_put((unsigned char *)key + plen, (uint64_t)first);
-  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
-  for (leveldb_iter_seek(it, key, plen + 8);
-       n < COVER && leveldb_iter_valid(it); leveldb_iter_next(it)) {
+  size_t plen;
+  bool ledger, valid;
+  lc__span x;
+} walk;
+
+/* Moves w to the next span that decodes (one that does not is skipped:
+ * verify reports it). */
+static void walk_next(walk *w, bool first) {
+  w->valid = false;
+  if (!first) leveldb_iter_next(w->it);
+  for (; leveldb_iter_valid(w->it); leveldb_iter_next(w->it)) {
     size_t klen, vlen;
-    const char *k = leveldb_iter_key(it, &klen);
-    if (klen < plen || memcmp(k, key, plen) != 0) break;
-    const char *v = leveldb_iter_value(it, &vlen);
+    const char *k = leveldb_iter_key(w->it, &klen);
+    if (klen < w->plen || memcmp(k, w->key, w->plen) != 0) return;
+    const char *v = leveldb_iter_value(w->it, &vlen);
     lc_record r;
     lc_gap g;
-    if (ledger ? lc__key_ledger_decode(k, klen, plen, v, vlen, &g)
-               : lc__key_record_decode(k, klen, plen, v, vlen, &r))
-      continue; /* verify reports it */
-    lc__span x =
-        ledger ? (lc__span){g.first, g.last} : (lc__span){r.first, r.last};
-    if (x.first > last) break;
-    s[n++] = x;
+    if (w->ledger ? lc__key_ledger_decode(k, klen, w->plen, v, vlen, &g)
+                  : lc__key_record_decode(k, klen, w->plen, v, vlen, &r))
+      continue;
+    w->x = w->ledger ? (lc__span){g.first, g.last}
+                     : (lc__span){r.first, r.last};
+    w->valid = true;
+    return;
   }
-  leveldb_iter_destroy(it);
-  lc__detail_clear();
-  return n;
 }
 
-static int span_cmp(const void *a, const void *b) {
-  const lc__span *x = a, *y = b;
-  return (x->first > y->first) - (x->first < y->first);
+static void walk_open(lc__log *l, const lc__counter *c, bool ledger,
+                      int64_t from, walk *w) {
+  w->ledger = ledger;
+  w->plen = ledger ? lc__key_ledger_prefix(w->key, c->name, c->nlen)
+                   : lc__key_record_prefix(w->key, c->name, c->nlen);
+  lc__key_be64_put((unsigned char *)w->key + w->plen, (uint64_t)from);
+  w->it = leveldb_create_iterator(l->db, l->read);
+  leveldb_iter_seek(w->it, w->key, w->plen + 8);
+  walk_next(w, true);
+}
+
+/* The pieces of pending gap g that no record or entry in the log holds
+ * become pending gaps again (mu held, the gate held). */
+static void recheck_gap(lc__log *l, lc__counter *c, lc__gap g) {
+  walk w[2];
+  walk_open(l, c, false, g.first, &w[0]);
+  walk_open(l, c, true, g.first, &w[1]);
+  int64_t from = g.first;
+  while (from <= g.last) {
+    /* the next span in value order, of either side */
+    walk *n = w[0].valid && (!w[1].valid || w[0].x.first <= w[1].x.first)
+                  ? &w[0]
+              : w[1].valid ? &w[1]
+                           : NULL;
+    if (n == NULL || n->x.first > g.last) break;
+    if (n->x.first > from) lc__ledger_gap(c, from, n->x.first - 1, g.cause);
+    if (n->x.last >= from) from = n->x.last + 1;
+    walk_next(n, false);
+  }
+  if (from <= g.last) lc__ledger_gap(c, from, g.last, g.cause);
+  leveldb_iter_destroy(w[0].it);
+  leveldb_iter_destroy(w[1].it);
+  lc__detail_clear();
 }
 
 /* mu held, c->recheck: a failed write may have reached the log after all
@@ -333,21 +366,7 @@ static void recheck(lc__log *l, lc__counter *c) {
   int ng = c->ngaps;
   if (ng) memcpy(g, c->rare->gaps, sizeof g[0] * (size_t)ng);
   c->ngaps = 0;
-  for (int i = 0; i < ng; i++) {
-    lc__span s[2 * COVER];
-    int n = cover(l, c, false, g[i].first, g[i].last, s, 0);
-    n = cover(l, c, true, g[i].first, g[i].last, s + n, 0) + n;
-    qsort(s, (size_t)n, sizeof s[0], span_cmp);
-    int64_t from = g[i].first;
-    for (int j = 0; j < n && from <= g[i].last; j++) {
-      if (s[j].first > from)
-        lc__ledger_gap(c, from,
-                       s[j].first - 1 < g[i].last ? s[j].first - 1 : g[i].last,
-                       g[i].cause);
-      if (s[j].last >= from) from = s[j].last + 1;
-    }
-    if (from <= g[i].last) lc__ledger_gap(c, from, g[i].last, g[i].cause);
-  }
+  for (int i = 0; i < ng; i++) recheck_gap(l, c, g[i]);
   lc__log_leave(l);
   c->recheck = false;
 }
