@@ -47,7 +47,15 @@
 #define CH_EMB_TALLIES 2
 #define CH_TALLIES 4
 
-enum { REC_ID = 1, REC_TALLY_TRY = 2, REC_TALLY_ACK = 3 };
+enum { REC_ID = 1, REC_TALLY_TRY = 2, REC_TALLY_ACK = 3, REC_FAIL = 4 };
+/* REC_FAIL: a counter call that failed (t0_ns its start, t_ns when the
+ * client saw it fail), value its class: */
+enum {
+  CH_FAIL_ELOG = 1,      /* refused: the owner's log failed (LC_ELOG) */
+  CH_FAIL_NOSTANDBY = 2, /* refused: no standby in sync (ENOSTANDBY) */
+  CH_FAIL_STANDBY = 3,   /* refused: not the primary (ESTANDBY) */
+  CH_FAIL_OTHER = 4      /* timed out, connection lost, any other error */
+};
 
 /* One acknowledgement (or tally attempt), 40 bytes, one write(2) each. */
 typedef struct ch_rec {
@@ -248,6 +256,12 @@ typedef struct ch_run {
   size_t nsnap; /* the last faults' starts */
   char findings[2048];
   int64_t start_ns;
+  /* the checker's: every failed counter call (REC_FAIL), by t_ns */
+  struct ch_failed {
+    int64_t t0_ns, t_ns;
+    int obj, why; /* counter, CH_FAIL_* */
+  } * failed;
+  size_t nfailed, fcap;
 } ch_run;
 
 const char *ch_fault_name(int kind);
@@ -360,10 +374,13 @@ typedef struct ch_logged {
   char example[200], error[1400];
 } ch_logged;
 /* A run of ids between two acknowledged blocks that nobody received, and
- * the fault kind check.c's blame() names for it (F_KINDS: none). */
+ * the fault kind check.c's blame() names for it (F_KINDS: none); t_lo and
+ * t_hi: when the blocks on either side of it were acknowledged (the one
+ * below and the one above it). */
 typedef struct ch_gap {
   int64_t first, last;
   int kind;
+  int64_t t_lo, t_hi;
 } ch_gap;
 /* What a power cut can take of one counter (default durability): the
  * records written since its last synced reservation, which is written once
@@ -421,7 +438,13 @@ typedef struct ch_ledger {
                                          acknowledged */
   uint64_t ack_open[F_KINDS + 1];   /* of those, in an open segment */
   uint64_t ack_pruned[F_KINDS + 1]; /* below a pruned counter's oldest */
-  char example[400], conflict[400];
+  /* acknowledged gaps holding ids of a cause that no fault near them in
+   * time (nor a failed call, where one explains it) can produce
+   * (ch_gap_unfit): gaps, ids, and the first one told; of how many
+   * gaps with entries checked */
+  uint64_t mislabeled, mislabeled_ids, c_mislabeled[CH_COUNTERS];
+  uint64_t gaps_checked;
+  char example[400], conflict[400], mislabel[600];
 } ch_ledger;
 /* Checks counter c's records (sorted, n of them) and ledger entries
  * (ne, bad of them undecodable) against each other, and the acknowledged
@@ -438,9 +461,17 @@ void ch_check_ledger(const ch_run *r, int c, const struct lc_record *rec,
                      ch_ledger *out);
 /* ledger_report.c: prints the ledger's lines of the report; true when it
  * holds (nothing unexplained, no conflict, every cause fits the faults of
- * the run).  why (wlen bytes) gets what failed, "; "-separated, or "". */
+ * the run, and each acknowledged gap's causes the faults near it).  why
+ * (wlen bytes) gets what failed, "; "-separated, or "". */
 bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
                       size_t wlen);
+/* The per-gap check: why no fault near acknowledged gap g of counter c in
+ * time (within CH_CAUSE_SLACK_NS of its neighbours' acknowledgements, on
+ * c's owner or on memcached), nor a failed call of the owner then (where
+ * one explains it), can have produced cause there; NULL when one can.
+ * The rules (each cause and what makes it) are ledger_report.c's. */
+#define CH_CAUSE_SLACK_NS 2000000000LL
+const char *ch_gap_unfit(const ch_run *r, int c, const ch_gap *g, int cause);
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
                      const ch_gap *gaps, size_t ngaps, ch_logged *out,
                      ch_ledger *led);

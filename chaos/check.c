@@ -16,7 +16,8 @@
  *  - logged: each owner's log read back (logged.c), with its gap ledger
  *    (ledger.c): every hole between records tiled by ledger entries, and
  *    every gap above explained by records (handed out, not acknowledged)
- *    or by entries whose cause fits the faults of the run;
+ *    or by entries whose cause fits the faults of the run, and each
+ *    gap's causes the faults near it in time (ch_gap_unfit);
  *  - tallies: the durable total T (plus anything still pending P) after a
  *    final sweep and flush, against the exact sum A of acknowledged
  *    changes, the sum U of changes attempted but not acknowledged (they
@@ -90,6 +91,11 @@ static int cmp_blk(const void *a, const void *b) {
   return (x->last > y->last) - (x->last < y->last);
 }
 
+static int cmp_failed(const void *a, const void *b) {
+  const struct ch_failed *x = a, *y = b;
+  return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
 int ch_owner_of(int obj) {
   return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD;
 }
@@ -116,7 +122,7 @@ static int blame(const ch_run *r, int64_t a, int64_t b, int owner) {
 }
 
 /* Per file: the last block each of its clients got from each counter. */
-static uint64_t load(const ch_run *run, const char *path, series *s,
+static uint64_t load(ch_run *run, const char *path, series *s,
                      tally_sum *ts, uint64_t *ooo) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -135,6 +141,15 @@ static uint64_t load(const ch_run *run, const char *path, series *s,
         if (before_kill(run, r->obj < CH_EMB_TALLIES ? T_EMB : T_LCD,
                         r->t_ns))
           ts[r->obj].before_kill += r->value;
+      }
+      if (r->kind == REC_FAIL && r->obj < CH_COUNTERS) {
+        if (run->nfailed == run->fcap) { /* the failed calls, for ledger.c */
+          run->fcap = run->fcap ? 2 * run->fcap : 1024;
+          run->failed = realloc(run->failed, run->fcap * sizeof *run->failed);
+        }
+        run->failed[run->nfailed++] =
+            (struct ch_failed){r->t0_ns, r->t_ns, r->obj, (int)r->value};
+        continue;
       }
       if (r->kind != REC_ID || r->obj >= CH_COUNTERS || r->n == 0) continue;
       ch_blk b = {r->value - (int64_t)r->n + 1, r->value, r->t_ns, r->t0_ns,
@@ -230,6 +245,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   }
   if (d) closedir(d);
 
+  qsort(r->failed, r->nfailed, sizeof *r->failed, cmp_failed);
+
   uint64_t gap_runs[F_KINDS + 1] = {0}, gap_ids[F_KINDS + 1] = {0};
   uint64_t ids = 0, dup_ids = 0, dup_blocks = 0, gids = 0, gruns = 0;
   char dup_example[160] = "";
@@ -255,7 +272,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
           x->gcap = x->gcap ? 2 * x->gcap : 256;
           x->g = realloc(x->g, x->gcap * sizeof *x->g);
         }
-        x->g[x->ng++] = (ch_gap){end + 1, b->first - 1, k};
+        x->g[x->ng++] = (ch_gap){end + 1, b->first - 1, k, end_t, b->t_ns};
         gap_runs[k]++;
         gap_ids[k] += (uint64_t)(b->first - end - 1);
         x->gap_runs++;
@@ -540,6 +557,9 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   }
   printf("\n");
   for (int c = 0; c < CH_COUNTERS; c++) free(s[c].b), free(s[c].g);
+  free(r->failed);
+  r->failed = NULL;
+  r->nfailed = r->fcap = 0;
   fflush(stdout);
   return valid ? 0 : 1;
 }

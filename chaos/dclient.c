@@ -102,6 +102,27 @@ static bool refused(const char *line) {
   return false;
 }
 
+/* The class of a failed call (CH_FAIL_*): line the daemon's answer, or
+ * NULL when none came. */
+static int fail_class(const char *line) {
+  if (line == NULL) return CH_FAIL_OTHER;
+  if (is_elog(line)) return CH_FAIL_ELOG;
+  if (strncmp(line, "SERVER_ERROR ENOSTANDBY", 23) == 0)
+    return CH_FAIL_NOSTANDBY;
+  if (strncmp(line, "SERVER_ERROR ESTANDBY", 21) == 0) return CH_FAIL_STANDBY;
+  return CH_FAIL_OTHER;
+}
+
+/* Appends a REC_FAIL record of r's counter (its t0_ns set). */
+static void write_fail(const ch_rec *r, const char *line) {
+  ch_rec f = *r;
+  f.kind = REC_FAIL;
+  f.value = fail_class(line);
+  f.n = 0;
+  f.t_ns = ch_now_ns();
+  ch_rec_write(out_fd, &f);
+}
+
 /* Connection 0 of client 0: batches of CH_PIPE_DEPTH pipelined requests. */
 #define CH_PIPE_DEPTH 1000
 
@@ -169,6 +190,8 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
     unsigned long long v = strtoull(line, &end, 10);
     if (line[0] < '0' || line[0] > '9' || *end) { /* SERVER_ERROR ... */
       atomic_fetch_add(&ctl->calls_failed, 1);
+      recs[i].t0_ns = t0;
+      write_fail(&recs[i], line);
       if (is_elog(line)) atomic_fetch_add(&ctl->calls_elog, 1);
       if (refused(line) || nports == 3) other = true;
       continue;
@@ -184,6 +207,8 @@ static int pipe_batch(int fd, uint32_t me, uint64_t *rng, pipe_buf *p) {
   for (; i < CH_PIPE_DEPTH; i++) {
     atomic_fetch_add(&ctl->calls_failed, 1);
     atomic_fetch_add(&ctl->calls_lost, 1);
+    recs[i].t0_ns = t0;
+    write_fail(&recs[i], NULL);
   }
   return -1;
 }
@@ -259,6 +284,7 @@ static void *conn(void *arg) {
       if (rc == 0 && !tally && is_elog(line))
         atomic_fetch_add(&ctl->calls_elog, 1);
       if (rc == -1 && !tally) atomic_fetch_add(&ctl->calls_lost, 1);
+      if (!tally) write_fail(&r, rc == 0 ? line : NULL);
       /* a cluster node that refuses: ask the next (any error) */
       bool other = nports > 1 && (rc != 0 || refused(line) || nports == 3);
       if (rc != 0 || other) {

@@ -18,7 +18,10 @@
  *    call in flight at a kill) or in entries, tabulated by fault blamed
  *    and cause; none in neither;
  *  - fit: each cause seen on an owner's counters must be one the faults
- *    of the run can produce there (ledger_report.c, with the report).
+ *    of the run can produce there (ledger_report.c, with the report);
+ *  - per gap: each cause in an acknowledged gap must be one that a fault
+ *    near the gap in time (or a failed call then) can produce there
+ *    (ch_gap_unfit): a wrong label fails the run, named.
  */
 #include "chaos.h"
 
@@ -186,9 +189,36 @@ static void acked_in_gaps(const ch_run *r, int c, const span *s, size_t n,
   }
 }
 
-/* The acknowledged gaps, by fault blamed and cause. */
-static void ack_gaps(int c, const span *s, size_t n, int64_t start,
-                     const ch_gap *g, size_t ng, ch_ledger *out) {
+/* Acknowledged gap g of counter c holds in[cause] ids of each cause:
+ * each must be one the faults near it in time can produce there. */
+static void gap_causes(const ch_run *r, int c, const ch_gap *g, int64_t a,
+                       const uint64_t in[CH_CAUSES], ch_ledger *out) {
+  bool bad = false, any = false;
+  for (int j = 1; j < CH_CAUSES; j++) {
+    any = any || in[j];
+    const char *why = in[j] ? ch_gap_unfit(r, c, g, j) : NULL;
+    if (why == NULL) continue;
+    bad = true;
+    out->mislabeled_ids += in[j];
+    example(out->mislabel, sizeof out->mislabel,
+            "%s: acknowledged gap %lld..%lld (acknowledged below it at "
+            "%.3f s, above it at %.3f s) holds %llu %s ids, but the fault "
+            "blamed is %s and %s",
+            ch_counter_name(c), (long long)a, (long long)g->last,
+            (double)(g->t_lo - r->start_ns) / 1e9,
+            (double)(g->t_hi - r->start_ns) / 1e9, (unsigned long long)in[j],
+            lc_gap_cause_name(j),
+            g->kind == F_KINDS ? "none" : ch_fault_name(g->kind), why);
+  }
+  out->gaps_checked += any;
+  if (bad) out->mislabeled++, out->c_mislabeled[c]++;
+}
+
+/* The acknowledged gaps, by fault blamed and cause, each gap's causes
+ * checked against the faults near it (gap_causes). */
+static void ack_gaps(const ch_run *r, int c, const span *s, size_t n,
+                     int64_t start, const ch_gap *g, size_t ng,
+                     ch_ledger *out) {
   size_t cur = 0;
   for (size_t i = 0; i < ng; i++) {
     int k = g[i].kind;
@@ -207,6 +237,7 @@ static void ack_gaps(int c, const span *s, size_t n, int64_t start,
     out->ack_open[k] += open;
     uint64_t rest = len(a, g[i].last) > sum ? len(a, g[i].last) - sum : 0;
     out->ack[k][0] += rest;
+    gap_causes(r, c, &g[i], a, in, out);
     if (rest)
       example(out->example, sizeof out->example,
               "%s: acknowledged gap %lld..%lld (after %s): %llu ids in no "
@@ -265,6 +296,6 @@ void ch_check_ledger(const ch_run *r, int c, const lc_record *rec, size_t n,
     start = rec[0].first;
   tile(c, s, ns, start, blocks, nb, cuts, ncuts, out);
   acked_in_gaps(r, c, s, ns, start, blocks, nb, out);
-  ack_gaps(c, s, ns, start, gaps, ng, out);
+  ack_gaps(r, c, s, ns, start, gaps, ng, out);
   free(s);
 }

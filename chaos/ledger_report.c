@@ -6,9 +6,20 @@
  *
  * The fit, per owner: a cause seen on its counters must be one that a
  * fault injected in the run (on it, or on memcached) can produce; unfit()
- * says which can, read from nemesis.c and the library.  The blame of
- * check.c is a heuristic, so the table is only reported: what fails is a
- * cause that no fault of the whole run explains.
+ * says which can, read from nemesis.c and the library.
+ *
+ * Per gap: each acknowledged gap's causes must be ones that a fault near
+ * it in time can produce there (ch_gap_unfit): a fault on its owner or
+ * on memcached whose time overlaps the gap's window, from
+ * CH_CAUSE_SLACK_NS before the acknowledgement of the block below it to
+ * as long after that of the block above it (the ids in it were lost in
+ * between; the slack covers a write still failing or a log recovering
+ * just after the fault, and a block acknowledged late), or, where a
+ * failed call explains the cause, a failed call of the owner then (the
+ * clients' REC_FAIL records).  check.c's blame() names one fault per gap
+ * (a heuristic, so the fault named in a failure is the blamed one, and
+ * the check takes any fault near): a mislabel fails the run, with the
+ * gap, its cause and the fault blamed.
  */
 #include "chaos.h"
 
@@ -157,6 +168,170 @@ static const char *unfit(const ch_run *r, int owner, int cause) {
   }
 }
 
+/* ---- the per-gap check: each gap's causes against the faults near it */
+
+#define K(kind) (1u << (kind))
+#define WRITE_FAILS (K(F_WRITE_FAIL) | K(F_DISK_FULL) | K(F_IO_ERROR))
+#define MC_LOSSES (K(F_MC_KILL) | K(F_MC_FREEZE) | K(F_MC_REWIND))
+
+/* The window of gap g: from the slack before its earlier neighbour's
+ * acknowledgement to the slack after its later one's. */
+static void window(const ch_gap *g, int64_t *lo, int64_t *hi) {
+  *lo = (g->t_lo < g->t_hi ? g->t_lo : g->t_hi) - CH_CAUSE_SLACK_NS;
+  *hi = (g->t_lo < g->t_hi ? g->t_hi : g->t_lo) + CH_CAUSE_SLACK_NS;
+}
+
+/* Was a fault of one of kinds (a bit each) carried out on owner (or on
+ * memcached, T_NONE) at some time within g's window? */
+static bool near(const ch_run *r, const ch_gap *g, int owner, unsigned kinds) {
+  int64_t lo, hi;
+  window(g, &lo, &hi);
+  for (size_t i = 0; i < r->nfaults; i++) {
+    const ch_fault *f = &r->faults[i];
+    if (!f->missed && (kinds >> f->kind & 1) &&
+        (f->target == T_NONE || f->target == owner) && f->t_ns <= hi &&
+        f->end_ns >= lo)
+      return true;
+  }
+  return false;
+}
+
+/* Did a call on one of owner's counters fail with one of whys (a bit per
+ * CH_FAIL_*) within g's window?  (r->failed is sorted by t_ns.) */
+static bool failed_near(const ch_run *r, const ch_gap *g, int owner,
+                        unsigned whys) {
+  int64_t lo, hi;
+  window(g, &lo, &hi);
+  size_t a = 0, b = r->nfailed; /* the first failed at or after lo */
+  while (a < b) {
+    size_t m = a + (b - a) / 2;
+    if (r->failed[m].t_ns < lo)
+      a = m + 1;
+    else
+      b = m;
+  }
+  for (size_t i = a; i < r->nfailed && r->failed[i].t_ns <= hi; i++)
+    if (ch_owner_of(r->failed[i].obj) == owner &&
+        (whys >> r->failed[i].why & 1))
+      return true;
+  return false;
+}
+
+/* Did owner run with prefetched segments at some time within g's window
+ * (its n-th start ran in ch_owner_mode(n) until its next start)? */
+static bool prefetch_near(const ch_run *r, const ch_gap *g, int owner) {
+  int64_t lo, hi;
+  window(g, &lo, &hi);
+  int n = 0;
+  for (size_t i = 0; i < r->nstarts; i++) {
+    if (r->starts[i].target != owner) continue;
+    n++;
+    int64_t until = INT64_MAX; /* its next start's time */
+    for (size_t j = i + 1; j < r->nstarts; j++)
+      if (r->starts[j].target == owner) {
+        until = r->starts[j].t_ns;
+        break;
+      }
+    if (r->starts[i].t_ns <= hi && until >= lo &&
+        strcmp(ch_owner_mode(n, r->baseline), "prefetch") == 0)
+      return true;
+  }
+  return false;
+}
+
+/* The kinds that stop owner without a close (its reservation's rest
+ * becomes a restart gap, an increment in flight unlogged): owner-kill and
+ * power-cut; with --standby a primary killed by primary-loss or
+ * partition; with --cluster any of its faults (a node killed, or a fenced
+ * one that re-executes itself). */
+static unsigned kills(const ch_run *r) {
+  unsigned k = K(F_OWNER_KILL) | K(F_POWER_CUT);
+  if (r->standby) k |= K(F_PRIMARY_LOSS) | K(F_PARTITION);
+  if (r->cluster) k |= CH_CLUSTER_KINDS;
+  return k;
+}
+
+/* The kinds that stop logcounterd's primary (ch_kind_stops_primary). */
+static unsigned stops_primary(void) {
+  unsigned k = 0;
+  for (int i = 0; i < F_KINDS; i++)
+    if (ch_kind_stops_primary(i)) k |= K(i);
+  return k;
+}
+
+/* The rules, per cause, each gap against the faults within its window
+ * (and the failed calls then), read from the library (LC_GAP_*,
+ * src/counter/ledger.c, counter.c, segment.c, close.c):
+ *  burned    its block's log write failed: log-write-fail, disk-full or
+ *            io-error on the owner; with --cluster any of its faults (a
+ *            floor no standby acknowledged in time); with --standby on
+ *            logcounterd a call refused with ENOSTANDBY then, or a
+ *            primary-loss, partition, owner-kill or owner-restart that
+ *            left the primary without a standby in sync (standby_less);
+ *  restart   the rest of a reservation of a run that stopped without
+ *            closing: kills() (or an owner that died by itself, a
+ *            finding of its own);
+ *  unlogged  memcached ahead of the log with nothing written: an
+ *            increment whose answer was lost (memcached-kill, -freeze,
+ *            or a call of the owner that failed then: timed out, refused
+ *            with ELOG), memcached set ahead (memcached-rewind), or a run
+ *            killed between its increment and its log write (kills());
+ *  segment   the unused rest of a prefetched segment given up: the owner
+ *            ran in prefetch mode then, and it was stopped cleanly
+ *            (owner-restart: lc_close), or memcached jumped or could not
+ *            be set back (a memcached fault, or a failed call then);
+ *  failover  a promotion: --standby's primary-loss or partition, or with
+ *            --cluster a fault that stops the primary;
+ *  advance, void: never (chaos calls none of lc_advance, lc_adopt,
+ *            lc_void). */
+const char *ch_gap_unfit(const ch_run *r, int c, const ch_gap *g, int cause) {
+  int o = ch_owner_of(c);
+  unsigned any_fail = K(CH_FAIL_ELOG) | K(CH_FAIL_OTHER);
+  switch (cause) {
+  case LC_GAP_BURNED:
+    if (near(r, g, o, WRITE_FAILS) ||
+        (r->cluster && near(r, g, o, CH_CLUSTER_KINDS)))
+      return NULL;
+    if (r->standby && o == T_LCD)
+      return near(r, g, o,
+                  K(F_PRIMARY_LOSS) | K(F_PARTITION) | K(F_OWNER_KILL) |
+                      K(F_OWNER_RESTART)) ||
+                     failed_near(r, g, o, K(CH_FAIL_NOSTANDBY))
+                 ? NULL
+                 : "no call of logcounterd was refused with ENOSTANDBY "
+                   "within 2 s of it, and no primary-loss, partition, "
+                   "owner-kill or owner-restart of it was that near";
+    return "no fault that fails a log write (log-write-fail, disk-full, "
+           "io-error) hit its owner within 2 s of it";
+  case LC_GAP_RESTART:
+    return near(r, g, o, kills(r)) || r->unexpected > 0
+               ? NULL
+               : "its owner was not killed or cut off within 2 s of it "
+                 "(owner-kill, power-cut; primary-loss, partition)";
+  case LC_GAP_UNLOGGED:
+    return near(r, g, o, MC_LOSSES | kills(r)) ||
+                   failed_near(r, g, o, any_fail) || r->unexpected > 0
+               ? NULL
+               : "no memcached kill, freeze or rewind, no kill of its "
+                 "owner, and no failed call of it within 2 s of it";
+  case LC_GAP_SEGMENT:
+    if (!prefetch_near(r, g, o))
+      return "its owner did not run with prefetch then";
+    return near(r, g, o, K(F_OWNER_RESTART) | K(F_MC_FLUSH) | MC_LOSSES) ||
+                   failed_near(r, g, o, any_fail)
+               ? NULL
+               : "its owner was not stopped cleanly (owner-restart) within "
+                 "2 s of it, and no memcached fault or failed call was that "
+                 "near";
+  case LC_GAP_FAILOVER:
+    return (r->standby || r->cluster) && near(r, g, o, stops_primary())
+               ? NULL
+               : "no standby of its owner was promoted within 2 s of it";
+  case LC_GAP_ADVANCE: return "chaos calls neither lc_advance nor lc_adopt";
+  default: return "chaos never calls lc_void";
+  }
+}
+
 /* " (e0 3, d1 2)": the counters with a non-zero count. */
 static void by_counter(const uint64_t n[CH_COUNTERS]) {
   const char *sep = " (";
@@ -267,6 +442,24 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
     }
   if (!misfits && (gaps || l->entries[LC_GAP_VOID]))
     printf("%-13s   every cause fits the faults injected\n", "");
+  /* each acknowledged gap's causes against the faults near it */
+  if (l->mislabeled) {
+    printf("%-13s   FAIL: %llu of %llu acknowledged gaps hold ids of a cause "
+           "no fault near them made (%llu ids)",
+           "", (unsigned long long)l->mislabeled,
+           (unsigned long long)l->gaps_checked,
+           (unsigned long long)l->mislabeled_ids);
+    by_counter(l->c_mislabeled);
+    printf(", e.g. %s\n", l->mislabel);
+    because(why, wlen, "%llu acknowledged gaps with a cause no fault near "
+            "them made, e.g. %s",
+            (unsigned long long)l->mislabeled, l->mislabel);
+  } else if (l->gaps_checked) {
+    printf("%-13s   every acknowledged gap's causes fit the faults near it "
+           "(%llu gaps, within %lld s)\n",
+           "", (unsigned long long)l->gaps_checked,
+           (long long)(CH_CAUSE_SLACK_NS / 1000000000));
+  }
 
   /* the acknowledged gaps: fault blamed x cause */
   uint64_t col[CH_CAUSES] = {0}, handed = 0, open = 0, pruned = 0;
@@ -307,5 +500,5 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
     because(why, wlen, "%llu acknowledged gap ids with no ledger cause",
             (unsigned long long)col[0]);
   return l->read && l->unexplained == 0 && l->conflicts == 0 &&
-         col[0] == 0 && misfits == 0;
+         col[0] == 0 && misfits == 0 && l->mislabeled == 0;
 }

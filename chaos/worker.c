@@ -165,6 +165,10 @@ static void *client(void *arg) {
     if (rc) {
       atomic_fetch_add(&ctl->calls_failed, 1);
       if (rc == LC_ELOG) atomic_fetch_add(&ctl->calls_elog, 1);
+      r.kind = REC_FAIL, r.obj = (uint8_t)obj;
+      r.value = rc == LC_ELOG ? CH_FAIL_ELOG : CH_FAIL_OTHER;
+      r.t_ns = ch_now_ns();
+      ch_rec_write(out_fd, &r);
       ch_sleep_ms(1);
       continue;
     }
