@@ -123,9 +123,10 @@ $(BUILD)/tests/test_first: TEST_LDFLAGS = -Wl,--wrap=lc__cache_pipe
 # interposers and the cut) into itself.
 $(BUILD)/tests/test_powercut: TEST_SRC_EXTRA = -Ichaos chaos/powercut.c chaos/cut.c -ldl
 $(BUILD)/tests/test_powercut: chaos/powercut.c chaos/cut.c chaos/chaos.h
-# test_chaos_fit links the chaos checker's ledger fit (ledger_report.c).
-$(BUILD)/tests/test_chaos_fit: TEST_SRC_EXTRA = -Ichaos chaos/ledger_report.c
-$(BUILD)/tests/test_chaos_fit: chaos/ledger_report.c chaos/chaos.h
+# test_chaos_fit links the chaos checker's ledger fit and per-gap cause
+# check (ledger_report.c, ledger.c).
+$(BUILD)/tests/test_chaos_fit: TEST_SRC_EXTRA = -Ichaos chaos/ledger_report.c chaos/ledger.c
+$(BUILD)/tests/test_chaos_fit: chaos/ledger_report.c chaos/ledger.c chaos/chaos.h
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
 # test_binary tests the daemon's binary-protocol parser.

@@ -1,7 +1,12 @@
 /*
  * test_chaos_fit.c - the chaos checker's ledger fit (chaos/ledger_report.c
  * linked in): each gap cause seen on an owner's counters must be one a
- * fault of the run can produce, and a report that fails says why.
+ * fault of the run can produce, and a report that fails says why.  And
+ * the per-gap check (chaos/ledger.c too): each acknowledged gap's cause
+ * must be one a fault near it in time makes: a wrong cause (burned after
+ * a memcached flush, restart after the other owner's kill, unlogged with
+ * nothing lost, segment-unused without prefetch) fails the run, naming
+ * the gap, its cause and the fault, even where the run-wide fit passes.
  *
  * The case (chaos seed 8, --standby): after a primary-loss the promoted
  * daemon ran without a standby in sync; in required mode its synced
@@ -22,14 +27,31 @@
 
 #include "chaos.h"
 
-/* What ledger_report.c needs of the rest of the harness. */
+/* What ledger_report.c and ledger.c need of the rest of the harness. */
 const char *ch_fault_name(int kind) {
-  return kind == F_PRIMARY_LOSS ? "primary-loss" : "a fault";
+  switch (kind) {
+  case F_PRIMARY_LOSS: return "primary-loss";
+  case F_MC_FLUSH: return "memcached-flush";
+  case F_WRITE_FAIL: return "log-write-fail";
+  case F_OWNER_KILL: return "owner-kill";
+  case F_OWNER_RESTART: return "owner-restart";
+  default: return "a fault";
+  }
 }
 const char *ch_target_name(int target) {
   return target == T_EMB ? "embedded" : target == T_LCD ? "logcounterd" : "";
 }
-const char *ch_counter_name(int i) { return i < CH_EMB_COUNTERS ? "e" : "d"; }
+const char *ch_counter_name(int i) {
+  static const char *const names[] = {"e0", "e1", "e2", "d0", "d1"};
+  return i >= 0 && i < CH_COUNTERS ? names[i] : "?";
+}
+int ch_owner_of(int obj) { return obj < CH_EMB_COUNTERS ? T_EMB : T_LCD; }
+bool ch_cut_covers(const ch_cut *k, size_t nk, int64_t first, int64_t last,
+                   int64_t t_ns) {
+  (void)k, (void)nk, (void)first, (void)last, (void)t_ns;
+  return false;
+}
+static bool prefetch_mode; /* every start of an owner ran with prefetch */
 bool ch_kind_stops_primary(int kind) { /* as nemesis.c's */
   return kind == F_PRIMARY_LOSS || kind == F_PARTITION || kind == F_CL_KILL ||
          kind == F_CL_FREEZE || kind == F_CL_DISK || kind == F_CL_CUT ||
@@ -37,7 +59,7 @@ bool ch_kind_stops_primary(int kind) { /* as nemesis.c's */
 }
 const char *ch_owner_mode(int incarnation, bool baseline) {
   (void)incarnation, (void)baseline;
-  return "default";
+  return prefetch_mode ? "prefetch" : "default";
 }
 
 static ch_ctl ctl;
@@ -114,11 +136,156 @@ static void test_every_reason(void **state) {
   assert_non_null(strstr(why, "no gap ledger was read"));
 }
 
+/* ---- the per-gap check ---------------------------------------------- */
+
+#define S_NS 1000000000LL /* a second */
+
+/* A run of embedded counter e0 (from 0 s): records 1..100 and 201..300,
+ * acknowledged at 10 s and 10.2 s, the gap 101..200 between them in one
+ * ledger entry of cause; blamed on fault 0.  The faults (kind, target,
+ * start and end in ms) are set by the caller, then check() runs the
+ * checker's ledger pass and its report. */
+static lc_record recs[2] = {{1, 100, 100, 0, LC_RECORD_BLOCK},
+                            {201, 300, 100, 0, LC_RECORD_BLOCK}};
+static ch_blk blks[2] = {{1, 100, 10 * S_NS, 10 * S_NS, 256},
+                         {201, 300, 10 * S_NS + S_NS / 5, 10 * S_NS, 256}};
+static struct ch_start starts[1] = {{0, T_EMB, false}};
+static int gap_cause;
+
+static void gap_run(int cause) {
+  memset(&run, 0, sizeof run);
+  memset(&led, 0, sizeof led);
+  memset(faults, 0, sizeof faults);
+  memset(&ctl, 0, sizeof ctl);
+  run.emb_ctl = run.dcl_ctl = run.lcd_ctl = &ctl;
+  run.faults = faults;
+  run.starts = starts;
+  run.nstarts = 1;
+  prefetch_mode = false;
+  gap_cause = cause;
+}
+
+static void fault(int kind, int target, int64_t from_ms, int64_t to_ms) {
+  faults[run.nfaults++] = (ch_fault){.kind = kind,
+                                     .target = target,
+                                     .t_ns = from_ms * 1000000,
+                                     .end_ns = to_ms * 1000000};
+}
+
+/* The checker's verdict on the gap; why gets the report's reason. */
+static bool check(char *why, size_t size) {
+  ch_entry e = {101, 200, gap_cause};
+  ch_gap g = {101, 200, run.nfaults ? faults[0].kind : F_KINDS, blks[0].t_ns,
+              blks[1].t_ns};
+  ch_check_ledger(&run, 0, recs, 2, &e, 1, 0, blks, 2, &g, 1, NULL, 0, &led);
+  assert_int_equal(led.conflicts + led.unexplained, 0);
+  assert_int_equal(led.gaps_checked, 1);
+  return ch_ledger_report(&run, &led, why, size);
+}
+
+/* A burned gap whose neighbours were acknowledged during a memcached
+ * flush: no failed write made it.  A log-write-fail of the same owner 20
+ * s later makes the run-wide fit pass; the per-gap check fails it, and
+ * says which gap, which cause and which fault. */
+static void test_gap_burned_after_flush(void **state) {
+  (void)state;
+  char why[1024];
+  gap_run(LC_GAP_BURNED);
+  fault(F_MC_FLUSH, T_NONE, 10000, 10100);
+  fault(F_WRITE_FAIL, T_EMB, 30000, 30500);
+  assert_false(check(why, sizeof why));
+  assert_int_equal(led.mislabeled, 1);
+  assert_int_equal(led.mislabeled_ids, 100);
+  assert_non_null(strstr(why, "e0: acknowledged gap 101..200"));
+  assert_non_null(strstr(why, "holds 100 burned ids"));
+  assert_non_null(strstr(why, "the fault blamed is memcached-flush"));
+  assert_null(strstr(why, "burned ids on embedded's counters")); /* fits */
+  /* the write failure while the gap was made: right */
+  gap_run(LC_GAP_BURNED);
+  fault(F_WRITE_FAIL, T_EMB, 10050, 10150);
+  assert_true(check(why, sizeof why));
+  assert_string_equal(why, "");
+  /* or just before it (a write still failing as the fault ends) */
+  gap_run(LC_GAP_BURNED);
+  fault(F_WRITE_FAIL, T_EMB, 8000, 9000);
+  assert_true(check(why, sizeof why));
+  /* but not the other owner's */
+  gap_run(LC_GAP_BURNED);
+  fault(F_WRITE_FAIL, T_LCD, 10050, 10150);
+  assert_false(check(why, sizeof why));
+}
+
+/* restart: only after a kill of that owner (not of the other one, not a
+ * clean restart). */
+static void test_gap_restart_needs_kill(void **state) {
+  (void)state;
+  char why[1024];
+  gap_run(LC_GAP_RESTART);
+  fault(F_OWNER_KILL, T_LCD, 10050, 10150);
+  fault(F_OWNER_KILL, T_EMB, 40000, 40100); /* the run-wide fit passes */
+  assert_false(check(why, sizeof why));
+  assert_non_null(strstr(why, "holds 100 restart ids"));
+  assert_non_null(strstr(why, "blamed is owner-kill"));
+  gap_run(LC_GAP_RESTART);
+  fault(F_OWNER_RESTART, T_EMB, 10050, 10150);
+  fault(F_OWNER_KILL, T_EMB, 40000, 40100);
+  assert_false(check(why, sizeof why));
+  assert_non_null(strstr(why, "blamed is owner-restart"));
+  gap_run(LC_GAP_RESTART);
+  fault(F_OWNER_KILL, T_EMB, 10050, 10150);
+  assert_true(check(why, sizeof why));
+}
+
+/* unlogged: only where an increment's answer was lost (a memcached fault,
+ * a kill, a failed call then), not after a clean restart alone. */
+static void test_gap_unlogged_needs_loss(void **state) {
+  (void)state;
+  char why[1024];
+  gap_run(LC_GAP_UNLOGGED);
+  fault(F_OWNER_RESTART, T_EMB, 10050, 10150);
+  fault(F_OWNER_KILL, T_EMB, 40000, 40100); /* the run-wide fit passes */
+  assert_false(check(why, sizeof why));
+  assert_non_null(strstr(why, "holds 100 unlogged ids"));
+  /* a call of e1 (the same owner) timed out then: its answer was lost */
+  struct ch_failed f = {10 * S_NS, 10 * S_NS + S_NS / 10, 1, CH_FAIL_OTHER};
+  run.failed = &f, run.nfailed = 1;
+  memset(&led, 0, sizeof led);
+  assert_true(check(why, sizeof why));
+  /* one of the other owner's does not explain it */
+  gap_run(LC_GAP_UNLOGGED);
+  fault(F_OWNER_RESTART, T_EMB, 10050, 10150);
+  f.obj = 3;
+  run.failed = &f, run.nfailed = 1;
+  assert_false(check(why, sizeof why));
+}
+
+/* segment-unused: only with prefetch, after a clean stop. */
+static void test_gap_segment_needs_prefetch(void **state) {
+  (void)state;
+  char why[1024];
+  gap_run(LC_GAP_SEGMENT);
+  fault(F_OWNER_RESTART, T_EMB, 10050, 10150);
+  assert_false(check(why, sizeof why));
+  assert_non_null(strstr(why, "did not run with prefetch"));
+  gap_run(LC_GAP_SEGMENT);
+  prefetch_mode = true;
+  fault(F_OWNER_RESTART, T_EMB, 10050, 10150);
+  assert_true(check(why, sizeof why));
+  gap_run(LC_GAP_SEGMENT);
+  prefetch_mode = true;
+  fault(F_OWNER_KILL, T_EMB, 10050, 10150); /* a kill leaves it open */
+  assert_false(check(why, sizeof why));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_standby_burn_fits),
       cmocka_unit_test(test_unfit_burn_says_why),
       cmocka_unit_test(test_every_reason),
+      cmocka_unit_test(test_gap_burned_after_flush),
+      cmocka_unit_test(test_gap_restart_needs_kill),
+      cmocka_unit_test(test_gap_unlogged_needs_loss),
+      cmocka_unit_test(test_gap_segment_needs_prefetch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
