@@ -218,16 +218,20 @@ static bool failed_near(const ch_run *r, const ch_gap *g, int owner,
 }
 
 /* Did owner run with prefetched segments at some time within g's window
- * (its n-th start ran in ch_owner_mode(n) until its next start)? */
+ * (its n-th start ran in ch_owner_mode(n) until its next start; with
+ * --standby or --cluster logcounterd's starts are of several daemons at
+ * once, standbys among them, any of which may serve later: each until the
+ * end)? */
 static bool prefetch_near(const ch_run *r, const ch_gap *g, int owner) {
   int64_t lo, hi;
   window(g, &lo, &hi);
   int n = 0;
+  bool several = owner == T_LCD && (r->standby || r->cluster);
   for (size_t i = 0; i < r->nstarts; i++) {
     if (r->starts[i].target != owner) continue;
     n++;
     int64_t until = INT64_MAX; /* its next start's time */
-    for (size_t j = i + 1; j < r->nstarts; j++)
+    for (size_t j = i + 1; j < r->nstarts && !several; j++)
       if (r->starts[j].target == owner) {
         until = r->starts[j].t_ns;
         break;
