@@ -444,6 +444,7 @@ typedef struct ch_ledger {
    * gaps with entries checked */
   uint64_t mislabeled, mislabeled_ids, c_mislabeled[CH_COUNTERS];
   uint64_t gaps_checked;
+  uint64_t gaps_blamed_fit; /* of those, the fault blamed alone fits */
   char example[400], conflict[400], mislabel[600];
 } ch_ledger;
 /* Checks counter c's records (sorted, n of them) and ledger entries
@@ -472,6 +473,10 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
  * The rules (each cause and what makes it) are ledger_report.c's. */
 #define CH_CAUSE_SLACK_NS 2000000000LL
 const char *ch_gap_unfit(const ch_run *r, int c, const ch_gap *g, int cause);
+/* Does the fault blamed for g alone (its kind, near it; no failed call)
+ * explain cause there?  Reported, not required: several faults are often
+ * near one gap, and blame() names one. */
+bool ch_gap_fits_blamed(const ch_run *r, int c, const ch_gap *g, int cause);
 void ch_check_logged(const ch_run *r, int c, const ch_blk *blocks, size_t n,
                      const ch_gap *gaps, size_t ngaps, ch_logged *out,
                      ch_ledger *led);

@@ -193,9 +193,10 @@ static void acked_in_gaps(const ch_run *r, int c, const span *s, size_t n,
  * each must be one the faults near it in time can produce there. */
 static void gap_causes(const ch_run *r, int c, const ch_gap *g, int64_t a,
                        const uint64_t in[CH_CAUSES], ch_ledger *out) {
-  bool bad = false, any = false;
+  bool bad = false, any = false, blamed = true;
   for (int j = 1; j < CH_CAUSES; j++) {
     any = any || in[j];
+    blamed = blamed && (!in[j] || ch_gap_fits_blamed(r, c, g, j));
     const char *why = in[j] ? ch_gap_unfit(r, c, g, j) : NULL;
     if (why == NULL) continue;
     bad = true;
@@ -211,6 +212,7 @@ static void gap_causes(const ch_run *r, int c, const ch_gap *g, int64_t a,
             g->kind == F_KINDS ? "none" : ch_fault_name(g->kind), why);
   }
   out->gaps_checked += any;
+  out->gaps_blamed_fit += any && blamed;
   if (bad) out->mislabeled++, out->c_mislabeled[c]++;
 }
 

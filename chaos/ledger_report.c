@@ -181,11 +181,20 @@ static void window(const ch_gap *g, int64_t *lo, int64_t *hi) {
   *hi = (g->t_lo < g->t_hi ? g->t_hi : g->t_lo) + CH_CAUSE_SLACK_NS;
 }
 
-/* Was a fault of one of kinds (a bit each) carried out on owner (or on
- * memcached, T_NONE) at some time within g's window? */
-static bool near(const ch_run *r, const ch_gap *g, int owner, unsigned kinds) {
+/* What a gap is checked against: the faults of the kinds in allow (all,
+ * or the blamed one alone), and the failed calls (calls). */
+typedef struct scope {
+  unsigned allow;
+  bool calls;
+} scope;
+
+/* Was a fault of one of kinds (a bit each, within sc's) carried out on
+ * owner (or on memcached, T_NONE) at some time within g's window? */
+static bool near_in(const ch_run *r, const ch_gap *g, int owner,
+                    unsigned kinds, const scope *sc) {
   int64_t lo, hi;
   window(g, &lo, &hi);
+  kinds &= sc->allow;
   for (size_t i = 0; i < r->nfaults; i++) {
     const ch_fault *f = &r->faults[i];
     if (!f->missed && (kinds >> f->kind & 1) &&
@@ -198,8 +207,9 @@ static bool near(const ch_run *r, const ch_gap *g, int owner, unsigned kinds) {
 
 /* Did a call on one of owner's counters fail with one of whys (a bit per
  * CH_FAIL_*) within g's window?  (r->failed is sorted by t_ns.) */
-static bool failed_near(const ch_run *r, const ch_gap *g, int owner,
-                        unsigned whys) {
+static bool failed_near_in(const ch_run *r, const ch_gap *g, int owner,
+                           unsigned whys, const scope *sc) {
+  if (!sc->calls) return false;
   int64_t lo, hi;
   window(g, &lo, &hi);
   size_t a = 0, b = r->nfailed; /* the first failed at or after lo */
@@ -288,52 +298,66 @@ static unsigned stops_primary(void) {
  *            --cluster a fault that stops the primary;
  *  advance, void: never (chaos calls none of lc_advance, lc_adopt,
  *            lc_void). */
-const char *ch_gap_unfit(const ch_run *r, int c, const ch_gap *g, int cause) {
+static const char *gap_unfit(const ch_run *r, int c, const ch_gap *g,
+                             int cause, const scope *sc) {
   int o = ch_owner_of(c);
-  unsigned any_fail = K(CH_FAIL_ELOG) | K(CH_FAIL_OTHER);
+  unsigned lost_answer = K(CH_FAIL_ELOG) | K(CH_FAIL_OTHER); /* failed calls */
+  unsigned left_alone = K(F_PRIMARY_LOSS) | K(F_PARTITION) |
+                        K(F_OWNER_KILL) | K(F_OWNER_RESTART);
+  bool fits;
   switch (cause) {
   case LC_GAP_BURNED:
-    if (near(r, g, o, WRITE_FAILS) ||
-        (r->cluster && near(r, g, o, CH_CLUSTER_KINDS)))
+    if (near_in(r, g, o, WRITE_FAILS, sc) ||
+        (r->cluster && near_in(r, g, o, CH_CLUSTER_KINDS, sc)))
       return NULL;
-    if (r->standby && o == T_LCD)
-      return near(r, g, o,
-                  K(F_PRIMARY_LOSS) | K(F_PARTITION) | K(F_OWNER_KILL) |
-                      K(F_OWNER_RESTART)) ||
-                     failed_near(r, g, o, K(CH_FAIL_NOSTANDBY))
-                 ? NULL
-                 : "no call of logcounterd was refused with ENOSTANDBY "
-                   "within 2 s of it, and no primary-loss, partition, "
-                   "owner-kill or owner-restart of it was that near";
-    return "no fault that fails a log write (log-write-fail, disk-full, "
-           "io-error) hit its owner within 2 s of it";
+    if (!r->standby || o != T_LCD)
+      return "no fault that fails a log write (log-write-fail, disk-full, "
+             "io-error) hit its owner within 2 s of it";
+    fits = near_in(r, g, o, left_alone, sc) ||
+           failed_near_in(r, g, o, K(CH_FAIL_NOSTANDBY), sc);
+    return fits ? NULL
+                : "no call of logcounterd was refused with ENOSTANDBY within "
+                  "2 s of it, and no primary-loss, partition, owner-kill or "
+                  "owner-restart of it was that near";
   case LC_GAP_RESTART:
-    return near(r, g, o, kills(r)) || r->unexpected > 0
-               ? NULL
-               : "its owner was not killed or cut off within 2 s of it "
-                 "(owner-kill, power-cut; primary-loss, partition)";
+    fits = near_in(r, g, o, kills(r), sc) || r->unexpected > 0;
+    return fits ? NULL
+                : "its owner was not killed or cut off within 2 s of it "
+                  "(owner-kill, power-cut; primary-loss, partition)";
   case LC_GAP_UNLOGGED:
-    return near(r, g, o, MC_LOSSES | kills(r)) ||
-                   failed_near(r, g, o, any_fail) || r->unexpected > 0
-               ? NULL
-               : "no memcached kill, freeze or rewind, no kill of its "
-                 "owner, and no failed call of it within 2 s of it";
+    fits = near_in(r, g, o, MC_LOSSES | kills(r), sc) ||
+           failed_near_in(r, g, o, lost_answer, sc) || r->unexpected > 0;
+    return fits ? NULL
+                : "no memcached kill, freeze or rewind, no kill of its "
+                  "owner, and no failed call of it within 2 s of it";
   case LC_GAP_SEGMENT:
     if (!prefetch_near(r, g, o))
       return "its owner did not run with prefetch then";
-    return near(r, g, o, K(F_OWNER_RESTART) | K(F_MC_FLUSH) | MC_LOSSES) ||
-                   failed_near(r, g, o, any_fail)
-               ? NULL
-               : "its owner was not stopped cleanly (owner-restart) within "
-                 "2 s of it, and no memcached fault or failed call was that "
-                 "near";
+    fits = near_in(r, g, o, K(F_OWNER_RESTART) | K(F_MC_FLUSH) | MC_LOSSES,
+                   sc) ||
+           failed_near_in(r, g, o, lost_answer, sc);
+    return fits ? NULL
+                : "its owner was not stopped cleanly (owner-restart) within "
+                  "2 s of it, and no memcached fault or failed call was that "
+                  "near";
   case LC_GAP_FAILOVER:
-    return (r->standby || r->cluster) && near(r, g, o, stops_primary())
-               ? NULL
-               : "no standby of its owner was promoted within 2 s of it";
+    fits = (r->standby || r->cluster) &&
+           near_in(r, g, o, stops_primary(), sc);
+    return fits ? NULL
+                : "no standby of its owner was promoted within 2 s of it";
   case LC_GAP_ADVANCE: return "chaos calls neither lc_advance nor lc_adopt";
   default: return "chaos never calls lc_void";
   }
+}
+
+const char *ch_gap_unfit(const ch_run *r, int c, const ch_gap *g, int cause) {
+  const scope all = {~0u, true};
+  return gap_unfit(r, c, g, cause, &all);
+}
+
+bool ch_gap_fits_blamed(const ch_run *r, int c, const ch_gap *g, int cause) {
+  const scope blamed = {g->kind < F_KINDS ? K(g->kind) : 0, false};
+  return gap_unfit(r, c, g, cause, &blamed) == NULL;
 }
 
 /* " (e0 3, d1 2)": the counters with a non-zero count. */
@@ -460,9 +484,10 @@ bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
             (unsigned long long)l->mislabeled, l->mislabel);
   } else if (l->gaps_checked) {
     printf("%-13s   every acknowledged gap's causes fit the faults near it "
-           "(%llu gaps, within %lld s)\n",
+           "(%llu gaps, within %lld s; %llu of them the fault blamed alone)\n",
            "", (unsigned long long)l->gaps_checked,
-           (long long)(CH_CAUSE_SLACK_NS / 1000000000));
+           (long long)(CH_CAUSE_SLACK_NS / 1000000000),
+           (unsigned long long)l->gaps_blamed_fit);
   }
 
   /* the acknowledged gaps: fault blamed x cause */
