@@ -203,13 +203,14 @@ static void gap_causes(const ch_run *r, int c, const ch_gap *g, int64_t a,
     out->mislabeled_ids += in[j];
     example(out->mislabel, sizeof out->mislabel,
             "%s: acknowledged gap %lld..%lld (acknowledged below it at "
-            "%.3f s, above it at %.3f s) holds %llu %s ids, but the fault "
-            "blamed is %s and %s",
+            "%.3f s, above it at %.3f s) holds %llu %s ids, but %s%s and "
+            "%s",
             ch_counter_name(c), (long long)a, (long long)g->last,
             (double)(g->t_lo - r->start_ns) / 1e9,
             (double)(g->t_hi - r->start_ns) / 1e9, (unsigned long long)in[j],
             lc_gap_cause_name(j),
-            g->kind == F_KINDS ? "none" : ch_fault_name(g->kind), why);
+            g->kind == F_KINDS ? "no fault is blamed" : "the fault blamed is ",
+            g->kind == F_KINDS ? "" : ch_fault_name(g->kind), why);
   }
   out->gaps_checked += any;
   out->gaps_blamed_fit += any && blamed;

@@ -151,6 +151,7 @@ static ch_blk blks[2] = {{1, 100, 10 * S_NS, 10 * S_NS, 256},
                          {201, 300, 10 * S_NS + S_NS / 5, 10 * S_NS, 256}};
 static struct ch_start starts[1] = {{0, T_EMB, false}};
 static int gap_cause;
+static int gap_counter; /* 0 (e0) unless set */
 
 static void gap_run(int cause) {
   memset(&run, 0, sizeof run);
@@ -163,6 +164,7 @@ static void gap_run(int cause) {
   run.nstarts = 1;
   prefetch_mode = false;
   gap_cause = cause;
+  gap_counter = 0;
 }
 
 static void fault(int kind, int target, int64_t from_ms, int64_t to_ms) {
@@ -177,7 +179,8 @@ static bool check(char *why, size_t size) {
   ch_entry e = {101, 200, gap_cause};
   ch_gap g = {101, 200, run.nfaults ? faults[0].kind : F_KINDS, blks[0].t_ns,
               blks[1].t_ns};
-  ch_check_ledger(&run, 0, recs, 2, &e, 1, 0, blks, 2, &g, 1, NULL, 0, &led);
+  ch_check_ledger(&run, gap_counter, recs, 2, &e, 1, 0, blks, 2, &g, 1, NULL,
+                  0, &led);
   assert_int_equal(led.conflicts + led.unexplained, 0);
   assert_int_equal(led.gaps_checked, 1);
   return ch_ledger_report(&run, &led, why, size);
@@ -213,6 +216,33 @@ static void test_gap_burned_after_flush(void **state) {
   gap_run(LC_GAP_BURNED);
   fault(F_WRITE_FAIL, T_LCD, 10050, 10150);
   assert_false(check(why, sizeof why));
+  /* nor none at all */
+  gap_run(LC_GAP_BURNED);
+  assert_false(check(why, sizeof why));
+  assert_non_null(strstr(why, "but no fault is blamed and no fault that"));
+}
+
+/* --standby: burned ids of logcounterd's d0 fit a call refused with
+ * ENOSTANDBY then (the primary's synced write failed), not one 10 s
+ * later (which makes the run-wide fit pass). */
+static void test_gap_burned_standby(void **state) {
+  (void)state;
+  char why[1024];
+  struct ch_failed f = {10 * S_NS, 10 * S_NS + S_NS / 10, 4,
+                        CH_FAIL_NOSTANDBY};
+  gap_run(LC_GAP_BURNED);
+  run.standby = true;
+  gap_counter = 3;
+  atomic_store(&ctl.calls_enostandby, 1);
+  fault(F_MC_FLUSH, T_NONE, 10000, 10100);
+  run.failed = &f, run.nfailed = 1;
+  assert_true(check(why, sizeof why));
+  f.t_ns = f.t0_ns = 20 * S_NS;
+  memset(&led, 0, sizeof led);
+  assert_false(check(why, sizeof why));
+  assert_non_null(strstr(why, "d0: acknowledged gap 101..200"));
+  assert_non_null(strstr(why, "refused with ENOSTANDBY"));
+  atomic_store(&ctl.calls_enostandby, 0);
 }
 
 /* restart: only after a kill of that owner (not of the other one, not a
@@ -283,6 +313,7 @@ int main(void) {
       cmocka_unit_test(test_unfit_burn_says_why),
       cmocka_unit_test(test_every_reason),
       cmocka_unit_test(test_gap_burned_after_flush),
+      cmocka_unit_test(test_gap_burned_standby),
       cmocka_unit_test(test_gap_restart_needs_kill),
       cmocka_unit_test(test_gap_unlogged_needs_loss),
       cmocka_unit_test(test_gap_segment_needs_prefetch),
