@@ -28,7 +28,10 @@
  * Invariant: a client appends an acknowledgement record only after the
  * value reached it, with one write(2), so a record never names an id the
  * client did not receive; ids in flight when a process dies are simply not
- * recorded (they may show up as gaps, never as duplicates).
+ * recorded (they may show up as gaps, never as duplicates).  A counter
+ * call that failed appends a REC_FAIL record (which counter, when, why):
+ * the per-gap cause check takes a failed call near a gap as the lost
+ * answer that can leave it unlogged (ledger_report.c, ch_gap_unfit).
  */
 #ifndef CHAOS_H
 #define CHAOS_H
