@@ -292,8 +292,11 @@ static unsigned stops_primary(void) {
  *            killed between its increment and its log write (kills());
  *  segment   the unused rest of a prefetched segment given up: the owner
  *            ran in prefetch mode then, and it was stopped cleanly
- *            (owner-restart: lc_close), or memcached jumped or could not
- *            be set back (a memcached fault, or a failed call then);
+ *            (owner-restart: lc_close; memcached-flush: not set back),
+ *            or the next segment was not contiguous with it (prefetch.c):
+ *            memcached jumped under it (a memcached fault or a failed
+ *            call then; not a kill, which leaves its segments open) or a
+ *            segment between burned (what explains burned ids);
  *  failover  a promotion: --standby's primary-loss or partition, or with
  *            --cluster a fault that stops the primary;
  *  advance, void: never (chaos calls none of lc_advance, lc_adopt,
@@ -333,13 +336,19 @@ static const char *gap_unfit(const ch_run *r, int c, const ch_gap *g,
   case LC_GAP_SEGMENT:
     if (!prefetch_near(r, g, o))
       return "its owner did not run with prefetch then";
+    /* given up at a clean stop, or for a segment not contiguous with it
+     * (memcached jumped under the running owner: a memcached fault or a
+     * lost answer, not a kill, which leaves its segments open; or a
+     * segment between burned: what explains burned ids) */
     fits = near_in(r, g, o, K(F_OWNER_RESTART) | K(F_MC_FLUSH) | MC_LOSSES,
                    sc) ||
-           failed_near_in(r, g, o, lost_answer, sc);
+           failed_near_in(r, g, o, lost_answer, sc) ||
+           gap_unfit(r, c, g, LC_GAP_BURNED, sc) == NULL;
     return fits ? NULL
                 : "its owner was not stopped cleanly (owner-restart) within "
-                  "2 s of it, and no memcached fault or failed call was that "
-                  "near";
+                  "2 s of it, and nothing that makes memcached jump or burns "
+                  "a segment (a memcached fault, a kill, a failed write or "
+                  "call) was that near";
   case LC_GAP_FAILOVER:
     fits = (r->standby || r->cluster) &&
            near_in(r, g, o, stops_primary(), sc);

@@ -289,7 +289,8 @@ static void test_gap_unlogged_needs_loss(void **state) {
   assert_false(check(why, sizeof why));
 }
 
-/* segment-unused: only with prefetch, after a clean stop. */
+/* segment-unused: only with prefetch, after a clean stop or where the
+ * next segment was not contiguous (memcached jumped, or one burned). */
 static void test_gap_segment_needs_prefetch(void **state) {
   (void)state;
   char why[1024];
@@ -305,6 +306,11 @@ static void test_gap_segment_needs_prefetch(void **state) {
   prefetch_mode = true;
   fault(F_OWNER_KILL, T_EMB, 10050, 10150); /* a kill leaves it open */
   assert_false(check(why, sizeof why));
+  /* a segment burned between it and the next (disk-full), given up */
+  gap_run(LC_GAP_SEGMENT);
+  prefetch_mode = true;
+  fault(F_DISK_FULL, T_EMB, 10050, 10150);
+  assert_true(check(why, sizeof why));
 }
 
 int main(void) {
