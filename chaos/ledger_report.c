@@ -292,7 +292,8 @@ static unsigned stops_primary(void) {
  *            killed between its increment and its log write (kills());
  *  segment   the unused rest of a prefetched segment given up: the owner
  *            ran in prefetch mode then, and it was stopped cleanly
- *            (owner-restart: lc_close; memcached-flush: not set back),
+ *            (owner-restart: lc_close, which gives the rest back to
+ *            memcached unless memcached fails it: a frozen or killed one),
  *            or the next segment was not contiguous with it (prefetch.c):
  *            memcached jumped under it (a memcached fault or a failed
  *            call then; not a kill, which leaves its segments open) or a
@@ -340,8 +341,7 @@ static const char *gap_unfit(const ch_run *r, int c, const ch_gap *g,
      * (memcached jumped under the running owner: a memcached fault or a
      * lost answer, not a kill, which leaves its segments open; or a
      * segment between burned: what explains burned ids) */
-    fits = near_in(r, g, o, K(F_OWNER_RESTART) | K(F_MC_FLUSH) | MC_LOSSES,
-                   sc) ||
+    fits = near_in(r, g, o, K(F_OWNER_RESTART) | MC_LOSSES, sc) ||
            failed_near_in(r, g, o, lost_answer, sc) ||
            gap_unfit(r, c, g, LC_GAP_BURNED, sc) == NULL;
     return fits ? NULL
