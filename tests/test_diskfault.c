@@ -658,7 +658,6 @@ static void test_fsync_reopen_dir(void **state) {
     top = v;
     if (mono_us() - t0 > 30000000) fail_msg("no LC_ELOG in 30 s");
   }
-  assert_true(hits(false) > 0);
   lc_log_status ls;
   assert_ok(lc_get_log_status(h, &ls));
   for (int j = 0; j < 3000 && ls.attempts < 1; j++) { /* its thread tries */
@@ -666,9 +665,9 @@ static void test_fsync_reopen_dir(void **state) {
     assert_ok(lc_get_log_status(h, &ls));
   }
   if (ls.attempts < 1) fail_msg("no reopen attempt in 30 s");
-  printf("# after %llu reopen attempts while syncs fail: %s (%s)\n",
-         (unsigned long long)ls.attempts, lc_log_state_name(ls.state),
-         ls.attempt_error);
+  printf("# failed: %s; after %llu reopen attempts while syncs fail: %s "
+         "(%s)\n", ls.error, (unsigned long long)ls.attempts,
+         lc_log_state_name(ls.state), ls.attempt_error);
   ctl("off");
   for (int j = 0; j < 3000 && ls.state != LC_LOG_OK; j++) {
     sleep_ms(10);
@@ -696,6 +695,15 @@ static void test_fsync_reopen_dir(void **state) {
   assert_i64_eq(l.conflicts, 0); /* no entry over a record */
   assert_ok(lc_close(h));
   tmpdir_remove(path); /* the tmpfs is small */
+}
+
+/* After a case that switches the fault itself, in process: off, even when
+ * it failed half-way, so that the next case starts on a working disk. */
+static int fault_off_after(void **state) {
+  (void)state;
+  ctl("off");
+  sleep_ms(20);
+  return 0;
 }
 
 /* ---- set-up: the shim preloaded, a tmpfs when root ----------------------- */
@@ -771,7 +779,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_fsync_tally),
       cmocka_unit_test(test_eio_prefetch),
       cmocka_unit_test(test_flips_under_threads),
-      cmocka_unit_test(test_fsync_reopen_dir),
+      cmocka_unit_test_teardown(test_fsync_reopen_dir, fault_off_after),
       cmocka_unit_test(test_cause_close),
       cmocka_unit_test(test_cause_sync),
       cmocka_unit_test(test_cause_prefetch),
