@@ -209,16 +209,11 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
 int lc__log_reopen(lc__log *l) {
   if (l->db) leveldb_close(l->db);
   l->db = NULL;
+  /* a directory removed or replaced: LOST; its sync failed (the files
+   * changed since its last one, on a disk that still fails): FAILED again
+   * (lc__recover) */
   int rc = lc__log_check_dir(l, true);
-  if (rc) {
-    /* the directory's sync failed (a failing disk: the LevelDB files
-     * changed since its last one): FAILED again, for the next attempt;
-     * LOST stays (a removed or replaced directory).  Left RECOVERING, no
-     * attempt would ever follow. */
-    int expect = LC__LOG_RECOVERING;
-    atomic_compare_exchange_strong(&l->state, &expect, LC__LOG_FAILED);
-    return rc;
-  }
+  if (rc) return rc;
   /* never create_if_missing here: an emptied directory is not our log */
   leveldb_options_t *o = leveldb_options_create();
   leveldb_options_set_create_if_missing(o, 0);
