@@ -18,7 +18,8 @@
  * Exit status: 0 when the history is valid
  * (no duplicate, nothing out of order, every acknowledged block logged,
  * no corrupt record, tallies within their bounds, no owner that died by
- * itself, no sanitizer report), 1 when not, 2 on a usage error.
+ * itself, no owner's log still failed after the faults ended, no
+ * sanitizer report), 1 when not, 2 on a usage error.
  */
 #include "chaos.h"
 
@@ -427,6 +428,27 @@ static void remove_tree(const char *dir) {
   if (system(cmd) != 0) fprintf(stderr, "chaos: cannot remove %s\n", dir);
 }
 
+/* After the heal: a failed log comes back by itself (the library's
+ * reopen, whose backoff is at most 5 s), so an owner whose log is still
+ * failed 10 s after every fault ended is stuck (a finding: the log
+ * refuses everything for good).  The embedded worker's flusher reports
+ * its log's state every 100 ms or so; logcounterd's stats say it. */
+static void logs_back(ch_run *r) {
+  bool emb = false, lcd = false;
+  for (int i = 0; i < 200 && !(emb && lcd); i++) {
+    if (i) ch_sleep_ms(50);
+    ch_reap(r);
+    emb = r->emb_pid <= 0 || (atomic_load(&r->emb_ctl->ready) &&
+                              !atomic_load(&r->emb_ctl->log_failed));
+    lcd = lcd || r->cluster || r->lcd_pid <= 0 || ch_lcd_log_ok(r);
+  }
+  if (!emb) ch_note(r, "the embedded worker's log was still failed 10 s "
+                       "after every fault ended");
+  if (!lcd) ch_note(r, "logcounterd's log was still failed 10 s after every "
+                       "fault ended");
+  r->stuck_logs += !emb + !lcd;
+}
+
 static int run(ch_run *r) {
   if (setup(r) != 0) {
     fprintf(stderr, "chaos: cannot set up %s: %s\n", r->dir, strerror(errno));
@@ -511,6 +533,7 @@ static int run(ch_run *r) {
 
   /* heal, let the clients see it, then stop them and their owners */
   ch_heal(r);
+  logs_back(r);
   ch_sleep_ms(1000);
   ch_reap(r);
   /* the clients finish the request in flight: no id left unacknowledged

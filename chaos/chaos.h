@@ -251,6 +251,8 @@ typedef struct ch_run {
   } * starts;
   size_t nstarts, scap;
   unsigned unexpected;         /* owner exits nobody caused */
+  unsigned stuck_logs; /* owners whose log was still failed well after
+                          every fault was healed (chaos.c, at the end) */
   unsigned open_failures;      /* owner could not open its log */
   unsigned flush_failed_stops; /* logcounterd's clean stops that exited 1
                                    because the final tally flush failed */

@@ -530,7 +530,7 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
   }
   /* a run that acknowledged nothing, or injected nothing, shows nothing */
   bool valid = dup_ids == 0 && ooo == 0 && tally_ok && r->unexpected == 0 &&
-               lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0 &&
+               r->stuck_logs == 0 && lg.unlogged == 0 && lg.errors == 0 && lg.corrupt == 0 &&
                ledger_ok && ids > 0 && injected > 0;
   printf("%-13s %s%s%s%s", "result", valid ? "VALID" : "INVALID",
          ids ? "" : " (no id was acknowledged)",
@@ -546,6 +546,8 @@ int ch_check(ch_run *r, int64_t elapsed_ns) {
     WHY(ooo, "%llu out of order", (unsigned long long)ooo);
     WHY(!tally_ok, "tally FAIL:%s", tally_bad);
     WHY(r->unexpected, "%u owner exits nobody caused (see findings)", r->unexpected);
+    WHY(r->stuck_logs, "%u owner logs never recovered (see findings)",
+        r->stuck_logs);
     WHY(lg.unlogged, "%llu acknowledged blocks missing from the log",
         (unsigned long long)lg.unlogged);
     WHY(lg.errors, "a log could not be read");

@@ -17,7 +17,9 @@
  *    the reopen the handle acts as the log says (a landed release refuses
  *    the counter, a landed adopt lets it allocate), as a new handle does,
  *    and the same call again is safe (release: the same final value;
- *    void: 0).
+ *    void: 0).  And a tally flush that landed: the next change, finding
+ *    memcached's sums gone, starts from the landed record (no false loss,
+ *    and a later loss still measured).
  *  - synced writes delayed at random so that they complete out of order:
  *    the reservation in the log still covers every value returned.
  *  - memcached stopped and frozen (SIGSTOP): a clear error within the
@@ -548,6 +550,49 @@ static void test_void_landed(void **state) {
   assert_int_equal(voids, 1);
 }
 
+/* A tally flush that landed, then failed (a failed fsync after its batch
+ * reached the write-ahead log): the handle's mirror of the record is
+ * stale until it is read back.  memcached then loses the sums before the
+ * next flush, so the next change finds its key gone (lc_tally_add seeds
+ * it and records the loss).  That must start from the record as the log
+ * holds it: no loss (all 80 were applied), the total never back below
+ * them, and every acknowledged change counted once, as applied or as
+ * lost, then and after a later loss (total + lost == acknowledged). */
+static void test_tally_flush_landed(void **state) {
+  fx_t *f = *state;
+  int64_t acked = 0, total = 0, pending = 0;
+  uint64_t lost = 0, lost_m = 0;
+  for (int i = 0; i < 10; i++, acked += 3) assert_ok(lc_tally_add(f->h, "tl", 3));
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+  for (int i = 0; i < 10; i++, acked += 5) assert_ok(lc_tally_add(f->h, "tl", 5));
+  atomic_store(&land_next, 1);
+  assert_rc(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL), LC_ELOG);
+  reopen_log(f->h);
+  assert_ok(mcd_flush_all(&mc)); /* the landed flush applied all 80 */
+  assert_ok(lc_tally_add(f->h, "tl", 11)); /* finds the key gone */
+  acked += 11;
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+  assert_ok(lc_tally_get(f->h, "tl", &total, &pending, NULL));
+  assert_ok(lc_tally_lost(f->h, "tl", &lost, &lost_m));
+  printf("# after the landed flush and a loss of the sums: total %lld, "
+         "pending %lld, lost %llu, acknowledged %lld\n", (long long)total,
+         (long long)pending, (unsigned long long)lost, (long long)acked);
+  /* nothing was lost: the sums memcached lost were applied (the durable
+   * total never goes back below the 80 the landed flush applied) */
+  assert_int_equal(lost, 0);
+  assert_i64_eq(total + pending, acked);
+  for (int i = 0; i < 10; i++, acked += 2) assert_ok(lc_tally_add(f->h, "tl", 2));
+  assert_ok(mcd_flush_all(&mc)); /* these 20 are lost: measured */
+  assert_ok(lc_tally_flush(f->h, 0, LC_TALLY_FORCE, NULL));
+  assert_ok(lc_tally_get(f->h, "tl", &total, &pending, NULL));
+  assert_ok(lc_tally_lost(f->h, "tl", &lost, &lost_m));
+  printf("# after a later loss: total %lld, pending %lld, lost %llu, "
+         "acknowledged %lld\n", (long long)total, (long long)pending,
+         (unsigned long long)lost, (long long)acked);
+  assert_i64_eq(total + pending + (int64_t)lost, acked);
+  assert_int_equal(lost_m, 0);
+}
+
 /* ---- memcached down or hung (never waits forever) --------------------------------------- */
 
 /* After memcached is back, allocation must work again soon: retries for up
@@ -786,6 +831,7 @@ int main(void) {
       T(test_adopt_landed_prefetch),
       T(test_refusal_landed),
       T(test_void_landed),
+      T(test_tally_flush_landed),
       T(test_memcached_stopped),
       T(test_open_with_memcached_down),
       T(test_memcached_frozen),

@@ -209,6 +209,9 @@ int lc__log_open(lc__log *l, const char *path, int lock_wait_ms,
 int lc__log_reopen(lc__log *l) {
   if (l->db) leveldb_close(l->db);
   l->db = NULL;
+  /* a directory removed or replaced: LOST; its sync failed (the files
+   * changed since its last one, on a disk that still fails): FAILED again
+   * (lc__recover) */
   int rc = lc__log_check_dir(l, true);
   if (rc) return rc;
   /* never create_if_missing here: an emptied directory is not our log */

@@ -142,7 +142,8 @@ int lc__log_check_dir(lc__log *l, bool force);
 int lc__log_sync_dir(lc__log *l);
 /* log.c, for recover.c only (gate held for writing, state RECOVERING):
  * closes LevelDB and opens it again; 0, or LC_ELOG (the state is then
- * FAILED again, or LOST when the directory or its identity changed). */
+ * LOST when the directory or its identity changed; lc__recover makes it
+ * FAILED again otherwise, whichever step failed). */
 int lc__log_reopen(lc__log *l);
 /* identity.c: the log's identity (read, or made and synced on first
  * open). */

@@ -4,7 +4,9 @@
  * log's status (lc_get_log_status).
  *
  * The thread starts at the first failure (lc__log.on_fail), sleeps while
- * the log is OK, and exits at lc_close.  A reopen takes the gate for
+ * the log is OK, and exits at lc_close.  An attempt that fails, at any
+ * step, leaves the log FAILED (or LOST), and the next one follows after
+ * the backoff: the log comes back once the disk does.  A reopen takes the gate for
  * writing: every call inside the log finishes first, and none enters
  * while the state is not OK.  LevelDB's open replays its write-ahead log:
  * a torn record at its end is dropped, and nothing was written behind it
@@ -107,6 +109,12 @@ int lc__recover(lc_t *h) {
   l->attempts++;
   if (rc) {
     snprintf(l->last_attempt, sizeof l->last_attempt, "%s", lc_last_detail());
+    /* FAILED again for the next attempt, whichever step failed (LOST
+     * stays): left RECOVERING, the log would refuse everything for good,
+     * as nothing retries a log in that state (a failed sync of the
+     * directory before LevelDB's open left it so: chaos seed 9) */
+    expect = LC__LOG_RECOVERING;
+    atomic_compare_exchange_strong(&l->state, &expect, LC__LOG_FAILED);
   } else {
     l->last_attempt[0] = '\0';
     l->recoveries++;

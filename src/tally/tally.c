@@ -90,10 +90,12 @@ size_t lc__tally_mc_key(char *buf, const char *prefix, const lc__tally *t) {
   return p + t->nlen;
 }
 
-/* owner: writes the record (and moves the index entry) in one batch. */
+/* owner: writes the record (and moves the index entry) in one batch.  n
+ * was made from a mirror read back after any failed write (the caller's
+ * lc__tally_refresh before it used the mirror): a refresh here, after n
+ * was made, would write the stale record over one that landed. */
 static int rec_write(lc_t *h, lc__tally *t, const lc__trec *n) {
-  int rc = lc__tally_refresh(h, t);
-  if (rc) return rc;
+  int rc;
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   lc__tally_rec_put(b, t, n);
   bool sync = h->opt.durability == LC_DURABILITY_SYNC;
@@ -422,6 +424,7 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
   if (!ready) {
     lc__tally_acquire(t);
     rc = lc__tally_load(h, t);
+    if (!rc) rc = lc__tally_refresh(h, t); /* a failed write that landed */
     if (!rc && !t->has_record) { /* first change ever: make it findable */
       lc__trec z = lc__tally_rec_make(t, 0, 0, 0, 0);
       rc = rec_write(h, t, &z);
@@ -452,7 +455,11 @@ static int tally_add(lc_t *h, const char *name, int64_t delta, lc__tally **tp,
     lc__tally_acquire(t);
     uint64_t applied, dd;
     bool lost = false;
-    rc = lc__tally_side_read(h, t, plus, -1, 0, &applied, &dd, &lost);
+    /* the applied sums as the log holds them (a failed flush that landed
+     * applied more than the mirror says): the seed, the loss and the
+     * record below start from there */
+    rc = lc__tally_refresh(h, t);
+    if (!rc) rc = lc__tally_side_read(h, t, plus, -1, 0, &applied, &dd, &lost);
     /* the other sum vanished with it, most likely: seed it now, so that
      * one loss is counted once */
     if (!rc) rc = lc__tally_side_read(h, t, !plus, -1, 0, &applied, &dd, &lost);

@@ -102,8 +102,11 @@ void lc__tally_enqueue(lc_t *h, lc__tally *t, int64_t due);
 /* owner: reads the record and the pending sums on first use. */
 int lc__tally_load(lc_t *h, lc__tally *t);
 int lc__tally_rec_read(lc_t *h, lc__tally *t);
-/* owner, before a write: if t is stale, its mirror from the log as it is
- * now (a failed write that reached the log after all counts as applied). */
+/* owner, before the mirror is used for a write (the sums' baseline, a
+ * seed, the record to write): if t is stale, its mirror from the log as
+ * it is now (a failed write that reached the log after all counts as
+ * applied).  Not after: a record made from the stale mirror would undo
+ * the landed one. */
 int lc__tally_refresh(lc_t *h, lc__tally *t);
 /* owner: adds the record n (and the index move) to b. */
 void lc__tally_rec_put(leveldb_writebatch_t *b, const lc__tally *t,
