@@ -401,28 +401,46 @@ void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
 
 /* ---- at load: holes a crash left unexplained ---------------------------- */
 
-/* Records looked at: a gap entry still pending at a crash lies below at
- * most the blocks that were in flight when it arose, so it is among the
- * last few. */
-#define TAIL 8
+/* Records looked at, newest first: a gap entry still pending at a crash
+ * lies below the blocks taken after it whose records were written before
+ * the crash.  That is usually a few, but a daemon serving many
+ * connections writes a record per request group, and a block whose write
+ * stalled can lie 20 or more records down (chaos seed 6: a 1-id hole 20
+ * records below the last).  So the walk goes back up to TAIL_MAX records,
+ * and no further than TAIL_US before the newest one: a write stalls for
+ * less than that, and an older hole is an earlier run's, not this
+ * crash's. */
+#define TAIL_MAX 1024
+#define TAIL_US (30 * 1000000LL)
 
-/* The last (at most) TAIL records of c, newest first; how many.  A record
- * that does not decode is skipped (verify reports it). */
-static int last_records(lc__log *l, const lc__counter *c, lc_record *out) {
+static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi,
+                         int cause);
+
+/* Walks c's last records, newest first, and explains each hole between
+ * two of them (explain_hole).  A record that does not decode is skipped
+ * (verify reports it). */
+static void tail_holes(lc__log *l, lc__counter *c, int cause) {
   char prefix[LC_NAME_MAX + 10];
   size_t plen = lc__key_record_prefix(prefix, c->name, c->nlen);
   leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
+  lc_record newer, r;
+  int64_t newest_us = 0;
   int n = 0;
-  for (; n < TAIL && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
+  for (; n < TAIL_MAX && leveldb_iter_valid(it); leveldb_iter_prev(it)) {
     size_t klen, vlen;
     const char *k = leveldb_iter_key(it, &klen);
     if (klen < plen || memcmp(k, prefix, plen) != 0) break;
     const char *v = leveldb_iter_value(it, &vlen);
-    if (lc__key_record_decode(k, klen, plen, v, vlen, &out[n]) == 0) n++;
+    if (lc__key_record_decode(k, klen, plen, v, vlen, &r) != 0) continue;
+    if (n == 0) newest_us = r.time_us;
+    else if (r.time_us < newest_us - TAIL_US) break;
+    if (n > 0 && newer.first - 1 > r.last)
+      explain_hole(l, c, r.last + 1, newer.first - 1, cause);
+    newer = r;
+    n++;
   }
   leveldb_iter_destroy(it);
   lc__detail_clear();
-  return n;
 }
 
 /* Pending gaps of cause for the values of lo..hi that no entry covers (the
@@ -456,14 +474,10 @@ static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi,
 int lc__ledger_load_tail(lc__log *l, lc__counter *c, int cause) {
   int rc = lc__log_enter(l);
   if (rc) return rc;
-  lc_record r[TAIL];
-  int n = last_records(l, c, r);
   /* a hole between two of the last records that no entry covers was
    * pending when the last run died (restart), or when the primary whose
    * log this was died unreplicated records (failover) */
-  for (int i = 0; i + 1 < n; i++)
-    if (r[i].first - 1 > r[i + 1].last)
-      explain_hole(l, c, r[i + 1].last + 1, r[i].first - 1, cause);
+  tail_holes(l, c, cause);
   lc__log_leave(l);
   return 0;
 }
