@@ -158,8 +158,9 @@ struct lc__counter {
       size_t nlen;
     };
   };
-  /* seg_fast.c: seg[0]'s lock-free window, open while mu is free */
-  _Atomic int64_t fast_next, fast_end, fast_sched;
+  /* seg_fast.c: seg[0]'s lock-free window, open while mu is free: the
+   * next id, and the bound of what a take may reach (next + n <= limit) */
+  _Atomic int64_t fast_next, fast_limit;
   lc__req *head, *tail; /* waiting lc_next_n calls */
   int64_t floor, reserved;
   int64_t sent_floor[LC__INFLIGHT]; /* floor when each was sent */

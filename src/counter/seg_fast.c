@@ -4,7 +4,8 @@
  *
  * With prefetch, most calls take ids from the current segment.  While
  * nobody holds the counter's mutex, its window is open: fast_next is the
- * next id of seg[0] and fast_end its end, and lc__seg_fast takes n ids
+ * next id of seg[0] and fast_limit bounds it (below), and lc__seg_fast
+ * takes n ids
  * with one compare-and-swap on fast_next, no lock.  lc__counter_lock
  * closes the window (an exchange to LC__FAST_CLOSED) and writes what the
  * fast takes used back into seg[0].used and handed, so whoever holds the
@@ -12,15 +13,18 @@
  * it; lc__counter_unlock opens it again on seg[0].  A wait on a condition
  * variable with the mutex (lc__counter_wait) closes it again after.
  *
- * Why a take is safe: a CAS from cur to cur + n succeeds only while the
- * open window's next is cur, and the windows' ends never go down (seg[0]
- * is replaced only by a later segment), so cur..cur+n-1 lies within the
- * end the caller read after cur.  Ids still go out in increasing order
+ * Why a take is safe: a take needs cur + n <= fast_limit, and a window's
+ * limit is at most its segment's end + 1; a CAS from cur to cur + n
+ * succeeds only while the open window's next is cur, and the windows'
+ * ends never go down (seg[0] is replaced only by a later segment), so
+ * cur..cur+n-1 lies within the end of the window the caller read the
+ * limit of, after cur.  Ids still go out in increasing order
  * per counter (the CAS orders them), and nothing is handed out that the
  * mutex holder cannot account for: the exchange sees every CAS before it.
- * Past half of the segment (fast_sched) a take goes the locked way, which
- * schedules the next fetch; fast_sched is then unset until a fetch
- * is needed again.
+ * The limit is end + 1 while a fetch is under way or another segment is
+ * held, else the segment's half point: past it a take goes the locked
+ * way, which schedules the next fetch (one value, where an end and a
+ * half point were two).
  *
  * The lock itself is one of LC__LOCK_STRIPES stripes (a mutex and two
  * condition variables), picked by the counter's address, so that a
@@ -97,11 +101,10 @@ void lc__counter_unlock(lc__counter *c) {
         LC_VALUE_MAX is the closed mark */
       int64_t size = s->end - s->first + 1;
       c->segs->fast_open = next;
-      atomic_store_explicit(&c->fast_end, s->end, memory_order_relaxed);
-      atomic_store_explicit(&c->fast_sched,
+      atomic_store_explicit(&c->fast_limit,
                             c->fetching || c->nseg > 1
-                                ? LC__FAST_CLOSED
-                                : s->end + 1 - size / 2,
+                                ? s->end + 1
+                                : s->end - size / 2, /* below the half */
                             memory_order_relaxed);
       atomic_store_explicit(&c->fast_next, next, memory_order_release);
     }
@@ -116,11 +119,8 @@ bool lc__seg_fast(lc__counter *c, uint64_t n, int64_t *first) {
   int64_t cur = atomic_load_explicit(&c->fast_next, memory_order_acquire);
   for (;;) {
     if (cur == LC__FAST_CLOSED) return false;
-    int64_t end = atomic_load_explicit(&c->fast_end, memory_order_relaxed);
-    int64_t sched = atomic_load_explicit(&c->fast_sched, memory_order_relaxed);
-    if (end < cur || (uint64_t)(end - cur) < n - 1 ||
-        cur + (int64_t)n >= sched)
-      return false;
+    int64_t limit = atomic_load_explicit(&c->fast_limit, memory_order_relaxed);
+    if (limit < cur || (uint64_t)(limit - cur) < n) return false;
     if (atomic_compare_exchange_weak_explicit(&c->fast_next, &cur,
                                               cur + (int64_t)n,
                                               memory_order_acq_rel,
