@@ -137,11 +137,14 @@ typedef struct lc__rare {
  * counter's mu; qnext under the prefetcher's pf.mu (the counter queued
  * implies fetching, so segs stays while it is on the queue). */
 typedef struct lc__segs {
-  lc__seg seg[LC__SEGS]; /* held segments (c->nseg), in value order */
   int64_t fast_open;     /* seg_fast.c: fast_next when it opened */
-  uint64_t seg_size;     /* the next segment's size (auto: adapts) */
   int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
   struct lc__counter *qnext;      /* the prefetcher's queue */
+  uint32_t seg_size; /* the next segment's size (auto: adapts, at most
+                        LC_PREFETCH_AUTO_MAX) */
+  unsigned char cap; /* room in seg: one at first (most counters never
+                        hold two), LC__SEGS once a second comes */
+  lc__seg seg[];     /* held segments (c->nseg), in value order */
 } lc__segs;
 
 /* A counter's state.  Its mutex and condition variables are not in it:

@@ -40,10 +40,34 @@ void lc__seg_destroy(lc__counter *c) {
   c->segs = NULL;
 }
 
-/* mu held: c->segs, allocated on first need (NULL when out of memory). */
+/* mu held: c->segs, allocated on first need with room for one segment
+ * (NULL when out of memory). */
+_Static_assert(LC_PREFETCH_AUTO_MAX <= UINT32_MAX, "lc__segs.seg_size");
+
 static lc__segs *segs(lc__counter *c) {
-  if (c->segs == NULL) c->segs = calloc(1, sizeof *c->segs);
+  if (c->segs == NULL) {
+    c->segs = calloc(1, sizeof *c->segs + sizeof c->segs->seg[0]);
+    if (c->segs) c->segs->cap = 1;
+  }
   return c->segs;
+}
+
+/* mu held, segs set: room for one more held segment, growing segs to
+ * LC__SEGS when full (the counter is not on the prefetcher's queue while
+ * its segment is installed, so nothing else reads the old block); when
+ * that fails or it is already that big, the oldest is finished. */
+static void make_room(lc__counter *c) {
+  if (c->nseg < c->segs->cap) return;
+  if (c->segs->cap < LC__SEGS) {
+    lc__segs *g =
+        realloc(c->segs, sizeof *g + sizeof g->seg[0] * (size_t)LC__SEGS);
+    if (g) {
+      c->segs = g;
+      g->cap = LC__SEGS;
+      return;
+    }
+  }
+  lc__seg_finish_oldest(c);
 }
 
 /* mu held: the oldest held segment is finished; it waits in closes for
@@ -121,7 +145,7 @@ static uint64_t next_size(lc_t *h, lc__counter *c) {
       want = (double)LC_PREFETCH_AUTO_MIN;
     if (want > (double)LC_PREFETCH_AUTO_MAX)
       want = (double)LC_PREFETCH_AUTO_MAX;
-    g->seg_size = (uint64_t)want;
+    g->seg_size = (uint32_t)want; /* <= LC_PREFETCH_AUTO_MAX */
   }
   g->sized_us = now;
   g->sized_handed = c->handed;
@@ -184,7 +208,7 @@ void lc__seg_install(lc_t *h, lc__counter *c, const lc__block *b, int rc,
     finish(c, &s);
   } else if (!rc) {
     LC__STAT(h, segments, 1);
-    if (c->nseg == LC__SEGS) lc__seg_finish_oldest(c);
+    make_room(c);
     c->segs->seg[c->nseg++] = s;
     if (first) lc__seg_take(c, n, first); /* b->n >= n */
   } else { /* burned: the ledger says so next time */
