@@ -45,6 +45,7 @@
 #include "counter/counter.h"
 #include "handle.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,13 @@ void lc__counter_table_init(lc__table *t) {
 }
 
 /* A new counter's state, not in any table; NULL when out of memory. */
+/* the byte-wide fields of lc__counter hold what they count */
+_Static_assert(sizeof(LC__MC_PREFIX) - 1 + LC_NAME_MAX <= UCHAR_MAX, "klen");
+_Static_assert(LC__ACCEPTED <= UCHAR_MAX && LC__GAPS <= UCHAR_MAX &&
+                   LC__SEG_CLOSES <= UCHAR_MAX && LC__SEGS <= UCHAR_MAX &&
+                   LC__INFLIGHT <= 8,
+               "the counts");
+
 lc__counter *lc__counter_new(const char *name, size_t n) {
   size_t plen = strlen(LC__MC_PREFIX);
   lc__counter_stripes_init();
