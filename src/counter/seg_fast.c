@@ -48,12 +48,21 @@
 static lc__lock_stripe stripes[LC__LOCK_STRIPES];
 static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
 
-static void stripes_setup(void) {
+static void stripes_fresh(void) {
   for (size_t i = 0; i < LC__LOCK_STRIPES; i++) {
     pthread_mutex_init(&stripes[i].mu, NULL);
     pthread_cond_init(&stripes[i].cv, NULL);
     pthread_cond_init(&stripes[i].seg_cv, NULL);
   }
+}
+
+/* The stripes are the process's, not a handle's: a child forked while a
+ * parent thread held one, or waited on one, would find it locked or with
+ * waiters that do not exist.  The child (one thread, and none of the
+ * parent's counters usable) starts from fresh ones. */
+static void stripes_setup(void) {
+  stripes_fresh();
+  pthread_atfork(NULL, NULL, stripes_fresh);
 }
 
 void lc__counter_stripes_init(void) {
