@@ -8,10 +8,9 @@
  *    holds a segment or fetches one: none without prefetch, one after the
  *    first call with it, none once lc_advance dropped the segment, one
  *    again with the next call, and the values go on above;
- *  - two counters that share a lock stripe, used at once by their own
- *    threads while a third advances one of them: each one's values
- *    increase and nothing hangs (a wake-up for one is spurious for the
- *    other).
+ *  - two counters that share a lock stripe, each used at once by a thread
+ *    taking values and two advancing it: each one's values increase and
+ *    nothing hangs (a wake-up for one is spurious for the other).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -125,11 +124,13 @@ static void test_shared_stripe(void **state) {
       }
     }
     assert_non_null(b);
-    user u[3] = {{.h = f->h, .name = names[0]},
-                 {.h = f->h, .name = names[1]},
-                 {.h = f->h, .name = names[1], .advance = true}};
-    for (int i = 0; i < 3; i++) pthread_create(&u[i].t, NULL, use, &u[i]);
-    for (int i = 0; i < 3; i++) {
+    /* each counter: one thread taking values, two advancing it (their
+     * exclusive turns wait on the stripe's cv beside the other's) */
+    user u[6];
+    for (int i = 0; i < 6; i++)
+      u[i] = (user){.h = f->h, .name = names[i % 2], .advance = i >= 2};
+    for (int i = 0; i < 6; i++) pthread_create(&u[i].t, NULL, use, &u[i]);
+    for (int i = 0; i < 6; i++) {
       pthread_join(u[i].t, NULL);
       assert_ok(u[i].rc);
       assert_true(u[i].ordered);
