@@ -21,6 +21,7 @@
  *       the record).  Last, lc_close's time (wall and this process's
  *       CPU, every thread's).
  *
+ * Prefetch is auto unless LOGCOUNTER_PREFETCH says otherwise (off|auto|N).
  * RSS is RssAnon from /proc/self/status (LevelDB maps its tables: those
  * pages are page cache, RssFile, and not counted).  Output lines are
  * "key value".
@@ -29,6 +30,7 @@
 #include "common.h"
 
 #include <leveldb/c.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -51,6 +53,15 @@ static long rss_kb(void) {
   return kb;
 }
 
+/* The allocator's view (every arena): bytes in use, free inside the
+ * arenas, and mmapped, in KiB; with RssAnon it tells the counters' own
+ * bytes from fragmentation. */
+static void heap_line(const char *when) {
+  struct mallinfo2 m = mallinfo2();
+  printf("heap_kb_%s in_use %zu free %zu mmapped %zu\n", when,
+         m.uordblks / 1024, m.fordblks / 1024, m.hblkhd / 1024);
+}
+
 static long long dir_bytes(const char *dir) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "du -sb '%s' 2>/dev/null", dir);
@@ -67,7 +78,10 @@ static void options(lc_options *o, const char *dir, int64_t evict_ms) {
   lc_options_init(o);
   o->db_path = dir;
   o->memcached = getenv("LOGCOUNTER_MEMCACHED");
-  o->prefetch = LC_PREFETCH_AUTO;
+  o->prefetch = LC_PREFETCH_AUTO; /* or LOGCOUNTER_PREFETCH, as the CLI */
+  const char *pf = getenv("LOGCOUNTER_PREFETCH");
+  if (pf && lc_prefetch_parse(pf, &o->prefetch) != 0)
+    o->prefetch = LC_PREFETCH_AUTO;
   o->idle_evict_ms = evict_ms;
   o->max_counters = 100000000;
 }
@@ -166,6 +180,7 @@ static int run(const char *dir, long n, int threads, int64_t evict_ms) {
   if (rc) return die("lc_open", rc);
   printf("open_seconds %.3f\nrss_kb_before_open %ld\nrss_kb_open %ld\n",
          now_s() - t0, rss0, rss_kb());
+  heap_line("open");
   char name[32];
   int64_t v;
   part *p = calloc((size_t)threads, sizeof *p);
@@ -187,6 +202,7 @@ static int run(const char *dir, long n, int threads, int64_t evict_ms) {
          (double)n / first, rss_kb(), (unsigned long long)st.counters,
          (unsigned long long)st.log_syncs, (unsigned long long)st.increments,
          (unsigned long long)st.restores);
+  heap_line("all_used");
   if (evict_ms > 0) {
     t0 = now_s();
     do {

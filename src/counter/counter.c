@@ -45,6 +45,8 @@
 #include "counter/counter.h"
 #include "handle.h"
 
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,20 +77,25 @@ void lc__counter_table_init(lc__table *t) {
 }
 
 /* A new counter's state, not in any table; NULL when out of memory. */
+/* the byte-wide fields of lc__counter hold what they count */
+_Static_assert(sizeof(LC__MC_PREFIX) - 1 + LC_NAME_MAX <= UCHAR_MAX, "klen");
+_Static_assert(LC__ACCEPTED <= UCHAR_MAX && LC__GAPS <= UCHAR_MAX &&
+                   LC__SEG_CLOSES <= UCHAR_MAX && LC__SEGS <= UCHAR_MAX &&
+                   LC__INFLIGHT <= 8,
+               "the counts");
+
 lc__counter *lc__counter_new(const char *name, size_t n) {
   size_t plen = strlen(LC__MC_PREFIX);
-  lc__counter *c = calloc(1, sizeof *c + plen + n + 1);
+  lc__counter_stripes_init();
+  /* the key from the end of the fields, not of the padded struct */
+  lc__counter *c = calloc(1, offsetof(lc__counter, key) + plen + n + 1);
   if (c == NULL) return NULL;
-  pthread_mutex_init(&c->mu, NULL);
-  pthread_cond_init(&c->cv, NULL);
   lc__seg_init(c);
   memcpy(c->key, LC__MC_PREFIX, plen);
   memcpy(c->key + plen, name, n + 1);
-  c->name = c->key + plen;
+  c->name = c->key + plen; /* and node.name: the same bytes */
   c->nlen = n;
-  c->klen = plen + n;
-  c->node.name = c->name;
-  c->node.nlen = n;
+  c->klen = (unsigned char)(plen + n);
   return c;
 }
 
@@ -96,8 +103,6 @@ void lc__counter_free(lc__counter *c) {
   lc__seg_destroy(c);
   free(c->refused_by);
   free(c->rare);
-  pthread_cond_destroy(&c->cv);
-  pthread_mutex_destroy(&c->mu);
   free(c);
 }
 
@@ -188,7 +193,7 @@ static bool can_send(const lc__counter *c) {
  * in flight, else the first queued request if it may send. */
 static void wake(lc__counter *c) {
   if (c->excl_waiting && !c->busy && c->inflight == 0)
-    pthread_cond_broadcast(&c->cv);
+    pthread_cond_broadcast(LC__CV(c));
   else if (can_send(c))
     pthread_cond_signal(&c->head->cv);
 }
@@ -203,7 +208,7 @@ static void handoff(lc__counter *c) {
 void lc__counter_acquire(lc__counter *c) {
   lc__counter_lock(c);
   c->excl_waiting++;
-  while (c->busy || c->inflight > 0) lc__counter_wait(c, &c->cv);
+  while (c->busy || c->inflight > 0) lc__counter_wait(c, LC__CV(c));
   c->excl_waiting--;
   c->busy = true;
   lc__counter_unlock(c);
@@ -212,7 +217,7 @@ void lc__counter_acquire(lc__counter *c) {
 void lc__counter_settle(lc__counter *c) {
   lc__counter_acquire(c);
   lc__counter_lock(c);
-  while (c->committing > 0) lc__counter_wait(c, &c->cv);
+  while (c->committing > 0) lc__counter_wait(c, LC__CV(c));
   lc__counter_unlock(c);
 }
 
@@ -470,7 +475,7 @@ static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
  * value in the log): wait for the one under way, then write only if the
  * block is still above what is reserved. */
 static void claim_reservation(lc_t *h, lc__counter *c, block *b) {
-  while (c->res_writing) lc__counter_wait(c, &c->cv);
+  while (c->res_writing) lc__counter_wait(c, LC__CV(c));
   if (b->last <= c->reserved) { /* covered meanwhile */
     b->reservation = 0;
     b->sync = h->opt.durability == LC_DURABILITY_SYNC;
@@ -484,7 +489,7 @@ static void claim_reservation(lc_t *h, lc__counter *c, block *b) {
 static void release_reservation(lc__counter *c, int64_t written) {
   if (written > c->reserved) c->reserved = written;
   c->res_writing = false;
-  pthread_cond_broadcast(&c->cv);
+  pthread_cond_broadcast(LC__CV(c));
 }
 
 /* mu held: block b's write is over (rc its result): its reservation
@@ -505,7 +510,7 @@ static void block_written(lc__counter *c, const block *b, int rc) {
 static int increment_alone(lc_t *h, lc__counter *c, uint64_t n, bool missing,
                            int64_t *last) {
   c->excl_waiting++;
-  while (c->busy || c->inflight > 0) lc__counter_wait(c, &c->cv);
+  while (c->busy || c->inflight > 0) lc__counter_wait(c, LC__CV(c));
   c->excl_waiting--;
   c->busy = true;
   lc__counter_unlock(c);
@@ -585,7 +590,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
   }
   lc__counter_lock(c);
   if (committing && --c->committing == 0 && c->busy)
-    pthread_cond_broadcast(&c->cv); /* lc__counter_settle */
+    pthread_cond_broadcast(LC__CV(c)); /* lc__counter_settle */
   block_written(c, &b, rc);
   for (req *r = batch, *next; r; r = next) {
     next = r->next; /* r may vanish once done is seen */
@@ -672,7 +677,7 @@ void lc__counter_end_first(lc_t *h, lc__counter *c) {
   lc__counter_lock(c);
   if (h->opt.prefetch) {
     c->fetching = false;
-    pthread_cond_broadcast(&c->seg_cv);
+    pthread_cond_broadcast(LC__SEG_CV(c));
   }
   handoff(c);
   lc__counter_unlock(c);
@@ -792,7 +797,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
   lc__gap g[LC__GAPS + 1];
   int n = 0;
   lc__counter_lock(c);
-  while (c->res_writing) lc__counter_wait(c, &c->cv);
+  while (c->res_writing) lc__counter_wait(c, LC__CV(c));
   bool skip = target > c->floor, raise = target > c->reserved;
   c->res_writing = raise; /* a batch that finished its increment may
                              still be raising it after its write */

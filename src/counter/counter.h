@@ -5,7 +5,9 @@
  * leaves segment.c, seg_fast.c, ledger.c and claim.c below, evict.c
  * beside them.  Calls repl/ and below.
  *
- * Locking: mu guards the request queue, the in-flight count and the
+ * Locking: mu (the mutex of the counter's lock stripe, shared with other
+ * counters: lc__counter_lock; never two counters' at once) guards the
+ * request queue, the in-flight count and the
  * accepted blocks, floor and reserved, the exclusive flag (busy) and every
  * segment field.  An exclusive operation (restore, advance, a raise, a
  * segment fetch: lc__counter_acquire; a batched first use:
@@ -128,83 +130,123 @@ typedef struct lc__rare {
   lc__seg closes[LC__SEG_CLOSES];  /* segment.c: finished segments */
 } lc__rare;
 
+/* segment.c: a counter's segment state, kept apart (c->segs) from the
+ * first fetch on, and freed when the counter holds no segment and none
+ * is being fetched (lc__counter_unlock), so that a counter that never
+ * takes a segment, or holds none any more, does not carry it.  Under the
+ * counter's mu; qnext under the prefetcher's pf.mu (the counter queued
+ * implies fetching, so segs stays while it is on the queue). */
+typedef struct lc__segs {
+  int64_t fast_open;     /* seg_fast.c: fast_next when it opened */
+  int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
+  struct lc__counter *qnext;      /* the prefetcher's queue */
+  uint32_t seg_size; /* the next segment's size (auto: adapts, at most
+                        LC_PREFETCH_AUTO_MAX) */
+  unsigned char cap; /* room in seg: one at first (most counters never
+                        hold two), LC__SEGS once a second comes */
+  lc__seg seg[];     /* held segments (c->nseg), in value order */
+} lc__segs;
+
+/* A counter's state.  Its mutex and condition variables are not in it:
+ * they are one of LC__LOCK_STRIPES shared stripes (seg_fast.c; LC__CV,
+ * LC__SEG_CV), so two counters may share them: code holds one counter's
+ * lock at a time, and every wait is a loop on its own counter's
+ * predicate (the stripe's cvs are broadcast).  Hot fields first. */
 struct lc__counter {
-  lc__named node; /* first: the handle's name table entry */
-  pthread_mutex_t mu;
-  pthread_cond_t cv; /* for exclusive operations waiting */
-  int excl_waiting;
-  bool busy;                        /* an exclusive operation is at work */
-  lc__req *head, *tail;             /* waiting lc_next_n calls */
-  int inflight;                     /* increments sent, not answered yet */
-  int committing;                   /* answered, their records not written */
-  unsigned slots;                   /* which sent_floor entries are in use */
+  union { /* first: the handle's name table entry; name and nlen are its */
+    lc__named node;
+    struct {
+      struct lc__named *node_next_;
+      const char *name; /* points into key, past the prefix */
+      size_t nlen;
+    };
+  };
+  /* seg_fast.c: seg[0]'s lock-free window, open while mu is free: the
+   * next id, and the bound of what a take may reach (next + n <= limit) */
+  _Atomic int64_t fast_next, fast_limit;
+  lc__req *head, *tail; /* waiting lc_next_n calls */
+  int64_t floor, reserved;
   int64_t sent_floor[LC__INFLIGHT]; /* floor when each was sent */
+  int64_t handed; /* the last value handed out of a segment */
+  /* ledger.c, under mu: every value <= gap_low is in a block or segment
+   * this handle took, in a record of the log, or in a ledger entry
+   * (written or pending); ahead: taken above gap_low + 1, in order. */
+  int64_t gap_low;
+  int64_t restart_to; /* holes up to here: LC_GAP_RESTART */
   /* Values accepted above the lowest sent_floor (below it no answer can
-   * overlap them): disjoint ranges in order, merged when adjacent; when
-   * full the lowest is dropped and lost_below remembers it (an answer
-   * reaching down to it is then not accepted). */
-  int naccepted; /* in rare->accepted */
+   * overlap them): disjoint ranges in order (rare->accepted), merged when
+   * adjacent; when full the lowest is dropped and lost_below remembers it
+   * (an answer reaching down to it is then not accepted). */
   int64_t lost_below;
+  int64_t proven;      /* pending: the highest value the log shows taken
+                          (records, ledger; not the reservation, which
+                          runs ahead): memcached below it went back */
+  char *refused_by;    /* the claim that refused it, or NULL */
+  /* rare.c: the arrays which most counters never fill: allocated
+   * whenever a count is nonzero, freed at the next trim once all are 0 */
+  struct lc__rare *rare;
+  lc__segs *segs; /* segment.c: NULL while no segment is held or fetched */
+  int excl_waiting;    /* exclusive operations waiting (LC__CV) */
+  int committing;      /* answered, their records not written */
+  _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
+  unsigned char inflight; /* increments sent, not answered yet */
+  unsigned char slots;    /* which sent_floor entries are in use */
+  unsigned char nseg;     /* segments held: segs->seg */
+  /* the counts of rare's arrays (each at most LC__ACCEPTED/LC__GAPS/
+   * LC__SEG_CLOSES) */
+  unsigned char naccepted, nahead, ngaps;
+  unsigned char nburned; /* rare->burned: ranges an earlier run of this log
+                  burned and could not write (its note in memcached,
+                  claim.c), above gap_low, in order: a hole over them is
+                  burned */
+  unsigned char nclose; /* finished, records to rewrite: rare->closes */
+  unsigned char idle_passes; /* evict.c */
+  unsigned char klen;        /* strlen(key) (LC_NAME_MAX + 3 < 256) */
+  bool busy;        /* an exclusive operation is at work */
   bool res_writing; /* a reservation write is under way: the
-                                 next waits (c->cv), so the log's value
-                                 only ever grows */
+                       next waits (LC__CV), so the log's value
+                       only ever grows */
   bool loaded;
   bool claimed;        /* claim.c: this log holds the claim */
-  _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
-  _Atomic bool unknown; /* claim.c: a write of the refusal, release or
-                           adopt failed, and may have landed: refusal,
-                           pending and the reservation are reread from
-                           the log before the next use (lc__counter_load) */
-  char *refused_by;    /* the claim that refused it, or NULL */
   bool noting, note_again; /* claim.c, under mu: a burned note is being
                               set; set it again when done */
   bool used;           /* allocated or advanced by this handle */
   bool pending;        /* backup.c: a restored log's counter, not yet
                           reconciled: never seeded from the log (set at
                           load, cleared by a leader, under mu) */
-  int64_t proven;      /* pending: the highest value the log shows taken
-                          (records, ledger; not the reservation, which
-                          runs ahead): memcached below it went back */
-  int64_t floor, reserved;
-  /* segment.c, under mu */
-  lc__seg seg[LC__SEGS]; /* held segments, in value order */
-  int nseg;
-  int nclose; /* finished, records to rewrite: rare->closes */
-  bool fetching;                  /* a segment fetch is queued or running */
-  bool queued;                    /* on the prefetcher's queue (pf.mu) */
-  lc__counter *qnext;             /* the prefetcher's queue */
-  pthread_cond_t seg_cv;          /* a fetch finished */
-  int64_t handed;                 /* the last value handed out of a segment */
-  /* seg_fast.c: seg[0]'s lock-free window, open while mu is free */
-  _Atomic int64_t fast_next, fast_end, fast_sched;
-  int64_t fast_open; /* fast_next when it opened (mu) */
-  uint64_t seg_size;              /* the next segment's size (auto: adapts) */
-  int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
-  /* ledger.c, under mu: every value <= gap_low is in a block or segment
-   * this handle took, in a record of the log, or in a ledger entry
-   * (written or pending); ahead: taken above gap_low + 1, in order. */
-  int64_t gap_low;
-  int64_t restart_to; /* holes up to here: LC_GAP_RESTART */
-  int nahead; /* rare->ahead */
-  int ngaps;  /* pending: rare->gaps */
-  int nburned; /* rare->burned: ranges an earlier run of this log burned
-                  and could not write (its note in memcached, claim.c),
-                  above gap_low, in order: a hole over them is burned */
-  /* rare.c: the arrays above, which most counters never fill: allocated
-   * whenever a count is nonzero, freed at the next trim once all are 0 */
-  struct lc__rare *rare;
+  bool fetching;       /* a segment fetch is queued or running */
+  bool queued;         /* on the prefetcher's queue (pf.mu) */
   bool recheck; /* a write failed: it may have reached the log after all,
                    so the pending gaps are checked against it first */
+  bool evicting; /* lc__counters_evict: chosen by this pass */
+  _Atomic bool unknown; /* claim.c: a write of the refusal, release or
+                           adopt failed, and may have landed: refusal,
+                           pending and the reservation are reread from
+                           the log before the next use (lc__counter_load) */
   /* evict.c: set by every call that finds the counter (when eviction is
    * on); cleared, and the passes that found it clear counted, by each
    * eviction pass */
   _Atomic bool touched;
-  unsigned char idle_passes;
-  bool evicting; /* lc__counters_evict: chosen by this pass */
-  size_t nlen, klen;
-  char *name; /* points into key, past the prefix */
   char key[]; /* "lc:" NAME */
 };
+
+/* The counter's lock stripe (seg_fast.c): a mutex and two condition
+ * variables shared by the counters that hash to it. */
+#define LC__LOCK_STRIPES 1024
+typedef struct lc__lock_stripe {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;     /* exclusive operations waiting; res_writing */
+  pthread_cond_t seg_cv; /* a fetch finished */
+} lc__lock_stripe;
+lc__lock_stripe *lc__counter_stripe(const lc__counter *c);
+void lc__counter_stripes_init(void); /* once, before the first counter */
+#define LC__CV(c) (&lc__counter_stripe(c)->cv)
+#define LC__SEG_CV(c) (&lc__counter_stripe(c)->seg_cv)
+/* What a counter with a name of up to 8 bytes costs with nothing held:
+ * its state and key (lc__counter_new allocates up to key, not the padded
+ * sizeof) in at most this many bytes, one 208-byte malloc chunk
+ * (test_memory checks it). */
+#define LC__COUNTER_STATE_MAX 200
 
 /* A block accepted from memcached, on its way to the log. */
 typedef struct lc__block {

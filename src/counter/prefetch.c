@@ -18,7 +18,7 @@
  *  - a segment is installed while its fetcher still holds the leader role,
  *    so an lc_advance (also a leader) sees it and can drop it;
  *  - c->fetching is set while a fetch is queued or running: one at a time
- *    per counter; callers that need it wait on c->seg_cv;
+ *    per counter; callers that need it wait on LC__SEG_CV(c);
  *  - a pending counter (a restored log, backup.c) gets its first segment
  *    only from a memcached that holds it at or above floor
  *    (lc__counter_increment, else LC_EBEHIND); that segment's synced
@@ -37,9 +37,10 @@ static void schedule(lc_t *h, lc__counter *c) {
   c->fetching = true;
   pthread_mutex_lock(&h->pf.mu);
   c->queued = true;
-  c->qnext = NULL;
+  c->segs->qnext = NULL; /* a take succeeded: segs set, and kept while
+                            fetching */
   if (h->pf.tail)
-    h->pf.tail->qnext = c;
+    h->pf.tail->segs->qnext = c;
   else
     h->pf.head = c;
   h->pf.tail = c;
@@ -57,9 +58,9 @@ static bool unqueue(lc_t *h, lc__counter *c) {
     lc__counter **link = &h->pf.head, *prev = NULL;
     while (*link != c) {
       prev = *link;
-      link = &(*link)->qnext;
+      link = &(*link)->segs->qnext;
     }
-    *link = c->qnext;
+    *link = c->segs->qnext;
     if (h->pf.tail == c) h->pf.tail = prev;
     c->queued = false;
     found = true;
@@ -121,7 +122,7 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   lc__seg_closes_putback(c, closes, nclose);
   lc__counter_lock(c);
   c->fetching = false;
-  pthread_cond_broadcast(&c->seg_cv);
+  pthread_cond_broadcast(LC__SEG_CV(c));
   lc__counter_unlock(c);
   lc__counter_release(c);
   return rc;
@@ -151,7 +152,7 @@ int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
     }
     if (c->fetching && !unqueue(h, c)) { /* under way: wait for it */
       LC__STAT(h, segment_waits, 1);
-      lc__counter_wait(c, &c->seg_cv);
+      lc__counter_wait(c, LC__SEG_CV(c));
       continue;
     }
     c->fetching = true; /* ours now, queued or not */
@@ -174,7 +175,7 @@ static void *prefetcher(void *arg) {
     while (!h->pf.head && !h->pf.stop) pthread_cond_wait(&h->pf.cv, &h->pf.mu);
     if (h->pf.stop) break;
     lc__counter *c = h->pf.head;
-    h->pf.head = c->qnext;
+    h->pf.head = c->segs->qnext;
     if (!h->pf.head) h->pf.tail = NULL;
     c->queued = false;
     pthread_mutex_unlock(&h->pf.mu);

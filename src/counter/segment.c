@@ -27,31 +27,67 @@
 #include "counter/counter.h"
 #include "handle.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 void lc__seg_init(lc__counter *c) {
-  pthread_cond_init(&c->seg_cv, NULL);
   atomic_init(&c->fast_next, LC__FAST_CLOSED); /* seg_fast.c */
 }
 
 void lc__seg_destroy(lc__counter *c) {
-  pthread_cond_destroy(&c->seg_cv);
+  free(c->segs);
+  c->segs = NULL;
+}
+
+/* mu held: c->segs, allocated on first need with room for one segment
+ * (NULL when out of memory). */
+_Static_assert(LC_PREFETCH_AUTO_MAX <= UINT32_MAX, "lc__segs.seg_size");
+
+static lc__segs *segs(lc__counter *c) {
+  if (c->segs == NULL) {
+    c->segs = calloc(1, sizeof *c->segs + sizeof c->segs->seg[0]);
+    if (c->segs) c->segs->cap = 1;
+  }
+  return c->segs;
+}
+
+/* mu held, segs set: room for one more held segment, growing segs to
+ * LC__SEGS when full (the counter is not on the prefetcher's queue while
+ * its segment is installed, so nothing else reads the old block); when
+ * that fails or it is already that big, the oldest is finished. */
+static void make_room(lc__counter *c) {
+  if (c->nseg < c->segs->cap) return;
+  if (c->segs->cap < LC__SEGS) {
+    lc__segs *g =
+        realloc(c->segs, sizeof *g + sizeof g->seg[0] * (size_t)LC__SEGS);
+    if (g) {
+      c->segs = g;
+      g->cap = LC__SEGS;
+      return;
+    }
+  }
+  lc__seg_finish_oldest(c);
 }
 
 /* mu held: the oldest held segment is finished; it waits in closes for
  * its record to be rewritten (the oldest waiting one is dropped when full,
  * and this one when there is no memory: its record stays open, which is
  * safe). */
-void lc__seg_finish_oldest(lc__counter *c) {
+static void finish(lc__counter *c, const lc__seg *s) {
   lc__rare *r = lc__counter_rare(c);
   if (r && c->nclose == LC__SEG_CLOSES) {
     memmove(r->closes, r->closes + 1,
             sizeof r->closes[0] * (LC__SEG_CLOSES - 1));
     c->nclose--;
   }
-  if (r) r->closes[c->nclose++] = c->seg[0];
-  memmove(c->seg, c->seg + 1, sizeof c->seg[0] * (size_t)(c->nseg - 1));
+  if (r) r->closes[c->nclose++] = *s;
+}
+
+void lc__seg_finish_oldest(lc__counter *c) {
+  lc__seg *v = c->segs->seg; /* nseg > 0: segs set */
+  finish(c, &v[0]);
+  memmove(v, v + 1, sizeof v[0] * (size_t)(c->nseg - 1));
   c->nseg--;
 }
 
@@ -65,14 +101,15 @@ static uint64_t seg_left(const lc__seg *s) {
 
 bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
   uint64_t have = 0;
+  const lc__seg *v = c->nseg ? c->segs->seg : NULL;
   for (int k = 0; k < c->nseg && have < n; k++) {
-    if (k > 0 && c->seg[k].first - 1 != c->seg[k - 1].end) break;
-    have += seg_left(&c->seg[k]);
+    if (k > 0 && v[k].first - 1 != v[k - 1].end) break;
+    have += seg_left(&v[k]);
   }
   if (have < n) return false;
-  *first = c->seg[0].first + (int64_t)c->seg[0].used;
+  *first = v[0].first + (int64_t)v[0].used;
   for (uint64_t left = n; left;) {
-    lc__seg *s = &c->seg[0];
+    lc__seg *s = &c->segs->seg[0];
     uint64_t t = seg_left(s) < left ? seg_left(s) : left;
     s->used += t;
     left -= t;
@@ -83,8 +120,8 @@ bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
 }
 
 bool lc__seg_low(const lc__counter *c) {
-  return c->nseg == 0 ||
-         (c->nseg == 1 && seg_left(&c->seg[0]) <= seg_size(&c->seg[0]) / 2);
+  return c->nseg == 0 || (c->nseg == 1 && seg_left(&c->segs->seg[0]) <=
+                                              seg_size(&c->segs->seg[0]) / 2);
 }
 
 /* mu held: the size of the next segment.  Auto: the rate since the last
@@ -94,23 +131,25 @@ static uint64_t next_size(lc_t *h, lc__counter *c) {
   if (h->opt.prefetch != LC_PREFETCH_AUTO)
     return h->opt.prefetch < LC_BLOCK_MAX ? h->opt.prefetch : LC_BLOCK_MAX;
   int64_t now = lc__clock_mono_us();
-  if (c->seg_size == 0) {
-    c->seg_size = LC_PREFETCH_AUTO_MIN;
+  lc__segs *g = segs(c); /* the state a fetch needs, from now on */
+  if (g == NULL) return LC_PREFETCH_AUTO_MIN; /* out of memory: no history */
+  if (g->seg_size == 0) {
+    g->seg_size = LC_PREFETCH_AUTO_MIN;
   } else {
-    int64_t dt = now - c->sized_us;
+    int64_t dt = now - g->sized_us;
     if (dt < 1000) dt = 1000;
-    double rate = (double)(c->handed - c->sized_handed) * 1e6 / (double)dt;
-    double lo = (double)c->seg_size / 2, hi = (double)c->seg_size * 16;
+    double rate = (double)(c->handed - g->sized_handed) * 1e6 / (double)dt;
+    double lo = (double)g->seg_size / 2, hi = (double)g->seg_size * 16;
     double want = rate < lo ? lo : rate > hi ? hi : rate;
     if (want < (double)LC_PREFETCH_AUTO_MIN)
       want = (double)LC_PREFETCH_AUTO_MIN;
     if (want > (double)LC_PREFETCH_AUTO_MAX)
       want = (double)LC_PREFETCH_AUTO_MAX;
-    c->seg_size = (uint64_t)want;
+    g->seg_size = (uint32_t)want; /* <= LC_PREFETCH_AUTO_MAX */
   }
-  c->sized_us = now;
-  c->sized_handed = c->handed;
-  return c->seg_size;
+  g->sized_us = now;
+  g->sized_handed = c->handed;
+  return g->seg_size;
 }
 
 /* Adds to b the rewrite of finished segment s's record: exactly what went
@@ -156,17 +195,27 @@ void lc__seg_block(lc_t *h, lc__counter *c, lc__block *b,
 void lc__seg_install(lc_t *h, lc__counter *c, const lc__block *b, int rc,
                      uint64_t n, int64_t *first) {
   lc__counter_lock(c);
-  if (!rc) {
+  lc__seg s = {b->last - (int64_t)(b->n - 1), b->last, b->time_us, 0};
+  if (!rc && segs(c) == NULL) { /* out of memory: not held; the n ids go
+      out of it and the rest is finished (its record rewritten, or left
+      open: safe) */
     LC__STAT(h, segments, 1);
-    if (c->nseg == LC__SEGS) lc__seg_finish_oldest(c);
-    c->seg[c->nseg++] = (lc__seg){b->last - (int64_t)(b->n - 1), b->last,
-                                  b->time_us, 0};
+    if (first) {
+      *first = s.first;
+      s.used = n;
+      c->handed = s.first + (int64_t)(n - 1);
+    }
+    finish(c, &s);
+  } else if (!rc) {
+    LC__STAT(h, segments, 1);
+    make_room(c);
+    c->segs->seg[c->nseg++] = s;
     if (first) lc__seg_take(c, n, first); /* b->n >= n */
   } else { /* burned: the ledger says so next time */
     lc__ledger_putback(c, b->gaps, b->ngaps);
     lc__ledger_gap(c, b->last - (int64_t)(b->n - 1), b->last, LC_GAP_BURNED);
-    c->seg_size = 0; /* auto: start small again, so that a write outage
-                        does not burn a large segment per attempt */
+    if (c->segs) /* auto: start small again, so that a write outage */
+      c->segs->seg_size = 0; /* does not burn a large segment per attempt */
   }
   lc__counter_unlock(c);
 }
@@ -203,7 +252,8 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
   int nclose = 0;
   int64_t reserve = 0;
   lc__counter_lock(c);
-  if (c->nseg > 0 && c->seg[0].first + (int64_t)c->seg[0].used <= below) {
+  const lc__seg *s0 = c->nseg > 0 ? &c->segs->seg[0] : NULL;
+  if (s0 && s0->first + (int64_t)s0->used <= below) {
     while (c->nseg > 0) lc__seg_finish_oldest(c);
     nclose = c->nclose;
     if (nclose)
@@ -265,7 +315,7 @@ bool lc__seg_holds(lc__counter *c, int64_t value) {
   lc__counter_lock(c);
   for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
     const lc__seg *g =
-        i < c->nseg ? &c->seg[i] : &c->rare->closes[i - c->nseg];
+        i < c->nseg ? &c->segs->seg[i] : &c->rare->closes[i - c->nseg];
     held = value >= g->first + (int64_t)g->used && value <= g->end;
   }
   lc__counter_unlock(c);
