@@ -336,6 +336,14 @@ leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
   memcpy(past, prefix, plen);
   past[plen - 1] = '\1'; /* just past the prefix ('\0' -> '\1') */
   leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  /* first forward to the prefix: a name with no key under it (a first
+   * use) costs this one seek, not a seek and a step back (a merging
+   * iterator's first Prev re-seeks every level) */
+  leveldb_iter_seek(it, prefix, plen);
+  size_t klen;
+  const char *k = leveldb_iter_valid(it) ? leveldb_iter_key(it, &klen) : NULL;
+  if (k == NULL || klen < plen || memcmp(k, prefix, plen) != 0)
+    return it; /* invalid, or on a key past the prefix's */
   leveldb_iter_seek(it, past, plen);
   if (leveldb_iter_valid(it))
     leveldb_iter_prev(it);
