@@ -241,8 +241,11 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   c->restart_to = c->floor; /* holes up to it: the last run's */
   c->reserved = res;
   /* a promoted standby's holes are the old primary's lost records */
-  rc = lc__ledger_load_tail(&h->log, c,
-                            h->promoting ? LC_GAP_FAILOVER : LC_GAP_RESTART);
+  /* no record (a first use): no hole between records to explain */
+  rc = max == 0 ? 0
+                : lc__ledger_load_tail(&h->log, c,
+                                       h->promoting ? LC_GAP_FAILOVER
+                                                    : LC_GAP_RESTART);
   if (rc) { /* loaded again next time */
     c->ngaps = 0;
     lc__counter_rare_trim(c);
