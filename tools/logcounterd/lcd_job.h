@@ -41,6 +41,11 @@ typedef struct lcd_job {
   /* Names, each NUL-terminated, one after another. */
   char names[LCD_PROTO_LINE_MAX + 2];
   uint16_t name_off[LCD_PROTO_MAX_KEYS];
+  /* INCR, TALLY: the hash of the name (nhash[0]); MANY: of each
+   * request's; filt: one bit of each of them (lcd_jobs.c, so that
+   * lcd_may_start passes over most jobs without comparing names) */
+  uint32_t nhash[LCD_RUN_MAX];
+  uint64_t filt[4];
   /* INCR: nreq requests of count[i] ids each (total in all).  MANY: nreq
    * requests, of counter names + name_off[i], count[i] ids each,
    * answered from values[i] (the block's first id) or failed with trc[i]
