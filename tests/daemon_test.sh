@@ -217,6 +217,22 @@ conn_close
 b1=$(stats_value incr_batched_counters)
 check "pipelined first uses: served by batched calls ($((b1 - b0)) requests)" \
   eval '[ $((b1 - b0)) -ge 4 ]'
+# 100 new names in one write make two MANY jobs (64 + 36), queued
+# together at the end of one loop iteration: a worker serves both with
+# ONE lc_next_each (lcd_pool.c's run_many), each answered with its own
+# value; the same names again wait for their first job, then go on at 2.
+c0=$(stats_value incr_batched_calls) b0=$(stats_value incr_batched_counters)
+conn
+buf=$(for i in $(seq 0 199); do printf 'incr mm%d 1\r\n' $((i % 100)); done)
+printf '%s\r\n' "${buf%$'\r'}" >&3
+got=""
+for i in $(seq 0 199); do hear; got+="${REPLY_LINE}"; done
+want=$(printf '1%.0s' $(seq 1 100))$(printf '2%.0s' $(seq 1 100))
+check "two pipelined MANY jobs: each name answered 1, then 2" [ "$got" = "$want" ]
+conn_close
+c1=$(stats_value incr_batched_calls) b1=$(stats_value incr_batched_counters)
+check "two pipelined MANY jobs: one lc_next_each for their 100 names ($((c1 - c0)) calls, $((b1 - b0)) names)" \
+  eval '[ $((c1 - c0)) -eq 1 ] && [ $((b1 - b0)) -eq 100 ]'
 # A run of 300 new names, noreply but the last: one job per 64.
 conn
 for i in $(seq 1 300); do printf 'incr run%d 1 noreply\r\n' "$i"; done >&3

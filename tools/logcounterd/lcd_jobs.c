@@ -151,37 +151,16 @@ static void submit(lcd_conn *c, lcd_job *j) {
   lcd_pool_submit(c->loop, j);
 }
 
-/* FNV-1a of a name: a job's nhash, and its bit in filt (the top 8). */
-static uint32_t name_hash(const char *s, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-  return h;
-}
-
-static int filt_has(const lcd_job *j, uint32_t h) {
-  return (j->filt[h >> 30] >> ((h >> 24) & 63)) & 1;
-}
-
-/* Request i of j (INCR, TALLY: 0) is of a name of hash h. */
-static void job_name(lcd_job *j, int i, uint32_t h) {
-  j->nhash[i] = h;
-  j->filt[h >> 30] |= (uint64_t)1 << ((h >> 24) & 63);
-}
-
 int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
                   size_t len) {
   if (c->njobs == 0) return 1;
   if (kind == LCD_JOB_GET || c->njobs >= LCD_CONN_JOBS) return 0;
-  uint32_t h = name_hash(name, len);
+  uint32_t h = lcd_job_name_hash(name, len);
   for (const lcd_job *j = c->jobs; j; j = j->cnext) {
     if (j->kind == LCD_JOB_GET) return 0;
     int many = j->kind == LCD_JOB_MANY && kind == LCD_JOB_INCR;
-    if ((!many && j->kind != kind) || !filt_has(j, h)) continue;
-    for (int i = 0; i < (many ? j->nreq : 1); i++) {
-      const char *k = j->names + (many ? j->name_off[i] : 0);
-      if (j->nhash[i] == h && strncmp(k, name, len) == 0 && k[len] == '\0')
-        return 0;
-    }
+    if ((many || j->kind == kind) && lcd_job_holds(j, many, name, len, h))
+      return 0;
   }
   return 1;
 }
@@ -224,7 +203,7 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
   if (name) { /* fits: a name < the line */
     memcpy(j->names, name->s, name->len);
     j->names[name->len] = '\0';
-    job_name(j, 0, name_hash(name->s, name->len));
+    lcd_job_name(j, 0, lcd_job_name_hash(name->s, name->len));
   }
   return j;
 }
@@ -296,7 +275,7 @@ static void take_first_uses(lcd_conn *c, struct evbuffer *in,
         !lcd_gate_allows(c, req, LCD_PROTO_INCR))
       break;
     j->name_off[n] = (uint16_t)used;
-    job_name(j, n, name_hash(k->s, k->len));
+    lcd_job_name(j, n, lcd_job_name_hash(k->s, k->len));
     j->count[n] = req->count;
     j->noreply[n] = (unsigned char)req->noreply;
     j->total += req->count;
