@@ -219,19 +219,30 @@ check "pipelined first uses: served by batched calls ($((b1 - b0)) requests)" \
   eval '[ $((b1 - b0)) -ge 4 ]'
 # 100 new names in one write make two MANY jobs (64 + 36), queued
 # together at the end of one loop iteration: a worker serves both with
-# ONE lc_next_each (lcd_pool.c's run_many), each answered with its own
-# value; the same names again wait for their first job, then go on at 2.
+# ONE lc_next_each (lcd_pool.c's run_many), each request answered with
+# its own block (mmI takes I % 5 + 1 ids) or error (the 81st, of a name
+# the library refuses, in the second job); the same names again (one id
+# each) wait for their first job, then go on (mm80: new, at 1).
 c0=$(stats_value incr_batched_calls) b0=$(stats_value incr_batched_counters)
 conn
-buf=$(for i in $(seq 0 199); do printf 'incr mm%d 1\r\n' $((i % 100)); done)
+buf=$(for i in $(seq 0 99); do
+    if [ $i = 80 ]; then printf 'incr %s 1\r\n' "$long"; else
+      printf 'incr mm%d %d\r\n' $i $((i % 5 + 1)); fi; done
+  for i in $(seq 0 99); do printf 'incr mm%d 1\r\n' $i; done)
 printf '%s\r\n' "${buf%$'\r'}" >&3
-got=""
-for i in $(seq 0 199); do hear; got+="${REPLY_LINE}"; done
-want=$(printf '1%.0s' $(seq 1 100))$(printf '2%.0s' $(seq 1 100))
-check "two pipelined MANY jobs: each name answered 1, then 2" [ "$got" = "$want" ]
+got="" want=""
+for i in $(seq 0 99); do
+  hear; got+="${REPLY_LINE%% *},"
+  if [ $i = 80 ]; then want+="CLIENT_ERROR,"; else want+="$((i % 5 + 1)),"; fi
+done
+for i in $(seq 0 99); do
+  hear; got+="$REPLY_LINE,"
+  if [ $i = 80 ]; then want+="1,"; else want+="$((i % 5 + 2)),"; fi
+done
+check "two pipelined MANY jobs: each request answered with its own block or error" [ "$got" = "$want" ]
 conn_close
 c1=$(stats_value incr_batched_calls) b1=$(stats_value incr_batched_counters)
-check "two pipelined MANY jobs: one lc_next_each for their 100 names ($((c1 - c0)) calls, $((b1 - b0)) names)" \
+check "two pipelined MANY jobs: one lc_next_each for their 100 requests ($((c1 - c0)) calls, $((b1 - b0)) requests)" \
   eval '[ $((c1 - c0)) -eq 1 ] && [ $((b1 - b0)) -eq 100 ]'
 # A run of 300 new names, noreply but the last: one job per 64.
 conn
