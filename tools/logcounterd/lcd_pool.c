@@ -18,6 +18,9 @@
  * once are merged again by the library.  A connection never has two jobs
  * of one counter in flight, so its answers still increase.  --no-coalesce: no take, one
  * lc_next_n per job (and the library merges nothing: batch_max = 1).
+ * A worker that takes a MANY job (a connection's pipelined run of first
+ * uses) also takes the MANY jobs queued right after it, up to
+ * LCD_MANY_NAMES requests, for one lc_next_each (run_many).
  *
  * Tally jobs (incr/decr tally:NAME) are merged the same way: a worker
  * takes every queued tally job of the same tally, and each run of
