@@ -766,8 +766,10 @@ static void test_job_holds(void **state) {
     others += (j.filt[h >> 30] >> ((h >> 24) & 63)) & 1;
   }
   assert_true(others > 0); /* some passed the filter: the names compared */
-  assert_false(lcd_job_holds(&j, 1, "np-7-1", 5, lcd_job_name_hash("np-7-1", 5)));
-  assert_false(lcd_job_holds(&j, 1, "np-7-10x", 8, lcd_job_name_hash("np-7-10x", 8)));
+  /* a prefix of a held name, and a held name extended */
+  assert_false(lcd_job_holds(&j, 1, "np-7-", 5, lcd_job_name_hash("np-7-", 5)));
+  assert_false(
+      lcd_job_holds(&j, 1, "np-7-10x", 8, lcd_job_name_hash("np-7-10x", 8)));
 }
 
 int main(void) {

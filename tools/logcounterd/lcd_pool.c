@@ -407,7 +407,8 @@ static void *worker(void *arg) {
     int n = 0;
     chains[n++] =
         take_chain(&p->head, &p->tail, &p->queued, s->set->coalesce);
-    size_t names = chains[0]->kind == LCD_JOB_MANY ? (size_t)chains[0]->nreq : 0;
+    size_t names =
+        chains[0]->kind == LCD_JOB_MANY ? (size_t)chains[0]->nreq : 0;
     if (names) { /* every MANY job that follows, up to LCD_MANY_NAMES */
       while (n < LCD_EACH_MAX && p->head && p->head->kind == LCD_JOB_MANY &&
              names + (size_t)p->head->nreq <= LCD_MANY_NAMES) {
