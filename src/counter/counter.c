@@ -226,8 +226,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   if (c->loaded)
     return atomic_load(&c->unknown) ? lc__claim_reread(h, c) : 0;
   int64_t max = 0, res = 0, gapmax = 0;
-  int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
-  if (!rc) rc = lc__ledger_max(&h->log, c->name, c->nlen, &gapmax);
+  int rc = lc__log_max_both(&h->log, c->name, c->nlen, &max, &gapmax);
   if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
   if (!rc) rc = lc__claim_load(h, c);
   bool pending = false;
