@@ -128,7 +128,7 @@ $(BUILD)/tests/test_powercut: chaos/powercut.c chaos/cut.c chaos/chaos.h
 $(BUILD)/tests/test_chaos_fit: TEST_SRC_EXTRA = -Ichaos chaos/ledger_report.c chaos/ledger.c
 $(BUILD)/tests/test_chaos_fit: chaos/ledger_report.c chaos/ledger.c chaos/chaos.h
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
-$(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h
+$(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h tools/logcounterd/lcd_job.h
 # test_binary tests the daemon's binary-protocol parser.
 BINARY_SRC = tools/logcounterd/lcd_binary.c tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_binary: TEST_SRC_EXTRA = -Itools/logcounterd $(BINARY_SRC)

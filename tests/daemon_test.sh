@@ -217,6 +217,34 @@ conn_close
 b1=$(stats_value incr_batched_counters)
 check "pipelined first uses: served by batched calls ($((b1 - b0)) requests)" \
   eval '[ $((b1 - b0)) -ge 4 ]'
+# 100 new names in one write make two MANY jobs (64 + 36), queued
+# together at the end of one loop iteration: a worker serves both with
+# ONE lc_next_each (lcd_pool.c's run_many), each request answered with
+# its own block: mmI takes I % 5 + 1 ids, and the 91st line asks mm85
+# again (in the second job: the library serves it after the batch, at
+# 2); the same names again (one id each) wait for their first job, then
+# go on (mm90: new, at 1).
+c0=$(stats_value incr_batched_calls) b0=$(stats_value incr_batched_counters)
+conn
+buf=$(for i in $(seq 0 99); do
+    if [ $i = 90 ]; then printf 'incr mm85 1\r\n'; else
+      printf 'incr mm%d %d\r\n' $i $((i % 5 + 1)); fi; done
+  for i in $(seq 0 99); do printf 'incr mm%d 1\r\n' $i; done)
+printf '%s\r\n' "${buf%$'\r'}" >&3
+got="" want=""
+for i in $(seq 0 99); do
+  hear; got+="$REPLY_LINE,"
+  if [ $i = 90 ]; then want+="2,"; else want+="$((i % 5 + 1)),"; fi
+done
+for i in $(seq 0 99); do
+  hear; got+="$REPLY_LINE,"
+  case $i in 85) want+="3," ;; 90) want+="1," ;; *) want+="$((i % 5 + 2))," ;; esac
+done
+check "two pipelined MANY jobs: each request answered with its own block" [ "$got" = "$want" ]
+conn_close
+c1=$(stats_value incr_batched_calls) b1=$(stats_value incr_batched_counters)
+check "two pipelined MANY jobs: one lc_next_each for their 100 requests ($((c1 - c0)) calls, $((b1 - b0)) requests)" \
+  eval '[ $((c1 - c0)) -eq 1 ] && [ $((b1 - b0)) -eq 100 ]'
 # A run of 300 new names, noreply but the last: one job per 64.
 conn
 for i in $(seq 1 300); do printf 'incr run%d 1 noreply\r\n' "$i"; done >&3

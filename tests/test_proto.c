@@ -5,7 +5,8 @@
  * key limit of get, the refused commands and the data blocks they carry,
  * numbers, and the tally namespace (incr/decr tally:NAME, get of tally
  * keys, stats tally NAME, decr of a serial counter refused).  No
- * memcached, no log: the parser is pure.
+ * memcached, no log: the parser is pure.  Also the names a job holds
+ * (lcd_job.h: the check that keeps two jobs of a counter in flight at once).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include "logcounter.h"
 #include "lcd_proto.h"
+#include "lcd_job.h" /* the names a job holds (pure) */
 
 /* Parses a NUL-terminated line. */
 static lcd_proto_cmd parse(const char *line, lcd_proto_req *req) {
@@ -730,6 +732,46 @@ static void test_prefixes_and_noise(void **state) {
   }
 }
 
+/* The names a job holds (lcd_job.h, lcd_may_start's check): a MANY job
+ * of 64 names holds each of them and no other, also as a plain incr's
+ * (request 0 only), a prefix or an extension of one; a filter bit set
+ * by another name is not enough. */
+static void test_job_holds(void **state) {
+  (void)state;
+  static lcd_job j; /* big: not on the stack */
+  memset(j.filt, 0, sizeof j.filt);
+  size_t used = 0;
+  char name[32];
+  for (int i = 0; i < LCD_RUN_MAX; i++) {
+    int n = snprintf(name, sizeof name, "np-7-%d", i);
+    memcpy(j.names + used, name, (size_t)n + 1);
+    j.name_off[i] = (uint16_t)used;
+    lcd_job_name(&j, i, lcd_job_name_hash(name, (size_t)n));
+    used += (size_t)n + 1;
+  }
+  j.nreq = LCD_RUN_MAX;
+  for (int i = 0; i < LCD_RUN_MAX; i++) {
+    int n = snprintf(name, sizeof name, "np-7-%d", i);
+    uint32_t h = lcd_job_name_hash(name, (size_t)n);
+    if (!lcd_job_holds(&j, 1, name, (size_t)n, h))
+      fail_msg("the MANY job does not hold %s", name);
+    assert_int_equal(lcd_job_holds(&j, 0, name, (size_t)n, h), i == 0);
+  }
+  int others = 0;
+  for (int i = LCD_RUN_MAX; i < LCD_RUN_MAX + 2000; i++) {
+    int n = snprintf(name, sizeof name, "np-7-%d", i);
+    uint32_t h = lcd_job_name_hash(name, (size_t)n);
+    if (lcd_job_holds(&j, 1, name, (size_t)n, h))
+      fail_msg("the MANY job holds %s, never added", name);
+    others += (j.filt[h >> 30] >> ((h >> 24) & 63)) & 1;
+  }
+  assert_true(others > 0); /* some passed the filter: the names compared */
+  /* a prefix of a held name, and a held name extended */
+  assert_false(lcd_job_holds(&j, 1, "np-7-", 5, lcd_job_name_hash("np-7-", 5)));
+  assert_false(
+      lcd_job_holds(&j, 1, "np-7-10x", 8, lcd_job_name_hash("np-7-10x", 8)));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_frame_lines),
@@ -754,6 +796,7 @@ int main(void) {
       cmocka_unit_test(test_tally_bad),
       cmocka_unit_test(test_tally_namespace),
       cmocka_unit_test(test_prefixes_and_noise),
+      cmocka_unit_test(test_job_holds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

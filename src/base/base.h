@@ -44,7 +44,8 @@ uint64_t lc__random64(void);
 typedef struct lc__named { /* the first member of an entry */
   struct lc__named *next;  /* hash chain */
   const char *name;
-  size_t nlen;
+  uint32_t nlen;
+  uint32_t hash; /* of the name, set by lc__names_add */
 } lc__named;
 typedef struct lc__names {
   lc__named **buckets; /* nbuckets (a power of two, doubling) */
@@ -53,7 +54,8 @@ typedef struct lc__names {
 } lc__names;
 /* The entry named name (n bytes), or NULL. */
 lc__named *lc__names_find(const lc__names *t, const char *name, size_t n);
-/* Adds e (name and nlen set, not present); false when out of memory. */
+/* Adds e (name and nlen set, not present; sets its hash); false when
+ * out of memory. */
 bool lc__names_add(lc__names *t, lc__named *e);
 /* Takes e (present) out of the table. */
 void lc__names_remove(lc__names *t, lc__named *e);

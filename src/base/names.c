@@ -3,7 +3,9 @@
  * (tally.c) both keep: FNV-1a over the name, chains, and a bucket array
  * that doubles (from LC__NAMES_MIN buckets) once there are two entries a
  * bucket, so lookups stay O(1) with millions of names.  Intrusive: an
- * entry embeds an lc__named as its first member.  The caller locks.
+ * entry embeds an lc__named as its first member, which keeps its name's
+ * hash (a lookup compares hashes before names; growth reads no name).
+ * The caller locks.
  */
 #include "base/base.h"
 
@@ -20,8 +22,12 @@ static uint32_t hash(const char *s, size_t n) {
 
 lc__named *lc__names_find(const lc__names *t, const char *name, size_t n) {
   if (t->nbuckets == 0) return NULL;
-  lc__named *e = t->buckets[hash(name, n) & (t->nbuckets - 1)];
-  while (e && !(e->nlen == n && memcmp(e->name, name, n) == 0)) e = e->next;
+  uint32_t h = hash(name, n);
+  lc__named *e = t->buckets[h & (t->nbuckets - 1)];
+  /* the hash first: a chain's other names are passed over without
+   * reading them (a first use's lookups all miss) */
+  while (e && !(e->hash == h && e->nlen == n && memcmp(e->name, name, n) == 0))
+    e = e->next;
   return e;
 }
 
@@ -35,7 +41,7 @@ static bool grow(lc__names *t) {
   for (size_t i = 0; i < t->nbuckets; i++) {
     for (lc__named *e = t->buckets[i], *next; e; e = next) {
       next = e->next;
-      size_t j = hash(e->name, e->nlen) & (nb - 1);
+      size_t j = e->hash & (nb - 1); /* kept: no name read again */
       e->next = b[j];
       b[j] = e;
     }
@@ -48,7 +54,8 @@ static bool grow(lc__names *t) {
 
 bool lc__names_add(lc__names *t, lc__named *e) {
   if (!grow(t)) return false;
-  size_t j = hash(e->name, e->nlen) & (t->nbuckets - 1);
+  e->hash = hash(e->name, e->nlen);
+  size_t j = e->hash & (t->nbuckets - 1);
   e->next = t->buckets[j];
   t->buckets[j] = e;
   t->count++;
@@ -56,7 +63,7 @@ bool lc__names_add(lc__names *t, lc__named *e) {
 }
 
 void lc__names_remove(lc__names *t, lc__named *e) {
-  lc__named **link = &t->buckets[hash(e->name, e->nlen) & (t->nbuckets - 1)];
+  lc__named **link = &t->buckets[e->hash & (t->nbuckets - 1)];
   while (*link != e) link = &(*link)->next;
   *link = e->next;
   t->count--;

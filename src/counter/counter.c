@@ -231,8 +231,7 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   if (c->loaded)
     return atomic_load(&c->unknown) ? lc__claim_reread(h, c) : 0;
   int64_t max = 0, res = 0, gapmax = 0;
-  int rc = lc__log_max(&h->log, c->name, c->nlen, &max);
-  if (!rc) rc = lc__ledger_max(&h->log, c->name, c->nlen, &gapmax);
+  int rc = lc__log_max_both(&h->log, c->name, c->nlen, &max, &gapmax);
   if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
   if (!rc) rc = lc__claim_load(h, c);
   bool pending = false;
@@ -246,8 +245,11 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   c->restart_to = c->floor; /* holes up to it: the last run's */
   c->reserved = res;
   /* a promoted standby's holes are the old primary's lost records */
-  rc = lc__ledger_load_tail(&h->log, c,
-                            h->promoting ? LC_GAP_FAILOVER : LC_GAP_RESTART);
+  /* no record (a first use): no hole between records to explain */
+  rc = max == 0 ? 0
+                : lc__ledger_load_tail(&h->log, c,
+                                       h->promoting ? LC_GAP_FAILOVER
+                                                    : LC_GAP_RESTART);
   if (rc) { /* loaded again next time */
     c->ngaps = 0;
     lc__counter_rare_trim(c);

@@ -333,26 +333,41 @@ int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out) {
   return lc__log_last(l, prefix, plen, "record", out);
 }
 
-leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
-                                      size_t plen) {
+/* Puts it on the last key under prefix, or, when there is none, on a key
+ * not under it or nowhere (lc__log_seek_last). */
+static void seek_last_on(leveldb_iterator_t *it, const char *prefix,
+                         size_t plen) {
   char past[LC_NAME_MAX + 10];
   memcpy(past, prefix, plen);
   past[plen - 1] = '\1'; /* just past the prefix ('\0' -> '\1') */
-  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  /* first forward to the prefix: a name with no key under it (a first
+   * use) costs this one seek, not a seek and a step back (a merging
+   * iterator's first Prev re-seeks every level) */
+  leveldb_iter_seek(it, prefix, plen);
+  size_t klen;
+  const char *k = leveldb_iter_valid(it) ? leveldb_iter_key(it, &klen) : NULL;
+  if (k == NULL || klen < plen || memcmp(k, prefix, plen) != 0)
+    return; /* invalid, or on a key past the prefix's */
   leveldb_iter_seek(it, past, plen);
   if (leveldb_iter_valid(it))
     leveldb_iter_prev(it);
   else
     leveldb_iter_seek_to_last(it);
+}
+
+leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
+                                      size_t plen) {
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  seek_last_on(it, prefix, plen);
   return it;
 }
 
-int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
-                 int64_t *out) {
+/* The value of the last key of plen + 8 bytes under prefix (0 if none):
+ * it is moved there from the end (seek_last_on). */
+static int last_on(leveldb_iterator_t *it, const char *prefix, size_t plen,
+                   const char *what, int64_t *out) {
   *out = 0;
-  int rc = lc__log_enter(l);
-  if (rc) return rc;
-  leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
+  seek_last_on(it, prefix, plen);
   for (; leveldb_iter_valid(it); leveldb_iter_prev(it)) {
     size_t klen;
     const char *k = leveldb_iter_key(it, &klen);
@@ -360,15 +375,46 @@ int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
     if (klen == plen + 8) {
       uint64_t v = lc__key_be64_get((const unsigned char *)k + plen);
       if (v > (uint64_t)LC_VALUE_MAX)
-        rc = lc__fail(LC_ECORRUPT, "%s key %llu of %.*s out of range", what,
-                      (unsigned long long)v, (int)(plen - 2), prefix + 1);
-      else
-        *out = (int64_t)v;
+        return lc__fail(LC_ECORRUPT, "%s key %llu of %.*s out of range", what,
+                        (unsigned long long)v, (int)(plen - 2), prefix + 1);
+      *out = (int64_t)v;
       break;
     }
   }
+  return 0;
+}
+
+int lc__log_last(lc__log *l, char *prefix, size_t plen, const char *what,
+                 int64_t *out) {
+  *out = 0;
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  rc = last_on(it, prefix, plen, what, out);
   char *err = NULL;
   leveldb_iter_get_error(it, &err);
+  leveldb_iter_destroy(it);
+  lc__log_leave(l);
+  if (err) return log_error(err, "seek");
+  return rc;
+}
+
+int lc__log_max_both(lc__log *l, const char *name, size_t nlen, int64_t *max,
+                     int64_t *gapmax) {
+  *max = *gapmax = 0;
+  char prefix[LC_NAME_MAX + 10];
+  int rc = lc__log_enter(l);
+  if (rc) return rc;
+  leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
+  size_t plen = lc__key_record_prefix(prefix, name, nlen);
+  rc = last_on(it, prefix, plen, "record", max);
+  char *err = NULL;
+  leveldb_iter_get_error(it, &err);
+  if (!rc && !err) {
+    plen = lc__key_ledger_prefix(prefix, name, nlen);
+    rc = last_on(it, prefix, plen, "ledger", gapmax);
+    leveldb_iter_get_error(it, &err);
+  }
   leveldb_iter_destroy(it);
   lc__log_leave(l);
   if (err) return log_error(err, "seek");

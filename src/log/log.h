@@ -100,9 +100,14 @@ int lc__log_get_reservation(lc__log *l, const char *name, size_t nlen,
                             int64_t *out);
 /* The largest logged value of the counter (0 if none): one reverse seek. */
 int lc__log_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
-/* An iterator on the last key at or below the keys under prefix (whose
- * last byte is '\0'), or invalid; the caller checks the prefix and holds
- * the gate (lc__log_enter) until it destroys it. */
+/* lc__log_max and lc__ledger_max (the last ledger entry's value) of the
+ * counter in one call: one iterator for both seeks (a counter's load). */
+int lc__log_max_both(lc__log *l, const char *name, size_t nlen, int64_t *max,
+                     int64_t *gapmax);
+/* An iterator on the last key under prefix (whose last byte is '\0'),
+ * or, when there is none, on a key not under it or invalid; the caller
+ * checks the prefix and holds the gate (lc__log_enter) until it destroys
+ * it.  No key under prefix costs one forward seek. */
 leveldb_iterator_t *lc__log_seek_last(lc__log *l, const char *prefix,
                                       size_t plen);
 /* The same for any prefix whose keys end in a be64 value (what: for the

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct evbuffer;
 typedef struct lcd_conn lcd_conn;
@@ -41,6 +42,11 @@ typedef struct lcd_job {
   /* Names, each NUL-terminated, one after another. */
   char names[LCD_PROTO_LINE_MAX + 2];
   uint16_t name_off[LCD_PROTO_MAX_KEYS];
+  /* INCR, TALLY: the hash of the name (nhash[0]); MANY: of each
+   * request's; filt: one bit of each of them (lcd_jobs.c, so that
+   * lcd_may_start passes over most jobs without comparing names) */
+  uint32_t nhash[LCD_RUN_MAX];
+  uint64_t filt[4];
   /* INCR: nreq requests of count[i] ids each (total in all).  MANY: nreq
    * requests, of counter names + name_off[i], count[i] ids each,
    * answered from values[i] (the block's first id) or failed with trc[i]
@@ -93,6 +99,33 @@ typedef struct lcd_jlist {
  * applied): CLIENT_ERROR, not SERVER_ERROR. */
 static inline int lcd_client_caused(int rc) {
   return rc == LC_ETALLYRANGE || rc == LC_EDELTA || rc == LC_ENAME;
+}
+
+/* The names a job holds, for lcd_may_start (pure; test_proto.c): the
+ * hash of a name of n bytes (FNV-1a); request i of j (INCR, TALLY: 0) is
+ * of the name of hash h (its nhash, and its bit in filt: the top 8); and
+ * whether j holds the name of len bytes and hash h (its request 0, or
+ * with many any of its nreq), comparing names only on an equal hash. */
+static inline uint32_t lcd_job_name_hash(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+static inline void lcd_job_name(lcd_job *j, int i, uint32_t h) {
+  j->nhash[i] = h;
+  j->filt[h >> 30] |= (uint64_t)1 << ((h >> 24) & 63);
+}
+
+static inline int lcd_job_holds(const lcd_job *j, int many, const char *name,
+                                size_t len, uint32_t h) {
+  if (!((j->filt[h >> 30] >> ((h >> 24) & 63)) & 1)) return 0;
+  for (int i = 0; i < (many ? j->nreq : 1); i++) {
+    const char *k = j->names + (many ? j->name_off[i] : 0);
+    if (j->nhash[i] == h && strncmp(k, name, len) == 0 && k[len] == '\0')
+      return 1;
+  }
+  return 0;
 }
 
 /* lcd_jobs.c */

@@ -124,6 +124,7 @@ static lcd_job *job_get(lcd_conn *c) {
   j->gets = 0;
   j->last = 1;
   j->stats_tally = 0;
+  memset(j->filt, 0, sizeof j->filt);
   return j;
 }
 
@@ -154,14 +155,12 @@ int lcd_may_start(const lcd_conn *c, lcd_job_kind kind, const char *name,
                   size_t len) {
   if (c->njobs == 0) return 1;
   if (kind == LCD_JOB_GET || c->njobs >= LCD_CONN_JOBS) return 0;
+  uint32_t h = lcd_job_name_hash(name, len);
   for (const lcd_job *j = c->jobs; j; j = j->cnext) {
     if (j->kind == LCD_JOB_GET) return 0;
     int many = j->kind == LCD_JOB_MANY && kind == LCD_JOB_INCR;
-    if (!many && j->kind != kind) continue;
-    for (int i = 0; i < (many ? j->nreq : 1); i++) {
-      const char *k = j->names + (many ? j->name_off[i] : 0);
-      if (strncmp(k, name, len) == 0 && k[len] == '\0') return 0;
-    }
+    if ((many || j->kind == kind) && lcd_job_holds(j, many, name, len, h))
+      return 0;
   }
   return 1;
 }
@@ -204,6 +203,7 @@ static lcd_job *job_start(lcd_conn *c, struct evbuffer *in, size_t line_len,
   if (name) { /* fits: a name < the line */
     memcpy(j->names, name->s, name->len);
     j->names[name->len] = '\0';
+    lcd_job_name(j, 0, lcd_job_name_hash(name->s, name->len));
   }
   return j;
 }
@@ -275,6 +275,7 @@ static void take_first_uses(lcd_conn *c, struct evbuffer *in,
         !lcd_gate_allows(c, req, LCD_PROTO_INCR))
       break;
     j->name_off[n] = (uint16_t)used;
+    lcd_job_name(j, n, lcd_job_name_hash(k->s, k->len));
     j->count[n] = req->count;
     j->noreply[n] = (unsigned char)req->noreply;
     j->total += req->count;
@@ -445,7 +446,7 @@ static void account(lcd_loop *s, const lcd_job *j) {
       s->st.incr_errors += (uint64_t)j->nreq;
   }
   if (j->kind == LCD_JOB_MANY) {
-    s->st.incr_calls++;
+    s->st.incr_calls += (uint64_t)j->lead; /* MANY jobs share a call */
     for (int i = 0; i < j->nreq; i++) {
       if (j->trc[i] == 0) {
         s->st.incr_ids += j->count[i];

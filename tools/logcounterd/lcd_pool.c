@@ -18,6 +18,9 @@
  * once are merged again by the library.  A connection never has two jobs
  * of one counter in flight, so its answers still increase.  --no-coalesce: no take, one
  * lc_next_n per job (and the library merges nothing: batch_max = 1).
+ * A worker that takes a MANY job (a connection's pipelined run of first
+ * uses) also takes the MANY jobs queued right after it, up to
+ * LCD_MANY_NAMES requests, for one lc_next_each (run_many).
  *
  * Tally jobs (incr/decr tally:NAME) are merged the same way: a worker
  * takes every queued tally job of the same tally, and each run of
@@ -333,6 +336,41 @@ static void run_each(lc_t *lc, lcd_job **chains, int n, lcd_hist *lat) {
   }
 }
 
+/* MANY jobs (each a connection's pipelined run of first uses), ONE
+ * lc_next_each for all of their requests: their first uses share one
+ * round of claims, one of increments and one synced write (first.c), so
+ * a burst of new names costs a sync per LCD_MANY_NAMES, not per job.
+ * Each job's detail is that of the first failure with its code, as
+ * run_each shares it. */
+static void run_many(lc_t *lc, lcd_job **jobs, int n, lcd_hist *lat) {
+  lc_each e[LCD_MANY_NAMES];
+  size_t count = 0;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < jobs[i]->nreq; k++)
+      e[count++] = (lc_each){.name = jobs[i]->names + jobs[i]->name_off[k],
+                             .n = jobs[i]->count[k]};
+  int64_t t0 = lat ? now_us() : 0;
+  int first_rc = lc_next_each(lc, e, count);
+  if (lat) lcd_hist_record(lat, now_us() - t0);
+  char detail[sizeof jobs[0]->detail] = "";
+  if (first_rc) copy_detail(detail);
+  count = 0;
+  for (int i = 0; i < n; i++) {
+    lcd_job *j = jobs[i];
+    j->rc = 0;
+    j->detail[0] = '\0';
+    for (int k = 0; k < j->nreq; k++, count++) {
+      if (e[count].rc == LC_ESTANDBY) /* --etcd: to the primary */
+        e[count].rc = lcd_cluster_forward(e[count].name, e[count].n,
+                                          &e[count].first);
+      j->trc[k] = e[count].rc;
+      j->values[k] = e[count].first;
+      if (e[count].rc && !j->rc) j->rc = e[count].rc;
+    }
+    if (j->rc && j->rc == first_rc) memcpy(j->detail, detail, sizeof detail);
+  }
+}
+
 /* May chain j join (or lead) a run_each?  INCR chains of first uses
  * only (lc_next_quick: 0), with coalescing, not with sync durability:
  * what lc_next_each would serve one after another is faster side by side
@@ -369,7 +407,16 @@ static void *worker(void *arg) {
     int n = 0;
     chains[n++] =
         take_chain(&p->head, &p->tail, &p->queued, s->set->coalesce);
-    if (takes_more(s, chains[0])) {
+    size_t names =
+        chains[0]->kind == LCD_JOB_MANY ? (size_t)chains[0]->nreq : 0;
+    if (names) { /* every MANY job that follows, up to LCD_MANY_NAMES */
+      while (n < LCD_EACH_MAX && p->head && p->head->kind == LCD_JOB_MANY &&
+             names + (size_t)p->head->nreq <= LCD_MANY_NAMES) {
+        names += (size_t)p->head->nreq;
+        chains[n] = take_chain(&p->head, &p->tail, &p->queued, 0);
+        chains[n++]->lead = 0; /* one library call: the first's */
+      }
+    } else if (takes_more(s, chains[0])) {
       size_t share = p->queued / (size_t)(p->idle + 1);
       while (n < LCD_EACH_MAX && (size_t)n <= share && p->head &&
              joins_each(s, p->head))
@@ -380,14 +427,15 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&p->mu);
 
     lcd_hist *lat = lcd_metrics_alloc_hist(s, -1);
-    if (n > 1)
+    if (names)
+      run_many(s->lc, chains, n, lat);
+    else if (n > 1)
       run_each(s->lc, chains, n, lat);
     else
       run_jobs(s->lc, chains[0], lat);
-    int many = chains[0]->kind == LCD_JOB_MANY ? chains[0]->nreq : 0;
-    if (n > 1 || many) {
+    if (n > 1 || names) {
       atomic_fetch_add(&p->each_calls, 1);
-      atomic_fetch_add(&p->each_chains, (uint64_t)(many ? many : n));
+      atomic_fetch_add(&p->each_chains, (uint64_t)(names ? names : (size_t)n));
     }
     for (int i = 0; i < n; i++)
       for (lcd_job *j = chains[i]; j;) { /* a chain may span loops */

@@ -26,6 +26,10 @@ typedef struct lcd_loop lcd_loop;
 /* Most counters' INCR chains a worker serves with one lc_next_each (a
  * burst of new names: lcd_pool.c's run_each). */
 #define LCD_EACH_MAX 256
+/* Most requests of MANY jobs (pipelined runs of first uses) a worker
+ * serves with one lc_next_each (lcd_pool.c's run_many): the library's
+ * batch of first uses (first.c's CHUNK). */
+#define LCD_MANY_NAMES 512
 /* A library call on the loop thread longer than this sends the loop's
  * jobs to the workers for LCD_BACKOFF_US (lcd_pool.c). */
 #define LCD_STALL_US 20000
