@@ -83,6 +83,15 @@ _Static_assert(LC__ACCEPTED <= UCHAR_MAX && LC__GAPS <= UCHAR_MAX &&
                    LC__SEG_CLOSES <= UCHAR_MAX && LC__SEGS <= UCHAR_MAX &&
                    LC__INFLIGHT <= 8,
                "the counts");
+/* name and nlen are the name table entry's own (the union atop
+ * lc__counter): the same places and widths */
+_Static_assert(offsetof(lc__counter, name) == offsetof(lc__named, name) &&
+                   offsetof(lc__counter, nlen) == offsetof(lc__named, nlen) &&
+                   sizeof(((lc__counter *)0)->nlen) ==
+                       sizeof(((lc__named *)0)->nlen) &&
+                   offsetof(lc__counter, node_hash_) ==
+                       offsetof(lc__named, hash),
+               "lc__counter's name and nlen are its lc__named's");
 
 lc__counter *lc__counter_new(const char *name, size_t n) {
   size_t plen = strlen(LC__MC_PREFIX);

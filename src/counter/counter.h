@@ -158,7 +158,8 @@ struct lc__counter {
     struct {
       struct lc__named *node_next_;
       const char *name; /* points into key, past the prefix */
-      size_t nlen;
+      uint32_t nlen;    /* lc__named's nlen */
+      uint32_t node_hash_; /* lc__named's hash */
     };
   };
   /* seg_fast.c: seg[0]'s lock-free window, open while mu is free: the
