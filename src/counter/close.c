@@ -53,6 +53,21 @@ static void close_flush(closing *k) {
   k->inbatch = 0;
 }
 
+/* Whether a restart already goes on at exactly stands + 1 without a
+ * reservation record: stands is the last value handed out of a segment
+ * (c->handed), whose record, keyed by it, is in the log or in b
+ * (lc__seg_close rewrote it there: records are keyed by their last
+ * value), and the log's reservation lies below it.  A restore starts
+ * at the largest of the records, the ledger and the reservation; the
+ * segments' open records above stands are gone with b, and its ledger
+ * entries end at stands.  (Where the segment's record stayed open, out
+ * of memory, the restore starts above it: never below stands.)  Most
+ * counters of a handle with prefetch close this way; a reservation the
+ * window kept ahead (prefetch off) is still set back to stands. */
+static bool pinned(const lc__counter *c, int64_t stands) {
+  return c->handed > 0 && stands == c->handed && c->reserved < stands;
+}
+
 /* First pass: each counter's rewritten segment records, exact reservation
  * and last ledger entries go into one batch; lc_close's in chunks (one
  * batch of millions of counters would sit whole in LevelDB's memtable and
@@ -68,7 +83,7 @@ static void close_write(lc__named *e, void *arg) {
     stands = c->floor;
   else
     k->any = true; /* segment records rewritten */
-  if (c->used && stands != c->reserved) {
+  if (c->used && stands != c->reserved && !pinned(c, stands)) {
     /* exact: a restart after a clean close skips nothing */
     lc__log_batch_reservation(k->b, c->name, c->nlen, stands);
     k->any = true;
