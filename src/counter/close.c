@@ -112,9 +112,13 @@ static bool wants_lower(const closing *k, const lc__counter *c) {
  * (gets, then cas), so that a restart goes on at the next value.  res[i]:
  * 0 lowered, LC__MISS, LC__EXISTS (it moved on), negative, or NOT_LOWERED.
  * LOWER_CHUNK at a time in two pipelined rounds (cache_pipe.c), or one
- * counter at a time (lc__cache_lower) where that is not spoken.  An
- * eviction stops trying after memcached failed once (each try could wait
- * the timeout, and calls wait for the pass). */
+ * counter at a time (lc__cache_lower) where that is not spoken.  Each
+ * pass (an eviction, each lowering thread of lc_close) stops trying after
+ * memcached failed once: each try could wait the timeout (twice it for a
+ * round), calls wait for an eviction pass, and a million counters in
+ * 2,000 rounds would hold lc_close (a daemon's stop) for many minutes
+ * with memcached hung.  Those not tried are not set back: their unused
+ * rest is a gap, never reissued (close_lower), as after a failed try. */
 static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
   lc__op *ops = malloc(sizeof *ops * LOWER_CHUNK);
   size_t idx[LOWER_CHUNK];
@@ -124,7 +128,7 @@ static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
       lc__counter *c = v[i];
       res[i] = NOT_LOWERED;
       if (!wants_lower(k, c)) continue;
-      if (k->evict && k->lower_failed) {
+      if (k->lower_failed) {
         res[i] = LC_EMEMCACHED;
         continue;
       }
@@ -141,7 +145,7 @@ static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
       int *r = &res[idx[j]];
       uint64_t x;
       if (rc == LC__MISS) /* one at a time */
-        *r = k->evict && k->lower_failed
+        *r = k->lower_failed
                  ? LC_EMEMCACHED
                  : lc__cache_lower(k->cache, c->key, c->klen,
                                    (uint64_t)c->floor, (uint64_t)c->reserved);
