@@ -2,8 +2,9 @@
  * close.c - a counter leaving memory: at lc_close every counter of the
  * table (lc__counter_table_close), and in an eviction pass the idle ones
  * chosen (lc__counters_evict, for evict.c).  Each counter's exact
- * reservation is written, with its prefetched segments' records cut to
- * what went out, in synced chunks of CLOSE_CHUNK counters, and memcached
+ * reservation is written (unless the record of its last value pins it:
+ * pinned), with its prefetched segments' records cut to what went out,
+ * in synced chunks of CLOSE_CHUNK counters, and memcached
  * is set back in pipelined rounds where it still holds what this handle
  * left there; the values given back that way are never lost, those it
  * could not set back are explained in the ledger.  Above the leaves, like
