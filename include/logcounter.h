@@ -302,8 +302,11 @@ typedef struct lc lc_t;
  * the options are copied.  LC_ELOCKED when another process holds the log
  * (lc_last_detail() then names that process when it is known). */
 LC_EXTERN int lc_open(const lc_options *o, lc_t **out);
-/* Marks every counter's reservation as exactly its last value (so a
- * restart skips nothing), syncs and closes.  Returns the first error of
+/* Records every counter's exact last value (so a restart, even after
+ * memcached lost the counter, goes on at last + 1 and skips nothing):
+ * the reservation is set to it, unless the last value's own record
+ * already says it (prefetch: lc_reservation may then stay below), syncs
+ * and closes.  Returns the first error of
  * that final write; the handle is freed in every case.  NULL is a no-op. */
 LC_EXTERN int lc_close(lc_t *h);
 

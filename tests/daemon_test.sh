@@ -6,7 +6,8 @@
 # /dev/tcp, with $BUILD/tests/lcd_client (concurrent load, a libmemcached
 # client, idle connections) and with libmemcached-tools (memcstat, memcping,
 # memccat).  Checks the protocol, errors and connection limits, concurrent
-# uniqueness, the SIGTERM drain, SIGKILL + memcached wipe + restart, the
+# uniqueness, the SIGTERM drain, SIGTERM + memcached wipe + restart
+# (exactly last + 1), SIGKILL + memcached wipe + restart, the
 # daemon's hold on the log, and tallies (incr/decr tally:NAME through
 # /dev/tcp and libmemcached, bad input, exact sums under many connections,
 # the flusher, the flush at SIGTERM, a memcached restart's loss reported).  Ends with "daemon: N passed, M failed" and
@@ -465,6 +466,27 @@ check "SIGTERM: pidfile removed" [ ! -e "$TMP/daemon.pid" ]
 highest=$(sed -n 's/^highest: *//p' "$TMP/out")
 check "SIGTERM: every answered id is in the log" eval '[ "${highest:-0}" -ge "$last" ]'
 check "SIGTERM: the log is consistent" grep -q "status: *ok" "$TMP/out"
+
+# ==== SIGTERM, memcached wiped, restart: exactly last + 1 ===================
+
+start_daemon db1
+conn
+for k in 1 2 3 4 5 6; do ask "incr clean$k $k"; done
+ask "incr clean6 1"; clean_last=$REPLY_LINE
+conn_close
+stop_daemon
+check "clean stop: exit status 0" [ $RC = 0 ]
+check "clean stop: the close logged with its count and time" \
+  grep -q "log closed; exiting ([0-9]* counters closed in [0-9.]* s)" "$TMP/daemon.log"
+printf 'flush_all\r\n' | (exec 5<>"/dev/tcp/127.0.0.1/$MPORT"; cat >&5; IFS= read -r -t 5 l <&5; echo "$l") >"$TMP/out"
+check "memcached flushed" grep -q OK "$TMP/out"
+start_daemon db1
+conn; clean_next=""
+for k in 1 2 3 4 5 6; do ask "incr clean$k 1"; clean_next+="$REPLY_LINE "; done
+conn_close
+check "after SIGTERM + flush + restart: each goes on at exactly last + 1 (2 3 4 5 6 $((clean_last + 1)): $clean_next)" \
+  [ "$clean_next" = "2 3 4 5 6 $((clean_last + 1)) " ]
+stop_daemon
 
 # ==== SIGKILL, memcached wiped, restart ======================================
 

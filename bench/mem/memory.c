@@ -3,7 +3,8 @@
  * eviction (lc_options.idle_evict_ms): RSS and log size with many names,
  * the cost of a counter's first call after eviction, and restart time.
  * Built by `make bench-memory` as $BUILD/bench-memory; not part of the
- * suite.  Needs a memcached (LOGCOUNTER_MEMCACHED, as the CLI reads it).
+ * suite.  Needs a memcached (LOGCOUNTER_MEMCACHED, as the CLI reads it;
+ * BENCH_TIMEOUT_MS sets the library's timeout).
  *
  *   bench-memory plant DIR N
  *       A log in DIR (made by lc_open) with N names "m<i>", each with one
@@ -84,6 +85,9 @@ static void options(lc_options *o, const char *dir, int64_t evict_ms) {
     o->prefetch = LC_PREFETCH_AUTO;
   o->idle_evict_ms = evict_ms;
   o->max_counters = 100000000;
+  /* BENCH_TIMEOUT_MS: memcached's timeout (a loaded shared machine) */
+  const char *t = getenv("BENCH_TIMEOUT_MS");
+  if (t) o->timeout_ms = atoi(t);
 }
 
 static int die(const char *what, int rc) {

@@ -2,8 +2,9 @@
  * close.c - a counter leaving memory: at lc_close every counter of the
  * table (lc__counter_table_close), and in an eviction pass the idle ones
  * chosen (lc__counters_evict, for evict.c).  Each counter's exact
- * reservation is written, with its prefetched segments' records cut to
- * what went out, in synced chunks of CLOSE_CHUNK counters, and memcached
+ * reservation is written (unless the record of its last value pins it:
+ * pinned), with its prefetched segments' records cut to what went out,
+ * in synced chunks of CLOSE_CHUNK counters, and memcached
  * is set back in pipelined rounds where it still holds what this handle
  * left there; the values given back that way are never lost, those it
  * could not set back are explained in the ledger.  Above the leaves, like
@@ -53,6 +54,21 @@ static void close_flush(closing *k) {
   k->inbatch = 0;
 }
 
+/* Whether a restart already goes on at exactly stands + 1 without a
+ * reservation record: stands is the last value handed out of a segment
+ * (c->handed), whose record, keyed by it, is in the log or in b
+ * (lc__seg_close rewrote it there: records are keyed by their last
+ * value), and the log's reservation lies below it.  A restore starts
+ * at the largest of the records, the ledger and the reservation; the
+ * segments' open records above stands are gone with b, and its ledger
+ * entries end at stands.  (Where the segment's record stayed open, out
+ * of memory, the restore starts above it: never below stands.)  Most
+ * counters of a handle with prefetch close this way; a reservation the
+ * window kept ahead (prefetch off) is still set back to stands. */
+static bool pinned(const lc__counter *c, int64_t stands) {
+  return c->handed > 0 && stands == c->handed && c->reserved < stands;
+}
+
 /* First pass: each counter's rewritten segment records, exact reservation
  * and last ledger entries go into one batch; lc_close's in chunks (one
  * batch of millions of counters would sit whole in LevelDB's memtable and
@@ -68,7 +84,7 @@ static void close_write(lc__named *e, void *arg) {
     stands = c->floor;
   else
     k->any = true; /* segment records rewritten */
-  if (c->used && stands != c->reserved) {
+  if (c->used && stands != c->reserved && !pinned(c, stands)) {
     /* exact: a restart after a clean close skips nothing */
     lc__log_batch_reservation(k->b, c->name, c->nlen, stands);
     k->any = true;
@@ -97,9 +113,13 @@ static bool wants_lower(const closing *k, const lc__counter *c) {
  * (gets, then cas), so that a restart goes on at the next value.  res[i]:
  * 0 lowered, LC__MISS, LC__EXISTS (it moved on), negative, or NOT_LOWERED.
  * LOWER_CHUNK at a time in two pipelined rounds (cache_pipe.c), or one
- * counter at a time (lc__cache_lower) where that is not spoken.  An
- * eviction stops trying after memcached failed once (each try could wait
- * the timeout, and calls wait for the pass). */
+ * counter at a time (lc__cache_lower) where that is not spoken.  Each
+ * pass (an eviction, each lowering thread of lc_close) stops trying after
+ * memcached failed once: each try could wait the timeout (twice it for a
+ * round), calls wait for an eviction pass, and a million counters in
+ * 2,000 rounds would hold lc_close (a daemon's stop) for many minutes
+ * with memcached hung.  Those not tried are not set back: their unused
+ * rest is a gap, never reissued (close_lower), as after a failed try. */
 static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
   lc__op *ops = malloc(sizeof *ops * LOWER_CHUNK);
   size_t idx[LOWER_CHUNK];
@@ -109,7 +129,7 @@ static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
       lc__counter *c = v[i];
       res[i] = NOT_LOWERED;
       if (!wants_lower(k, c)) continue;
-      if (k->evict && k->lower_failed) {
+      if (k->lower_failed) {
         res[i] = LC_EMEMCACHED;
         continue;
       }
@@ -126,7 +146,7 @@ static void lower_all(closing *k, lc__counter **v, size_t n, int *res) {
       int *r = &res[idx[j]];
       uint64_t x;
       if (rc == LC__MISS) /* one at a time */
-        *r = k->evict && k->lower_failed
+        *r = k->lower_failed
                  ? LC_EMEMCACHED
                  : lc__cache_lower(k->cache, c->key, c->klen,
                                    (uint64_t)c->floor, (uint64_t)c->reserved);
