@@ -467,6 +467,24 @@ highest=$(sed -n 's/^highest: *//p' "$TMP/out")
 check "SIGTERM: every answered id is in the log" eval '[ "${highest:-0}" -ge "$last" ]'
 check "SIGTERM: the log is consistent" grep -q "status: *ok" "$TMP/out"
 
+# ==== SIGTERM while starting =================================================
+
+# A cluster node whose etcd is away waits in its join; a SIGTERM then ends
+# the start with a clean exit (0), not a death by the signal (143).
+EP=$(free_port) RP=$(free_port) SP=$(free_port)
+"$DAEMON" --db "$TMP/dbstart" --memcached "$MC" -l "127.0.0.1:$SP" \
+  --etcd "http://127.0.0.1:$EP" --cluster early --node n1 \
+  --replication-listen "127.0.0.1:$RP" >"$TMP/early.log" 2>&1 &
+EPID=$!
+for i in $(seq 100); do
+  grep -q "cannot take a lease" "$TMP/early.log" && break; sleep 0.1
+done
+kill -TERM "$EPID"
+wait "$EPID"; RC=$?
+check "SIGTERM while a cluster node waits for etcd: exit status 0" [ $RC = 0 ]
+check "SIGTERM while starting: the log says so" \
+  grep -q "SIGTERM while starting: not starting; exiting" "$TMP/early.log"
+
 # ==== SIGTERM, memcached wiped, restart: exactly last + 1 ===================
 
 start_daemon db1

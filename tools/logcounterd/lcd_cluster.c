@@ -54,6 +54,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,9 +105,13 @@ static struct {
 
 static int64_t mono(void) { return lc_monotonic_us(); }
 
+static volatile sig_atomic_t interrupted; /* lcd_cluster_interrupt */
+
+void lcd_cluster_interrupt(void) { interrupted = 1; }
+
 static void nap(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  while (!interrupted && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
 }
 
@@ -461,9 +466,10 @@ int lcd_cluster_join(lcd_settings *set) {
   lcd_log(set, 0, "cluster: node %s of cluster %s joining through %s "
                   "(leader TTL %d s)",
           C.node, C.cluster, C.urls, C.ttl_s);
-  while (grant() != 0) nap(500);
+  while (!interrupted && grant() != 0) nap(500);
   char said[300] = "";
   for (;;) {
+    if (interrupted) return 0; /* the caller sees the stop */
     lcd_etcd_kv kv, sync;
     int kind;
     if (lcd_etcd_get(C.etcd, C.kleader, &kv, err, sizeof err)) {
@@ -472,7 +478,7 @@ int lcd_cluster_join(lcd_settings *set) {
       continue;
     }
     if (renew(NULL) == 1) {
-      while (grant() != 0) nap(500);
+      while (!interrupted && grant() != 0) nap(500);
     }
     char node[NAME_MAX_LEN + 1], repl[ADDR_MAX];
     if (kv.found) {

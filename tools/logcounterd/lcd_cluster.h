@@ -34,6 +34,10 @@ int lcd_cluster_check(const lcd_settings *set);
  * replication address; for a standby's copy that won, its own, so that
  * lcd_cluster_start can promote it).  0 or EXIT_RUNTIME. */
 int lcd_cluster_join(lcd_settings *set);
+/* Async-signal-safe: a SIGTERM/SIGINT came before the daemon's own
+ * handlers were in place; lcd_cluster_join stops waiting (for etcd, for
+ * the leader's lease) and returns 0 at once, its caller seeing the stop. */
+void lcd_cluster_interrupt(void);
 /* After open_log, before any request is served: sets the lease deadline,
  * promotes a standby's copy that won, and starts the cluster's thread.
  * 0 or EXIT_RUNTIME (the leadership given up). */

@@ -95,6 +95,37 @@ static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg) {
   close_everything(s);
 }
 
+/* A SIGTERM or SIGINT before the event loop's handlers are in place
+ * (the cluster join may wait for etcd as long as it is away, the log's
+ * open for its files): noted, and the start ends at its next step with a
+ * clean exit, the log closed if it was open, instead of the process dying
+ * of the signal. */
+static volatile sig_atomic_t early_signal;
+
+static void early_cb(int sig) {
+  early_signal = sig;
+  lcd_cluster_interrupt();
+}
+
+static void early_handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = early_cb; /* no SA_RESTART: a wait is cut short */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+}
+
+static const char *signame(int sig);
+
+/* 1 (and says so) when a signal came while starting: the start ends. */
+static int stopped_early(const lcd_settings *set) {
+  if (!early_signal) return 0;
+  lcd_log(set, 0, "%s while starting: not starting; exiting",
+          signame(early_signal));
+  return 1;
+}
+
 static const char *signame(int sig) {
   return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
 }
@@ -225,6 +256,7 @@ int main(int argc, char **argv) {
   memset(&s, 0, sizeof s);
   s.set = &set;
   signal(SIGPIPE, SIG_IGN);
+  early_handlers();
   raise_fd_limit(&set);
   char owner[64];
   struct event *sigs[3] = {NULL, NULL, NULL};
@@ -236,9 +268,9 @@ int main(int argc, char **argv) {
   }
   struct event_base *base = s.loops[0].base;
   if ((status = lcd_tls_init(&s)) || (status = lcd_listen(&s)) ||
-      (status = lcd_cluster_join(&set)) ||
-      (status = open_log(&s, owner, sizeof owner)) ||
-      (status = lcd_cluster_start(&s)))
+      (status = lcd_cluster_join(&set)) || stopped_early(&set) ||
+      (status = open_log(&s, owner, sizeof owner)) || stopped_early(&set) ||
+      (status = lcd_cluster_start(&s)) || stopped_early(&set))
     goto out;
   if (set.pidfile) {
     if ((status = write_pidfile(set.pidfile))) goto out;
@@ -253,6 +285,9 @@ int main(int argc, char **argv) {
       goto out;
     }
   }
+  /* one that came after the last check, before libevent's took over:
+   * the event loop's own handling (the drain) */
+  if (early_signal) event_active(sigs[early_signal == SIGINT], EV_SIGNAL, 1);
   s.started = lcd_now();
   s.started_wall = time(NULL);
   if ((status = lcd_metrics_start(&s))) goto out; /* before the threads */
