@@ -26,10 +26,9 @@
  * memcached increment and its log write (chaos seed 19: preempted; here
  * the library's seam holds it) while later batches write theirs and the
  * log is synced: its record, acknowledged, lands after the sync and the
- * cut takes it, below the later records; the next load finds the hole
- * among the last records only because the counter's window (counter.h,
- * LC__WINDOW) held the later batches back (without it: 20 records deep,
- * unexplained).
+ * cut takes it, below the later records (20 of them here); the next
+ * load finds its hole in its walk over the newest records (ledger.c,
+ * TAIL_MAX, TAIL_US; the walk of the last 8 left it unexplained).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -309,8 +308,8 @@ static void test_cut_below_stalled(void **state) {
     if (pthread_create(&t1, NULL, stalled_call, &stalled) != 0) _exit(3);
     while (!atomic_load(&stall_held)) usleep(1000);
     if (pthread_create(&t2, NULL, later_calls, NULL) != 0) _exit(3);
-    /* the later batches: all 20, or as many as the window lets by (none
-     * for 300 ms: held back) */
+    /* the later batches: all 20 (or, should the library hold them back
+     * behind the stalled one, as many as it lets by: none for 300 ms) */
     for (int last = -1, quiet = 0; atomic_load(&later_done) < 20 && quiet < 30;
          quiet = atomic_load(&later_done) == last ? quiet + 1 : 0) {
       last = atomic_load(&later_done);
