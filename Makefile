@@ -120,9 +120,11 @@ $(BUILD)/tests/test_backup: TEST_LDFLAGS = -Wl,--wrap=leveldb_write
 # test_first fails a whole pipelined round through -Wl,--wrap.
 $(BUILD)/tests/test_first: TEST_LDFLAGS = -Wl,--wrap=lc__cache_pipe
 # test_powercut links the chaos harness's power-cut model (the shim's
-# interposers and the cut) into itself.
-$(BUILD)/tests/test_powercut: TEST_SRC_EXTRA = -Ichaos chaos/powercut.c chaos/cut.c -ldl
-$(BUILD)/tests/test_powercut: chaos/powercut.c chaos/cut.c chaos/chaos.h
+# interposers and the cut) into itself, and the library's seams (a batch
+# held before its log write).
+$(BUILD)/tests/test_powercut: TEST_SRC_EXTRA = -DLC_TEST_SEAMS -Ichaos chaos/powercut.c chaos/cut.c -ldl
+$(BUILD)/tests/test_powercut: TEST_LC = $(LIB_SEAM_A)
+$(BUILD)/tests/test_powercut: chaos/powercut.c chaos/cut.c chaos/chaos.h $(LIB_SEAM_A)
 # test_chaos_fit links the chaos checker's ledger fit and per-gap cause
 # check (ledger_report.c, ledger.c).
 $(BUILD)/tests/test_chaos_fit: TEST_SRC_EXTRA = -Ichaos chaos/ledger_report.c chaos/ledger.c

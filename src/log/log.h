@@ -145,6 +145,12 @@ int lc__log_check_dir(lc__log *l, bool force);
  * syncs it again before it returns (lc__log_check_dir).  Open, reopen, or
  * the write leader. */
 int lc__log_sync_dir(lc__log *l);
+/* If l's directory changed since its last sync (a memtable switch made a
+ * new write-ahead log, among others): fdatasyncs every write-ahead log
+ * file in it (the old one's unsynced tail, which LevelDB never syncs),
+ * then the directory.  The write leader, before and after a synced
+ * write.  0 or LC_ELOG. */
+int lc__log_sync_switched(lc__log *l);
 /* log.c, for recover.c only (gate held for writing, state RECOVERING):
  * closes LevelDB and opens it again; 0, or LC_ELOG (the state is then
  * LOST when the directory or its identity changed; lc__recover makes it

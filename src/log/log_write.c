@@ -107,7 +107,8 @@ int lc__log_check_dir(lc__log *l, bool force) {
              (unsigned long long)l->ino);
   else if (force && (st.st_mtim.tv_sec != l->synced_mtime.tv_sec ||
                      st.st_mtim.tv_nsec != l->synced_mtime.tv_nsec))
-    return lc__log_sync_dir(l); /* a synced write in a new file stays */
+    return lc__log_sync_switched(l); /* a synced write in a new file
+                                        stays, and what the old one held */
   else
     return 0;
   set_failed(l, LC__LOG_LOST, why);
@@ -132,6 +133,15 @@ static int write_group(lc__log *l, lc__wreq **g, int n) {
   if (l->hook && (rc = l->hook->before(l->hook_arg, b, sync, &seq)) != 0) {
     lc__log_leave(l);
     return rc; /* not written: the standby did not take it */
+  }
+  /* a memtable switch since the last synced write: the old log's
+   * unsynced tail made durable before this write's sync makes later
+   * records durable in the new one */
+  if (sync && (rc = lc__log_sync_switched(l)) != 0) {
+    if (l->hook) l->hook->after(l->hook_arg, seq, false);
+    set_failed(l, LC__LOG_FAILED, lc_last_detail());
+    lc__log_leave(l);
+    return rc;
   }
   char *err = NULL;
   leveldb_write(l->db, sync ? l->sync : l->nosync, b, &err);

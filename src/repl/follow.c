@@ -76,6 +76,13 @@ static int apply(lc__follow *f, leveldb_writebatch_t *b, bool sync) {
   lc__log *l = &f->h->log;
   int rc = lc__log_enter(l);
   if (rc) return rc;
+  if (sync && (rc = lc__log_sync_switched(l)) != 0) { /* log_write.c */
+    char why[LC__DETAIL_MAX];
+    snprintf(why, sizeof why, "%s", lc_last_detail());
+    rc = lc__log_fail(l, why);
+    lc__log_leave(l);
+    return rc;
+  }
   char *err = NULL;
   leveldb_write(l->db, sync ? l->sync : l->nosync, b, &err);
   if (err) {
