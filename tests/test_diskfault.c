@@ -1,6 +1,6 @@
 /*
  * test_diskfault.c - the embedded library under real disk faults, beneath
- * LevelDB (issue 21): a full disk (a 3 MB tmpfs filled up when running as
+ * LevelDB (issue 21): a full disk (a 16 MB tmpfs filled up when running as
  * root, else the fault shim's ENOSPC), EIO, a short write then EIO, a
  * failed fsync, from the LD_PRELOAD shim (build/tests/libfaultfs.so,
  * tests/shim/faultfs.c), which this program preloads into itself by
@@ -45,7 +45,7 @@
 
 static char *root;           /* the temporary directory (LC_DISKFAULT_TMP) */
 static char fsdir[PATH_MAX]; /* root/fs: the faulted files (a tmpfs?) */
-static int real_tmpfs;       /* fsdir is a 3 MB tmpfs */
+static int real_tmpfs;       /* fsdir is a 16 MB tmpfs */
 
 /* ---- the fault ------------------------------------------------------------ */
 
@@ -727,7 +727,7 @@ static void reexec(char **argv) {
   char fs[PATH_MAX], buf[PATH_MAX + 64];
   snprintf(fs, sizeof fs, "%s/fs", dir);
   mkdir(fs, 0700);
-  snprintf(buf, sizeof buf, "mount -t tmpfs -o size=3m tmpfs %s 2>/dev/null",
+  snprintf(buf, sizeof buf, "mount -t tmpfs -o size=16m tmpfs %s 2>/dev/null",
            fs);
   int tmpfs = geteuid() == 0 && system(buf) == 0;
   setenv("LC_DISKFAULT_TMP", dir, 1);
@@ -764,7 +764,7 @@ int main(int argc, char **argv) {
   root = getenv("LC_DISKFAULT_TMP");
   snprintf(fsdir, sizeof fsdir, "%s/fs", root);
   real_tmpfs = strcmp(getenv("LC_DISKFAULT_TMPFS"), "1") == 0;
-  printf("# a full disk is %s\n", real_tmpfs ? "a 3 MB tmpfs filled up"
+  printf("# a full disk is %s\n", real_tmpfs ? "a 16 MB tmpfs filled up"
                                              : "the shim's ENOSPC (not root)");
   ctl("off");
   const struct CMUnitTest tests[] = {
