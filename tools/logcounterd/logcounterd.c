@@ -95,6 +95,10 @@ static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg) {
   close_everything(s);
 }
 
+static const char *signame(int sig) {
+  return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
+}
+
 /* A SIGTERM or SIGINT before the event loop's handlers are in place
  * (the cluster join may wait for etcd as long as it is away, the log's
  * open for its files): noted, and the start ends at its next step with a
@@ -116,18 +120,12 @@ static void early_handlers(void) {
   sigaction(SIGINT, &sa, NULL);
 }
 
-static const char *signame(int sig);
-
 /* 1 (and says so) when a signal came while starting: the start ends. */
 static int stopped_early(const lcd_settings *set) {
   if (!early_signal) return 0;
   lcd_log(set, 0, "%s while starting: not starting; exiting",
           signame(early_signal));
   return 1;
-}
-
-static const char *signame(int sig) {
-  return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg) {
