@@ -23,6 +23,8 @@
  *    handle above) and those deleted (left missing);
  *  - lc_close of 5,000 counters, memcached flushed: each goes on at
  *    exactly its last value + 1 (with prefetch and without);
+ *  - memcached jumped between two held segments: a call that the rest
+ *    before the break cannot serve goes on from the segment after it;
  *  - the end of the range: segments never run past LC_VALUE_MAX, then
  *    LC_EOVERFLOW;
  *  - lc_prefetch_parse and the option's bounds.
@@ -396,6 +398,43 @@ static void test_end_of_range(void **state) {
   assert_rc(lc_next_n(f->h, "end", 2, &v), LC_EOVERFLOW);
 }
 
+/* ---- memcached jumped between two held segments ---------------------------- */
+
+/* Someone moves memcached ahead while a segment is held, so the one
+ * prefetched next is not contiguous with it.  A call larger than what is
+ * left before the break gives up only that rest and goes on from the next
+ * held segment; it neither fetches a third nor gives the second up whole
+ * (chaos seed 17: a 1.5 million segment given up unused). */
+static void test_jump_between_segments(void **state) {
+  fx_t *f = *state;
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
+  assert_i64_eq(tu_next1(f->h, "jb"), 1); /* holds 1..100 */
+  assert_ok(mcd_set(&mc, "lc:jb", "1100"));
+  int64_t first = 0;
+  assert_ok(lc_next_n(f->h, "jb", 49, &first)); /* half used: the next */
+  assert_i64_eq(first, 2);                      /* is fetched, 1101..1200 */
+  lc_stats st;
+  for (int tries = 0; tries < 200; tries++, usleep(5000)) {
+    assert_ok(lc_get_stats(f->h, &st));
+    if (st.segments == 2) break;
+  }
+  assert_int_equal(st.segments, 2);
+  assert_ok(lc_next_n(f->h, "jb", 49, &first)); /* 51..99: 100 is left */
+  assert_i64_eq(first, 51);
+  assert_ok(lc_next_n(f->h, "jb", 5, &first));
+  assert_i64_eq(first, 1101); /* from the held segment after the break */
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.segments, 2); /* no third fetched for it */
+  assert_ok(lc_close(f->h));
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
+  tu_ledger l;
+  assert_ok(tu_explain(f->h, "jb", &l));
+  assert_int_equal(l.values[0], 0);
+  assert_int_equal(l.values[LC_GAP_SEGMENT], 1);     /* 100 */
+  assert_int_equal(l.values[LC_GAP_UNLOGGED], 1000); /* 101..1100 */
+  assert_i64_eq(tu_next1(f->h, "jb"), 1106);
+}
+
 /* ---- parsing ---------------------------------------------------------------- */
 
 static void test_parse(void **state) {
@@ -437,6 +476,7 @@ int main(void) {
       T(test_close_flush_exact),
       T(test_close_flush_exact_off),
       T(test_end_of_range),
+      T(test_jump_between_segments),
       T(test_parse),
 #undef T
   };

@@ -438,6 +438,13 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below);
 /* mu held: takes n values from the held segments when they hold n
  * contiguous values from the next one on; false otherwise. */
 bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first);
+/* mu held, lc__seg_take having failed: when the held segments are not
+ * contiguous (memcached jumped between two fetches), finishes those
+ * before the first break, whose rest could not serve the call (their
+ * unused rest becomes a segment gap), and returns true: the call then
+ * takes from the segments after the break rather than fetch a new one
+ * and give them all up.  False when there is no break. */
+bool lc__seg_skip_break(lc__counter *c);
 /* mu held: true when the next segment is due (none held, or only one and
  * that one half used). */
 bool lc__seg_low(const lc__counter *c);

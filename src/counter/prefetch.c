@@ -130,7 +130,6 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
 
 int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   int rc = 0;
-  bool fetched = false;
   if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* not even what is held */
   if (atomic_load(&c->refusal) && !atomic_load(&c->unknown))
     return lc__claim_refused(h, c); /* refused or released: nothing held
@@ -143,13 +142,10 @@ int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
       schedule(h, c);
       break;
     }
-    if (fetched) {
-      /* what is held before the new segment is not contiguous with it:
-       * give it up (a gap), the new segment alone holds n */
-      while (c->nseg > 1) lc__seg_finish_oldest(c);
-      fetched = false;
-      continue;
-    }
+    /* what is held before a break (memcached jumped between two fetches,
+     * or under the one just made) cannot serve n: give it up (a gap) and
+     * take from what follows; a fetch holds at least n */
+    if (lc__seg_skip_break(c)) continue;
     if (c->fetching && !unqueue(h, c)) { /* under way: wait for it */
       LC__STAT(h, segment_waits, 1);
       lc__counter_wait(c, LC__SEG_CV(c));
@@ -160,7 +156,6 @@ int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
     rc = fetch(h, c, n);
     lc__counter_lock(c);
     if (rc) break;
-    fetched = true;
   }
   lc__counter_unlock(c);
   return rc;

@@ -119,6 +119,15 @@ bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
   return true;
 }
 
+bool lc__seg_skip_break(lc__counter *c) {
+  for (int k = 1; k < c->nseg; k++)
+    if (c->segs->seg[k].first - 1 != c->segs->seg[k - 1].end) {
+      while (k-- > 0) lc__seg_finish_oldest(c);
+      return true;
+    }
+  return false;
+}
+
 bool lc__seg_low(const lc__counter *c) {
   return c->nseg == 0 || (c->nseg == 1 && seg_left(&c->segs->seg[0]) <=
                                               seg_size(&c->segs->seg[0]) / 2);
