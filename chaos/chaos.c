@@ -490,6 +490,9 @@ static int run(ch_run *r) {
     ch_sleep_ms(20);
   }
   r->start_ns = ch_now_ns();
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  r->wall_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec - r->start_ns;
   int64_t next_progress = r->start_ns + 10 * 1000000000ll;
   uint64_t rng = r->seed;
   /* A loaded machine or a sanitizer build makes restarts slow: every kind

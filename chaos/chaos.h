@@ -261,6 +261,8 @@ typedef struct ch_run {
   size_t nsnap; /* the last faults' starts */
   char findings[2048];
   int64_t start_ns;
+  int64_t wall_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start_ns: a
+                      ledger entry's time (wall clock) on the run's clock */
   /* the checker's: every failed counter call (REC_FAIL), by t_ns */
   struct ch_failed {
     int64_t t0_ns, t_ns;
@@ -459,6 +461,7 @@ struct lc_record;
 typedef struct ch_entry {
   int64_t first, last;
   int cause;
+  int64_t time_us; /* when the library wrote it (lc_gap.time_us) */
 } ch_entry;
 void ch_check_ledger(const ch_run *r, int c, const struct lc_record *rec,
                      size_t n, const ch_entry *e, size_t ne, uint64_t bad,
@@ -472,8 +475,10 @@ void ch_check_ledger(const ch_run *r, int c, const struct lc_record *rec,
 bool ch_ledger_report(const ch_run *r, const ch_ledger *l, char *why,
                       size_t wlen);
 /* The per-gap check: why no fault near acknowledged gap g of counter c in
- * time (within CH_CAUSE_SLACK_NS of its neighbours' acknowledgements, on
- * c's owner or on memcached), nor a failed call of the owner then (where
+ * time (within CH_CAUSE_SLACK_NS of its neighbours' acknowledgements, or
+ * of the cause's first entry in it where that was written earlier, as a
+ * prefetched segment's is: ledger.c's gap_causes; on c's owner or on
+ * memcached), nor a failed call of the owner then (where
  * one explains it), can have produced cause there; NULL when one can.
  * The rules (each cause and what makes it) are ledger_report.c's. */
 #define CH_CAUSE_SLACK_NS 2000000000LL

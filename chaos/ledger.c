@@ -38,7 +38,8 @@ _Static_assert(LC_GAP_BURNED == 1 && LC_GAP_CAUSE_MAX == CH_CAUSES - 1,
 typedef struct span {
   int64_t first, last;
   int cause;
-  bool open; /* a record left LC_RECORD_SEGMENT_OPEN */
+  bool open;    /* a record left LC_RECORD_SEGMENT_OPEN */
+  int64_t t_ns; /* an entry's: when it was written, on the run's clock */
 } span;
 
 static int cmp_span(const void *a, const void *b) {
@@ -149,10 +150,12 @@ static void tile(int c, const span *s, size_t n, int64_t start, const ch_blk *b,
 }
 
 /* Adds the ids of [a, b] in records (in[0]; *open: in open segments) and
- * in each cause's entries (in[cause]); *cur is the first span that may
- * still reach a (ranges come in ascending order). */
+ * in each cause's entries (in[cause]), and when each cause's first entry
+ * there was written (t[cause], if t is not NULL; INT64_MAX: none); *cur is
+ * the first span that may still reach a (ranges come in ascending
+ * order). */
 static void cover(const span *s, size_t n, size_t *cur, int64_t a, int64_t b,
-                  uint64_t in[CH_CAUSES], uint64_t *open) {
+                  uint64_t in[CH_CAUSES], uint64_t *open, int64_t *t) {
   while (*cur < n && s[*cur].last < a) (*cur)++;
   for (size_t i = *cur; i < n && s[i].first <= b; i++) {
     int64_t lo = a > s[i].first ? a : s[i].first;
@@ -160,6 +163,8 @@ static void cover(const span *s, size_t n, size_t *cur, int64_t a, int64_t b,
     if (lo > hi) continue;
     in[s[i].cause] += len(lo, hi);
     if (s[i].open) *open += len(lo, hi);
+    if (t && s[i].cause && s[i].t_ns < t[s[i].cause])
+      t[s[i].cause] = s[i].t_ns;
   }
 }
 
@@ -173,7 +178,7 @@ static void acked_in_gaps(const ch_run *r, int c, const span *s, size_t n,
     if (b[i].last < start) continue;
     uint64_t in[CH_CAUSES] = {0}, open = 0, bad = 0;
     cover(s, n, &cur, b[i].first < start ? start : b[i].first, b[i].last, in,
-          &open);
+          &open, NULL);
     for (int k = 1; k < CH_CAUSES; k++)
       if (k != LC_GAP_RESTART && k != LC_GAP_VOID &&
           !(k == LC_GAP_FAILOVER && (r->standby || r->cluster)))
@@ -189,26 +194,47 @@ static void acked_in_gaps(const ch_run *r, int c, const span *s, size_t n,
   }
 }
 
-/* Acknowledged gap g of counter c holds in[cause] ids of each cause:
- * each must be one the faults near it in time can produce there. */
+/* Acknowledged gap g of counter c holds in[cause] ids of each cause,
+ * whose first entry there was written at t[cause]: each must be one the
+ * faults near it in time can produce there.  Near the gap, or near its
+ * entry where that came first: a prefetched segment is taken, and what
+ * its fetch found (memcached ahead: unlogged; a write that failed:
+ * burned) written, before the clients reach it, up to a segment's life
+ * (about a second at the rate then, longer when the rate drops) earlier
+ * than their acknowledgements around the gap (chaos seed 17: an unlogged
+ * entry 2.2 s before them, the memcached-rewind that made it just
+ * before the entry). */
 static void gap_causes(const ch_run *r, int c, const ch_gap *g, int64_t a,
-                       const uint64_t in[CH_CAUSES], ch_ledger *out) {
+                       const uint64_t in[CH_CAUSES], const int64_t t[CH_CAUSES],
+                       ch_ledger *out) {
   bool bad = false, any = false, blamed = true;
   for (int j = 1; j < CH_CAUSES; j++) {
+    ch_gap w = *g; /* the window: from its entry if that came first */
+    int64_t lo = w.t_lo < w.t_hi ? w.t_lo : w.t_hi;
+    if (in[j] && t[j] < lo) {
+      if (w.t_lo == lo)
+        w.t_lo = t[j];
+      else
+        w.t_hi = t[j];
+    }
     any = any || in[j];
-    blamed = blamed && (!in[j] || ch_gap_fits_blamed(r, c, g, j));
-    const char *why = in[j] ? ch_gap_unfit(r, c, g, j) : NULL;
+    blamed = blamed && (!in[j] || ch_gap_fits_blamed(r, c, &w, j));
+    const char *why = in[j] ? ch_gap_unfit(r, c, &w, j) : NULL;
     if (why == NULL) continue;
     bad = true;
     out->mislabeled_ids += in[j];
+    char when[64] = "";
+    if (t[j] != INT64_MAX)
+      snprintf(when, sizeof when, "; its first entry written at %.3f s",
+               (double)(t[j] - r->start_ns) / 1e9);
     example(out->mislabel, sizeof out->mislabel,
             "%s: acknowledged gap %lld..%lld (acknowledged below it at "
-            "%.3f s, above it at %.3f s) holds %llu %s ids, but %s%s and "
+            "%.3f s, above it at %.3f s%s) holds %llu %s ids, but %s%s and "
             "%s",
             ch_counter_name(c), (long long)a, (long long)g->last,
             (double)(g->t_lo - r->start_ns) / 1e9,
-            (double)(g->t_hi - r->start_ns) / 1e9, (unsigned long long)in[j],
-            lc_gap_cause_name(j),
+            (double)(g->t_hi - r->start_ns) / 1e9, when,
+            (unsigned long long)in[j], lc_gap_cause_name(j),
             g->kind == F_KINDS ? "no fault is blamed" : "the fault blamed is ",
             g->kind == F_KINDS ? "" : ch_fault_name(g->kind), why);
   }
@@ -233,14 +259,16 @@ static void ack_gaps(const ch_run *r, int c, const span *s, size_t n,
       a = start;
     }
     uint64_t in[CH_CAUSES] = {0}, open = 0, sum = 0;
-    cover(s, n, &cur, a, g[i].last, in, &open);
+    int64_t t[CH_CAUSES];
+    for (int j = 0; j < CH_CAUSES; j++) t[j] = INT64_MAX;
+    cover(s, n, &cur, a, g[i].last, in, &open, t);
     for (int j = 0; j < CH_CAUSES; j++) sum += in[j];
     for (int j = 1; j < CH_CAUSES; j++) out->ack[k][j] += in[j];
     out->ack_handed[k] += in[0];
     out->ack_open[k] += open;
     uint64_t rest = len(a, g[i].last) > sum ? len(a, g[i].last) - sum : 0;
     out->ack[k][0] += rest;
-    gap_causes(r, c, &g[i], a, in, out);
+    gap_causes(r, c, &g[i], a, in, t, out);
     if (rest)
       example(out->example, sizeof out->example,
               "%s: acknowledged gap %lld..%lld (after %s): %llu ids in no "
@@ -274,10 +302,12 @@ void ch_check_ledger(const ch_run *r, int c, const lc_record *rec, size_t n,
   size_t ns = 0;
   for (size_t i = 0; i < n; i++)
     s[ns++] = (span){rec[i].first, rec[i].last, 0,
-                     rec[i].version == LC_RECORD_SEGMENT_OPEN};
+                     rec[i].version == LC_RECORD_SEGMENT_OPEN, 0};
   for (size_t i = 0; i < ne; i++) {
     if (e[i].cause != LC_GAP_VOID) {
-      s[ns++] = (span){e[i].first, e[i].last, e[i].cause, false};
+      s[ns++] = (span){e[i].first, e[i].last, e[i].cause, false,
+                       e[i].time_us > 0 ? e[i].time_us * 1000 - r->wall_ns
+                                        : INT64_MAX};
       continue;
     }
     out->entries[LC_GAP_VOID]++;

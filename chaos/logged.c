@@ -58,7 +58,7 @@ static int read_ledger(lc_t *h, int obj, recs *out) {
       break;
     }
     out->e = grow(out->e, &out->ecap, out->ne, sizeof *out->e);
-    out->e[out->ne++] = (ch_entry){g.first, g.last, g.cause};
+    out->e[out->ne++] = (ch_entry){g.first, g.last, g.cause, g.time_us};
   }
   lc_iter_close(it);
   return rc;

@@ -151,7 +151,8 @@ static ch_blk blks[2] = {{1, 100, 10 * S_NS, 10 * S_NS, 256},
                          {201, 300, 10 * S_NS + S_NS / 5, 10 * S_NS, 256}};
 static struct ch_start starts[1] = {{0, T_EMB, false}};
 static int gap_cause;
-static int gap_counter; /* 0 (e0) unless set */
+static int gap_counter;       /* 0 (e0) unless set */
+static int64_t gap_written_ms; /* the entry's time (run.wall_ns 0); 0: none */
 
 static void gap_run(int cause) {
   memset(&run, 0, sizeof run);
@@ -165,6 +166,7 @@ static void gap_run(int cause) {
   prefetch_mode = false;
   gap_cause = cause;
   gap_counter = 0;
+  gap_written_ms = 0;
 }
 
 static void fault(int kind, int target, int64_t from_ms, int64_t to_ms) {
@@ -176,7 +178,7 @@ static void fault(int kind, int target, int64_t from_ms, int64_t to_ms) {
 
 /* The checker's verdict on the gap; why gets the report's reason. */
 static bool check(char *why, size_t size) {
-  ch_entry e = {101, 200, gap_cause};
+  ch_entry e = {101, 200, gap_cause, gap_written_ms * 1000};
   ch_gap g = {101, 200, run.nfaults ? faults[0].kind : F_KINDS, blks[0].t_ns,
               blks[1].t_ns};
   ch_check_ledger(&run, gap_counter, recs, 2, &e, 1, 0, blks, 2, &g, 1, NULL,
@@ -220,6 +222,31 @@ static void test_gap_burned_after_flush(void **state) {
   gap_run(LC_GAP_BURNED);
   assert_false(check(why, sizeof why));
   assert_non_null(strstr(why, "but no fault is blamed and no fault that"));
+}
+
+/* A prefetched segment's gap: its fetch found memcached ahead (a
+ * memcached-rewind just before) and wrote the unlogged entry 2.3 s before
+ * the clients, still on the segment before, acknowledged the blocks
+ * around the gap (chaos seed 17).  The window runs from the entry then,
+ * not only from the acknowledgements; an entry written with no fault near
+ * it still fails. */
+static void test_gap_entry_before_acks(void **state) {
+  (void)state;
+  char why[1024];
+  gap_run(LC_GAP_UNLOGGED);
+  fault(F_MC_REWIND, T_NONE, 7500, 7600); /* ends 2.4 s before the acks */
+  assert_false(check(why, sizeof why));  /* judged by the acks alone */
+  assert_non_null(strstr(why, "holds 100 unlogged ids"));
+  gap_run(LC_GAP_UNLOGGED);
+  fault(F_MC_REWIND, T_NONE, 7500, 7600);
+  gap_written_ms = 7700;
+  assert_true(check(why, sizeof why));
+  assert_string_equal(why, "");
+  gap_run(LC_GAP_UNLOGGED);
+  fault(F_MC_REWIND, T_NONE, 7500, 7600);
+  gap_written_ms = 9700; /* 2.1 s after it: no fault near the entry */
+  assert_false(check(why, sizeof why));
+  assert_non_null(strstr(why, "its first entry written at 9.700 s"));
 }
 
 /* --standby: burned ids of logcounterd's d0 fit a call refused with
@@ -319,6 +346,7 @@ int main(void) {
       cmocka_unit_test(test_unfit_burn_says_why),
       cmocka_unit_test(test_every_reason),
       cmocka_unit_test(test_gap_burned_after_flush),
+      cmocka_unit_test(test_gap_entry_before_acks),
       cmocka_unit_test(test_gap_burned_standby),
       cmocka_unit_test(test_gap_restart_needs_kill),
       cmocka_unit_test(test_gap_unlogged_needs_loss),
