@@ -84,13 +84,20 @@ int lc__ledger_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
 typedef struct lc__req lc__req;
 
 /* A range of values taken from memcached for this handle's memory:
- * first..end, of which the first `used` went out (counted, not a next
- * value: end may be LC_VALUE_MAX).  time_us: when its record was written
- * (kept when the record is rewritten). */
+ * first..lc__seg_end (size values: a segment is one block, at most
+ * LC_BLOCK_MAX), of which the first `used` went out (counted, not a next
+ * value: the end may be LC_VALUE_MAX).  time_us: when its record was
+ * written (kept when the record is rewritten).  24 bytes: the sizes in 32
+ * bits, so that a counter holding one segment keeps its side structure
+ * (lc__segs) in a 64-byte malloc chunk. */
 typedef struct lc__seg {
-  int64_t first, end, time_us;
-  uint64_t used;
+  int64_t first, time_us;
+  uint32_t size, used;
 } lc__seg;
+_Static_assert(LC_BLOCK_MAX <= UINT32_MAX, "lc__seg.size holds a block");
+static inline int64_t lc__seg_end(const lc__seg *s) {
+  return s->first + (int64_t)s->size - 1;
+}
 
 #define LC__INFLIGHT 2 /* increments of one counter in flight at once */
 #define LC__ACCEPTED \
@@ -137,7 +144,6 @@ typedef struct lc__rare {
  * counter's mu; qnext under the prefetcher's pf.mu (the counter queued
  * implies fetching, so segs stays while it is on the queue). */
 typedef struct lc__segs {
-  int64_t fast_open;     /* seg_fast.c: fast_next when it opened */
   int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
   struct lc__counter *qnext;      /* the prefetcher's queue */
   uint32_t seg_size; /* the next segment's size (auto: adapts, at most
