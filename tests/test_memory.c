@@ -27,7 +27,7 @@
 
 static void test_state_size(void **state) {
   (void)state;
-  /* a name of up to 8 bytes ("m9999999"): state and key in one 208-byte
+  /* a name of up to 8 bytes ("m9999999"): state and key in one 192-byte
    * malloc chunk */
   size_t bytes = offsetof(lc__counter, key) + strlen(LC__MC_PREFIX) + 8 + 1;
   /* holding one segment: segs with room for one (a 64-byte chunk: at

@@ -159,11 +159,11 @@ typedef struct lc__segs {
  * lock at a time, and every wait is a loop on its own counter's
  * predicate (the stripe's cvs are broadcast).  Hot fields first. */
 struct lc__counter {
-  union { /* first: the handle's name table entry; name and nlen are its */
+  union { /* first: the handle's name table entry; nlen is its; the
+           * name is in key (lc__counter_name) */
     lc__named node;
     struct {
       struct lc__named *node_next_;
-      const char *name; /* points into key, past the prefix */
       uint32_t nlen;    /* lc__named's nlen */
       uint32_t node_hash_; /* lc__named's hash */
     };
@@ -171,7 +171,8 @@ struct lc__counter {
   /* seg_fast.c: seg[0]'s lock-free window, open while mu is free: the
    * next id, and the bound of what a take may reach (next + n <= limit) */
   _Atomic int64_t fast_next, fast_limit;
-  lc__req *head, *tail; /* waiting lc_next_n calls */
+  lc__req *qtail; /* waiting lc_next_n calls: a ring, the last one (its
+                     next is the first), NULL when none waits */
   int64_t floor, reserved;
   int64_t sent_floor[LC__INFLIGHT]; /* floor when each was sent */
   int64_t handed; /* the last value handed out of a segment */
@@ -195,7 +196,8 @@ struct lc__counter {
   lc__segs *segs; /* segment.c: NULL while no segment is held or fetched */
   int excl_waiting;    /* exclusive operations waiting (LC__CV) */
   int committing;      /* answered, their records not written */
-  _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
+  _Atomic unsigned char refusal; /* claim.c: 0, LC__REFUSED or
+                                    LC__RELEASED */
   unsigned char inflight; /* increments sent, not answered yet */
   unsigned char slots;    /* which sent_floor entries are in use */
   unsigned char nseg;     /* segments held: segs->seg */
@@ -237,6 +239,13 @@ struct lc__counter {
   char key[]; /* "lc:" NAME */
 };
 
+/* The counter's name (nlen bytes, then a NUL): its key past the prefix,
+ * where the name table finds it too (lc__counter_table_init). */
+#define LC__COUNTER_NAME_AT (offsetof(lc__counter, key) + sizeof LC__MC_PREFIX - 1)
+static inline const char *lc__counter_name(const lc__counter *c) {
+  return c->key + sizeof LC__MC_PREFIX - 1;
+}
+
 /* The counter's lock stripe (seg_fast.c): a mutex and two condition
  * variables shared by the counters that hash to it. */
 #define LC__LOCK_STRIPES 1024
@@ -251,9 +260,9 @@ void lc__counter_stripes_init(void); /* once, before the first counter */
 #define LC__SEG_CV(c) (&lc__counter_stripe(c)->seg_cv)
 /* What a counter with a name of up to 8 bytes costs with nothing held:
  * its state and key (lc__counter_new allocates up to key, not the padded
- * sizeof) in at most this many bytes, one 208-byte malloc chunk
+ * sizeof) in at most this many bytes, one 192-byte malloc chunk
  * (test_memory checks it). */
-#define LC__COUNTER_STATE_MAX 200
+#define LC__COUNTER_STATE_MAX 184
 
 /* A block accepted from memcached, on its way to the log. */
 typedef struct lc__block {

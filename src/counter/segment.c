@@ -157,13 +157,13 @@ static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
                     const lc__seg *s, int64_t gap_to) {
   if (s->used < seg_size(s)) {
     int64_t end = lc__seg_end(s);
-    lc__log_batch_unrecord(b, c->name, c->nlen, end);
+    lc__log_batch_unrecord(b, lc__counter_name(c), c->nlen, end);
     lc__gap g = {s->first + (int64_t)s->used, end < gap_to ? end : gap_to,
                  LC_GAP_SEGMENT};
     if (g.first <= g.last) lc__ledger_batch(b, c, &g, 1);
   }
   if (s->used > 0)
-    lc__log_batch_record(b, c->name, c->nlen, s->first + (int64_t)(s->used - 1),
+    lc__log_batch_record(b, lc__counter_name(c), c->nlen, s->first + (int64_t)(s->used - 1),
                          LC_RECORD_SEGMENT, s->used, s->time_us);
 }
 
@@ -186,7 +186,7 @@ void lc__seg_block(lc_t *h, lc__counter *c, lc__block *b,
   lc__ledger_taken(c, b->last - (int64_t)(b->n - 1), b->last, b->last);
   b->ngaps = lc__ledger_take(&h->log, c, b->gaps);
   lc__counter_unlock(c);
-  lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_SEGMENT_OPEN,
+  lc__log_batch_record(wb, lc__counter_name(c), c->nlen, b->last, LC_RECORD_SEGMENT_OPEN,
                        b->n, b->time_us);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
 }
@@ -269,7 +269,7 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
    * same synced write: after it no restore starts below below. */
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   lc__seg_closes_batch(b, c, closes, nclose);
-  lc__log_batch_reservation(b, c->name, c->nlen, reserve);
+  lc__log_batch_reservation(b, lc__counter_name(c), c->nlen, reserve);
   int rc = lc__log_sync(h, b, LC__LAT_RESERVATION);
   leveldb_writebatch_destroy(b);
   if (rc) return rc;
