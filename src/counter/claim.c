@@ -126,7 +126,8 @@ int lc__claim_reread(lc_t *h, lc__counter *c) {
   int64_t res = 0;
   bool pending = false;
   int rc = lc__log_get_reservation(&h->log, lc__counter_name(c), c->nlen, &res);
-  if (!rc) rc = lc__backup_pending_load(h, lc__counter_name(c), c->nlen, &pending);
+  if (!rc)
+    rc = lc__backup_pending_load(h, lc__counter_name(c), c->nlen, &pending);
   if (!rc) rc = lc__claim_load(h, c);
   if (rc) return rc;
   lc__counter_lock(c);
@@ -311,7 +312,8 @@ int lc__claim(lc_t *h, lc__counter *c, bool takeover) {
     rc = put_refusal(h, c, REFUSED, held, 0);
     return rc ? rc : lc__claim_refused(h, c);
   }
-  return lc__fail(LC_EAGAIN, "the claim of %s kept changing", lc__counter_name(c));
+  return lc__fail(LC_EAGAIN, "the claim of %s kept changing",
+                  lc__counter_name(c));
 }
 
 int lc__claim_drop(lc_t *h, lc__counter *c) {
@@ -350,7 +352,8 @@ void lc__claim_forget_batch(leveldb_writebatch_t *b, const lc__counter *c,
   leveldb_writebatch_delete(b, key, klen);
   /* a pending counter (backup.c) is reconciled by this write: the
    * operator vouches that no id above `reservation` went out */
-  if (reconcile) lc__backup_reconciled(b, lc__counter_name(c), c->nlen, reservation);
+  if (reconcile)
+    lc__backup_reconciled(b, lc__counter_name(c), c->nlen, reservation);
 }
 
 void lc__claim_forgotten(lc__counter *c, bool reconciled) {

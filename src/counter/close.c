@@ -296,7 +296,8 @@ static void sort_by_name(lc__counter **v, size_t n) {
   for (size_t i = 0; i < n; i++) {
     uint64_t k = 0;
     for (size_t j = 0; j < 8; j++)
-      k = k << 8 | (j < v[i]->nlen ? (unsigned char)lc__counter_name(v[i])[j] : 0);
+      k = k << 8 |
+          (j < v[i]->nlen ? (unsigned char)lc__counter_name(v[i])[j] : 0);
     s[i] = (byname){k, v[i]};
   }
   qsort(s, n, sizeof *s, byname_cmp);

@@ -246,11 +246,14 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   if (c->loaded)
     return atomic_load(&c->unknown) ? lc__claim_reread(h, c) : 0;
   int64_t max = 0, res = 0, gapmax = 0;
-  int rc = lc__log_max_both(&h->log, lc__counter_name(c), c->nlen, &max, &gapmax);
-  if (!rc) rc = lc__log_get_reservation(&h->log, lc__counter_name(c), c->nlen, &res);
+  int rc =
+      lc__log_max_both(&h->log, lc__counter_name(c), c->nlen, &max, &gapmax);
+  if (!rc)
+    rc = lc__log_get_reservation(&h->log, lc__counter_name(c), c->nlen, &res);
   if (!rc) rc = lc__claim_load(h, c);
   bool pending = false;
-  if (!rc) rc = lc__backup_pending_load(h, lc__counter_name(c), c->nlen, &pending);
+  if (!rc)
+    rc = lc__backup_pending_load(h, lc__counter_name(c), c->nlen, &pending);
   if (rc) return rc;
   lc__counter_lock(c);               /* read under mu by lc_next_n */
   c->pending = pending;
@@ -331,7 +334,8 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
     if (c->pending && (v < n || (int64_t)(v - n) < c->proven))
       /* below what the log shows taken: memcached went back, and the log
        * may be behind the original */
-      return lc__backup_behind(lc__counter_name(c), v >= n ? (int64_t)(v - n) : 0, c->proven);
+      return lc__backup_behind(lc__counter_name(c),
+                               v >= n ? (int64_t)(v - n) : 0, c->proven);
     /* memcached is behind what was handed out: raise it past floor. */
     LC__STAT(h, backwards, 1);
     delta = (uint64_t)c->floor + n - v;
@@ -443,12 +447,13 @@ static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
  * if any. */
 static void batch_block(leveldb_writebatch_t *wb, const lc__counter *c,
                         const block *b) {
-  lc__log_batch_record(wb, lc__counter_name(c), c->nlen, b->last, LC_RECORD_BLOCK, b->n,
-                       lc__clock_now_us());
+  lc__log_batch_record(wb, lc__counter_name(c), c->nlen, b->last,
+                       LC_RECORD_BLOCK, b->n, lc__clock_now_us());
   if (b->reservation)
     lc__log_batch_reservation(wb, lc__counter_name(c), c->nlen, b->reservation);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
-  if (b->reconciles) lc__backup_reconciled(wb, lc__counter_name(c), c->nlen, b->last);
+  if (b->reconciles)
+    lc__backup_reconciled(wb, lc__counter_name(c), c->nlen, b->last);
 }
 
 /* Writes the block's record (batch_block). */

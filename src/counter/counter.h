@@ -241,7 +241,8 @@ struct lc__counter {
 
 /* The counter's name (nlen bytes, then a NUL): its key past the prefix,
  * where the name table finds it too (lc__counter_table_init). */
-#define LC__COUNTER_NAME_AT (offsetof(lc__counter, key) + sizeof LC__MC_PREFIX - 1)
+#define LC__COUNTER_NAME_AT \
+  (offsetof(lc__counter, key) + sizeof LC__MC_PREFIX - 1)
 static inline const char *lc__counter_name(const lc__counter *c) {
   return c->key + sizeof LC__MC_PREFIX - 1;
 }

@@ -91,7 +91,9 @@ void lc__seg_finish_oldest(lc__counter *c) {
   c->nseg--;
 }
 
-static uint64_t seg_size(const lc__seg *s) { return s->size; }
+static uint64_t seg_size(const lc__seg *s) {
+  return s->size;
+}
 
 static uint64_t seg_left(const lc__seg *s) {
   return seg_size(s) - s->used;
@@ -163,8 +165,9 @@ static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
     if (g.first <= g.last) lc__ledger_batch(b, c, &g, 1);
   }
   if (s->used > 0)
-    lc__log_batch_record(b, lc__counter_name(c), c->nlen, s->first + (int64_t)(s->used - 1),
-                         LC_RECORD_SEGMENT, s->used, s->time_us);
+    lc__log_batch_record(b, lc__counter_name(c), c->nlen,
+                         s->first + (int64_t)(s->used - 1), LC_RECORD_SEGMENT,
+                         s->used, s->time_us);
 }
 
 /* ---- a fetch's pieces (prefetch.c, first.c) --------------------------- */
@@ -186,8 +189,8 @@ void lc__seg_block(lc_t *h, lc__counter *c, lc__block *b,
   lc__ledger_taken(c, b->last - (int64_t)(b->n - 1), b->last, b->last);
   b->ngaps = lc__ledger_take(&h->log, c, b->gaps);
   lc__counter_unlock(c);
-  lc__log_batch_record(wb, lc__counter_name(c), c->nlen, b->last, LC_RECORD_SEGMENT_OPEN,
-                       b->n, b->time_us);
+  lc__log_batch_record(wb, lc__counter_name(c), c->nlen, b->last,
+                       LC_RECORD_SEGMENT_OPEN, b->n, b->time_us);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
 }
 
