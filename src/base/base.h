@@ -41,9 +41,11 @@ unsigned lc__stripe(void);
 uint64_t lc__random64(void);
 
 /* ---- names.c: the name table of counters and tallies ---- */
+/* An entry's name is not pointed to: it lies at the table's name_at
+ * bytes from the entry's start (in the entry's own allocation), which
+ * saves every entry a pointer. */
 typedef struct lc__named { /* the first member of an entry */
   struct lc__named *next;  /* hash chain */
-  const char *name;
   uint32_t nlen;
   uint32_t hash; /* of the name, set by lc__names_add */
 } lc__named;
@@ -51,10 +53,19 @@ typedef struct lc__names {
   lc__named **buckets; /* nbuckets (a power of two, doubling) */
   size_t nbuckets;
   uint64_t count, max; /* entries; the limit (kept by callers) */
+  size_t name_at;      /* where an entry's name lies (lc__names_init) */
 } lc__names;
+/* An empty table whose entries keep their names name_at bytes from
+ * their start. */
+void lc__names_init(lc__names *t, size_t name_at);
+/* e's name (nlen bytes, then a NUL) in t. */
+static inline const char *lc__names_name(const lc__names *t,
+                                         const lc__named *e) {
+  return (const char *)e + t->name_at;
+}
 /* The entry named name (n bytes), or NULL. */
 lc__named *lc__names_find(const lc__names *t, const char *name, size_t n);
-/* Adds e (name and nlen set, not present; sets its hash); false when
+/* Adds e (its name and nlen set, not present; sets its hash); false when
  * out of memory. */
 bool lc__names_add(lc__names *t, lc__named *e);
 /* Takes e (present) out of the table. */

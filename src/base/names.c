@@ -20,13 +20,18 @@ static uint32_t hash(const char *s, size_t n) {
   return h;
 }
 
+void lc__names_init(lc__names *t, size_t name_at) {
+  *t = (lc__names){.name_at = name_at};
+}
+
 lc__named *lc__names_find(const lc__names *t, const char *name, size_t n) {
   if (t->nbuckets == 0) return NULL;
   uint32_t h = hash(name, n);
   lc__named *e = t->buckets[h & (t->nbuckets - 1)];
   /* the hash first: a chain's other names are passed over without
    * reading them (a first use's lookups all miss) */
-  while (e && !(e->hash == h && e->nlen == n && memcmp(e->name, name, n) == 0))
+  while (e && !(e->hash == h && e->nlen == n &&
+                memcmp(lc__names_name(t, e), name, n) == 0))
     e = e->next;
   return e;
 }
@@ -54,7 +59,7 @@ static bool grow(lc__names *t) {
 
 bool lc__names_add(lc__names *t, lc__named *e) {
   if (!grow(t)) return false;
-  e->hash = hash(e->name, e->nlen);
+  e->hash = hash(lc__names_name(t, e), e->nlen);
   size_t j = e->hash & (t->nbuckets - 1);
   e->next = t->buckets[j];
   t->buckets[j] = e;

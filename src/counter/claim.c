@@ -71,7 +71,7 @@ static void set_claimed(lc__counter *c, bool claimed) {
 
 size_t lc__claim_key(char *buf, const lc__counter *c) {
   memcpy(buf, CLAIM_PREFIX, sizeof CLAIM_PREFIX - 1);
-  memcpy(buf + sizeof CLAIM_PREFIX - 1, c->name, c->nlen);
+  memcpy(buf + sizeof CLAIM_PREFIX - 1, lc__counter_name(c), c->nlen);
   return sizeof CLAIM_PREFIX - 1 + c->nlen;
 }
 
@@ -102,7 +102,7 @@ static void describe(const char *claim, char *out, size_t size) {
 
 int lc__claim_load(lc_t *h, lc__counter *c) {
   char key[LC_NAME_MAX + 2];
-  size_t klen = refusal_key(key, c->name, c->nlen);
+  size_t klen = refusal_key(key, lc__counter_name(c), c->nlen);
   char *v;
   size_t vlen;
   int rc = lc__log_get(&h->log, key, klen, &v, &vlen, "claim");
@@ -125,8 +125,9 @@ int lc__claim_load(lc_t *h, lc__counter *c) {
 int lc__claim_reread(lc_t *h, lc__counter *c) {
   int64_t res = 0;
   bool pending = false;
-  int rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
-  if (!rc) rc = lc__backup_pending_load(h, c->name, c->nlen, &pending);
+  int rc = lc__log_get_reservation(&h->log, lc__counter_name(c), c->nlen, &res);
+  if (!rc)
+    rc = lc__backup_pending_load(h, lc__counter_name(c), c->nlen, &pending);
   if (!rc) rc = lc__claim_load(h, c);
   if (rc) return rc;
   lc__counter_lock(c);
@@ -148,7 +149,7 @@ int lc__claim_unknown(lc__counter *c, int rc, const char *what) {
                   "if it did): the counter's ownership is reread from the "
                   "log before its next use, and the same call again is "
                   "safe: %s",
-                  c->name, what, why);
+                  lc__counter_name(c), what, why);
 }
 
 /* Whether a claim's text is the log this restored log was copied from. */
@@ -164,7 +165,7 @@ int lc__claim_refused(const lc_t *h, const lc__counter *c) {
     return lc__fail(LC_EOWNED,
                     "counter %s was released from this log "
                     "(logcounter adopt takes it back)",
-                    c->name);
+                    lc__counter_name(c));
   char who[160];
   describe(c->refused_by ? c->refused_by : "", who, sizeof who);
   if (c->refused_by && the_original(h, c->refused_by))
@@ -173,11 +174,11 @@ int lc__claim_refused(const lc_t *h, const lc__counter *c) {
                     "restored log was copied from: the two must never both "
                     "allocate it; stop the original, then 'logcounter "
                     "adopt %s' takes it over",
-                    c->name, who, c->name);
+                    lc__counter_name(c), who, lc__counter_name(c));
   return lc__fail(LC_EOWNED,
                   "counter %s is owned by %s; this log refuses "
                   "it until 'logcounter adopt'",
-                  c->name, who);
+                  lc__counter_name(c), who);
 }
 
 /* Writes the refusal or release of c to the log (synced), with the
@@ -185,7 +186,7 @@ int lc__claim_refused(const lc_t *h, const lc__counter *c) {
 static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
                        int64_t reservation) {
   char key[LC_NAME_MAX + 2], val[1 + CLAIM_MAX];
-  size_t klen = refusal_key(key, c->name, c->nlen);
+  size_t klen = refusal_key(key, lc__counter_name(c), c->nlen);
   size_t tlen = strlen(text);
   if (tlen > CLAIM_MAX) tlen = CLAIM_MAX;
   val[0] = kind;
@@ -193,7 +194,7 @@ static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   leveldb_writebatch_put(b, key, klen, val, tlen + 1);
   if (reservation > 0)
-    lc__log_batch_reservation(b, c->name, c->nlen, reservation);
+    lc__log_batch_reservation(b, lc__counter_name(c), c->nlen, reservation);
   int rc = lc__log_write(&h->log, b, true);
   leveldb_writebatch_destroy(b);
   LC__STAT(h, log_syncs, 1);
@@ -215,7 +216,7 @@ static int put_refusal(lc_t *h, lc__counter *c, char kind, const char *text,
 
 static size_t note_key(char *buf, const lc__counter *c) {
   memcpy(buf, NOTE_PREFIX, sizeof NOTE_PREFIX - 1);
-  memcpy(buf + sizeof NOTE_PREFIX - 1, c->name, c->nlen);
+  memcpy(buf + sizeof NOTE_PREFIX - 1, lc__counter_name(c), c->nlen);
   return sizeof NOTE_PREFIX - 1 + c->nlen;
 }
 
@@ -311,7 +312,8 @@ int lc__claim(lc_t *h, lc__counter *c, bool takeover) {
     rc = put_refusal(h, c, REFUSED, held, 0);
     return rc ? rc : lc__claim_refused(h, c);
   }
-  return lc__fail(LC_EAGAIN, "the claim of %s kept changing", c->name);
+  return lc__fail(LC_EAGAIN, "the claim of %s kept changing",
+                  lc__counter_name(c));
 }
 
 int lc__claim_drop(lc_t *h, lc__counter *c) {
@@ -346,11 +348,12 @@ int64_t lc__claim_final(const lc__counter *c) {
 void lc__claim_forget_batch(leveldb_writebatch_t *b, const lc__counter *c,
                             int64_t reservation, bool reconcile) {
   char key[LC_NAME_MAX + 2];
-  size_t klen = refusal_key(key, c->name, c->nlen);
+  size_t klen = refusal_key(key, lc__counter_name(c), c->nlen);
   leveldb_writebatch_delete(b, key, klen);
   /* a pending counter (backup.c) is reconciled by this write: the
    * operator vouches that no id above `reservation` went out */
-  if (reconcile) lc__backup_reconciled(b, c->name, c->nlen, reservation);
+  if (reconcile)
+    lc__backup_reconciled(b, lc__counter_name(c), c->nlen, reservation);
 }
 
 void lc__claim_forgotten(lc__counter *c, bool reconciled) {

@@ -86,7 +86,7 @@ static void close_write(lc__named *e, void *arg) {
     k->any = true; /* segment records rewritten */
   if (c->used && stands != c->reserved && !pinned(c, stands)) {
     /* exact: a restart after a clean close skips nothing */
-    lc__log_batch_reservation(k->b, c->name, c->nlen, stands);
+    lc__log_batch_reservation(k->b, lc__counter_name(c), c->nlen, stands);
     k->any = true;
   }
   c->reserved = stands;
@@ -198,7 +198,7 @@ static void close_lower(lc__counter *c, closing *k, int lowered) {
       return;
     }
     lc__ledger_batch(k->b, c, &g, 1);
-    lc__log_batch_reservation(k->b, c->name, c->nlen, c->floor);
+    lc__log_batch_reservation(k->b, lc__counter_name(c), c->nlen, c->floor);
     k->any = true;
     if (++k->inbatch == CLOSE_CHUNK) close_flush(k); /* lc_close only */
   }
@@ -231,7 +231,7 @@ static void lower_and_close(closing *k, lc__counter **v, size_t n) {
 /* mu held: nothing uses c, nor has since the pass's scan (evict.c). */
 static bool evictable(lc__counter *c) {
   return !atomic_load_explicit(&c->touched, memory_order_relaxed) &&
-         !c->busy && c->excl_waiting == 0 && c->head == NULL &&
+         !c->busy && c->excl_waiting == 0 && c->qtail == NULL &&
          c->inflight == 0 && c->committing == 0 && !c->res_writing &&
          !c->fetching && !c->queued && !c->pending && !c->recheck;
 }
@@ -286,7 +286,7 @@ static int byname_cmp(const void *a, const void *b) {
   const byname *x = a, *y = b;
   if (x->k != y->k) return x->k < y->k ? -1 : 1;
   size_t n = x->c->nlen < y->c->nlen ? x->c->nlen : y->c->nlen;
-  int r = memcmp(x->c->name, y->c->name, n);
+  int r = memcmp(lc__counter_name(x->c), lc__counter_name(y->c), n);
   return r ? r : (x->c->nlen > y->c->nlen) - (x->c->nlen < y->c->nlen);
 }
 
@@ -296,7 +296,8 @@ static void sort_by_name(lc__counter **v, size_t n) {
   for (size_t i = 0; i < n; i++) {
     uint64_t k = 0;
     for (size_t j = 0; j < 8; j++)
-      k = k << 8 | (j < v[i]->nlen ? (unsigned char)v[i]->name[j] : 0);
+      k = k << 8 |
+          (j < v[i]->nlen ? (unsigned char)lc__counter_name(v[i])[j] : 0);
     s[i] = (byname){k, v[i]};
   }
   qsort(s, n, sizeof *s, byname_cmp);

@@ -73,6 +73,7 @@ typedef lc__req req;
 
 void lc__counter_table_init(lc__table *t) {
   memset(t, 0, sizeof *t);
+  lc__names_init(&t->names, LC__COUNTER_NAME_AT);
   pthread_mutex_init(&t->mu, NULL);
 }
 
@@ -83,15 +84,14 @@ _Static_assert(LC__ACCEPTED <= UCHAR_MAX && LC__GAPS <= UCHAR_MAX &&
                    LC__SEG_CLOSES <= UCHAR_MAX && LC__SEGS <= UCHAR_MAX &&
                    LC__INFLIGHT <= 8,
                "the counts");
-/* name and nlen are the name table entry's own (the union atop
- * lc__counter): the same places and widths */
-_Static_assert(offsetof(lc__counter, name) == offsetof(lc__named, name) &&
-                   offsetof(lc__counter, nlen) == offsetof(lc__named, nlen) &&
+/* nlen is the name table entry's own (the union atop lc__counter): the
+ * same place and width */
+_Static_assert(offsetof(lc__counter, nlen) == offsetof(lc__named, nlen) &&
                    sizeof(((lc__counter *)0)->nlen) ==
                        sizeof(((lc__named *)0)->nlen) &&
                    offsetof(lc__counter, node_hash_) ==
                        offsetof(lc__named, hash),
-               "lc__counter's name and nlen are its lc__named's");
+               "lc__counter's nlen is its lc__named's");
 
 lc__counter *lc__counter_new(const char *name, size_t n) {
   size_t plen = strlen(LC__MC_PREFIX);
@@ -102,7 +102,6 @@ lc__counter *lc__counter_new(const char *name, size_t n) {
   lc__seg_init(c);
   memcpy(c->key, LC__MC_PREFIX, plen);
   memcpy(c->key + plen, name, n + 1);
-  c->name = c->key + plen; /* and node.name: the same bytes */
   c->nlen = n;
   c->klen = (unsigned char)(plen + n);
   return c;
@@ -151,7 +150,7 @@ static int find(lc_t *h, const char *name, bool create, lc__counter **out) {
   unsigned slot = name_slot(name, n);
   uint64_t gen = atomic_load_explicit(&h->ev.gen, memory_order_relaxed);
   if (h->uid && tcache[slot].uid == h->uid && tcache[slot].gen == gen &&
-      strcmp(tcache[slot].c->name, name) == 0) {
+      strcmp(lc__counter_name(tcache[slot].c), name) == 0) {
     *out = touch(h, tcache[slot].c);
     return 0;
   }
@@ -192,9 +191,16 @@ int lc__counter_find(lc_t *h, const char *name, lc__counter **out) {
   return find(h, name, false, out);
 }
 
+/* mu held: the first queued request, or NULL (the queue is a ring kept
+ * by its last: qtail->next is the first). */
+static req *qhead(const lc__counter *c) {
+  return c->qtail ? c->qtail->next : NULL;
+}
+
 /* mu held: may the first queued request send its batch now? */
 static bool can_send(const lc__counter *c) {
-  return c->head && !c->head->taken && !c->busy && c->excl_waiting == 0 &&
+  const req *r = qhead(c);
+  return r && !r->taken && !c->busy && c->excl_waiting == 0 &&
          c->inflight < LC__INFLIGHT;
 }
 
@@ -204,7 +210,7 @@ static void wake(lc__counter *c) {
   if (c->excl_waiting && !c->busy && c->inflight == 0)
     pthread_cond_broadcast(LC__CV(c));
   else if (can_send(c))
-    pthread_cond_signal(&c->head->cv);
+    pthread_cond_signal(&qhead(c)->cv);
 }
 
 /* Gives up the exclusive role and wakes whoever may go on; c->mu held. */
@@ -240,11 +246,14 @@ int lc__counter_load(lc_t *h, lc__counter *c) {
   if (c->loaded)
     return atomic_load(&c->unknown) ? lc__claim_reread(h, c) : 0;
   int64_t max = 0, res = 0, gapmax = 0;
-  int rc = lc__log_max_both(&h->log, c->name, c->nlen, &max, &gapmax);
-  if (!rc) rc = lc__log_get_reservation(&h->log, c->name, c->nlen, &res);
+  int rc =
+      lc__log_max_both(&h->log, lc__counter_name(c), c->nlen, &max, &gapmax);
+  if (!rc)
+    rc = lc__log_get_reservation(&h->log, lc__counter_name(c), c->nlen, &res);
   if (!rc) rc = lc__claim_load(h, c);
   bool pending = false;
-  if (!rc) rc = lc__backup_pending_load(h, c->name, c->nlen, &pending);
+  if (!rc)
+    rc = lc__backup_pending_load(h, lc__counter_name(c), c->nlen, &pending);
   if (rc) return rc;
   lc__counter_lock(c);               /* read under mu by lc_next_n */
   c->pending = pending;
@@ -287,10 +296,10 @@ int lc__counter_claim(lc_t *h, lc__counter *c) {
 /* Leader only: seeds a lost key at max(floor, log max) with add, after
  * claiming the counter again (memcached lost the claim with the key). */
 static int seed(lc_t *h, lc__counter *c, int64_t *seeded) {
-  if (c->pending) return lc__backup_behind(c->name, -1, c->floor);
+  if (c->pending) return lc__backup_behind(lc__counter_name(c), -1, c->floor);
   int64_t max = 0;
   int rc = lc__claim(h, c, false);
-  if (!rc) rc = lc__log_max(&h->log, c->name, c->nlen, &max);
+  if (!rc) rc = lc__log_max(&h->log, lc__counter_name(c), c->nlen, &max);
   if (rc) return rc;
   if (max > c->floor) c->floor = max;
   rc = lc__cache_add(&h->cache, c->key, c->klen, (uint64_t)c->floor);
@@ -325,7 +334,8 @@ int lc__counter_increment(lc_t *h, lc__counter *c, uint64_t n, int64_t *last) {
     if (c->pending && (v < n || (int64_t)(v - n) < c->proven))
       /* below what the log shows taken: memcached went back, and the log
        * may be behind the original */
-      return lc__backup_behind(c->name, v >= n ? (int64_t)(v - n) : 0, c->proven);
+      return lc__backup_behind(lc__counter_name(c),
+                               v >= n ? (int64_t)(v - n) : 0, c->proven);
     /* memcached is behind what was handed out: raise it past floor. */
     LC__STAT(h, backwards, 1);
     delta = (uint64_t)c->floor + n - v;
@@ -437,12 +447,13 @@ static bool acceptable(const lc__counter *c, uint64_t v, uint64_t n,
  * if any. */
 static void batch_block(leveldb_writebatch_t *wb, const lc__counter *c,
                         const block *b) {
-  lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_BLOCK, b->n,
-                       lc__clock_now_us());
+  lc__log_batch_record(wb, lc__counter_name(c), c->nlen, b->last,
+                       LC_RECORD_BLOCK, b->n, lc__clock_now_us());
   if (b->reservation)
-    lc__log_batch_reservation(wb, c->name, c->nlen, b->reservation);
+    lc__log_batch_reservation(wb, lc__counter_name(c), c->nlen, b->reservation);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
-  if (b->reconciles) lc__backup_reconciled(wb, c->name, c->nlen, b->last);
+  if (b->reconciles)
+    lc__backup_reconciled(wb, lc__counter_name(c), c->nlen, b->last);
 }
 
 /* Writes the block's record (batch_block). */
@@ -461,23 +472,27 @@ static int commit(lc_t *h, lc__counter *c, const block *b) {
 /* Takes queued requests, at most max (0: any number), whose total fits
  * below 2^63; c->mu held. */
 static req *take_batch(lc__counter *c, unsigned max, uint64_t *total) {
-  req *batch = c->head, **tail = &batch;
+  req *batch = qhead(c), *last = NULL; /* taken: batch..last, in order */
   uint64_t room = (uint64_t)(LC_VALUE_MAX - c->floor);
   unsigned taken = 0;
   *total = 0;
-  while (*tail && (*tail)->n <= room - *total && (max == 0 || taken++ < max)) {
-    (*tail)->taken = true;
-    *total += (*tail)->n;
-    tail = &(*tail)->next;
+  for (req *r = batch;
+       r && r->n <= room - *total && (max == 0 || taken++ < max);
+       r = r == c->qtail ? NULL : r->next) {
+    r->taken = true;
+    *total += r->n;
+    last = r;
   }
   if (*total == 0) { /* the first request alone does not fit: take it */
     batch->taken = true;
     *total = batch->n;
-    tail = &batch->next;
+    last = batch;
   }
-  c->head = *tail;
-  if (c->head == NULL) c->tail = NULL;
-  *tail = NULL;
+  if (last == c->qtail)
+    c->qtail = NULL; /* all taken */
+  else
+    c->qtail->next = last->next; /* the rest, still a ring */
+  last->next = NULL;
   return batch;
 }
 
@@ -546,7 +561,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
   block b = {0};
   int rc = 0;
   if (total > (uint64_t)(LC_VALUE_MAX - c->floor)) {
-    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", lc__counter_name(c),
                   (long long)c->floor);
   } else if ((rc = lc__log_ok(&h->log)) != 0) {
     /* nothing taken from memcached */
@@ -587,7 +602,7 @@ static void send_batch(lc_t *h, lc__counter *c) {
   wake(c);
   lc__counter_unlock(c);
 
-  if (!rc) LC__SEAM_BEFORE_COMMIT(c->name);
+  if (!rc) LC__SEAM_BEFORE_COMMIT(lc__counter_name(c));
   if (!rc) rc = commit(h, c, &b);
   uint64_t first = (uint64_t)(b.last - (int64_t)b.n + 1); /* unsigned: */
   for (req *r = batch; r; r = r->next) {                  /* may pass 2^63-1 */
@@ -630,7 +645,7 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   if (!c->pending || !c->claimed) {
     /* reconciled meanwhile, or to be claimed again */
   } else if (n > (uint64_t)(LC_VALUE_MAX - c->floor)) {
-    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+    rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", lc__counter_name(c),
                   (long long)c->floor);
   } else if ((rc = lc__log_ok(&h->log)) == 0) {
     int64_t last = 0;
@@ -643,7 +658,7 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
       b.sync = true;
       b.reconciles = true;
       lc__counter_unlock(c);
-      LC__SEAM_BEFORE_COMMIT(c->name);
+      LC__SEAM_BEFORE_COMMIT(lc__counter_name(c));
       rc = commit(h, c, &b);
       lc__counter_lock(c);
       block_written(c, &b, rc);
@@ -662,8 +677,10 @@ static int next_pending(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
 /* mu held: takes r (at the head, if queued) out of the queue. */
 static void unqueue(lc__counter *c, req *r, bool *queued) {
   if (!*queued) return;
-  c->head = r->next;
-  if (c->head == NULL) c->tail = NULL;
+  if (c->qtail == r)
+    c->qtail = NULL; /* it was the only one */
+  else
+    c->qtail->next = r->next;
   r->next = NULL;
   *queued = false;
   wake(c);
@@ -674,7 +691,7 @@ static void unqueue(lc__counter *c, req *r, bool *queued) {
 bool lc__counter_try_first(lc_t *h, lc__counter *c) {
   lc__counter_lock(c);
   bool ok = !c->busy && c->inflight == 0 && c->excl_waiting == 0 &&
-            c->head == NULL && !c->loaded && !c->claimed &&
+            c->qtail == NULL && !c->loaded && !c->claimed &&
             !(h->opt.prefetch && c->fetching);
   if (ok) {
     c->busy = true;
@@ -754,15 +771,13 @@ int lc__counter_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
       lc__counter_lock(c);
       continue;
     }
-    if (!queued) {
-      if (c->tail)
-        c->tail->next = &r;
-      else
-        c->head = &r;
-      c->tail = &r;
+    if (!queued) { /* last in the ring */
+      r.next = c->qtail ? c->qtail->next : &r;
+      if (c->qtail) c->qtail->next = &r;
+      c->qtail = &r;
       queued = true;
     }
-    if (c->head == &r && can_send(c))
+    if (qhead(c) == &r && can_send(c))
       send_batch(h, c); /* unlocks and relocks c->mu */
     else
       lc__counter_wait(c, &r.cv);
@@ -796,7 +811,7 @@ int lc__counter_restore(lc_t *h, lc__counter *c, int64_t *out) {
     }
     LC__STAT(h, backwards, 1);
     if (c->pending && v < (uint64_t)c->proven)
-      return lc__backup_behind(c->name, (int64_t)v, c->proven);
+      return lc__backup_behind(lc__counter_name(c), (int64_t)v, c->proven);
     rc = lc__cache_incr(&h->cache, c->key, c->klen, (uint64_t)c->floor - v, &v);
     if (rc < 0) return rc;
   }
@@ -827,7 +842,7 @@ int lc__counter_skip(lc_t *h, lc__counter *c, int64_t target, int cause,
   } else {
     lc__ledger_batch(b, c, g, n + skip);
   }
-  if (raise) lc__log_batch_reservation(b, c->name, c->nlen, target);
+  if (raise) lc__log_batch_reservation(b, lc__counter_name(c), c->nlen, target);
   int rc = lc__log_sync(h, b, raise ? LC__LAT_RESERVATION : -1);
   lc__counter_lock(c);
   if (raise) release_reservation(c, rc ? 0 : target);

@@ -84,13 +84,20 @@ int lc__ledger_max(lc__log *l, const char *name, size_t nlen, int64_t *out);
 typedef struct lc__req lc__req;
 
 /* A range of values taken from memcached for this handle's memory:
- * first..end, of which the first `used` went out (counted, not a next
- * value: end may be LC_VALUE_MAX).  time_us: when its record was written
- * (kept when the record is rewritten). */
+ * first..lc__seg_end (size values: a segment is one block, at most
+ * LC_BLOCK_MAX), of which the first `used` went out (counted, not a next
+ * value: the end may be LC_VALUE_MAX).  time_us: when its record was
+ * written (kept when the record is rewritten).  24 bytes: the sizes in 32
+ * bits, so that a counter holding one segment keeps its side structure
+ * (lc__segs) in a 64-byte malloc chunk. */
 typedef struct lc__seg {
-  int64_t first, end, time_us;
-  uint64_t used;
+  int64_t first, time_us;
+  uint32_t size, used;
 } lc__seg;
+_Static_assert(LC_BLOCK_MAX <= UINT32_MAX, "lc__seg.size holds a block");
+static inline int64_t lc__seg_end(const lc__seg *s) {
+  return s->first + (int64_t)s->size - 1;
+}
 
 #define LC__INFLIGHT 2 /* increments of one counter in flight at once */
 #define LC__ACCEPTED \
@@ -137,7 +144,6 @@ typedef struct lc__rare {
  * counter's mu; qnext under the prefetcher's pf.mu (the counter queued
  * implies fetching, so segs stays while it is on the queue). */
 typedef struct lc__segs {
-  int64_t fast_open;     /* seg_fast.c: fast_next when it opened */
   int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
   struct lc__counter *qnext;      /* the prefetcher's queue */
   uint32_t seg_size; /* the next segment's size (auto: adapts, at most
@@ -153,11 +159,11 @@ typedef struct lc__segs {
  * lock at a time, and every wait is a loop on its own counter's
  * predicate (the stripe's cvs are broadcast).  Hot fields first. */
 struct lc__counter {
-  union { /* first: the handle's name table entry; name and nlen are its */
+  union { /* first: the handle's name table entry; nlen is its; the
+           * name is in key (lc__counter_name) */
     lc__named node;
     struct {
       struct lc__named *node_next_;
-      const char *name; /* points into key, past the prefix */
       uint32_t nlen;    /* lc__named's nlen */
       uint32_t node_hash_; /* lc__named's hash */
     };
@@ -165,7 +171,8 @@ struct lc__counter {
   /* seg_fast.c: seg[0]'s lock-free window, open while mu is free: the
    * next id, and the bound of what a take may reach (next + n <= limit) */
   _Atomic int64_t fast_next, fast_limit;
-  lc__req *head, *tail; /* waiting lc_next_n calls */
+  lc__req *qtail; /* waiting lc_next_n calls: a ring, the last one (its
+                     next is the first), NULL when none waits */
   int64_t floor, reserved;
   int64_t sent_floor[LC__INFLIGHT]; /* floor when each was sent */
   int64_t handed; /* the last value handed out of a segment */
@@ -189,7 +196,8 @@ struct lc__counter {
   lc__segs *segs; /* segment.c: NULL while no segment is held or fetched */
   int excl_waiting;    /* exclusive operations waiting (LC__CV) */
   int committing;      /* answered, their records not written */
-  _Atomic int refusal; /* claim.c: LC__REFUSED / LC__RELEASED */
+  _Atomic unsigned char refusal; /* claim.c: 0, LC__REFUSED or
+                                    LC__RELEASED */
   unsigned char inflight; /* increments sent, not answered yet */
   unsigned char slots;    /* which sent_floor entries are in use */
   unsigned char nseg;     /* segments held: segs->seg */
@@ -231,6 +239,14 @@ struct lc__counter {
   char key[]; /* "lc:" NAME */
 };
 
+/* The counter's name (nlen bytes, then a NUL): its key past the prefix,
+ * where the name table finds it too (lc__counter_table_init). */
+#define LC__COUNTER_NAME_AT \
+  (offsetof(lc__counter, key) + sizeof LC__MC_PREFIX - 1)
+static inline const char *lc__counter_name(const lc__counter *c) {
+  return c->key + sizeof LC__MC_PREFIX - 1;
+}
+
 /* The counter's lock stripe (seg_fast.c): a mutex and two condition
  * variables shared by the counters that hash to it. */
 #define LC__LOCK_STRIPES 1024
@@ -245,9 +261,9 @@ void lc__counter_stripes_init(void); /* once, before the first counter */
 #define LC__SEG_CV(c) (&lc__counter_stripe(c)->seg_cv)
 /* What a counter with a name of up to 8 bytes costs with nothing held:
  * its state and key (lc__counter_new allocates up to key, not the padded
- * sizeof) in at most this many bytes, one 208-byte malloc chunk
+ * sizeof) in at most this many bytes, one 192-byte malloc chunk
  * (test_memory checks it). */
-#define LC__COUNTER_STATE_MAX 200
+#define LC__COUNTER_STATE_MAX 184
 
 /* A block accepted from memcached, on its way to the log. */
 typedef struct lc__block {

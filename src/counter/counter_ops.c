@@ -77,10 +77,11 @@ static int op_advance(lc_t *h, lc__counter *c, int64_t min_next, int64_t *out) {
                        at or above what the log shows taken */
     uint64_t v = 0;
     rc = lc__cache_get(&h->cache, c->key, c->klen, &v);
-    if (rc == LC__MISS) return lc__backup_behind(c->name, -1, c->proven);
+    if (rc == LC__MISS)
+      return lc__backup_behind(lc__counter_name(c), -1, c->proven);
     if (rc) return rc;
     if (v < (uint64_t)c->proven)
-      return lc__backup_behind(c->name, (int64_t)v, c->proven);
+      return lc__backup_behind(lc__counter_name(c), (int64_t)v, c->proven);
   }
   rc = lc__seg_drop(h, c, target); /* held values below min_next */
   if (!rc && target > c->floor) {

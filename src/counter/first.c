@@ -289,7 +289,7 @@ static void write_out(batch *bt) {
       lc__seg_block(h, x->c, &x->b, wb);
     else
       lc__counter_first_block(h, x->c, x->b.last, x->b.n, &x->b, wb);
-    LC__SEAM_BEFORE_COMMIT(x->c->name);
+    LC__SEAM_BEFORE_COMMIT(lc__counter_name(x->c));
     n++;
   }
   int rc = 0;

@@ -321,8 +321,9 @@ static void walk_next(walk *w, bool first) {
 static void walk_open(lc__log *l, const lc__counter *c, bool ledger,
                       int64_t from, walk *w) {
   w->ledger = ledger;
-  w->plen = ledger ? lc__key_ledger_prefix(w->key, c->name, c->nlen)
-                   : lc__key_record_prefix(w->key, c->name, c->nlen);
+  w->plen = ledger
+                ? lc__key_ledger_prefix(w->key, lc__counter_name(c), c->nlen)
+                : lc__key_record_prefix(w->key, lc__counter_name(c), c->nlen);
   lc__key_be64_put((unsigned char *)w->key + w->plen, (uint64_t)from);
   w->it = leveldb_create_iterator(l->db, l->read);
   leveldb_iter_seek(w->it, w->key, w->plen + 8);
@@ -390,13 +391,15 @@ void lc__ledger_batch_reason(leveldb_writebatch_t *b, const lc__counter *c,
                              const lc__gap *g, const char *reason) {
   size_t rlen = strlen(reason);
   if (rlen > LC_REASON_MAX) rlen = LC_REASON_MAX;
-  put_entry(b, c->name, c->nlen, g->first, g->last, g->cause, reason, rlen);
+  put_entry(b, lc__counter_name(c), c->nlen, g->first, g->last, g->cause,
+            reason, rlen);
 }
 
 void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
                       const lc__gap *g, int n) {
   for (int i = 0; i < n; i++)
-    put_entry(b, c->name, c->nlen, g[i].first, g[i].last, g[i].cause, "", 0);
+    put_entry(b, lc__counter_name(c), c->nlen, g[i].first, g[i].last,
+              g[i].cause, "", 0);
 }
 
 /* ---- at load: holes a crash left unexplained ---------------------------- */
@@ -421,7 +424,7 @@ static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi,
  * (verify reports it). */
 static void tail_holes(lc__log *l, lc__counter *c, int cause) {
   char prefix[LC_NAME_MAX + 10];
-  size_t plen = lc__key_record_prefix(prefix, c->name, c->nlen);
+  size_t plen = lc__key_record_prefix(prefix, lc__counter_name(c), c->nlen);
   leveldb_iterator_t *it = lc__log_seek_last(l, prefix, plen);
   lc_record newer, r;
   int64_t newest_us = 0;
@@ -448,7 +451,7 @@ static void tail_holes(lc__log *l, lc__counter *c, int cause) {
 static void explain_hole(lc__log *l, lc__counter *c, int64_t lo, int64_t hi,
                          int cause) {
   char key[LC_NAME_MAX + 10];
-  size_t plen = lc__key_ledger_prefix(key, c->name, c->nlen);
+  size_t plen = lc__key_ledger_prefix(key, lc__counter_name(c), c->nlen);
   lc__key_be64_put((unsigned char *)key + plen, (uint64_t)lo);
   leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->read);
   int64_t pos = lo;

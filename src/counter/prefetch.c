@@ -76,13 +76,13 @@ static int write_segment(lc_t *h, lc__counter *c, lc__block *b,
                          const lc__seg *closes, int nclose) {
   leveldb_writebatch_t *wb = leveldb_writebatch_create();
   lc__seg_block(h, c, b, wb);
-  LC__SEAM_BEFORE_COMMIT(c->name);
+  LC__SEAM_BEFORE_COMMIT(lc__counter_name(c));
   lc__seg_closes_batch(wb, c, closes, nclose);
   bool reconciles = c->pending; /* leader: nothing else writes it */
   if (reconciles) {
     if (b->last > c->reserved)
-      lc__log_batch_reservation(wb, c->name, c->nlen, b->last);
-    lc__backup_reconciled(wb, c->name, c->nlen, b->last);
+      lc__log_batch_reservation(wb, lc__counter_name(c), c->nlen, b->last);
+    lc__backup_reconciled(wb, lc__counter_name(c), c->nlen, b->last);
   }
   int rc = lc__log_sync(h, wb, LC__LAT_SEGMENT);
   leveldb_writebatch_destroy(wb);
@@ -108,7 +108,7 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   if (!rc) {
     b.n = lc__seg_size(h, c, need);
     if (b.n == 0 || b.n < need)
-      rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", c->name,
+      rc = lc__fail(LC_EOVERFLOW, "%s stands at %lld", lc__counter_name(c),
                     (long long)c->floor);
   }
   if (!rc) rc = lc__log_ok(&h->log); /* nothing taken from memcached */

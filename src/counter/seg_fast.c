@@ -83,12 +83,14 @@ static void close_window(lc__counter *c) {
     return;
   int64_t v = atomic_exchange_explicit(&c->fast_next, LC__FAST_CLOSED,
                                        memory_order_acq_rel);
-  if (v == LC__FAST_CLOSED || v == c->segs->fast_open)
-    return; /* nothing taken (open: a segment held, segs set) */
-  lc__seg *s = &c->segs->seg[0];
-  s->used = (uint64_t)(v - s->first);
+  if (v == LC__FAST_CLOSED) return;
+  lc__seg *s = &c->segs->seg[0]; /* open: a segment held, segs set */
+  if (v == s->first + (int64_t)s->used)
+    return; /* nothing taken: the window opened there (used changes only
+               under mu, with the window closed) */
+  s->used = (uint32_t)(v - s->first); /* <= the size: v <= its end + 1 */
   c->handed = v - 1;
-  if (s->first + (int64_t)s->used > s->end) lc__seg_finish_oldest(c);
+  if (s->used == s->size) lc__seg_finish_oldest(c);
 }
 
 void lc__counter_lock(lc__counter *c) {
@@ -104,16 +106,15 @@ void lc__counter_wait(lc__counter *c, pthread_cond_t *cv) {
 void lc__counter_unlock(lc__counter *c) {
   if (c->nseg > 0) {
     const lc__seg *s = &c->segs->seg[0];
-    int64_t next = s->first + (int64_t)s->used;
-    if (next <= s->end && s->end < LC__FAST_CLOSED) { /* the range's last
+    int64_t next = s->first + (int64_t)s->used, end = lc__seg_end(s);
+    if (next <= end && end < LC__FAST_CLOSED) { /* the range's last
         segment stays locked: its end + 1 would not fit, and
         LC_VALUE_MAX is the closed mark */
-      int64_t size = s->end - s->first + 1;
-      c->segs->fast_open = next;
+      int64_t size = (int64_t)s->size;
       atomic_store_explicit(&c->fast_limit,
                             c->fetching || c->nseg > 1
-                                ? s->end + 1
-                                : s->end - size / 2, /* below the half */
+                                ? end + 1
+                                : end - size / 2, /* below the half */
                             memory_order_relaxed);
       atomic_store_explicit(&c->fast_next, next, memory_order_release);
     }

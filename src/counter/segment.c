@@ -92,7 +92,7 @@ void lc__seg_finish_oldest(lc__counter *c) {
 }
 
 static uint64_t seg_size(const lc__seg *s) {
-  return (uint64_t)(s->end - s->first) + 1;
+  return s->size;
 }
 
 static uint64_t seg_left(const lc__seg *s) {
@@ -103,7 +103,7 @@ bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
   uint64_t have = 0;
   const lc__seg *v = c->nseg ? c->segs->seg : NULL;
   for (int k = 0; k < c->nseg && have < n; k++) {
-    if (k > 0 && v[k].first - 1 != v[k - 1].end) break;
+    if (k > 0 && v[k].first - 1 != lc__seg_end(&v[k - 1])) break;
     have += seg_left(&v[k]);
   }
   if (have < n) return false;
@@ -111,7 +111,7 @@ bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
   for (uint64_t left = n; left;) {
     lc__seg *s = &c->segs->seg[0];
     uint64_t t = seg_left(s) < left ? seg_left(s) : left;
-    s->used += t;
+    s->used += (uint32_t)t; /* t <= the size */
     left -= t;
     if (seg_left(s) == 0) lc__seg_finish_oldest(c);
   }
@@ -167,14 +167,16 @@ static uint64_t next_size(lc_t *h, lc__counter *c) {
 static void rewrite(leveldb_writebatch_t *b, const lc__counter *c,
                     const lc__seg *s, int64_t gap_to) {
   if (s->used < seg_size(s)) {
-    lc__log_batch_unrecord(b, c->name, c->nlen, s->end);
-    lc__gap g = {s->first + (int64_t)s->used, s->end < gap_to ? s->end : gap_to,
+    int64_t end = lc__seg_end(s);
+    lc__log_batch_unrecord(b, lc__counter_name(c), c->nlen, end);
+    lc__gap g = {s->first + (int64_t)s->used, end < gap_to ? end : gap_to,
                  LC_GAP_SEGMENT};
     if (g.first <= g.last) lc__ledger_batch(b, c, &g, 1);
   }
   if (s->used > 0)
-    lc__log_batch_record(b, c->name, c->nlen, s->first + (int64_t)(s->used - 1),
-                         LC_RECORD_SEGMENT, s->used, s->time_us);
+    lc__log_batch_record(b, lc__counter_name(c), c->nlen,
+                         s->first + (int64_t)(s->used - 1), LC_RECORD_SEGMENT,
+                         s->used, s->time_us);
 }
 
 /* ---- a fetch's pieces (prefetch.c, first.c) --------------------------- */
@@ -196,22 +198,23 @@ void lc__seg_block(lc_t *h, lc__counter *c, lc__block *b,
   lc__ledger_taken(c, b->last - (int64_t)(b->n - 1), b->last, b->last);
   b->ngaps = lc__ledger_take(&h->log, c, b->gaps);
   lc__counter_unlock(c);
-  lc__log_batch_record(wb, c->name, c->nlen, b->last, LC_RECORD_SEGMENT_OPEN,
-                       b->n, b->time_us);
+  lc__log_batch_record(wb, lc__counter_name(c), c->nlen, b->last,
+                       LC_RECORD_SEGMENT_OPEN, b->n, b->time_us);
   lc__ledger_batch(wb, c, b->gaps, b->ngaps);
 }
 
 void lc__seg_install(lc_t *h, lc__counter *c, const lc__block *b, int rc,
                      uint64_t n, int64_t *first) {
   lc__counter_lock(c);
-  lc__seg s = {b->last - (int64_t)(b->n - 1), b->last, b->time_us, 0};
+  /* b->n <= LC_BLOCK_MAX: a segment's size (lc__seg_size) */
+  lc__seg s = {b->last - (int64_t)(b->n - 1), b->time_us, (uint32_t)b->n, 0};
   if (!rc && segs(c) == NULL) { /* out of memory: not held; the n ids go
       out of it and the rest is finished (its record rewritten, or left
       open: safe) */
     LC__STAT(h, segments, 1);
     if (first) {
       *first = s.first;
-      s.used = n;
+      s.used = (uint32_t)n; /* n <= b->n */
       c->handed = s.first + (int64_t)(n - 1);
     }
     finish(c, &s);
@@ -278,7 +281,7 @@ int lc__seg_drop(lc_t *h, lc__counter *c, int64_t below) {
    * same synced write: after it no restore starts below below. */
   leveldb_writebatch_t *b = leveldb_writebatch_create();
   lc__seg_closes_batch(b, c, closes, nclose);
-  lc__log_batch_reservation(b, c->name, c->nlen, reserve);
+  lc__log_batch_reservation(b, lc__counter_name(c), c->nlen, reserve);
   int rc = lc__log_sync(h, b, LC__LAT_RESERVATION);
   leveldb_writebatch_destroy(b);
   if (rc) return rc;
@@ -306,7 +309,7 @@ int64_t lc__seg_close(lc__counter *c, leveldb_writebatch_t *b) {
   int64_t to = c->floor;
   for (int i = c->nclose - 1; i >= 0; i--) {
     const lc__seg *s = &c->rare->closes[i];
-    if (s->end != to) break;
+    if (lc__seg_end(s) != to) break;
     if (s->used > 0) { /* its last value that went out */
       to = s->first + (int64_t)(s->used - 1);
       break;
@@ -325,7 +328,7 @@ bool lc__seg_holds(lc__counter *c, int64_t value) {
   for (int i = 0; i < c->nseg + c->nclose && !held; i++) {
     const lc__seg *g =
         i < c->nseg ? &c->segs->seg[i] : &c->rare->closes[i - c->nseg];
-    held = value >= g->first + (int64_t)g->used && value <= g->end;
+    held = value >= g->first + (int64_t)g->used && value <= lc__seg_end(g);
   }
   lc__counter_unlock(c);
   return held;

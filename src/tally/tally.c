@@ -50,6 +50,7 @@
 #include "tally/tally.h"
 #include "handle.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +60,7 @@
 
 void lc__tally_table_init(lc__tallies *t) {
   memset(t, 0, sizeof *t);
+  lc__names_init(&t->names, offsetof(lc__tally, name));
   pthread_mutex_init(&t->mu, NULL);
   atomic_store(&t->window_s, 1);
 }
@@ -150,7 +152,6 @@ static int find_quiet(lc_t *h, const char *name, bool create,
     if (t) {
       memcpy(t->name, name, n + 1);
       t->nlen = n;
-      t->node.name = t->name;
       t->node.nlen = n;
     }
     if (t == NULL || !lc__names_add(&tb->names, &t->node)) {
