@@ -121,7 +121,7 @@ bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
 
 bool lc__seg_skip_break(lc__counter *c) {
   for (int k = 1; k < c->nseg; k++)
-    if (c->segs->seg[k].first - 1 != c->segs->seg[k - 1].end) {
+    if (c->segs->seg[k].first - 1 != lc__seg_end(&c->segs->seg[k - 1])) {
       while (k-- > 0) lc__seg_finish_oldest(c);
       return true;
     }
