@@ -46,7 +46,10 @@ struct lc {
   struct {                     /* prefetch.c: the prefetcher (prefetch on) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    lc__counter *head, *tail; /* counters waiting for a segment */
+    /* counters waiting for a segment: a ring of qcap, qlen from qhead
+     * (NULL: taken off by unqueue) */
+    lc__counter **q;
+    size_t qcap, qhead, qlen;
     bool started, stop;
     pthread_t thread;
   } pf;

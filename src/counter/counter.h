@@ -141,11 +141,13 @@ typedef struct lc__rare {
  * first fetch on, and freed when the counter holds no segment and none
  * is being fetched (lc__counter_unlock), so that a counter that never
  * takes a segment, or holds none any more, does not carry it.  Under the
- * counter's mu; qnext under the prefetcher's pf.mu (the counter queued
- * implies fetching, so segs stays while it is on the queue). */
+ * counter's mu.  With one segment, 40 bytes: a 48-byte malloc chunk. */
 typedef struct lc__segs {
-  int64_t sized_us, sized_handed; /* auto sizing: at the last fetch */
-  struct lc__counter *qnext;      /* the prefetcher's queue */
+  /* auto sizing, at the last fetch: the monotonic clock in ms and the low
+   * 32 bits of handed (what went out since: their difference, modulo
+   * 2^32; an auto segment is at most LC_PREFETCH_AUTO_MAX, and at most
+   * three are held, so far less goes out between two fetches) */
+  uint32_t sized_ms, sized_handed;
   uint32_t seg_size; /* the next segment's size (auto: adapts, at most
                         LC_PREFETCH_AUTO_MAX) */
   unsigned char cap; /* room in seg: one at first (most counters never

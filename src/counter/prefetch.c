@@ -28,23 +28,37 @@
 #include "handle.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
+/* pf.mu held: room for one more in the prefetcher's ring (false when out
+ * of memory). */
+static bool ring_room(lc_t *h) {
+  if (h->pf.qlen < h->pf.qcap) return true;
+  size_t cap = h->pf.qcap ? 2 * h->pf.qcap : 64;
+  lc__counter **q = malloc(sizeof *q * cap);
+  if (q == NULL) return false;
+  for (size_t i = 0; i < h->pf.qlen; i++) /* in order, from 0 */
+    q[i] = h->pf.q[(h->pf.qhead + i) % h->pf.qcap];
+  free(h->pf.q);
+  h->pf.q = q;
+  h->pf.qcap = cap;
+  h->pf.qhead = 0;
+  return true;
+}
+
 /* mu held: queues a background fetch once the last held segment is half
- * used. */
+ * used (out of memory: none; the caller that finds nothing held fetches
+ * itself). */
 static void schedule(lc_t *h, lc__counter *c) {
   if (c->fetching || !h->pf.started || !lc__seg_low(c)) return;
-  c->fetching = true;
   pthread_mutex_lock(&h->pf.mu);
-  c->queued = true;
-  c->segs->qnext = NULL; /* a take succeeded: segs set, and kept while
-                            fetching */
-  if (h->pf.tail)
-    h->pf.tail->segs->qnext = c;
-  else
-    h->pf.head = c;
-  h->pf.tail = c;
-  pthread_cond_signal(&h->pf.cv);
+  if (ring_room(h)) {
+    c->fetching = true;
+    c->queued = true;
+    h->pf.q[(h->pf.qhead + h->pf.qlen++) % h->pf.qcap] = c;
+    pthread_cond_signal(&h->pf.cv);
+  }
   pthread_mutex_unlock(&h->pf.mu);
 }
 
@@ -54,14 +68,11 @@ static void schedule(lc_t *h, lc__counter *c) {
 static bool unqueue(lc_t *h, lc__counter *c) {
   bool found = false;
   pthread_mutex_lock(&h->pf.mu);
-  if (c->queued) {
-    lc__counter **link = &h->pf.head, *prev = NULL;
-    while (*link != c) {
-      prev = *link;
-      link = &(*link)->segs->qnext;
+  if (c->queued) { /* its place stays, empty: the prefetcher skips it */
+    for (size_t i = 0; i < h->pf.qlen; i++) {
+      lc__counter **slot = &h->pf.q[(h->pf.qhead + i) % h->pf.qcap];
+      if (*slot == c) *slot = NULL;
     }
-    *link = c->segs->qnext;
-    if (h->pf.tail == c) h->pf.tail = prev;
     c->queued = false;
     found = true;
   }
@@ -167,11 +178,12 @@ static void *prefetcher(void *arg) {
   lc_t *h = arg;
   pthread_mutex_lock(&h->pf.mu);
   for (;;) {
-    while (!h->pf.head && !h->pf.stop) pthread_cond_wait(&h->pf.cv, &h->pf.mu);
+    while (!h->pf.qlen && !h->pf.stop) pthread_cond_wait(&h->pf.cv, &h->pf.mu);
     if (h->pf.stop) break;
-    lc__counter *c = h->pf.head;
-    h->pf.head = c->segs->qnext;
-    if (!h->pf.head) h->pf.tail = NULL;
+    lc__counter *c = h->pf.q[h->pf.qhead];
+    h->pf.qhead = (h->pf.qhead + 1) % h->pf.qcap;
+    h->pf.qlen--;
+    if (c == NULL) continue; /* taken off (unqueue) */
     c->queued = false;
     pthread_mutex_unlock(&h->pf.mu);
     /* A failure is left for the next caller that finds nothing held: it
@@ -210,5 +222,8 @@ void lc__prefetcher_stop(lc_t *h) {
   pthread_join(h->pf.thread, NULL);
   pthread_cond_destroy(&h->pf.cv);
   pthread_mutex_destroy(&h->pf.mu);
+  free(h->pf.q);
+  h->pf.q = NULL;
+  h->pf.qcap = h->pf.qhead = h->pf.qlen = 0;
   h->pf.started = false;
 }

@@ -139,15 +139,16 @@ bool lc__seg_low(const lc__counter *c) {
 static uint64_t next_size(lc_t *h, lc__counter *c) {
   if (h->opt.prefetch != LC_PREFETCH_AUTO)
     return h->opt.prefetch < LC_BLOCK_MAX ? h->opt.prefetch : LC_BLOCK_MAX;
-  int64_t now = lc__clock_mono_us();
+  uint32_t now_ms = (uint32_t)(lc__clock_mono_us() / 1000);
   lc__segs *g = segs(c); /* the state a fetch needs, from now on */
   if (g == NULL) return LC_PREFETCH_AUTO_MIN; /* out of memory: no history */
   if (g->seg_size == 0) {
     g->seg_size = LC_PREFETCH_AUTO_MIN;
   } else {
-    int64_t dt = now - g->sized_us;
-    if (dt < 1000) dt = 1000;
-    double rate = (double)(c->handed - g->sized_handed) * 1e6 / (double)dt;
+    uint32_t dt = now_ms - g->sized_ms; /* modulo 2^32 ms: 49 days */
+    if (dt < 1) dt = 1;
+    uint32_t went = (uint32_t)c->handed - g->sized_handed; /* modulo 2^32 */
+    double rate = (double)went * 1e3 / (double)dt;
     double lo = (double)g->seg_size / 2, hi = (double)g->seg_size * 16;
     double want = rate < lo ? lo : rate > hi ? hi : rate;
     if (want < (double)LC_PREFETCH_AUTO_MIN)
@@ -156,8 +157,8 @@ static uint64_t next_size(lc_t *h, lc__counter *c) {
       want = (double)LC_PREFETCH_AUTO_MAX;
     g->seg_size = (uint32_t)want; /* <= LC_PREFETCH_AUTO_MAX */
   }
-  g->sized_us = now;
-  g->sized_handed = c->handed;
+  g->sized_ms = now_ms;
+  g->sized_handed = (uint32_t)c->handed;
   return g->seg_size;
 }
 
