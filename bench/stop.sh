@@ -4,7 +4,8 @@
 # million counters").  For each run: a private memcached and a fresh log
 # on free 127.0.0.1 ports, N new names by "incr NAME 1" (8 connections
 # pipelined 200 deep, --idle-evict 0, the default prefetch), the daemon's
-# RssAnon growth per counter, SIGTERM timed to the exit (and its exit
+# RssAnon growth per counter (and how much of it is the log's LevelDB:
+# stats' log_memory_bytes), SIGTERM timed to the exit (and its exit
 # status), memcached flushed, a restart timed to "ready", and 2,000
 # sampled names asked once more: each must answer 2 (exactly last + 1).
 #
@@ -51,6 +52,10 @@ ts = [threading.Thread(target=run, args=(k,)) for k in range(conns)]
 sys.exit(1 if bad[0] else 0)
 PY
   r1=$(awk '/RssAnon/{print $2}' /proc/$pid/status)
+  lm=$(exec 3<>/dev/tcp/127.0.0.1/"$DP"; printf 'stats\r\n' >&3
+       while read -r -t 5 a b c <&3; do
+         [ "$b" = log_memory_bytes ] && echo "${c%$'\r'}"
+         [ "${a%$'\r'}" = END ] && break; done)
   t0=$(now); kill -TERM "$pid"; wait "$pid"; rc=$?; t1=$(now)
   took=$(grep -o 'closed in [0-9.]* s' "$W/log" | tail -1)
   flush
@@ -65,7 +70,8 @@ print(bad)
 PY
 )
   kill -TERM "$pid"; wait "$pid"
-  printf 'stop: run %d: RssAnon %d B a counter; SIGTERM to exit %s: %.2f s (%s); restart to ready %.3f s; sampled names not at last + 1: %s of 2000\n' \
-    "$r" $(( (r1 - r0) * 1024 / N )) "$rc" "$(echo "$t1 - $t0" | bc)" "$took" \
+  printf 'stop: run %d: RssAnon %d B a counter (of it the log'"'"'s LevelDB %d B, the rest %d B); SIGTERM to exit %s: %.2f s (%s); restart to ready %.3f s; sampled names not at last + 1: %s of 2000\n' \
+    "$r" $(( (r1 - r0) * 1024 / N )) $(( ${lm:-0} / N )) \
+    $(( ((r1 - r0) * 1024 - ${lm:-0}) / N )) "$rc" "$(echo "$t1 - $t0" | bc)" "$took" \
     "$(echo "$t3 - $t2" | bc)" "$badn"
 done

@@ -606,6 +606,12 @@ typedef struct lc_log_status {
 LC_EXTERN int lc_get_log_status(lc_t *h, lc_log_status *out);
 /* "ok", "failed", "recovering", "lost". */
 LC_EXTERN const char *lc_log_state_name(lc_log_state_t state);
+/* (0.10) What the log's LevelDB holds in memory, by its own estimate
+ * (leveldb.approximate-memory-usage: its memtables and block cache), in
+ * *bytes: the share of the process's memory that is not the counters'
+ * and tallies' (a local handle; LC_ELOG while the log is not OK).
+ * Thread-safe. */
+LC_EXTERN int lc_get_log_memory(lc_t *h, uint64_t *bytes);
 /* Reopens a failed log now, without waiting for the next retry: 0 when
  * the log is OK afterwards, else LC_ELOG with the reason.  Thread-safe. */
 LC_EXTERN int lc_log_recover(lc_t *h);

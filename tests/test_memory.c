@@ -8,6 +8,8 @@
  *    holds a segment or fetches one: none without prefetch, one after the
  *    first call with it, none once lc_advance dropped the segment, one
  *    again with the next call, and the values go on above;
+ *  - lc_get_log_memory (LevelDB's share, shown beside the counters'):
+ *    it grows with the records written;
  *  - two counters that share a lock stripe, each used at once by a thread
  *    taking values and two advancing it: each one's values increase and
  *    nothing hangs (a wake-up for one is spurious for the other).
@@ -79,6 +81,27 @@ static void test_segs_lifetime(void **state) {
   f->h = NULL;
 }
 
+/* lc_get_log_memory: LevelDB's memtable grows with the records written
+ * (what the bench shows beside a counter's bytes, as the log's share). */
+static void test_log_memory(void **state) {
+  fx_t *f = *state;
+  uint64_t before = 0, after = 0;
+  assert_ok(tu_open_prefetch(f->dir, 0, &f->h));
+  assert_rc(lc_get_log_memory(f->h, NULL), LC_EINVAL);
+  assert_ok(lc_get_log_memory(f->h, &before));
+  char name[32];
+  int64_t v = 0;
+  for (int i = 0; i < 2000; i++) {
+    snprintf(name, sizeof name, "lm%d", i);
+    assert_ok(lc_next(f->h, name, &v));
+  }
+  assert_ok(lc_get_log_memory(f->h, &after));
+  printf("log memory %llu -> %llu bytes\n", (unsigned long long)before,
+         (unsigned long long)after);
+  assert_true(after >= before + 2000 * 16); /* a record and a reservation
+                                               each, at least */
+}
+
 typedef struct user {
   pthread_t t;
   lc_t *h;
@@ -144,6 +167,8 @@ static void test_shared_stripe(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_state_size),
+      cmocka_unit_test_setup_teardown(test_log_memory, tu_setup_dir,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_segs_lifetime, tu_setup_dir,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_shared_stripe, tu_setup_dir,

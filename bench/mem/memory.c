@@ -24,8 +24,9 @@
  *
  * Prefetch is auto unless LOGCOUNTER_PREFETCH says otherwise (off|auto|N).
  * RSS is RssAnon from /proc/self/status (LevelDB maps its tables: those
- * pages are page cache, RssFile, and not counted).  Output lines are
- * "key value".
+ * pages are page cache, RssFile, and not counted); LevelDB's share of it
+ * (memtables and block cache: lc_get_log_memory) is printed beside it, so that the counters' own bytes can be told apart.
+ * Output lines are "key value".
  */
 #include "log/log.h" /* the records a plant writes, as the library does */
 #include "common.h"
@@ -206,6 +207,9 @@ static int run(const char *dir, long n, int threads, int64_t evict_ms) {
          (double)n / first, rss_kb(), (unsigned long long)st.counters,
          (unsigned long long)st.log_syncs, (unsigned long long)st.increments,
          (unsigned long long)st.restores);
+  uint64_t lv = 0;
+  if ((rc = lc_get_log_memory(h, &lv)) != 0) return die("lc_get_log_memory", rc);
+  printf("leveldb_kb_all_used %llu\n", (unsigned long long)(lv / 1024));
   heap_line("all_used");
   if (evict_ms > 0) {
     t0 = now_s();

@@ -21,6 +21,7 @@
 #include "handle.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -134,6 +135,19 @@ const char *lc_log_state_name(lc_log_state_t s) {
   case LC_LOG_LOST: return "lost";
   }
   return "unknown";
+}
+
+int lc_get_log_memory(lc_t *h, uint64_t *bytes) {
+  lc__detail_clear();
+  if (h == NULL || bytes == NULL) return lc__fail(LC_EINVAL, "NULL argument");
+  int rc = LC__LOCAL_ONLY(h);
+  if (rc || (rc = lc__log_enter(&h->log)) != 0) return rc;
+  char *v =
+      leveldb_property_value(h->log.db, "leveldb.approximate-memory-usage");
+  lc__log_leave(&h->log);
+  *bytes = v ? strtoull(v, NULL, 10) : 0;
+  leveldb_free(v);
+  return 0;
 }
 
 int lc_get_log_status(lc_t *h, lc_log_status *out) {

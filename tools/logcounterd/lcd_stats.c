@@ -350,6 +350,11 @@ static void put_library(lcd_server *s, emit *o) {
   count(o, "segment_waits", ls.segment_waits,
         "Calls that found no segment and waited.");
   gauge_u(o, "counters", ls.counters, "Counters the daemon keeps state for.");
+  uint64_t lm = 0;
+  if (lc_get_log_memory(s->lc, &lm) == 0)
+    gauge_u(o, "log_memory_bytes", lm,
+            "The log's LevelDB in memory (memtables, block cache), by its "
+            "estimate.");
   count(o, "evictions", ls.evictions,
         "Idle counters dropped from memory (--idle-evict).");
   count(o, "eviction_skips", ls.eviction_skips,
