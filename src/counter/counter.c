@@ -743,6 +743,13 @@ int lc__counter_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
   pthread_cond_init(&r.cv, NULL);
   lc__counter_lock(c);
   for (bool queued = false; !r.done;) {
+    if (r.taken) { /* in a batch, out of the queue: its leader answers it
+                    * (done), whatever the counter's claim meanwhile (a
+                    * release runs while a batch commits); woken early,
+                    * it only waits again */
+      lc__counter_wait(c, &r.cv);
+      continue;
+    }
     if (!c->claimed) {
       /* first use (floor and reservation, then the claim), or the counter
        * was released or refused while this call waited: claim again (a
