@@ -89,14 +89,15 @@ typedef struct lc__req lc__req;
  * value: the end may be LC_VALUE_MAX).  time_us: when its record was
  * written (kept when the record is rewritten).  24 bytes: the sizes in 32
  * bits, so that a counter holding one segment keeps its side structure
- * (lc__segs) in a 64-byte malloc chunk. */
+ * (lc__segs) in a 48-byte malloc chunk. */
 typedef struct lc__seg {
   int64_t first, time_us;
   uint32_t size, used;
 } lc__seg;
 _Static_assert(LC_BLOCK_MAX <= UINT32_MAX, "lc__seg.size holds a block");
 static inline int64_t lc__seg_end(const lc__seg *s) {
-  return s->first + (int64_t)s->size - 1;
+  return s->first + ((int64_t)s->size - 1); /* size >= 1; no overflow at
+                                               LC_VALUE_MAX */
 }
 
 #define LC__INFLIGHT 2 /* increments of one counter in flight at once */
