@@ -210,12 +210,9 @@ static void gap_causes(const ch_run *r, int c, const ch_gap *g, int64_t a,
   bool bad = false, any = false, blamed = true;
   for (int j = 1; j < CH_CAUSES; j++) {
     ch_gap w = *g; /* the window: from its entry if that came first */
-    int64_t lo = w.t_lo < w.t_hi ? w.t_lo : w.t_hi;
-    if (in[j] && t[j] < lo) {
-      if (w.t_lo == lo)
-        w.t_lo = t[j];
-      else
-        w.t_hi = t[j];
+    if (in[j] && t[j] < w.t_lo && t[j] < w.t_hi) {
+      if (w.t_lo > w.t_hi) w.t_hi = w.t_lo; /* the later ack stays the end */
+      w.t_lo = t[j];
     }
     any = any || in[j];
     blamed = blamed && (!in[j] || ch_gap_fits_blamed(r, c, &w, j));
