@@ -99,11 +99,16 @@ static uint64_t seg_left(const lc__seg *s) {
   return seg_size(s) - s->used;
 }
 
+/* Whether held segment k (> 0) goes on where segment k - 1 ends. */
+static bool follows(const lc__counter *c, int k) {
+  return c->segs->seg[k].first - 1 == lc__seg_end(&c->segs->seg[k - 1]);
+}
+
 bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
   uint64_t have = 0;
   const lc__seg *v = c->nseg ? c->segs->seg : NULL;
   for (int k = 0; k < c->nseg && have < n; k++) {
-    if (k > 0 && v[k].first - 1 != lc__seg_end(&v[k - 1])) break;
+    if (k > 0 && !follows(c, k)) break;
     have += seg_left(&v[k]);
   }
   if (have < n) return false;
@@ -121,7 +126,7 @@ bool lc__seg_take(lc__counter *c, uint64_t n, int64_t *first) {
 
 bool lc__seg_skip_break(lc__counter *c) {
   for (int k = 1; k < c->nseg; k++)
-    if (c->segs->seg[k].first - 1 != lc__seg_end(&c->segs->seg[k - 1])) {
+    if (!follows(c, k)) {
       while (k-- > 0) lc__seg_finish_oldest(c);
       return true;
     }
