@@ -102,12 +102,16 @@ $(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
-# The library a test links: the plain one, but for test_walkgrow, which
-# uses a seam (the library built with LC_TEST_SEAMS, as chaos does).
+# The library a test links: the plain one, but for test_walkgrow and
+# test_prefetch, which use a seam (the library built with LC_TEST_SEAMS,
+# as chaos does).
 TEST_LC = $(LIB_A)
 $(BUILD)/tests/test_walkgrow: TEST_LC = $(LIB_SEAM_A)
 $(BUILD)/tests/test_walkgrow: TEST_SRC_EXTRA = -DLC_TEST_SEAMS
 $(BUILD)/tests/test_walkgrow: $(LIB_SEAM_A)
+$(BUILD)/tests/test_prefetch: TEST_LC = $(LIB_SEAM_A)
+$(BUILD)/tests/test_prefetch: TEST_SRC_EXTRA = -DLC_TEST_SEAMS
+$(BUILD)/tests/test_prefetch: $(LIB_SEAM_A)
 
 # test_faults fails LevelDB writes on demand through -Wl,--wrap;
 # test_proto tests the daemon's request parser.

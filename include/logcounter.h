@@ -343,7 +343,8 @@ LC_EXTERN int lc_next_each(lc_t *h, lc_each *v, size_t count);
  * no longer than about one memcached round trip, because the counter is
  * already in use in this handle and, unless prefetch is on, durability is
  * not sync; 0 when it would first read the log or sync it (first use, a
- * sync handle, a remote handle, a bad name).  Never creates state and
+ * sync handle, a remote handle, a bad name; with prefetch, a counter whose
+ * held ids are used up, so that the call fetches or waits for a fetch).  Never creates state and
  * never fails; a restore after memcached lost the counter, or a
  * reservation refill, can still make a call slower than the hint says. */
 LC_EXTERN int lc_next_quick(lc_t *h, const char *name);

@@ -27,6 +27,8 @@
  *    before the break cannot serve goes on from the segment after it;
  *  - the end of the range: segments never run past LC_VALUE_MAX, then
  *    LC_EOVERFLOW;
+ *  - lc_next_quick: 0 once the held ids are used up and a fetch is under
+ *    way (held in the library's seam before its log write);
  *  - lc_prefetch_parse and the option's bounds.
  * A failed segment write is in test_faults.c.
  */
@@ -36,6 +38,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -435,6 +438,42 @@ static void test_jump_between_segments(void **state) {
   assert_i64_eq(tu_next1(f->h, "jb"), 1106);
 }
 
+/* ---- lc_next_quick while a fetch is under way -------------------------------- */
+
+extern void (*lc__test_before_commit)(const char *name);
+static atomic_int fetch_held, fetch_release;
+
+static void hold_fetch(const char *name) {
+  if (strcmp(name, "qf") != 0) return;
+  atomic_store(&fetch_held, 1);
+  for (int i = 0; i < 20000 && !atomic_load(&fetch_release); i++)
+    usleep(1000); /* at most 20 s: never forever */
+}
+
+/* The hint says 1 while ids are held, and 0 once they are used up and the
+ * next call would wait for the fetch under way (a synced write: an event
+ * loop must not make it; logcounterd's loops backed off for a second each
+ * time one did, with a standby's acknowledgement in it). */
+static void test_quick_fetch_under_way(void **state) {
+  fx_t *f = *state;
+  assert_ok(tu_open_prefetch(f->dir, 10, &f->h));
+  assert_i64_eq(tu_next1(f->h, "qf"), 1); /* holds 1..10 */
+  assert_int_equal(lc_next_quick(f->h, "qf"), 1);
+  atomic_store(&fetch_held, 0);
+  atomic_store(&fetch_release, 0);
+  lc__test_before_commit = hold_fetch;
+  for (int64_t v = 2; v <= 9; v++) assert_i64_eq(tu_next1(f->h, "qf"), v);
+  for (int i = 0; i < 2000 && !atomic_load(&fetch_held); i++) usleep(1000);
+  assert_true(atomic_load(&fetch_held)); /* the prefetcher's, held */
+  assert_int_equal(lc_next_quick(f->h, "qf"), 1); /* 10 is held */
+  assert_i64_eq(tu_next1(f->h, "qf"), 10);
+  assert_int_equal(lc_next_quick(f->h, "qf"), 0); /* nothing: the fetch */
+  atomic_store(&fetch_release, 1);
+  assert_i64_eq(tu_next1(f->h, "qf"), 11); /* waits for it */
+  lc__test_before_commit = NULL;
+  assert_int_equal(lc_next_quick(f->h, "qf"), 1);
+}
+
 /* ---- parsing ---------------------------------------------------------------- */
 
 static void test_parse(void **state) {
@@ -477,6 +516,7 @@ int main(void) {
       T(test_close_flush_exact_off),
       T(test_end_of_range),
       T(test_jump_between_segments),
+      T(test_quick_fetch_under_way),
       T(test_parse),
 #undef T
   };

@@ -55,13 +55,18 @@ static int next_quick(lc_t *h, const char *name) {
     lc__detail_clear();
     return 0;
   }
-  if (atomic_load_explicit(&c->fast_next, memory_order_relaxed) !=
-      LC__FAST_CLOSED)
-    return 1; /* ids in memory: no lock taken (it would close the window) */
+  int64_t next = atomic_load_explicit(&c->fast_next, memory_order_relaxed);
+  if (next != LC__FAST_CLOSED &&
+      next < atomic_load_explicit(&c->fast_limit, memory_order_relaxed))
+    return 1; /* ids in the window: no lock taken (it would close it) */
   lc__counter_lock(c);
   /* pending: a synced write; busy: an exclusive operation (a batched
-   * first use, first.c; a restore, raise or fetch), which ends in one */
-  int quick = c->claimed && !c->pending && !c->busy;
+   * first use, first.c; a restore, raise or fetch), which ends in one.
+   * With prefetch, a call that finds no segment held fetches one or waits
+   * for the fetch under way: a synced write too (with a required standby,
+   * its acknowledgement as well), which an event loop must not wait for */
+  int quick = c->claimed && !c->pending && !c->busy &&
+              (!h->opt.prefetch || c->nseg > 0);
   lc__counter_unlock(c);
   return quick;
 }
