@@ -112,7 +112,9 @@ extern "C" {
                     "mode with lc_options.user)")                         \
   X(EFENCED,   -28, "this node's leadership lease may have expired (it "   \
                     "could not renew it in time): it hands out nothing "   \
-                    "until it holds the lease again")
+                    "until it holds the lease again")                     \
+  X(EWOULDBLOCK, -29, "the call would wait for a synced log write "         \
+                      "(lc_try_next_n): nothing was handed out")
 /* clang-format on */
 
 typedef enum {
@@ -348,6 +350,15 @@ LC_EXTERN int lc_next_each(lc_t *h, lc_each *v, size_t count);
  * never fails; a restore after memcached lost the counter, or a
  * reservation refill, can still make a call slower than the hint says. */
 LC_EXTERN int lc_next_quick(lc_t *h, const char *name);
+/* lc_next_n for an event loop's own thread: the same call and promises,
+ * except that where lc_next_n would wait for a synced log write (a first
+ * use, a sync handle, a remote or standby handle, or with prefetch a
+ * segment to fetch or one being fetched) it returns LC_EWOULDBLOCK at
+ * once, handing out nothing and counting no error; the caller then makes
+ * the call where waiting is fine (logcounterd: a worker thread).  It may
+ * still take a memcached round trip. */
+LC_EXTERN int lc_try_next_n(lc_t *h, const char *name, uint64_t n,
+                            int64_t *first);
 /* The value the counter stands at: the next allocation returns a value
  * greater than it (equal to it plus one unless something fails or the
  * counter is restored after a crash).  0 for a counter never used.  Does

@@ -27,8 +27,9 @@
  *    before the break cannot serve goes on from the segment after it;
  *  - the end of the range: segments never run past LC_VALUE_MAX, then
  *    LC_EOVERFLOW;
- *  - lc_next_quick: 0 once the held ids are used up and a fetch is under
- *    way (held in the library's seam before its log write);
+ *  - lc_next_quick 0 and lc_try_next_n LC_EWOULDBLOCK once the held ids
+ *    cannot serve a call and a fetch is under way (held in the library's
+ *    seam before its log write);
  *  - lc_prefetch_parse and the option's bounds.
  * A failed segment write is in test_faults.c.
  */
@@ -438,7 +439,7 @@ static void test_jump_between_segments(void **state) {
   assert_i64_eq(tu_next1(f->h, "jb"), 1106);
 }
 
-/* ---- lc_next_quick while a fetch is under way -------------------------------- */
+/* ---- lc_next_quick and lc_try_next_n while a fetch is under way -------------- */
 
 extern void (*lc__test_before_commit)(const char *name);
 static atomic_int fetch_held, fetch_release;
@@ -453,7 +454,10 @@ static void hold_fetch(const char *name) {
 /* The hint says 1 while ids are held, and 0 once they are used up and the
  * next call would wait for the fetch under way (a synced write: an event
  * loop must not make it; logcounterd's loops backed off for a second each
- * time one did, with a standby's acknowledgement in it). */
+ * time one did, with a standby's acknowledgement in it).  lc_try_next_n
+ * hands out what is held and refuses at once (LC_EWOULDBLOCK, no error
+ * counted, nothing taken) what would wait: more than is held, or nothing
+ * held. */
 static void test_quick_fetch_under_way(void **state) {
   fx_t *f = *state;
   assert_ok(tu_open_prefetch(f->dir, 10, &f->h));
@@ -466,12 +470,25 @@ static void test_quick_fetch_under_way(void **state) {
   for (int i = 0; i < 2000 && !atomic_load(&fetch_held); i++) usleep(1000);
   assert_true(atomic_load(&fetch_held)); /* the prefetcher's, held */
   assert_int_equal(lc_next_quick(f->h, "qf"), 1); /* 10 is held */
-  assert_i64_eq(tu_next1(f->h, "qf"), 10);
+  int64_t first = 0;
+  lc_stats st;
+  assert_ok(lc_get_stats(f->h, &st));
+  uint64_t ids = st.ids, errors = st.errors;
+  assert_rc(lc_try_next_n(f->h, "qf", 2, &first), LC_EWOULDBLOCK);
+  assert_ok(lc_try_next_n(f->h, "qf", 1, &first)); /* the held one */
+  assert_i64_eq(first, 10);
   assert_int_equal(lc_next_quick(f->h, "qf"), 0); /* nothing: the fetch */
+  assert_rc(lc_try_next_n(f->h, "qf", 1, &first), LC_EWOULDBLOCK);
+  assert_ok(lc_get_stats(f->h, &st));
+  assert_int_equal(st.ids, ids + 1);     /* only 10 went out */
+  assert_int_equal(st.errors, errors);   /* a refusal to wait, no error */
+  assert_true(atomic_load(&fetch_held)); /* still under way */
   atomic_store(&fetch_release, 1);
   assert_i64_eq(tu_next1(f->h, "qf"), 11); /* waits for it */
   lc__test_before_commit = NULL;
   assert_int_equal(lc_next_quick(f->h, "qf"), 1);
+  assert_ok(lc_try_next_n(f->h, "qf", 3, &first));
+  assert_i64_eq(first, 12);
 }
 
 /* ---- parsing ---------------------------------------------------------------- */

@@ -446,8 +446,11 @@ void lc__ledger_batch(leveldb_writebatch_t *b, const lc__counter *c,
 int lc__ledger_void(lc_t *h, const char *name, int64_t value,
                     const char *reason, bool held);
 
-/* prefetch.c: lc_next_n for a handle with prefetch on. */
-int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first);
+/* prefetch.c: lc_next_n for a handle with prefetch on.  wait false
+ * (lc_try_next_n): LC_EWOULDBLOCK, nothing taken, where the call would
+ * fetch a segment or wait for the fetch under way. */
+int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, bool wait,
+                      int64_t *first);
 
 /* segment.c (a leaf: it calls nothing of counter.c's) */
 /* Leader, mu not held: if the next held value is <= below, gives up every

@@ -4,7 +4,8 @@
  * logcounterd (remote.c), to the held segments (prefetch.c), or to the
  * counter's queue of callers, whose leader increments memcached and
  * writes the log (counter.c).  lc_next_quick tells an event loop which
- * of them will not wait on the log.
+ * of them will not wait on the log, and lc_try_next_n makes the call
+ * only if it does not.
  */
 #include "counter/counter.h"
 #include "handle.h"
@@ -35,7 +36,8 @@ int lc__next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   if ((rc = lc__follow_primary_only(h)) != 0 ||
       (rc = lc__counter_lookup(h, name, &c)) != 0)
     return lc__next_count_call(h, rc, n);
-  if (h->opt.prefetch) return lc__next_count_call(h, lc__prefetch_next(h, c, n, first), n);
+  if (h->opt.prefetch)
+    return lc__next_count_call(h, lc__prefetch_next(h, c, n, true, first), n);
   return lc__next_count_call(h, lc__counter_next(h, c, n, first), n);
 }
 
@@ -78,6 +80,22 @@ int lc_next_quick(lc_t *h, const char *name) {
   int quick = next_quick(h, name);
   LC__GATE_OUT(h);
   return quick;
+}
+
+int lc_try_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
+  lc__detail_clear();
+  if (h == NULL || first == NULL)
+    return lc__fail(LC_EINVAL, "NULL handle or result pointer");
+  if (!lc_next_quick(h, name)) return LC_EWOULDBLOCK; /* or a bad name */
+  if (n == 0 || n > LC_BLOCK_MAX || !h->opt.prefetch)
+    return lc_next_n(h, name, n, first); /* or its error, at once */
+  LC__GATE_IN(h);
+  lc__counter *c;
+  int rc = lc__counter_lookup(h, name, &c);
+  if (!rc) rc = lc__prefetch_next(h, c, n, false, first);
+  if (rc != LC_EWOULDBLOCK) rc = lc__next_count_call(h, rc, n);
+  LC__GATE_OUT(h);
+  return rc;
 }
 
 int lc_next(lc_t *h, const char *name, int64_t *value) {

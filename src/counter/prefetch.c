@@ -139,7 +139,8 @@ static int fetch(lc_t *h, lc__counter *c, uint64_t need) {
   return rc;
 }
 
-int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
+int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, bool wait,
+                      int64_t *first) {
   int rc = 0;
   if ((rc = lc__log_ok(&h->log)) != 0) return rc; /* not even what is held */
   if (atomic_load(&c->refusal) && !atomic_load(&c->unknown))
@@ -157,6 +158,10 @@ int lc__prefetch_next(lc_t *h, lc__counter *c, uint64_t n, int64_t *first) {
      * or under the one just made) cannot serve n: give it up (a gap) and
      * take from what follows; a fetch holds at least n */
     if (lc__seg_skip_break(c)) continue;
+    if (!wait) {
+      rc = LC_EWOULDBLOCK; /* no detail: not a failure */
+      break;
+    }
     if (c->fetching && !unqueue(h, c)) { /* under way: wait for it */
       LC__STAT(h, segment_waits, 1);
       lc__counter_wait(c, LC__SEG_CV(c));

@@ -36,6 +36,8 @@ typedef struct lcd_counters {
   lcd_stat incr_calls;    /* lc_next_n calls for incr requests */
   lcd_stat jobs_inline;   /* jobs run on a loop thread */
   lcd_stat jobs_pooled;   /* jobs handed to the workers */
+  lcd_stat jobs_deferred; /* of those, tried on a loop first: they would
+                             have waited for a segment (lc_try_next_n) */
   lcd_stat loop_backoffs; /* times a slow call sent work to the pool */
   lcd_stat auth_cmds;     /* authentication handshakes ("set" before auth) */
   lcd_stat admin_relays;  /* connections turned admin relays (lcd_relay.c) */

@@ -49,6 +49,7 @@
 
 #include <event2/event.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -173,8 +174,11 @@ static int64_t now_us(void);
 
 /* Runs a chain of jobs (linked by next): several INCR jobs of one counter
  * share one lc_next_n, split in queue order; a GET job runs alone.  lat
- * (NULL: none): where the lc_next_n call's time is counted. */
-static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
+ * (NULL: none): where the lc_next_n call's time is counted.  on_loop (an
+ * event loop's thread): the INCR call is lc_try_next_n, and when it would
+ * wait for a synced log write the chain is left unanswered and false
+ * returned (the caller hands it to the workers); otherwise true. */
+static bool run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat, bool on_loop) {
   j->rc = 0;
   j->detail[0] = '\0';
   if (j->kind == LCD_JOB_INCR) {
@@ -183,7 +187,10 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
     int64_t first = 0;
     int64_t t0 = lat ? now_us() : 0;
     int rc = j->meta.has_init ? start_at(lc, j->names, j->meta.init) : 0;
-    if (!rc) rc = lc_next_n(lc, j->names, total, &first);
+    if (!rc)
+      rc = on_loop ? lc_try_next_n(lc, j->names, total, &first)
+                   : lc_next_n(lc, j->names, total, &first);
+    if (rc == LC_EWOULDBLOCK && on_loop) return false;
     if (lat) lcd_hist_record(lat, now_us() - t0);
     if (rc) keep_detail(j);
     if (rc == LC_ESTANDBY && !j->meta.has_init) /* --etcd: to the primary */
@@ -194,7 +201,7 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
       first += (int64_t)k->total;
       if (rc && k != j) memcpy(k->detail, j->detail, sizeof k->detail);
     }
-    return;
+    return true;
   }
   if (j->kind == LCD_JOB_MANY) {
     lc_each e[LCD_RUN_MAX];
@@ -210,11 +217,11 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
       j->trc[i] = e[i].rc;
       j->values[i] = e[i].first;
     }
-    return;
+    return true;
   }
   if (j->kind == LCD_JOB_TALLY) {
     run_tally(lc, j);
-    return;
+    return true;
   }
   if (j->stats_tally) {
     j->rc = lc_tally_get(lc, j->names, &j->tally_total, &j->tally_pending,
@@ -222,7 +229,7 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
     if (!j->rc)
       j->rc = lc_tally_lost(lc, j->names, &j->tally_lost_p, &j->tally_lost_m);
     if (j->rc) keep_detail(j);
-    return;
+    return true;
   }
   for (size_t i = 0; i < j->nkeys; i++) {
     const char *key = j->names + j->name_off[i];
@@ -241,9 +248,10 @@ static void run_jobs(lc_t *lc, lcd_job *j, lcd_hist *lat) {
     }
     if (j->rc) {
       keep_detail(j);
-      return;
+      return true;
     }
   }
+  return true;
 }
 
 /* Unlinks the INCR jobs of j's counter that fit in one block (or the
@@ -432,7 +440,7 @@ static void *worker(void *arg) {
     else if (n > 1)
       run_each(s->lc, chains, n, lat);
     else
-      run_jobs(s->lc, chains[0], lat);
+      run_jobs(s->lc, chains[0], lat, false);
     if (n > 1 || names) {
       atomic_fetch_add(&p->each_calls, 1);
       atomic_fetch_add(&p->each_chains, (uint64_t)(names ? names : (size_t)n));
@@ -579,7 +587,12 @@ static void submit_pending(lcd_loop *l) {
       continue;
     }
     int64_t t0 = now_us();
-    run_jobs(l->lc, j, lcd_metrics_alloc_hist(l->srv, l->index));
+    if (!run_jobs(l->lc, j, lcd_metrics_alloc_hist(l->srv, l->index), true)) {
+      jlist_add_chain(&slow, j); /* it would wait for a fetch */
+      l->st.jobs_deferred += slow.n;
+      to_workers(l, &slow);
+      continue;
+    }
     int64_t took = now_us() - t0;
     if ((uint64_t)took > l->stall_max_us) l->stall_max_us = (uint64_t)took;
     if (took > LCD_STALL_US) {

@@ -210,6 +210,8 @@ static const struct {
       "Times replies waited for the socket to take them (a client slow to read)."),
     F("jobs_inline", jobs_inline, "Jobs run on an event-loop thread."),
     F("jobs_pooled", jobs_pooled, "Jobs handed to the worker threads."),
+    F("jobs_deferred", jobs_deferred,
+      "Jobs tried on an event-loop thread and handed to the workers: they would have waited for a synced log write."),
     F("incr_calls", incr_calls, "lc_next_n calls made for incr requests."),
     F("loop_backoffs", loop_backoffs,
       "Times a slow library call sent a loop's work to the workers."),
