@@ -10,9 +10,9 @@
  *                           (their first uses batched: src/counter/first.c)
  *   new-counters daemon     "incr NAME 1" of a never-used name through the
  *                           logcounterd with coalescing (BENCH_DAEMON)
- *   new-counters daemon-pipe100
- *                           100 such lines pipelined per call on one
- *                           connection per thread, then their 100 answers
+ *   new-counters daemon-pipe100, daemon-pipe1000
+ *                           100 (1,000) such lines pipelined per call on
+ *                           one connection per thread, then their answers
  *
  * Names are "nc-" RUN "-" THREAD "-" I, with RUN different for every run
  * and thread state, so that no name is ever reused.  Each answer must be
@@ -33,6 +33,7 @@ typedef struct nc_priv {
 } nc_priv;
 
 #define NC_BATCH 100 /* names per call: each100, daemon-pipe100 */
+#define NC_DEEP 1000 /* daemon-pipe1000 */
 
 typedef struct nc_thread {
   memcached_st *mc; /* daemon mode */
@@ -110,14 +111,12 @@ static int64_t nc_each(void *shared, void *state, char *err, size_t n) {
   return NC_BATCH;
 }
 
-/* daemon-pipe100: NC_BATCH "incr NAME 1" lines in one write, then their
- * answers, each 1. */
-static int64_t nc_pipe(void *shared, void *state, char *err, size_t n) {
-  (void)shared;
-  nc_thread *t = state;
-  char req[NC_BATCH * 64];
+/* daemon-pipe100 and -pipe1000: depth "incr NAME 1" lines in one write,
+ * then their answers, each 1. */
+static int64_t nc_pipe(nc_thread *t, int depth, char *err, size_t n) {
+  static _Thread_local char req[NC_DEEP * 64];
   size_t len = 0;
-  for (int k = 0; k < NC_BATCH; k++) {
+  for (int k = 0; k < depth; k++) {
     char name[48];
     nc_name(t, name, sizeof name);
     len += (size_t)snprintf(req + len, sizeof req - len, "incr %s 1\r\n", name);
@@ -130,7 +129,7 @@ static int64_t nc_pipe(void *shared, void *state, char *err, size_t n) {
     }
     off += (size_t)w;
   }
-  for (int answers = 0; answers < NC_BATCH;) {
+  for (int answers = 0; answers < depth;) {
     char *eol = memchr(t->in, '\n', t->in_len);
     if (eol == NULL) {
       ssize_t r = t->in_len < sizeof t->in
@@ -153,7 +152,17 @@ static int64_t nc_pipe(void *shared, void *state, char *err, size_t n) {
     memmove(t->in, eol + 1, t->in_len - used);
     t->in_len -= used;
   }
-  return NC_BATCH;
+  return depth;
+}
+
+static int64_t nc_pipe100(void *shared, void *state, char *err, size_t n) {
+  (void)shared;
+  return nc_pipe(state, NC_BATCH, err, n);
+}
+
+static int64_t nc_pipe1000(void *shared, void *state, char *err, size_t n) {
+  (void)shared;
+  return nc_pipe(state, NC_DEEP, err, n);
 }
 
 static int64_t nc_op(void *shared, void *state, char *err, size_t n) {
@@ -197,7 +206,7 @@ int newcounters_cases_open(const bench_cfg *cfg, case_set *cs) {
   if (bench_fresh_dir(cfg, "new-counters", path, sizeof path) ||
       (p->h = bench_open(cfg, path, LC_DURABILITY_DEFAULT)) == NULL)
     return -1;
-  if (cs->n + 4 > BENCH_LINES_MAX) {
+  if (cs->n + 5 > BENCH_LINES_MAX) {
     fprintf(stderr, "bench: too many case lines\n");
     return -1;
   }
@@ -211,7 +220,9 @@ int newcounters_cases_open(const bench_cfg *cfg, case_set *cs) {
     cs->w[cs->n++] = (workload){"new-counters", "daemon", 1, p, nc_open_daemon,
                                 nc_close,       nc_op,    0, 0, 0, 0};
     cs->w[cs->n++] = (workload){"new-counters", "daemon-pipe100", NC_BATCH,
-                                p, nc_open_pipe, nc_close, nc_pipe, 0, 0, 0, 0};
+                                p, nc_open_pipe, nc_close, nc_pipe100, 0, 0, 0, 0};
+    cs->w[cs->n++] = (workload){"new-counters", "daemon-pipe1000", NC_DEEP,
+                                p, nc_open_pipe, nc_close, nc_pipe1000, 0, 0, 0, 0};
   }
   return 0;
 }
