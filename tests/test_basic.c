@@ -992,24 +992,25 @@ static void test_next_quick(void **state) {
 }
 
 /* lc_try_next_n without prefetch: LC_EWOULDBLOCK where lc_next_quick says
- * 0 (first use: nothing created, no error counted), else lc_next_n; its
- * own argument errors at once. */
+ * 0 (first use: nothing created, no error counted), else lc_next_n; bad
+ * arguments get lc_next_n's errors at once, not a refusal to wait. */
 static void test_try_next(void **state) {
   fx_t *f = *state;
   int64_t v = 0;
   assert_rc(lc_try_next_n(f->h, "tn", 1, &v), LC_EWOULDBLOCK);
-  assert_rc(lc_try_next_n(f->h, "bad name", 1, &v), LC_EWOULDBLOCK);
+  assert_rc(lc_try_next_n(f->h, "bad name", 1, &v), LC_ENAME);
+  assert_rc(lc_try_next_n(f->h, "tn", 0, &v), LC_ECOUNT);
   assert_rc(lc_try_next_n(NULL, "tn", 1, &v), LC_EINVAL);
   assert_rc(lc_try_next_n(f->h, "tn", 1, NULL), LC_EINVAL);
   assert_ok(lc_current(f->h, "tn", &v));
   assert_i64_eq(v, 0); /* nothing was created */
   lc_stats st;
   assert_ok(lc_get_stats(f->h, &st));
-  assert_int_equal(st.errors, 0); /* refusals to wait are no errors */
+  assert_int_equal(st.errors, 2); /* the name and the count, not the
+                                      refusal to wait */
   assert_i64_eq(tu_next1(f->h, "tn"), 1);
   assert_ok(lc_try_next_n(f->h, "tn", 5, &v));
   assert_i64_eq(v, 2);
-  assert_rc(lc_try_next_n(f->h, "tn", 0, &v), LC_ECOUNT);
   assert_i64_eq(tu_next1(f->h, "tn"), 7);
 }
 

@@ -86,9 +86,10 @@ int lc_try_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__detail_clear();
   if (h == NULL || first == NULL)
     return lc__fail(LC_EINVAL, "NULL handle or result pointer");
-  if (!lc_next_quick(h, name)) return LC_EWOULDBLOCK; /* or a bad name */
-  if (n == 0 || n > LC_BLOCK_MAX || !h->opt.prefetch)
-    return lc_next_n(h, name, n, first); /* or its error, at once */
+  if (n == 0 || n > LC_BLOCK_MAX || lc_check_name(name) != 0)
+    return lc_next_n(h, name, n, first); /* its error, at once */
+  if (!lc_next_quick(h, name)) return LC_EWOULDBLOCK;
+  if (!h->opt.prefetch) return lc_next_n(h, name, n, first);
   LC__GATE_IN(h);
   lc__counter *c;
   int rc = lc__counter_lookup(h, name, &c);
