@@ -30,6 +30,8 @@
 #      sync nor new names (required mode)
 #   7. the standby's data port: incr/decr SERVER_ERROR ESTANDBY, get and
 #      stats work; the primary's stats say replication_standby sync
+#   9. a call waiting for a segment fetch (the standby frozen) goes to a
+#      worker: the loop answers another counter meanwhile (lw)
 #   clients: logcounter --server A,B (the library's remote mode on two
 #      daemons) reaches the primary past the standby, and the promoted
 #      standby past the dead primary (in 1)
@@ -41,7 +43,7 @@
 # asserted.  LC_TEST_SCALE divides the id counts each phase waits for;
 # LC_TEST_KEEP=1 keeps the temporary directory (daemon logs, id files);
 # LC_STANDBY_ONLY="cp cr" runs only the scenarios named (h1 h2 h3 pt pp st
-# sr cp cr cf sc id it tl).  Ends with "standby: N passed, M failed".
+# sr cp cr cf sc id it tl lw).  Ends with "standby: N passed, M failed".
 # shellcheck disable=SC2034,SC2317
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -775,6 +777,48 @@ tls_scenario() {
   down_all
 }
 want tl && tls_scenario
+
+# A loop never waits for a segment's fetch (lw): one loop (--threads 1),
+# segments of 10, a required standby.  Counter b holds ids.  The standby
+# frozen, counter a's next segment is fetched in the background and its
+# synced write waits for the standby's acknowledgement; with one id of a
+# left, "incr lw-a 5" must wait for that fetch: the loop hands it to a
+# worker (jobs_deferred), so "incr lw-b 1" on another connection of the
+# same loop is answered at once, before it (a loop that made the call
+# itself would answer neither until the standby came back).
+loopwait_scenario() {
+  local tag=lw R i; R=$(free_port) || { setup_fail "$tag: a port"; return; }
+  echo "# --- $tag: a call waiting for a fetch does not hold its loop"
+  lcd p "$tag-p" --threads 1 --prefetch 10 --replication-listen "127.0.0.1:$R" \
+    --standby-mode required --standby-timeout 60s ||
+    { setup_fail "$tag: the primary starts"; return; }
+  lcd s "$tag-s" --standby-of "127.0.0.1:$R" || { setup_fail "$tag: the standby starts"; down_all; return; }
+  synced_or_show 10 || { setup_fail "$tag: the standby in sync"; down_all; return; }
+  ask p "incr lw-b 1"; ask p "incr lw-a 1"   # each holds 1..10
+  check "$tag: both counters started ($REPLY_LINE)" test "$REPLY_LINE" = 1
+  kill -STOP "${PID[s]}"
+  for i in 2 3 4 5 6 7 8 9; do ask p "incr lw-a 1"; done  # the next fetch starts
+  check "$tag: a's ids 2..9 from its held segment ($REPLY_LINE)" test "$REPLY_LINE" = 9
+  local before; before=$(stat_of p jobs_deferred)
+  exec 5<>"/dev/tcp/127.0.0.1/${PORT[p]}" && exec 7<>"/dev/tcp/127.0.0.1/${PORT[p]}" ||
+    { setup_fail "$tag: two connections"; kill -CONT "${PID[s]}"; down_all; return; }
+  printf 'incr lw-a 5\r\n' >&5
+  sleep 0.3
+  printf 'incr lw-b 1\r\n' >&7
+  local b="" a=""
+  IFS= read -r -t 10 b <&7; b=${b%$'\r'}
+  IFS= read -r -t 0.5 a <&5
+  check "$tag: b answered on the same loop while a waits for its fetch ($b)" \
+    eval '[ "$b" = 2 ] && [ -z "$a" ]'
+  check "$tag: a's call went to a worker (jobs_deferred $before -> $(stat_of p jobs_deferred))" \
+    eval '[ "$(stat_of p jobs_deferred)" -gt "${before:-0}" ]'
+  kill -CONT "${PID[s]}"
+  IFS= read -r -t 20 a <&5; a=${a%$'\r'}
+  check "$tag: a answered once the standby acknowledged ($a: ids 10..14)" test "$a" = 14
+  exec 5>&- 7>&-
+  down_all
+}
+want lw && loopwait_scenario
 
 want cp && catchup preferred cp kill
 want cr && catchup required cr kill
