@@ -346,9 +346,11 @@ LC_EXTERN int lc_next_each(lc_t *h, lc_each *v, size_t count);
  * already in use in this handle and, unless prefetch is on, durability is
  * not sync; 0 when it would first read the log or sync it (first use, a
  * sync handle, a remote handle, a bad name; with prefetch, a counter whose
- * held ids are used up, so that the call fetches or waits for a fetch).  Never creates state and
- * never fails; a restore after memcached lost the counter, or a
- * reservation refill, can still make a call slower than the hint says. */
+ * held ids are used up, so that the call fetches or waits for a fetch).
+ * Never creates state and never fails; a restore after memcached lost the
+ * counter, a reservation refill, or (with prefetch) a call for more ids
+ * than are held can still make a call slower than the hint says:
+ * lc_try_next_n refuses those. */
 LC_EXTERN int lc_next_quick(lc_t *h, const char *name);
 /* lc_next_n for an event loop's own thread: the same call and promises,
  * except that where lc_next_n would wait for a synced log write (a first
