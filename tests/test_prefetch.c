@@ -30,6 +30,8 @@
  *  - lc_next_quick 0 and lc_try_next_n LC_EWOULDBLOCK once the held ids
  *    cannot serve a call and a fetch is under way (held in the library's
  *    seam before its log write);
+ *  - a passed lease deadline: nothing held goes out (lc_next_n,
+ *    lc_try_next_n);
  *  - lc_prefetch_parse and the option's bounds.
  * A failed segment write is in test_faults.c.
  */
@@ -491,6 +493,26 @@ static void test_quick_fetch_under_way(void **state) {
   assert_i64_eq(first, 12);
 }
 
+/* ---- fenced -------------------------------------------------------------------- */
+
+/* A lease deadline passed fences the handle: nothing held goes out any
+ * more, by lc_next_n or by lc_try_next_n (an event loop's way in, which
+ * once skipped the check: ids went out past the lease in the cluster
+ * suite); a later deadline ends it. */
+static void test_fenced_held(void **state) {
+  fx_t *f = *state;
+  assert_ok(tu_open_prefetch(f->dir, 100, &f->h));
+  assert_i64_eq(tu_next1(f->h, "fe"), 1); /* holds 1..100 */
+  assert_int_equal(lc_next_quick(f->h, "fe"), 1);
+  assert_ok(lc_set_lease_deadline(f->h, lc_monotonic_us() - 1));
+  int64_t first = 0;
+  assert_rc(lc_next_n(f->h, "fe", 1, &first), LC_EFENCED);
+  assert_rc(lc_try_next_n(f->h, "fe", 1, &first), LC_EFENCED);
+  assert_ok(lc_set_lease_deadline(f->h, lc_monotonic_us() + 60000000));
+  assert_ok(lc_try_next_n(f->h, "fe", 1, &first));
+  assert_i64_eq(first, 2);
+}
+
 /* ---- parsing ---------------------------------------------------------------- */
 
 static void test_parse(void **state) {
@@ -534,6 +556,7 @@ int main(void) {
       T(test_end_of_range),
       T(test_jump_between_segments),
       T(test_quick_fetch_under_way),
+      T(test_fenced_held),
       T(test_parse),
 #undef T
   };

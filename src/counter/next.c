@@ -21,7 +21,11 @@ int lc__next_count_call(lc_t *h, int rc, uint64_t n) {
   return rc;
 }
 
-int lc__next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
+/* lc__next_n; wait false (lc_try_next_n): LC_EWOULDBLOCK, not counted,
+ * where the held segments cannot serve the call (prefetch only: the
+ * caller has asked lc_next_quick for the rest). */
+static int next_n(lc_t *h, const char *name, uint64_t n, bool wait,
+                  int64_t *first) {
   if (n == 0 || n > LC_BLOCK_MAX)
     return lc__next_count_call(
         h, lc__fail(LC_ECOUNT, "count %llu", (unsigned long long)n), n);
@@ -33,12 +37,16 @@ int lc__next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
     return lc__next_count_call(h, rc, n);
   }
   lc__counter *c;
-  if ((rc = lc__follow_primary_only(h)) != 0 ||
+  if ((rc = lc__follow_primary_only(h)) != 0 || /* fenced, or a standby */
       (rc = lc__counter_lookup(h, name, &c)) != 0)
     return lc__next_count_call(h, rc, n);
-  if (h->opt.prefetch)
-    return lc__next_count_call(h, lc__prefetch_next(h, c, n, true, first), n);
-  return lc__next_count_call(h, lc__counter_next(h, c, n, first), n);
+  rc = h->opt.prefetch ? lc__prefetch_next(h, c, n, wait, first)
+                       : lc__counter_next(h, c, n, first);
+  return rc == LC_EWOULDBLOCK ? rc : lc__next_count_call(h, rc, n);
+}
+
+int lc__next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
+  return next_n(h, name, n, true, first);
 }
 
 int lc_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
@@ -86,15 +94,11 @@ int lc_try_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__detail_clear();
   if (h == NULL || first == NULL)
     return lc__fail(LC_EINVAL, "NULL handle or result pointer");
-  if (n == 0 || n > LC_BLOCK_MAX || lc_check_name(name) != 0)
-    return lc_next_n(h, name, n, first); /* its error, at once */
-  if (!lc_next_quick(h, name)) return LC_EWOULDBLOCK;
-  if (!h->opt.prefetch) return lc_next_n(h, name, n, first);
+  if (n != 0 && n <= LC_BLOCK_MAX && lc_check_name(name) == 0 &&
+      !lc_next_quick(h, name))
+    return LC_EWOULDBLOCK; /* bad arguments: their error, below */
   LC__GATE_IN(h);
-  lc__counter *c;
-  int rc = lc__counter_lookup(h, name, &c);
-  if (!rc) rc = lc__prefetch_next(h, c, n, false, first);
-  if (rc != LC_EWOULDBLOCK) rc = lc__next_count_call(h, rc, n);
+  int rc = next_n(h, name, n, false, first);
   LC__GATE_OUT(h);
   return rc;
 }
