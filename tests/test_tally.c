@@ -4,7 +4,8 @@
  * the separate namespace from serial counters), exact totals after 8
  * threads of mixed-sign changes with two flusher threads, a process that
  * adds and flushes SIGKILLed at random moments, memcached losing pending
- * changes (flush_all, restart, a lowered sum, a sum set back twice), and
+ * changes (flush_all, restart, a lowered sum, a sum set back twice, a
+ * sum from before a loss brought back: the amount lost goes down), and
  * the amounts lost measured (lc_tally_lost: a sum set back between the
  * applied one and what was acknowledged, a loss while no handle ran, found
  * through the carry written at lc_close or by a flush memcached failed in
@@ -718,6 +719,63 @@ static void test_rewind_twice(void **state) {
   assert_string_equal(now, "117");
 }
 
+/* memcached set back to a sum read before a loss (a warm restart from an
+ * older memory file, the chaos harness's memcached-rewind "back N"): the
+ * sum holds changes already measured as lost, above the baseline the loss
+ * re-seeded.  A flush applies them, so they were not lost after all: the
+ * amount lost goes down by what comes back (else total + lost exceeds
+ * what was added: 150 + 50 for 151 added).  Only what lies above
+ * everything the handle accepted counts as brought back, and never more
+ * than was recorded lost. */
+static void test_rewind_before_loss(void **state) {
+  fx_t *f = *state;
+  char old[32];
+  uint64_t losses = 9, lm = 9;
+  assert_ok(lc_tally_add(f->h, "b", 100));
+  flush_all(f->h);
+  assert_ok(lc_tally_add(f->h, "b", 50)); /* memcached: 150, applied 100 */
+  assert_int_equal(mcd_get(&mc, "lt+:b", old, sizeof old), 1);
+  assert_string_equal(old, "150");
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(lc_tally_add(f->h, "b", 1)); /* the loss found, re-seeded */
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 101);
+  assert_i64_eq(losses, 1);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 50);
+  /* back to 150: 49 above the applied 101, nothing of it this handle's
+   * (nothing pending) */
+  assert_ok(mcd_set(&mc, "lt+:b", old));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 150);
+  assert_i64_eq(losses, 1);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1); /* 151 added, 150 held */
+  assert_i64_eq(lm, 0);
+  flush_all(f->h); /* given back once */
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1);
+  reopen(f); /* and recorded */
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 150);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1);
+  /* changes pending when the old sum comes back are in it or lost with
+   * what it overwrote: 7 made on 150, then the sum set back to 150 */
+  assert_ok(lc_tally_add(f->h, "b", 7));
+  assert_ok(mcd_set(&mc, "lt+:b", old));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 150);
+  assert_i64_eq(losses, 2);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1 + 7);
+  /* a sum far above anything lost (a stray set): applied as memcached
+   * holds it, and the amount lost goes down to 0, no further */
+  assert_ok(mcd_set(&mc, "lt+:b", "1000"));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 1000);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 0);
+  assert_i64_eq(losses, 2);
+  assert_ok(lc_tally_add(f->h, "b", 3)); /* later changes count exactly */
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 1003);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 0);
+}
+
 /* A process acknowledges changes, its flush fails (memcached frozen), and
  * it is SIGKILLed; memcached then loses the sums.  The failed flush wrote
  * the carry (what was acknowledged), so the next handle measures the loss
@@ -970,6 +1028,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_twice, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_rewind_before_loss, tu_setup,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_between, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_carry_at_failed_flush, tu_setup,
