@@ -9,7 +9,8 @@
  * the amounts lost measured (lc_tally_lost: a sum set back between the
  * applied one and what was acknowledged, a loss while no handle ran, found
  * through the carry written at lc_close or by a flush memcached failed in
- * a process then killed), one log write per tally per window, and
+ * a process then killed), a flush's multi-get meeting a connection a
+ * server closed (no loss), one log write per tally per window, and
  * lc_tally_list against a brute-force computation.
  *
  * LC_TEST_SCALE=N divides the big counts by N.
@@ -776,6 +777,62 @@ static void test_rewind_before_loss(void **state) {
   assert_i64_eq(lost_of(f->h, "b", &lm), 0);
 }
 
+/* Two servers, the first closing idle connections (memcached -o
+ * idle_timeout): a flush's multi-get then finds the first server's
+ * connection closed, and libmemcached (1.1) ends the fetch with NOT FOUND
+ * once the second has answered, as if the first server's keys were
+ * missing.  They are not: nothing may be measured as lost, nor counted as
+ * a loss (the flush took the key for a vanished sum, counted its 5
+ * pending as lost, and found it again when its add said EXISTS). */
+static void test_mget_closed_server(void **state) {
+  fx_t *f = *state;
+  static const char *const idle[] = {"-o", "idle_timeout=1", NULL};
+  mcd_t a = {0}, b = {0};
+  assert_int_equal(mcd_start_with(&a, idle), 0);
+  assert_int_equal(mcd_start(&b), 0);
+  char config[160], path[TU_PATH_MAX];
+  snprintf(config, sizeof config, "%s %s", a.config, b.config);
+  lc_options o;
+  tu_options(&o, &a, f->dir, path);
+  o.memcached = config;
+  lc_t *h = NULL;
+  assert_ok(lc_open(&o, &h));
+  /* a tally of each server's, by where its sum landed */
+  char on_a[16] = "", on_b[16] = "", name[16], v[32];
+  for (int i = 0; i < 64 && (!on_a[0] || !on_b[0]); i++) {
+    snprintf(name, sizeof name, "m%d", i);
+    assert_ok(lc_tally_add(h, name, 1));
+    char key[24];
+    snprintf(key, sizeof key, "lt+:%s", name);
+    if (!on_a[0] && mcd_get(&a, key, v, sizeof v) == 1) strcpy(on_a, name);
+    if (!on_b[0] && mcd_get(&b, key, v, sizeof v) == 1) strcpy(on_b, name);
+  }
+  assert_true(on_a[0] && on_b[0]);
+  flush_all(h);
+  assert_ok(lc_tally_add(h, on_a, 5));
+  assert_ok(lc_tally_add(h, on_b, 3));
+  /* the first server closes the pooled connections (its idle check runs
+   * every few seconds) */
+  long kicks = mcd_stat(&a, "idle_kicks");
+  for (int i = 0; i < 100 && mcd_stat(&a, "idle_kicks") == kicks; i++)
+    usleep(100000);
+  assert_true(mcd_stat(&a, "idle_kicks") > kicks);
+  usleep(300000);
+  flush_all(h);
+  uint64_t losses = 9, lm = 9;
+  assert_i64_eq(total_of(h, on_a, NULL, &losses), 6);
+  assert_i64_eq(losses, 0);
+  assert_i64_eq(lost_of(h, on_a, &lm), 0);
+  assert_i64_eq(total_of(h, on_b, NULL, &losses), 4);
+  lc_stats s;
+  assert_ok(lc_get_stats(h, &s));
+  assert_i64_eq(s.tally_losses, 0);
+  assert_i64_eq(s.tally_lost_amount, 0);
+  lc_close(h);
+  mcd_stop(&a);
+  mcd_stop(&b);
+}
+
 /* A process acknowledges changes, its flush fails (memcached frozen), and
  * it is SIGKILLed; memcached then loses the sums.  The failed flush wrote
  * the carry (what was acknowledged), so the next handle measures the loss
@@ -1029,6 +1086,8 @@ int main(void) {
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_twice, tu_setup, tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_before_loss, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_mget_closed_server, tu_setup_dir,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_between, tu_setup,
                                       tu_teardown),
