@@ -130,9 +130,9 @@ $(BUILD)/tests/test_powercut: TEST_SRC_EXTRA = -DLC_TEST_SEAMS -Ichaos chaos/pow
 $(BUILD)/tests/test_powercut: TEST_LC = $(LIB_SEAM_A)
 $(BUILD)/tests/test_powercut: chaos/powercut.c chaos/cut.c chaos/chaos.h $(LIB_SEAM_A)
 # test_chaos_fit links the chaos checker's ledger fit and per-gap cause
-# check (ledger_report.c, ledger.c).
-$(BUILD)/tests/test_chaos_fit: TEST_SRC_EXTRA = -Ichaos chaos/ledger_report.c chaos/ledger.c
-$(BUILD)/tests/test_chaos_fit: chaos/ledger_report.c chaos/ledger.c chaos/chaos.h
+# check (ledger_report.c, ledger.c), and its tally kill window (tallywin.c).
+$(BUILD)/tests/test_chaos_fit: TEST_SRC_EXTRA = -Ichaos chaos/ledger_report.c chaos/ledger.c chaos/tallywin.c
+$(BUILD)/tests/test_chaos_fit: chaos/ledger_report.c chaos/ledger.c chaos/tallywin.c chaos/chaos.h
 $(BUILD)/tests/test_proto: TEST_SRC_EXTRA = -Itools/logcounterd tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c
 $(BUILD)/tests/test_proto: tools/logcounterd/lcd_proto.c tools/logcounterd/lcd_meta.c tools/logcounterd/lcd_proto.h tools/logcounterd/lcd_job.h
 # test_binary tests the daemon's binary-protocol parser.

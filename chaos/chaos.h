@@ -198,6 +198,10 @@ typedef struct ch_fault {
    * end_ns comes after the restart, and the new owner may have handed out
    * ids above its reservation by then); 0 for the other kinds */
   int64_t stop_ns;
+  /* owner-kill, power-cut: when the new owner was started (what clients
+   * record as acknowledged before it, the killed owner answered); 0 for
+   * the other kinds */
+  int64_t restart_ns;
 } ch_fault;
 
 typedef struct ch_run {
@@ -367,6 +371,9 @@ void ch_heal(ch_run *r);
 /* check.c: reads every record and prints the report; 0 when valid. */
 int ch_check(ch_run *r, int64_t elapsed_ns);
 int ch_owner_of(int obj); /* T_EMB or T_LCD */
+/* tallywin.c: may a change of owner's tallies acknowledged at t have been
+ * lost unmeasured by a kill of owner (after the owner's last record)? */
+bool ch_tally_before_kill(const ch_run *r, int owner, int64_t t);
 /* One acknowledged block, as the checker sees it. */
 typedef struct ch_blk {
   int64_t first, last, t_ns, t0_ns;

@@ -25,9 +25,10 @@
  *    library recorded as lost (lc_tally_lost, P14).  All deltas are
  *    positive, so A - L - K <= T + P <= A - L + U: every shortfall is
  *    measured, to within the changes nobody knows the fate of.  K: the
- *    changes acknowledged shortly (KILL_WINDOW_NS) before a kill of the
- *    tally's owner (owner-kill, power-cut, primary-loss, partition, and
- *    the --cluster faults that stop the primary): a
+ *    changes acknowledged shortly before a kill of the tally's owner
+ *    (owner-kill, power-cut, primary-loss, partition, and the --cluster
+ *    faults that stop the primary; the window, up to the new owner's
+ *    start and back over the owner's log faults, in tallywin.c): a
  *    killed owner's acknowledgements since its last record write (the
  *    carry) cannot be measured by the next one if memcached loses them
  *    meanwhile; every other loss must be in L;
@@ -60,30 +61,6 @@ typedef struct tally_sum {
   int64_t before_kill; /* acknowledged within KILL_WINDOW_NS before a kill
                           of the tally's owner */
 } tally_sum;
-
-/* How long before a kill of its owner a tally change may have been
- * acknowledged and still be missing from the owner's last record write:
- * the embedded worker sweeps every 100 ms; logcounterd flushes a tally
- * once its window (1 s) and margin (1.25 s) have passed, checked every
- * --flush-interval (1 s): 3.25 s, and 0.75 s for the flush itself on a
- * loaded machine. */
-static int64_t kill_window_ns(int owner) {
-  return owner == T_EMB ? 1000000000LL : 4000000000LL;
-}
-
-/* Was a change of owner's, acknowledged at t, acknowledged within the
- * window before a kill of owner? */
-static bool before_kill(const ch_run *r, int owner, int64_t t) {
-  for (size_t i = 0; i < r->nfaults; i++) {
-    const ch_fault *f = &r->faults[i];
-    if (f->missed || f->target != owner ||
-        (f->kind != F_OWNER_KILL && f->kind != F_POWER_CUT &&
-         !ch_kind_stops_primary(f->kind)))
-      continue;
-    if (f->t_ns >= t && f->t_ns - t <= kill_window_ns(owner)) return true;
-  }
-  return false;
-}
 
 static int cmp_blk(const void *a, const void *b) {
   const ch_blk *x = a, *y = b;
@@ -138,8 +115,8 @@ static uint64_t load(ch_run *run, const char *path, series *s,
         ts[r->obj].tried += r->value;
       if (r->kind == REC_TALLY_ACK && r->obj < CH_TALLIES) {
         ts[r->obj].acked += r->value;
-        if (before_kill(run, r->obj < CH_EMB_TALLIES ? T_EMB : T_LCD,
-                        r->t_ns))
+        if (ch_tally_before_kill(run, r->obj < CH_EMB_TALLIES ? T_EMB : T_LCD,
+                                 r->t_ns))
           ts[r->obj].before_kill += r->value;
       }
       if (r->kind == REC_FAIL && r->obj < CH_COUNTERS) {

@@ -408,6 +408,7 @@ static void power_cut(ch_run *r, ch_fault *f) {
   if (r->verbose) fprintf(stderr, "chaos: power cut %s: %s\n", who, summary);
   flush_all(r, -1); /* memcached wiped too */
   ch_sleep_ms(f->arg_ms);
+  f->restart_ns = ch_now_ns();
   start_owner(r, f->target);
 }
 
@@ -542,6 +543,7 @@ int ch_inject(ch_run *r, ch_fault *f) {
   case F_OWNER_KILL:
     kill_owner(r, f->target);
     ch_sleep_ms(f->arg_ms);
+    f->restart_ns = ch_now_ns();
     start_owner(r, f->target);
     break;
   case F_PAUSE: pause_before_log(r, f); break;

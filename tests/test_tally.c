@@ -4,11 +4,13 @@
  * the separate namespace from serial counters), exact totals after 8
  * threads of mixed-sign changes with two flusher threads, a process that
  * adds and flushes SIGKILLed at random moments, memcached losing pending
- * changes (flush_all, restart, a lowered sum, a sum set back twice), and
+ * changes (flush_all, restart, a lowered sum, a sum set back twice, a
+ * sum from before a loss brought back: the amount lost goes down), and
  * the amounts lost measured (lc_tally_lost: a sum set back between the
  * applied one and what was acknowledged, a loss while no handle ran, found
  * through the carry written at lc_close or by a flush memcached failed in
- * a process then killed), one log write per tally per window, and
+ * a process then killed), a flush's multi-get meeting a connection a
+ * server closed (no loss), one log write per tally per window, and
  * lc_tally_list against a brute-force computation.
  *
  * LC_TEST_SCALE=N divides the big counts by N.
@@ -718,6 +720,119 @@ static void test_rewind_twice(void **state) {
   assert_string_equal(now, "117");
 }
 
+/* memcached set back to a sum read before a loss (a warm restart from an
+ * older memory file, the chaos harness's memcached-rewind "back N"): the
+ * sum holds changes already measured as lost, above the baseline the loss
+ * re-seeded.  A flush applies them, so they were not lost after all: the
+ * amount lost goes down by what comes back (else total + lost exceeds
+ * what was added: 150 + 50 for 151 added).  Only what lies above
+ * everything the handle accepted counts as brought back, and never more
+ * than was recorded lost. */
+static void test_rewind_before_loss(void **state) {
+  fx_t *f = *state;
+  char old[32];
+  uint64_t losses = 9, lm = 9;
+  assert_ok(lc_tally_add(f->h, "b", 100));
+  flush_all(f->h);
+  assert_ok(lc_tally_add(f->h, "b", 50)); /* memcached: 150, applied 100 */
+  assert_int_equal(mcd_get(&mc, "lt+:b", old, sizeof old), 1);
+  assert_string_equal(old, "150");
+  assert_ok(mcd_flush_all(&mc));
+  assert_ok(lc_tally_add(f->h, "b", 1)); /* the loss found, re-seeded */
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 101);
+  assert_i64_eq(losses, 1);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 50);
+  /* back to 150: 49 above the applied 101, nothing of it this handle's
+   * (nothing pending) */
+  assert_ok(mcd_set(&mc, "lt+:b", old));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 150);
+  assert_i64_eq(losses, 1);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1); /* 151 added, 150 held */
+  assert_i64_eq(lm, 0);
+  flush_all(f->h); /* given back once */
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1);
+  reopen(f); /* and recorded */
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 150);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1);
+  /* changes pending when the old sum comes back are in it or lost with
+   * what it overwrote: 7 made on 150, then the sum set back to 150 */
+  assert_ok(lc_tally_add(f->h, "b", 7));
+  assert_ok(mcd_set(&mc, "lt+:b", old));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 150);
+  assert_i64_eq(losses, 2);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 1 + 7);
+  /* a sum far above anything lost (a stray set): applied as memcached
+   * holds it, and the amount lost goes down to 0, no further */
+  assert_ok(mcd_set(&mc, "lt+:b", "1000"));
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 1000);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 0);
+  assert_i64_eq(losses, 2);
+  assert_ok(lc_tally_add(f->h, "b", 3)); /* later changes count exactly */
+  flush_all(f->h);
+  assert_i64_eq(total_of(f->h, "b", NULL, &losses), 1003);
+  assert_i64_eq(lost_of(f->h, "b", &lm), 0);
+}
+
+/* Two servers, the first closing idle connections (memcached -o
+ * idle_timeout): a flush's multi-get then finds the first server's
+ * connection closed, and libmemcached (1.1) ends the fetch with NOT FOUND
+ * once the second has answered, as if the first server's keys were
+ * missing.  They are not: nothing may be measured as lost, nor counted as
+ * a loss (the flush took the key for a vanished sum, counted its 5
+ * pending as lost, and found it again when its add said EXISTS). */
+static void test_mget_closed_server(void **state) {
+  fx_t *f = *state;
+  static const char *const idle[] = {"-o", "idle_timeout=1", NULL};
+  mcd_t a = {0}, b = {0};
+  assert_int_equal(mcd_start_with(&a, idle), 0);
+  assert_int_equal(mcd_start(&b), 0);
+  char config[160], path[TU_PATH_MAX];
+  snprintf(config, sizeof config, "%s %s", a.config, b.config);
+  lc_options o;
+  tu_options(&o, &a, f->dir, path);
+  o.memcached = config;
+  lc_t *h = NULL;
+  assert_ok(lc_open(&o, &h));
+  /* a tally of each server's, by where its sum landed */
+  char on_a[16] = "", on_b[16] = "", name[16], v[32];
+  for (int i = 0; i < 64 && (!on_a[0] || !on_b[0]); i++) {
+    snprintf(name, sizeof name, "m%d", i);
+    assert_ok(lc_tally_add(h, name, 1));
+    char key[24];
+    snprintf(key, sizeof key, "lt+:%s", name);
+    if (!on_a[0] && mcd_get(&a, key, v, sizeof v) == 1) strcpy(on_a, name);
+    if (!on_b[0] && mcd_get(&b, key, v, sizeof v) == 1) strcpy(on_b, name);
+  }
+  assert_true(on_a[0] && on_b[0]);
+  flush_all(h);
+  assert_ok(lc_tally_add(h, on_a, 5));
+  assert_ok(lc_tally_add(h, on_b, 3));
+  /* the first server closes the pooled connections (its idle check runs
+   * every few seconds) */
+  long kicks = mcd_stat(&a, "idle_kicks");
+  for (int i = 0; i < 100 && mcd_stat(&a, "idle_kicks") == kicks; i++)
+    usleep(100000);
+  assert_true(mcd_stat(&a, "idle_kicks") > kicks);
+  usleep(300000);
+  flush_all(h);
+  uint64_t losses = 9, lm = 9;
+  assert_i64_eq(total_of(h, on_a, NULL, &losses), 6);
+  assert_i64_eq(losses, 0);
+  assert_i64_eq(lost_of(h, on_a, &lm), 0);
+  assert_i64_eq(total_of(h, on_b, NULL, &losses), 4);
+  lc_stats s;
+  assert_ok(lc_get_stats(h, &s));
+  assert_i64_eq(s.tally_losses, 0);
+  assert_i64_eq(s.tally_lost_amount, 0);
+  lc_close(h);
+  mcd_stop(&a);
+  mcd_stop(&b);
+}
+
 /* A process acknowledges changes, its flush fails (memcached frozen), and
  * it is SIGKILLed; memcached then loses the sums.  The failed flush wrote
  * the carry (what was acknowledged), so the next handle measures the loss
@@ -970,6 +1085,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_memcached_loss, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_twice, tu_setup, tu_teardown),
+      cmocka_unit_test_setup_teardown(test_rewind_before_loss, tu_setup,
+                                      tu_teardown),
+      cmocka_unit_test_setup_teardown(test_mget_closed_server, tu_setup_dir,
+                                      tu_teardown),
       cmocka_unit_test_setup_teardown(test_rewind_between, tu_setup,
                                       tu_teardown),
       cmocka_unit_test_setup_teardown(test_carry_at_failed_flush, tu_setup,

@@ -439,9 +439,18 @@ int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,
     memcached_result_free(r);
     rc = MEMCACHED_SUCCESS;
   }
+  memcached_return_t last = memcached_last_error(mc);
   if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_END &&
       rc != MEMCACHED_NOTFOUND)
     err = map_error(mc, rc, "multi-get");
+  else if (memcached_failed(last) && last != MEMCACHED_NOTFOUND &&
+           last != MEMCACHED_END)
+    /* A server's connection failed under the fetch (closed by memcached
+     * or a restart, and found so only now): libmemcached 1.1 goes on to
+     * the other servers and, once they have answered, ends with NOT FOUND
+     * as if that server's keys were missing.  Its record of the failure
+     * (this call's: initialize_query clears it) tells. */
+    err = map_error(mc, last, "multi-get");
   give(c, mc, err);
   return err;
 }

@@ -64,7 +64,9 @@ int lc__cache_set_text(lc__cache *c, const char *master, size_t mlen,
 int lc__cache_delete(lc__cache *c, const char *master, size_t mlen,
                      const char *key, size_t klen);
 /* One multi-get of n keys: fn is called for each key found (in any
- * order); 0 or a negative code. */
+ * order); 0 or a negative code.  0 means every key not found is missing:
+ * a server whose connection failed during the call fails it, though the
+ * others answered. */
 typedef void (*lc__cache_got)(void *arg, const char *key, size_t klen,
                               const char *val, size_t vlen);
 int lc__cache_mget(lc__cache *c, const char *const *keys, const size_t *lens,

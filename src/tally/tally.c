@@ -35,7 +35,10 @@
  *    to lost+ / lost-.  Each record also carries una (carry+, carry-:
  *    acknowledged, not applied), written too when memcached fails a flush
  *    and at lc_close, so the next handle measures a loss of them at load
- *    (a sum below applied + carry).
+ *    (a sum below applied + carry).  A sum read above applied + out
+ *    (more than this handle accepted) was brought back from before a loss
+ *    (an older memory file): it is applied, and the amount lost goes down
+ *    by the excess (never below 0), so lost+ / lost- stay what was lost.
  * Scheduling: a change that finds its tally not queued adds "lt@:NAME"
  * (the window marker, expiring with the window) and queues the tally
  * (table mu) with due = now + window + 1.25 s, by which memcached has
@@ -238,8 +241,8 @@ int lc__tally_load(lc_t *h, lc__tally *t) {
    * across a restart; the next record write records it). */
   uint64_t lp = t->carry_p > t->out_p ? t->carry_p - t->out_p : 0;
   uint64_t lm = t->carry_m > t->out_m ? t->carry_m - t->out_m : 0;
-  t->lost_new_p += lp;
-  t->lost_new_m += lm;
+  t->lost_new_p += (int64_t)lp;
+  t->lost_new_m += (int64_t)lm;
   t->loaded = true;
   pthread_mutex_unlock(&t->mu);
   if (lp + lm) LC__STAT(h, tally_lost_amount, lp + lm);
@@ -285,7 +288,7 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
       if (*una > 0) { /* acknowledged changes vanished with the key */
         *lost = true;
         amount = (uint64_t)*una;
-        *(plus ? &t->lost_new_p : &t->lost_new_m) += amount;
+        *(plus ? &t->lost_new_p : &t->lost_new_m) += (int64_t)amount;
         *out = *out > (uint64_t)*una ? *out - (uint64_t)*una : 0;
         *una = 0;
       }
@@ -312,7 +315,7 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
       fresh = false;
       pthread_mutex_lock(&t->mu);
       uint64_t amount = (uint64_t)(*una > 0 ? *una : 0);
-      *(plus ? &t->lost_new_p : &t->lost_new_m) += amount;
+      *(plus ? &t->lost_new_p : &t->lost_new_m) += (int64_t)amount;
       *out = *out > amount ? *out - amount : 0;
       *una = 0;
       pthread_mutex_unlock(&t->mu);
@@ -333,11 +336,31 @@ int lc__tally_side_read(lc_t *h, lc__tally *t, bool plus, int pre,
       if (*snap > 0 && v - applied < (uint64_t)*snap) {
         amount = (uint64_t)*snap - (v - applied);
         *lost = true;
-        *(plus ? &t->lost_new_p : &t->lost_new_m) += amount;
+        *(plus ? &t->lost_new_p : &t->lost_new_m) += (int64_t)amount;
         *una -= (int64_t)amount;
         *out = *out > amount ? *out - amount : 0;
       }
       *snap = 0;
+      /* Above everything this handle accepted and has not seen applied
+       * (out: each change is reserved there before its incr, and a loss
+       * takes what it measures off it): a sum from before a loss, brought
+       * back (a warm restart from an older memory file, a rewind), holding
+       * changes measured as lost.  What is there is applied, so they were
+       * not lost: the amount lost goes down by the excess (never below
+       * 0), and the excess joins out and una as if this handle had
+       * accepted it, so that the flush applying it takes it off them
+       * exactly, and a later read neither gives it back again nor, if the
+       * sum then vanishes, misses its loss. */
+      if (v - applied > *out) {
+        uint64_t back = v - applied - *out;
+        int64_t *ln = plus ? &t->lost_new_p : &t->lost_new_m;
+        uint64_t rec = plus ? t->lost_p : t->lost_m;
+        __int128 left = (__int128)rec + *ln; /* >= 0 */
+        *ln -= (int64_t)((__int128)back < left ? (__int128)back : left);
+        *out += back;
+        __int128 u = (__int128)*una + back;
+        *una = u > INT64_MAX ? INT64_MAX : (int64_t)u;
+      }
       pthread_mutex_unlock(&t->mu);
       if (amount) LC__STAT(h, tally_lost_amount, amount);
     }
@@ -612,8 +635,8 @@ static int tally_lost(lc_t *h, const char *name, uint64_t *plus,
   lc__tally_acquire(t);
   rc = lc__tally_load(h, t);
   pthread_mutex_lock(&t->mu);
-  if (!rc && plus) *plus = t->lost_p + t->lost_new_p;
-  if (!rc && minus) *minus = t->lost_m + t->lost_new_m;
+  if (!rc && plus) *plus = t->lost_p + (uint64_t)t->lost_new_p;
+  if (!rc && minus) *minus = t->lost_m + (uint64_t)t->lost_new_m;
   pthread_mutex_unlock(&t->mu);
   lc__tally_release(t);
   return rc;

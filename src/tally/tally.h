@@ -69,8 +69,12 @@ struct lc__tally {
                                  have reached the log after all */
   uint64_t lost_p, lost_m; /* mirror: the amounts lost, as recorded
                                  (P14), of increments and of decrements */
-  uint64_t lost_new_p, lost_new_m; /* mu: measured, not yet in a record
-                                 (the next write carries them) */
+  int64_t lost_new_p, lost_new_m; /* mu: measured, not yet in a record
+                                 (the next write carries them); less what
+                                 memcached brought back since (a sum from
+                                 before a loss, applied: lc__tally_side_read),
+                                 so negative at times, but never below
+                                 -lost_p (-lost_m) */
   int64_t snap_p, snap_m; /* owner: una_* just before the sums were read
                                  (acknowledged, so in memcached by then) */
   uint64_t carry_p, carry_m; /* owner: the record's carries (tally.h's

@@ -108,8 +108,9 @@ static int compute(lc_t *h, slot *x) {
                     t->name);
   x->n.total = (int64_t)total;
   uint64_t losses = x->n.losses;
-  /* a loss measured at load (a record's carry) is an event too */
-  if (lp || lm || t->lost_new_p || t->lost_new_m) {
+  /* a loss measured at load (a record's carry) is an event too (not an
+   * amount given back alone: lost_new below 0) */
+  if (lp || lm || t->lost_new_p > 0 || t->lost_new_m > 0) {
     losses++;
     LC__STAT(h, tally_losses, 1);
   }
@@ -475,10 +476,11 @@ typedef struct carry_ctx {
 bool lc__tally_carry_put(lc__tally *t, leveldb_writebatch_t **b,
                          lc__trec *out) {
   if (!t->loaded || !t->has_record || t->stale) return false;
-  bool measured = t->lost_new_p || t->lost_new_m;
+  bool measured = t->lost_new_p > 0 || t->lost_new_m > 0;
   lc__trec n =
       lc__tally_rec_make(t, t->total, t->ap, t->am, t->losses + measured);
-  if (n.carry_p == t->carry_p && n.carry_m == t->carry_m && !measured)
+  if (n.carry_p == t->carry_p && n.carry_m == t->carry_m &&
+      n.lost_p == t->lost_p && n.lost_m == t->lost_m)
     return false;
   if (!*b) *b = leveldb_writebatch_create();
   lc__tally_rec_put(*b, t, &n);

@@ -130,8 +130,8 @@ lc__trec lc__tally_rec_make(lc__tally *t, int64_t total, uint64_t ap,
                 ap,
                 am,
                 losses,
-                t->lost_p + t->lost_new_p,
-                t->lost_m + t->lost_new_m,
+                t->lost_p + (uint64_t)t->lost_new_p, /* never below 0 */
+                t->lost_m + (uint64_t)t->lost_new_m,
                 t->una_p > 0 ? (uint64_t)t->una_p : 0,
                 t->una_m > 0 ? (uint64_t)t->una_m : 0};
   pthread_mutex_unlock(&t->mu);
@@ -154,11 +154,13 @@ int lc__tally_refresh(lc_t *h, lc__tally *t) {
   int rc = lc__tally_rec_read(h, t);
   if (rc) return rc;
   pthread_mutex_lock(&t->mu);
-  /* a failed write that landed recorded what was measured */
-  uint64_t dlp = t->lost_p > lp ? t->lost_p - lp : 0;
-  uint64_t dlm = t->lost_m > lm ? t->lost_m - lm : 0;
-  t->lost_new_p = t->lost_new_p > dlp ? t->lost_new_p - dlp : 0;
-  t->lost_new_m = t->lost_new_m > dlm ? t->lost_new_m - dlm : 0;
+  /* a failed write that landed recorded what was measured (and given
+   * back) by then: what is left is what came after it, kept within what
+   * the mirror now records */
+  t->lost_new_p -= (int64_t)t->lost_p - (int64_t)lp;
+  t->lost_new_m -= (int64_t)t->lost_m - (int64_t)lm;
+  if (t->lost_new_p < -(int64_t)t->lost_p) t->lost_new_p = -(int64_t)t->lost_p;
+  if (t->lost_new_m < -(int64_t)t->lost_m) t->lost_new_m = -(int64_t)t->lost_m;
   uint64_t dp = t->ap > ap ? t->ap - ap : 0, dm = t->am > am ? t->am - am : 0;
   t->out_p = t->out_p > dp ? t->out_p - dp : 0;
   t->out_m = t->out_m > dm ? t->out_m - dm : 0;
