@@ -571,7 +571,9 @@ typedef struct lc_stats {
   uint64_t eviction_skips;
   /* (0.10) The amount of acknowledged tally changes memcached was found to
    * have lost, in magnitudes (lc_tally_lost's plus + minus, summed over
-   * what this handle measured). */
+   * what this handle measured).  It only grows: a loss that memcached
+   * later gives back (an older memory file) lowers lc_tally_lost, not
+   * this count of what was measured. */
   uint64_t tally_lost_amount;
   /* (0.10) Idle eviction: tallies dropped from memory (flushed, unused
    * for idle_evict_ms; `tallies` counts those still in memory). */
