@@ -21,9 +21,9 @@ int lc__next_count_call(lc_t *h, int rc, uint64_t n) {
   return rc;
 }
 
-/* lc__next_n; wait false (lc_try_next_n): LC_EWOULDBLOCK, not counted,
- * where the held segments cannot serve the call (prefetch only: the
- * caller has asked lc_next_quick for the rest). */
+/* lc__next_n; wait false (lc_try_next_n, prefetch only): LC_EWOULDBLOCK,
+ * not counted, for a counter not in use in this handle (no state is
+ * made for it) or one whose held segments cannot serve the call. */
 static int next_n(lc_t *h, const char *name, uint64_t n, bool wait,
                   int64_t *first) {
   if (n == 0 || n > LC_BLOCK_MAX)
@@ -38,8 +38,10 @@ static int next_n(lc_t *h, const char *name, uint64_t n, bool wait,
   }
   lc__counter *c;
   if ((rc = lc__follow_primary_only(h)) != 0 || /* fenced, or a standby */
-      (rc = lc__counter_lookup(h, name, &c)) != 0)
+      (rc = wait ? lc__counter_lookup(h, name, &c)
+                 : lc__counter_find(h, name, &c)) != 0)
     return lc__next_count_call(h, rc, n);
+  if (c == NULL) return LC_EWOULDBLOCK; /* its first use reads the log */
   rc = h->opt.prefetch ? lc__prefetch_next(h, c, n, wait, first)
                        : lc__counter_next(h, c, n, first);
   return rc == LC_EWOULDBLOCK ? rc : lc__next_count_call(h, rc, n);
@@ -94,10 +96,13 @@ int lc_try_next_n(lc_t *h, const char *name, uint64_t n, int64_t *first) {
   lc__detail_clear();
   if (h == NULL || first == NULL)
     return lc__fail(LC_EINVAL, "NULL handle or result pointer");
-  if (n != 0 && n <= LC_BLOCK_MAX && lc_check_name(name) == 0 &&
-      !lc_next_quick(h, name))
-    return LC_EWOULDBLOCK; /* bad arguments: their error, below */
-  LC__GATE_IN(h);
+  if (n == 0 || n > LC_BLOCK_MAX || lc_check_name(name) != 0)
+    return lc_next_n(h, name, n, first); /* its error, at once */
+  if (h->remote || atomic_load(&h->standby)) return LC_EWOULDBLOCK;
+  if (!h->opt.prefetch) /* the hint decides */
+    return lc_next_quick(h, name) ? lc_next_n(h, name, n, first)
+                                  : LC_EWOULDBLOCK;
+  LC__GATE_IN(h); /* the held segments decide, under the counter's lock */
   int rc = next_n(h, name, n, false, first);
   LC__GATE_OUT(h);
   return rc;
