@@ -106,12 +106,10 @@ $(PC): logcounter.pc.in include/logcounter.h $(PC_DIRS)
 # test_prefetch, which use a seam (the library built with LC_TEST_SEAMS,
 # as chaos does).
 TEST_LC = $(LIB_A)
-$(BUILD)/tests/test_walkgrow: TEST_LC = $(LIB_SEAM_A)
-$(BUILD)/tests/test_walkgrow: TEST_SRC_EXTRA = -DLC_TEST_SEAMS
-$(BUILD)/tests/test_walkgrow: $(LIB_SEAM_A)
-$(BUILD)/tests/test_prefetch: TEST_LC = $(LIB_SEAM_A)
-$(BUILD)/tests/test_prefetch: TEST_SRC_EXTRA = -DLC_TEST_SEAMS
-$(BUILD)/tests/test_prefetch: $(LIB_SEAM_A)
+SEAM_TESTS = $(BUILD)/tests/test_walkgrow $(BUILD)/tests/test_prefetch
+$(SEAM_TESTS): TEST_LC = $(LIB_SEAM_A)
+$(SEAM_TESTS): TEST_SRC_EXTRA = -DLC_TEST_SEAMS
+$(SEAM_TESTS): $(LIB_SEAM_A)
 
 # test_faults fails LevelDB writes on demand through -Wl,--wrap;
 # test_proto tests the daemon's request parser.
